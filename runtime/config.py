@@ -1,0 +1,194 @@
+"""Runtime settings: built-in defaults, overridden by a `jianmu.yaml`.
+
+The file is `$JIANMU_CONFIG` if set, else `./jianmu.yaml` if present. Only the keys it
+names change; everything else keeps its built-in default (each section is a model with
+defaults, so a partial file merges deeply). Unknown keys are errors, not silently
+ignored, so a typo cannot quietly leave a default in force.
+"""
+
+from __future__ import annotations
+
+import os
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.state.keys import StateKeys
+
+CONFIG_ENV = "JIANMU_CONFIG"
+CONFIG_FILENAME = "jianmu.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names the file and the field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelsSettings(_Section):
+    """Model names; `None` leaves the choice to the `ModelClient` (e.g. `$JIANMU_MODEL`)."""
+
+    default: str | None = None
+    react: str | None = None
+
+
+class LLMSettings(_Section):
+    temperature: float | None = 0.2
+    max_tokens: int | None = Field(default=None, ge=1)
+    top_p: float | None = None
+    top_k: int | None = None
+    timeout: float = Field(default=60.0, gt=0)
+    max_budget_tokens: int | None = Field(default=None, ge=1)
+
+
+class LimitsSettings(_Section):
+    max_iterations: int = Field(default=10, ge=1)
+    max_rounds: int = Field(default=10, ge=1)
+
+
+class JianmuSettings(_Section):
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+
+
+_cache: tuple[tuple[str, int] | None, JianmuSettings] | None = None
+
+
+def _config_path() -> Path | None:
+    configured = os.environ.get(CONFIG_ENV)
+    if configured:
+        path = Path(configured)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file (named by ${CONFIG_ENV})")
+        return path
+    local = Path.cwd() / CONFIG_FILENAME
+    return local if local.is_file() else None
+
+
+def _load(path: Path) -> JianmuSettings:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    try:
+        return JianmuSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{path}: invalid setting {field}: {first['msg']}{more}") from None
+
+
+def get_config() -> JianmuSettings:
+    """The current settings, re-read only when the config file (or its mtime) changes."""
+    global _cache
+    path = _config_path()
+    key = (str(path.resolve()), path.stat().st_mtime_ns) if path is not None else None
+    if _cache is None or _cache[0] != key:
+        _cache = (key, _load(path) if path is not None else JianmuSettings())
+    return _cache[1]
+
+
+def reset_config_cache() -> None:
+    global _cache
+    _cache = None
+
+
+def _setting(dotted: str) -> Any:
+    """A default factory reading `get_config().<dotted>` when a config object is built."""
+    read = attrgetter(dotted)
+    return lambda: read(get_config())
+
+
+def _react_model() -> str | None:
+    models = get_config().models
+    return models.react or models.default
+
+
+class ModelResilienceConfig(BaseModel):
+    """How one logical model call survives transient failures.
+
+    Each model gets `1 + max_retries` attempts with exponential backoff
+    (`backoff_initial * backoff_multiplier**n`, capped at `backoff_max` seconds) on a
+    retryable error; then each of `fallback_models` is tried the same way, in order.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(default=2, ge=0)
+    backoff_initial: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=8.0, ge=0)
+    backoff_multiplier: float = Field(default=2.0, ge=1)
+    retry_on_status: list[int] = Field(default_factory=lambda: [429, 500, 502, 503, 504])
+    retry_on_timeout: bool = True
+    fallback_models: list[str] = Field(default_factory=list)
+
+    def backoff(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (0-based)."""
+        return min(self.backoff_max, self.backoff_initial * self.backoff_multiplier**retry)
+
+
+class ReActConfig(BaseModel):
+    """Everything a ReAct loop needs besides its model client and tools.
+
+    Defaults are read from `get_config()` when an instance is created, so a
+    `jianmu.yaml` changes them without code changes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default_factory=_react_model)
+    temperature: float | None = Field(default_factory=_setting("llm.temperature"))
+    max_tokens: int | None = Field(default_factory=_setting("llm.max_tokens"))
+    top_p: float | None = Field(default_factory=_setting("llm.top_p"))
+    top_k: int | None = Field(default_factory=_setting("llm.top_k"))
+    timeout: float = Field(default_factory=_setting("llm.timeout"))
+    max_budget_tokens: int | None = Field(default_factory=_setting("llm.max_budget_tokens"))
+    max_iterations: int = Field(default_factory=_setting("limits.max_iterations"), ge=1)
+    resilience: ModelResilienceConfig = Field(default_factory=ModelResilienceConfig)
+    system_prompt: str | None = None
+    tool_choice: Any = None
+    """Applies to the first round of each run only (retries and fallbacks of that round keep it)."""
+    extra_params: dict[str, Any] = Field(default_factory=dict)
+    keys: StateKeys = Field(default_factory=StateKeys)
+    on_max_iterations: Literal["error", "return_observations", "final_answer"] = "error"
+    max_iterations_hard_limit: int | None = Field(default=None, ge=1)
+    """A cap set by the host; the agent's own `max_iterations` cannot raise it."""
+    parallel_tool_calls: bool = True
+    stream: bool = False
+
+    @property
+    def effective_max_iterations(self) -> int:
+        if self.max_iterations_hard_limit is None:
+            return self.max_iterations
+        return min(self.max_iterations, self.max_iterations_hard_limit)
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILENAME",
+    "ConfigError",
+    "JianmuSettings",
+    "LLMSettings",
+    "LimitsSettings",
+    "ModelResilienceConfig",
+    "ModelsSettings",
+    "ReActConfig",
+    "get_config",
+    "reset_config_cache",
+]

@@ -1,0 +1,22 @@
+"""The engine: node base classes, injection, events and the ReactiveRunner."""
+
+from .behaviour import AsyncBehaviour, Behaviour, Decorator, JianmuNodeMixin, NodeError
+from .deps import InjectPayload, RunContext, inject_runtime_deps
+from .events import EventType, RuntimeEvent, RuntimeEventBus
+from .runner import ReactiveRunner, TickReport
+
+__all__ = [
+    "AsyncBehaviour",
+    "Behaviour",
+    "Decorator",
+    "EventType",
+    "InjectPayload",
+    "JianmuNodeMixin",
+    "NodeError",
+    "ReactiveRunner",
+    "RunContext",
+    "RuntimeEvent",
+    "RuntimeEventBus",
+    "TickReport",
+    "inject_runtime_deps",
+]

@@ -1,0 +1,333 @@
+"""Jianmu nodes: py_trees behaviours with ports, namespaces and injected runtime services.
+
+- `JianmuNodeMixin`: port bindings (`bind`, `read_port`, `write_port`…), namespaced state
+  access, and the injected context, state manager and wake-up callback.
+- `Behaviour`: a synchronous node (`update()`).
+- `AsyncBehaviour`: bridges py_trees' synchronous tick to an `asyncio.Task` running
+  `update_async()`; the task wakes the runner when it finishes, so nothing polls.
+- `Decorator`: a py_trees decorator with the same mixin.
+
+An exception in `initialise()`, `update()` or `update_async()` makes that node FAILURE and
+publishes `node.error` with the traceback; the run goes on (pitfall 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import py_trees
+from py_trees.common import Status
+
+from ..state import StateManager, normalize_namespace
+from .deps import InjectPayload, RunContext
+from .events import EventType
+
+log = logging.getLogger(__name__)
+
+_STATUSES = frozenset(Status)
+
+# (id(node), activation) of the async activation whose code is running, so that a
+# cancelled task's late writes can be told apart from the live one's (pitfall 6).
+_ACTIVATION: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("jianmu_activation", default=None)
+
+
+@dataclass(frozen=True)
+class NodeError:
+    """The last failure of a node, kept for the debugger's node detail."""
+
+    tick: int
+    error: str
+    traceback: str
+
+
+def report_node_error(node: py_trees.behaviour.Behaviour, path: str, exc: BaseException, bus: Any) -> Status:
+    """Record `exc` on the node, publish `node.error`, and return FAILURE."""
+    text = "".join(traceback.format_exception(exc))
+    error = f"{type(exc).__name__}: {exc}"
+    node.last_error = NodeError(bus.tick if bus is not None else 0, error, text)
+    log.debug("node %s failed: %s", path, error)
+    if bus is not None:
+        bus.publish(EventType.NODE_ERROR, {"error": error, "traceback": text}, node=path)
+    return Status.FAILURE
+
+
+def _normalize_binding_key(port: str, key: str | None) -> str:
+    """`"state.x"` == `"x"`; empty or None falls back to the port name."""
+    if key is None:
+        return port
+    key = str(key).strip()
+    if key.startswith("state."):
+        key = key[len("state."):]
+    return key or port
+
+
+class JianmuNodeMixin:
+    """Ports, namespaces and runtime services shared by every Jianmu node.
+
+    Subclasses may declare `input_ports` / `output_ports` so that tools (the studio's
+    binding editor) can list a node's ports before anything is bound.
+    """
+
+    input_ports: ClassVar[tuple[str, ...]] = ()
+    output_ports: ClassVar[tuple[str, ...]] = ()
+
+    name: str
+    last_error: NodeError | None
+
+    def _init_jianmu_fields(self, namespace: str | None = None) -> None:
+        self.namespace: str | None = normalize_namespace(namespace)
+        self.ctx: RunContext | None = None
+        self.state_manager: StateManager | None = None
+        self._wake_up = None
+        self._input_bindings: dict[str, str] = {}
+        self._output_bindings: dict[str, str] = {}
+        self._explicit_model_client = None
+        self._interaction = None
+        self._recovery = None
+        self._activation = 0
+        self.path: str = self.name
+        self.last_error = None
+
+    # -- injection -----------------------------------------------------------------
+    def inject(self, payload: InjectPayload) -> None:
+        if payload.state_manager is not self.state_manager:
+            self._interaction = None
+            self._recovery = None
+        self.ctx = payload.context
+        self.state_manager = payload.state_manager
+        self._wake_up = payload.wake_up
+
+    def wake(self) -> None:
+        """Ask the runner for another tick."""
+        if self._wake_up is not None:
+            self._wake_up()
+
+    @property
+    def event_bus(self):
+        return self.ctx.runtime_event_bus if self.ctx is not None else None
+
+    def emit(self, event_type: str, payload: Mapping[str, Any] | None = None) -> None:
+        """Publish a telemetry event from this node (no-op when nobody listens)."""
+        bus = self.event_bus
+        if bus is not None and bus.wants(event_type):
+            bus.publish(event_type, dict(payload or {}), node=self.path)
+
+    # -- bindings ------------------------------------------------------------------
+    def bind(self, inputs: Mapping[str, str | None] | None = None,
+             outputs: Mapping[str, str | None] | None = None) -> Self:
+        """Map logical ports to state keys; chainable."""
+        for port, key in (inputs or {}).items():
+            self._input_bindings[port] = _normalize_binding_key(port, key)
+        for port, key in (outputs or {}).items():
+            self._output_bindings[port] = _normalize_binding_key(port, key)
+        return self
+
+    @property
+    def input_bindings(self) -> dict[str, str]:
+        return dict(self._input_bindings)
+
+    @property
+    def output_bindings(self) -> dict[str, str]:
+        return dict(self._output_bindings)
+
+    def resolve_input_port(self, port: str, state_key: str | None = None) -> str:
+        return _normalize_binding_key(port, self._input_bindings.get(port) or state_key)
+
+    def resolve_output_port(self, port: str, state_key: str | None = None) -> str:
+        return _normalize_binding_key(port, self._output_bindings.get(port) or state_key)
+
+    # -- state ---------------------------------------------------------------------
+    def _require_state(self) -> StateManager:
+        if self.state_manager is None:
+            raise RuntimeError(f"node {self.path!r} has no state manager: run it with a ReactiveRunner")
+        return self.state_manager
+
+    def read_state(self, key: str, default: Any = None) -> Any:
+        return self._require_state().get(key, self.namespace, default)
+
+    def write_state(self, values: Mapping[str, Any], signal: bool = True) -> None:
+        """One state update in this node's namespace; writes from a stale activation are dropped."""
+        tag = _ACTIVATION.get()
+        if tag is not None and tag[0] == id(self) and tag[1] != self._activation:
+            log.debug("dropping write of %s from a stale activation of %s", list(values), self.path)
+            return
+        self._require_state().update(values, self.namespace, signal)
+
+    def read_port(self, port: str, default: Any = None, state_key: str | None = None) -> Any:
+        return self.read_state(self.resolve_input_port(port, state_key), default)
+
+    def write_port(self, port: str, value: Any, signal: bool = True, state_key: str | None = None) -> None:
+        self.write_state({self.resolve_output_port(port, state_key): value}, signal)
+
+    def write_ports(self, values: Mapping[str, Any], signal: bool = True,
+                    state_keys: Mapping[str, str] | None = None) -> None:
+        """Write several ports as ONE state update (one change record, one wake)."""
+        keys = state_keys or {}
+        self.write_state({self.resolve_output_port(p, keys.get(p)): v for p, v in values.items()}, signal)
+
+    def append_port_messages(self, port: str, messages: Iterable[Any], state_key: str | None = None,
+                             signal: bool = True) -> None:
+        """Append to a message-list port: through the field's reducer if it has one."""
+        key = self.resolve_output_port(port, state_key)
+        messages = list(messages)
+        spec = self._require_state().field(key)
+        if spec is not None and spec.reducer is not None:
+            self.write_state({key: messages}, signal)
+        else:
+            self.write_state({key: list(self.read_state(key) or []) + messages}, signal)
+
+    # -- services ------------------------------------------------------------------
+    @property
+    def model_client(self):
+        if self._explicit_model_client is not None:
+            return self._explicit_model_client
+        return self.ctx.model_client if self.ctx is not None else None
+
+    @model_client.setter
+    def model_client(self, client) -> None:
+        self._explicit_model_client = client
+
+    @property
+    def interaction(self):
+        if self._interaction is None:
+            from .interaction import InteractionController
+
+            self._interaction = InteractionController(self._require_state(), self)
+        return self._interaction
+
+    @property
+    def recovery(self):
+        if self._recovery is None:
+            from ..memory.checkpoint.recovery import CheckpointRecoveryFacade
+
+            self._recovery = CheckpointRecoveryFacade(self._require_state(), self)
+        return self._recovery
+
+    def _fail(self, exc: BaseException) -> Status:
+        return report_node_error(self, self.path, exc, self.event_bus)
+
+
+class Behaviour(py_trees.behaviour.Behaviour, JianmuNodeMixin):
+    """A synchronous Jianmu node: implement `update() -> Status`."""
+
+    def __init__(self, name: str | None = None, namespace: str | None = None):
+        super().__init__(name=name or type(self).__name__)
+        self._init_jianmu_fields(namespace)
+
+    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
+        """py_trees' tick, with exceptions turned into FAILURE (and without its debug logging)."""
+        try:
+            if self.status != Status.RUNNING:
+                self.initialise()
+            new_status = self.update()
+            if new_status not in _STATUSES:
+                raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
+        except Exception as exc:
+            new_status = self._fail(exc)
+        if new_status != Status.RUNNING:
+            self.stop(new_status)
+        self.status = new_status
+        yield self
+
+
+class AsyncBehaviour(Behaviour):
+    """An asynchronous Jianmu node: implement `async update_async() -> Status`.
+
+    `initialise` starts `update_async()` as a task whose completion wakes the runner;
+    `update` reports RUNNING until the task is done, then its Status; a task that finished
+    with RUNNING is started again on the next tick; `terminate` cancels the task.
+    """
+
+    def __init__(self, name: str | None = None, namespace: str | None = None):
+        super().__init__(name=name, namespace=namespace)
+        self.async_task: asyncio.Task | None = None
+
+    async def update_async(self) -> Status:
+        raise NotImplementedError(f"{type(self).__name__} must implement update_async()")
+
+    def initialise(self) -> None:
+        self._cancel_task()
+        loop = asyncio.get_running_loop()
+        self._activation += 1
+        task = loop.create_task(self._run_update_async(self._activation), name=f"jianmu:{self.path}")
+        task.add_done_callback(self._on_task_done)
+        self.async_task = task
+
+    async def _run_update_async(self, activation: int) -> Status:
+        _ACTIVATION.set((id(self), activation))
+        return await self.update_async()
+
+    def _on_task_done(self, task: asyncio.Task) -> None:
+        if task is self.async_task:
+            self.wake()
+
+    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
+        task = self.async_task
+        if (self.status == Status.RUNNING and task is not None and task.done() and not task.cancelled()
+                and task.exception() is None and task.result() == Status.RUNNING):
+            self.initialise()
+        yield from super().tick()
+
+    def update(self) -> Status:
+        task = self.async_task
+        if task is None:
+            return Status.FAILURE
+        if not task.done():
+            return Status.RUNNING
+        if task.cancelled():
+            return Status.INVALID
+        exc = task.exception()
+        if exc is not None:
+            return self._fail(exc)
+        result = task.result()
+        if result not in _STATUSES:
+            return self._fail(TypeError(f"update_async() returned {result!r}, not a py_trees Status"))
+        return result
+
+    def terminate(self, new_status: Status) -> None:
+        self._cancel_task()
+
+    def _cancel_task(self) -> None:
+        """Idempotent (terminate may run twice, pitfall 5); late writes of the old task are dropped."""
+        task, self.async_task = self.async_task, None
+        self._activation += 1
+        if task is not None and not task.done():
+            task.cancel()
+
+
+class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
+    """A py_trees decorator that is also a Jianmu node (ports, namespace, services)."""
+
+    def __init__(self, name: str, child: py_trees.behaviour.Behaviour, namespace: str | None = None):
+        super().__init__(name=name, child=child)
+        self._init_jianmu_fields(namespace)
+
+    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
+        try:
+            if self.status != Status.RUNNING:
+                self.initialise()
+        except Exception as exc:
+            self._fail(exc)
+            self.stop(Status.FAILURE)
+            yield self
+            return
+        yield from self.decorated.tick()
+        try:
+            new_status = self.update()
+            if new_status not in _STATUSES:
+                raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
+        except Exception as exc:
+            new_status = self._fail(exc)
+        if new_status != Status.RUNNING:
+            self.stop(new_status)
+        self.status = new_status
+        yield self
+
+
+__all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "report_node_error"]

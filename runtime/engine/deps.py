@@ -1,0 +1,46 @@
+"""Dependency injection: how the runner hands services, state and its wake-up to nodes.
+
+`RunContext` carries the services that must never be serialised into state;
+`InjectPayload` bundles it with the `StateManager` and the runner's wake-up callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..state import StateManager
+    from .events import RuntimeEventBus
+
+
+@dataclass
+class RunContext:
+    model_client: Any = None
+    approval_manager: Any = None
+    sandbox: Any = None
+    constraints: Any = None
+    runtime: Any = None
+    prompt_runtime: Any = None
+    runtime_event_bus: RuntimeEventBus | None = None
+    # records model/tool I/O of a run, or serves it back on replay (runtime.memory.checkpoint.io)
+    io_recorder: Any = None
+
+
+@dataclass(frozen=True)
+class InjectPayload:
+    context: RunContext | None
+    state_manager: StateManager | None
+    wake_up: Callable[[], None] | None
+
+
+def inject_runtime_deps(node: Any, payload: InjectPayload) -> None:
+    """Inject into Jianmu nodes; plain py_trees nodes have nothing to receive and are skipped."""
+    from .behaviour import JianmuNodeMixin
+
+    if isinstance(node, JianmuNodeMixin):
+        node.inject(payload)
+
+
+__all__ = ["InjectPayload", "RunContext", "inject_runtime_deps"]

@@ -1,0 +1,176 @@
+"""The telemetry bus: every runtime event a debugger or a log can observe.
+
+Events are built only when somebody listens (a subscriber whose filter accepts the type,
+or a history buffer): on the tick path the runner asks `wants(type)` first, so a run
+that nobody watches pays for a boolean test, not for the event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
+
+
+class EventType(StrEnum):
+    RUN_STARTED = "run.started"
+    RUN_COMPLETED = "run.completed"
+    RUN_SUSPENDED = "run.suspended"
+    RUN_FAILED = "run.failed"
+    TICK_STARTED = "tick.started"
+    TICK_COMPLETED = "tick.completed"
+    NODE_STATUS = "node.status"
+    NODE_ERROR = "node.error"
+    STATE_CHANGED = "state.changed"
+    LOG = "log"
+    # the ReAct seed's telemetry
+    REPLY_STARTED = "reply.started"
+    MODEL_CALL_STARTED = "model.call.started"
+    TEXT_DELTA = "text.delta"
+    MODEL_CALL_COMPLETED = "model.call.completed"
+    MODEL_CALL_FAILED = "model.call.failed"
+    REPLY_COMPLETED = "reply.completed"
+    TOOL_CALL_STARTED = "tool.call.started"
+    TOOL_CALL_COMPLETED = "tool.call.completed"
+    TOOL_CALL_FAILED = "tool.call.failed"
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_RESOLVED = "approval.resolved"
+    # debugger edits, recorded so a trace explains why a fork diverged
+    BINDING_CHANGED = "binding.changed"
+    STATE_EDITED = "state.edited"
+
+
+class RuntimeEvent(BaseModel):
+    """One thing that happened in a run, stamped with where and when."""
+
+    seq: int
+    type: str
+    time: float
+    tick: int = 0
+    node: str | None = None
+    run_id: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+EventFilter = Callable[[RuntimeEvent], bool]
+
+
+class Subscription:
+    """Handle returned by `subscribe`; call it (or `close()`) to stop receiving events."""
+
+    def __init__(self, bus: RuntimeEventBus, callback: Callable[[RuntimeEvent], Any],
+                 types: frozenset[str] | None, predicate: EventFilter | None):
+        self._bus = bus
+        self.callback = callback
+        self.types = types
+        self.predicate = predicate
+
+    def accepts_type(self, event_type: str) -> bool:
+        return self.types is None or event_type in self.types
+
+    def close(self) -> None:
+        self._bus._remove(self)
+
+    __call__ = close
+
+
+class RuntimeEventBus:
+    """Publish/subscribe for `RuntimeEvent`s, with an optional bounded history.
+
+    The runner stamps `run_id` and `tick` on the bus so that nodes can publish without
+    knowing where in the run they are.
+    """
+
+    def __init__(self, history: int = 1000):
+        self._history: deque[RuntimeEvent] = deque(maxlen=history) if history > 0 else deque(maxlen=0)
+        self._keep_history = history > 0
+        self._subscriptions: list[Subscription] = []
+        self._wants: dict[str, bool] = {}
+        self._seq = 0
+        self.run_id: str | None = None
+        self.tick = 0
+
+    # -- who listens ---------------------------------------------------------------
+    def wants(self, event_type: str) -> bool:
+        """True when publishing `event_type` would reach somebody (cached per type)."""
+        cached = self._wants.get(event_type)
+        if cached is None:
+            cached = self._keep_history or any(s.accepts_type(event_type) for s in self._subscriptions)
+            self._wants[event_type] = cached
+        return cached
+
+    @property
+    def position(self) -> int:
+        """Sequence number of the last event built (the event-stream position)."""
+        return self._seq
+
+    def seek(self, position: int) -> None:
+        """Continue numbering after `position` (used when a run is restored)."""
+        self._seq = position
+
+    @property
+    def history(self) -> list[RuntimeEvent]:
+        return list(self._history)
+
+    # -- publishing ----------------------------------------------------------------
+    def publish(self, event_type: str, payload: dict[str, Any] | None = None, *,
+                node: str | None = None) -> RuntimeEvent | None:
+        if not self.wants(event_type):
+            return None
+        self._seq += 1
+        event = RuntimeEvent(seq=self._seq, type=str(event_type), time=time.time(), tick=self.tick,
+                             node=node, run_id=self.run_id, payload=payload or {})
+        self.emit(event)
+        return event
+
+    def emit(self, event: RuntimeEvent) -> None:
+        """Deliver an already-built event (publish, or a trace being imported)."""
+        if self._keep_history:
+            self._history.append(event)
+        for sub in tuple(self._subscriptions):
+            if not sub.accepts_type(event.type):
+                continue
+            if sub.predicate is not None and not sub.predicate(event):
+                continue
+            try:
+                sub.callback(event)
+            except Exception:  # a broken listener must never break the run
+                log.exception("event subscriber %r failed on %s", sub.callback, event.type)
+
+    # -- subscribing ---------------------------------------------------------------
+    def subscribe(self, callback: Callable[[RuntimeEvent], Any], *, types: Iterable[str] | None = None,
+                  filter: EventFilter | None = None) -> Subscription:
+        sub = Subscription(self, callback, frozenset(str(t) for t in types) if types is not None else None, filter)
+        self._subscriptions.append(sub)
+        self._wants.clear()
+        return sub
+
+    def _remove(self, sub: Subscription) -> None:
+        if sub in self._subscriptions:
+            self._subscriptions.remove(sub)
+            self._wants.clear()
+
+    async def stream(self, *, types: Iterable[str] | None = None,
+                     filter: EventFilter | None = None) -> AsyncIterator[RuntimeEvent]:
+        """Iterate events as they arrive, until the consumer stops iterating."""
+        queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
+        sub = self.subscribe(queue.put_nowait, types=types, filter=filter)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            sub.close()
+
+    def __aiter__(self) -> AsyncIterator[RuntimeEvent]:
+        return self.stream()
+
+
+__all__ = ["EventFilter", "EventType", "RuntimeEvent", "RuntimeEventBus", "Subscription"]

@@ -1,0 +1,366 @@
+"""`ReactiveRunner`: ticks a tree only when something happened.
+
+A tick is one traversal from the root. Between ticks the runner sleeps on a wake event,
+set by a state write with `signal=True`, an async node's task finishing, or an approval
+arriving; it never polls. `step()` performs exactly one tick and reports what changed:
+the debugger's seam, together with the before/after tick hooks that can hold a tick.
+
+Work a tick does only for observers (the per-node status diff, events) is done only when
+someone observes: a step report, a hook, or a subscriber to the event type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import py_trees
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from ..state import InteractionKeys, StateChange, StateManager
+from .behaviour import JianmuNodeMixin, report_node_error
+from .deps import InjectPayload, RunContext, inject_runtime_deps
+from .events import EventType, RuntimeEventBus
+from .interaction import InteractionController
+from .tree import iter_paths
+
+Hook = Callable[..., Any | Awaitable[Any]]
+_FINISHED = (Status.SUCCESS, Status.FAILURE)
+
+
+@dataclass
+class TickReport:
+    """What one tick did."""
+
+    tick: int
+    status: Status
+    changed: dict[str, tuple[Status, Status]] = field(default_factory=dict)  # path -> (old, new)
+    ticked: list[str] = field(default_factory=list)  # paths visited by the traversal
+    state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # "ns.key" -> (old, new)
+    duration_ms: float = 0.0
+
+    @property
+    def state_keys(self) -> list[str]:
+        return list(self.state_changes)
+
+
+def _qualified(namespace: str | None, key: str) -> str:
+    return f"{namespace}.{key}" if namespace else key
+
+
+def _guard_foreign(node: py_trees.behaviour.Behaviour, runner: ReactiveRunner) -> None:
+    """Catch exceptions of a user's plain py_trees node per node (pitfall 3)."""
+    for method_name in ("initialise", "update"):
+        original = getattr(node, method_name)
+
+        def guarded(original=original, method_name=method_name):
+            try:
+                return original()
+            except Exception as exc:
+                status = report_node_error(node, runner.path_of(node), exc, runner.event_bus)
+                return status if method_name == "update" else None
+
+        setattr(node, method_name, guarded)
+    node._jianmu_guarded = True
+
+
+class ReactiveRunner:
+    def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
+                 context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
+                 checkpointer: Any = None):
+        self.root = root
+        self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
+        self.context = context or RunContext()
+        self.event_bus = event_bus or self.context.runtime_event_bus or RuntimeEventBus()
+        self.context.runtime_event_bus = self.event_bus
+        self.interaction = InteractionController(self.state_manager)
+        self.tick_count = 0
+        self.run_id: str | None = None
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._live = False
+        self._before_hooks: list[Hook] = []
+        self._after_hooks: list[Hook] = []
+        self._state_changes: dict[str, tuple[Any, Any]] = {}
+        self.state_manager.add_wake_listener(self._on_wake_signal)
+        self.state_manager.subscribe(self._on_state_change)
+        self.refresh_tree()
+        self._inject(None)
+        self.checkpoints = None
+        if checkpointer is not None:
+            from ..memory.checkpoint.runner_checkpoints import RunnerCheckpoints
+
+            self.checkpoints = RunnerCheckpoints(self, checkpointer)
+
+    # -- the tree ------------------------------------------------------------------
+    def refresh_tree(self) -> None:
+        """Re-index the tree (call after its shape changed) and inject any new nodes."""
+        self._paths: dict[int, str] = {}
+        self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
+        for node, path in iter_paths(self.root):
+            self._paths[id(node)] = path
+            self.nodes[path] = node
+            if isinstance(node, JianmuNodeMixin):
+                node.path = path
+            elif not type(node).__module__.startswith("py_trees.") and not getattr(node, "_jianmu_guarded", False):
+                _guard_foreign(node, self)
+        self._order = list(self.nodes.values())
+        self._statuses = [node.status for node in self._order]
+        if hasattr(self, "_payload"):
+            self._inject(self._payload.wake_up)
+
+    def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
+        path = self._paths.get(id(node))
+        if path is None:  # a node added since the last index (a subtree compiled mid-tick)
+            self.refresh_tree()
+            path = self._paths.get(id(node), node.name)
+        return path
+
+    def statuses(self) -> dict[str, Status]:
+        return {path: node.status for path, node in self.nodes.items()}
+
+    # -- injection and waking ------------------------------------------------------
+    def _inject(self, wake_up: Callable[[], None] | None) -> None:
+        self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up)
+        for node in self._order:
+            inject_runtime_deps(node, self._payload)
+
+    def _go_live(self) -> None:
+        """Bind to the running loop and hand nodes the live wake-up callback."""
+        if self._live:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._live = True
+        self._inject(self._on_wake_signal)
+        self._wake.set()  # a task may have finished while nobody listened
+
+    def _go_idle(self) -> None:
+        self._live = False
+        self._inject(None)
+
+    def _on_wake_signal(self) -> None:
+        loop = self._loop
+        if loop is not None and self._loop_thread != threading.get_ident():
+            loop.call_soon_threadsafe(self._wake.set)
+        else:
+            self._wake.set()
+
+    def signal(self) -> None:
+        """Request another tick (what a node's state write with signal=True does)."""
+        self._on_wake_signal()
+
+    def _on_state_change(self, change: StateChange) -> None:
+        pending = self._state_changes
+        for key, (old, new) in change.changes.items():
+            qualified = _qualified(change.namespace, key)
+            first = pending.get(qualified)
+            pending[qualified] = (old if first is None else first[0], new)
+        bus = self.event_bus
+        if bus.wants(EventType.STATE_CHANGED):
+            bus.publish(EventType.STATE_CHANGED, {"namespace": change.namespace, "keys": change.keys})
+
+    # -- hooks ---------------------------------------------------------------------
+    def add_tick_hook(self, before: Hook | None = None, after: Hook | None = None) -> Callable[[], None]:
+        """`before(runner, tick)` / `after(runner, report)`, sync or async; awaiting holds the tick."""
+        if before is not None:
+            self._before_hooks.append(before)
+        if after is not None:
+            self._after_hooks.append(after)
+
+        def remove() -> None:
+            if before in self._before_hooks:
+                self._before_hooks.remove(before)
+            if after in self._after_hooks:
+                self._after_hooks.remove(after)
+
+        return remove
+
+    @staticmethod
+    async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
+        for hook in tuple(hooks):
+            result = hook(*args)
+            if inspect.isawaitable(result):
+                await result
+
+    # -- status of the run ---------------------------------------------------------
+    @property
+    def status(self) -> Status:
+        return self.root.status
+
+    @property
+    def finished(self) -> bool:
+        return self.root.status in _FINISHED
+
+    @property
+    def suspended(self) -> bool:
+        """RUNNING, but waiting for input from outside (an approval, an answer)."""
+        return self.root.status == Status.RUNNING and self.interaction.suspended
+
+    def resume(self, request_id: str, response: Any = None) -> None:
+        """Answer a pending interaction; the next `run()` or `step()` carries on."""
+        self.interaction.resolve(request_id, response)
+
+    @property
+    def can_tick_now(self) -> bool:
+        """False when a tick would only wait: the tree runs and nothing has woken it."""
+        return self.tick_count == 0 or self.root.status != Status.RUNNING or self._wake.is_set()
+
+    # -- ticking -------------------------------------------------------------------
+    def start_fresh(self, input_data: Mapping[str, Any] | None = None) -> None:
+        """Reset the tree and the run-scoped state for a new run (a new run id)."""
+        if self.root.status != Status.INVALID:
+            self.root.stop(Status.INVALID)
+        self.run_id = uuid.uuid4().hex[:12]
+        self.event_bus.run_id = self.run_id
+        self.tick_count = 0
+        self.event_bus.tick = 0
+        self.state_manager.reset_ephemeral("run")
+        self.state_manager.reset_ephemeral("step")
+        stale = [key for key in (InteractionKeys.PENDING, InteractionKeys.RESPONSES) if self.state_manager.get(key)]
+        if stale:
+            self.state_manager.load(dict.fromkeys(stale, {}))
+        if input_data:
+            self.state_manager.update(dict(input_data), signal=False)
+        self._statuses = [node.status for node in self._order]
+        self._state_changes.clear()
+
+    async def step(self) -> TickReport:
+        """Exactly one tick, after waiting for a wake if nothing could run yet."""
+        self._go_live()
+        if self.run_id is None:
+            self.start_fresh()
+        return await self._step(detailed=True)
+
+    async def _step(self, detailed: bool) -> TickReport:
+        if not self.can_tick_now:
+            await self._wake.wait()
+        if self._before_hooks:
+            await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
+        report = self._tick(detailed or bool(self._after_hooks) or self.checkpoints is not None)
+        if self.checkpoints is not None:
+            self.checkpoints.after_tick(report)
+        if self._after_hooks:
+            await self._call_hooks(self._after_hooks, self, report)
+        return report
+
+    def _tick(self, detailed: bool) -> TickReport:
+        self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
+        self.tick_count += 1
+        bus = self.event_bus
+        bus.tick = self.tick_count
+        if bus.wants(EventType.TICK_STARTED):
+            bus.publish(EventType.TICK_STARTED, {})
+        detailed = detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.TICK_COMPLETED)
+        started = time.perf_counter()
+        try:
+            if detailed:
+                ticked = [self._paths.get(id(node)) or self.path_of(node) for node in self.root.tick()]
+            else:
+                deque(self.root.tick(), maxlen=0)  # consume the generator whole (pitfall 2)
+                ticked = []
+        except Exception as exc:
+            report_node_error(self.root, self.path_of(self.root), exc, bus)
+            self.root.stop(Status.INVALID)
+            raise
+        report = TickReport(self.tick_count, self.root.status, ticked=ticked,
+                            duration_ms=(time.perf_counter() - started) * 1000)
+        if detailed:
+            report.changed = self._status_changes()
+            report.state_changes, self._state_changes = self._state_changes, {}
+            for path, (old, new) in report.changed.items():
+                bus.publish(EventType.NODE_STATUS, {"old": old.value, "new": new.value}, node=path)
+            if bus.wants(EventType.TICK_COMPLETED):
+                bus.publish(EventType.TICK_COMPLETED, {
+                    "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
+                    "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
+                    "state_keys": report.state_keys, "ticked": len(ticked)})
+        else:
+            self._state_changes.clear()
+        return report
+
+    def _status_changes(self) -> dict[str, tuple[Status, Status]]:
+        current = [node.status for node in self._order]
+        previous, self._statuses = self._statuses, current
+        if current == previous:
+            return {}
+        order = self._order
+        if len(previous) != len(current):
+            known = dict(zip(map(id, order), previous, strict=False))
+            previous = [known.get(id(node), Status.INVALID) for node in order]
+        return {self._paths[id(order[i])]: (old, new)
+                for i, (old, new) in enumerate(zip(previous, current, strict=True)) if old != new}
+
+    async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
+        """Tick until SUCCESS/FAILURE, `max_ticks`, or suspension; returns the root's status.
+
+        A runner whose tree is RUNNING (paused, suspended, restored) carries on; otherwise
+        this is a fresh run: new run id, tree reset, run- and step-scoped state reset,
+        then `input_data` written.
+        """
+        fresh = self.root.status != Status.RUNNING or self.run_id is None
+        if fresh:
+            self.start_fresh(input_data)
+        elif input_data:
+            self.state_manager.update(dict(input_data))
+        was_live = self._live
+        self._go_live()
+        bus = self.event_bus
+        bus.publish(EventType.RUN_STARTED, {"fresh": fresh, "tick": self.tick_count})
+        ticks = 0
+        try:
+            while True:
+                await self._step(detailed=False)
+                ticks += 1
+                status = self.root.status
+                if status == Status.SUCCESS:
+                    bus.publish(EventType.RUN_COMPLETED, {"status": status.value, "ticks": self.tick_count})
+                    return status
+                if status == Status.FAILURE:
+                    bus.publish(EventType.RUN_FAILED, {"status": status.value, "ticks": self.tick_count})
+                    return status
+                if self.suspended:
+                    bus.publish(EventType.RUN_SUSPENDED, {"pending": self.interaction.pending()})
+                    return status
+                if max_ticks is not None and ticks >= max_ticks:
+                    return status
+        except Exception as exc:
+            bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": f"{type(exc).__name__}: {exc}"})
+            raise
+        finally:
+            if not was_live:
+                self._go_idle()
+
+    # -- time travel (see runtime.memory.checkpoint) -------------------------------
+    def _require_checkpoints(self):
+        if self.checkpoints is None:
+            raise RuntimeError("this runner has no checkpointer: pass ReactiveRunner(..., checkpointer=store)")
+        return self.checkpoints
+
+    def restore(self, checkpoint_id: int) -> None:
+        """Put back statuses, node resume data and state as they were at a checkpoint."""
+        self._require_checkpoints().restore(checkpoint_id)
+
+    def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
+             binding_changes: Mapping[str, Any] | None = None) -> str:
+        """Restore a checkpoint, apply edits, and continue on a new branch (returned)."""
+        return self._require_checkpoints().fork(checkpoint_id, state_updates=state_updates,
+                                                binding_changes=binding_changes)
+
+    def stop(self) -> None:
+        """Stop the tree (cancels running async nodes); the state is kept."""
+        if self.root.status != Status.INVALID:
+            self.root.stop(Status.INVALID)
+        self._statuses = [node.status for node in self._order]
+
+
+__all__ = ["ReactiveRunner", "TickReport"]

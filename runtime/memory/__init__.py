@@ -1,0 +1,1 @@
+"""Run memory: checkpoints and the recovery facade."""

@@ -1,0 +1,177 @@
+"""`ModelClient`: the one door every node uses to call a model.
+
+A provider makes single attempts; the client turns them into one *logical* call:
+retries with backoff, fallback models, stream forwarding and telemetry events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from runtime.config import ModelResilienceConfig
+from runtime.engine.events import EventType, RuntimeEventBus
+from runtime.messages import Message
+from runtime.model.errors import ModelConfigurationError, ModelError, ModelHTTPError, ModelTimeoutError
+from runtime.model.openai_compatible import OpenAICompatibleProvider
+from runtime.model.types import DeltaCallback, ModelConfig, ModelProvider, ModelResponse
+
+ENV_PREFIXES = ("JIANMU_", "OPENAI_")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _env(name: str) -> str | None:
+    """`JIANMU_<name>`, else `OPENAI_<name>`, else None."""
+    return next((os.environ[p + name] for p in ENV_PREFIXES if os.environ.get(p + name)), None)
+
+
+def _merge(defaults: ModelConfig, config: ModelConfig | None) -> ModelConfig:
+    """Fields set explicitly on `config` win; `extra_params` are merged key by key."""
+    if config is None:
+        return defaults
+    update = {name: getattr(config, name) for name in config.model_fields_set}
+    update["extra_params"] = {**defaults.extra_params, **config.extra_params}
+    return defaults.model_copy(update=update)
+
+
+class ModelClient:
+    """Calls a `ModelProvider` with retries, fallback models and events.
+
+    `model` names the model when neither the call's config nor `defaults` does.
+    """
+
+    def __init__(
+        self,
+        provider: ModelProvider,
+        *,
+        model: str | None = None,
+        resilience: ModelResilienceConfig | None = None,
+        defaults: ModelConfig | None = None,
+    ):
+        self.provider = provider
+        self.model = model
+        self.resilience = resilience or ModelResilienceConfig()
+        self.defaults = defaults or ModelConfig()
+
+    @classmethod
+    def resolve(
+        cls,
+        provider: ModelProvider | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        env_override: bool = False,
+        resilience: ModelResilienceConfig | None = None,
+        timeout: float | None = None,
+    ) -> ModelClient:
+        """Build a client from arguments and, with `env_override`, from the environment.
+
+        With `env_override=True`, `JIANMU_BASE_URL` / `JIANMU_API_KEY` / `JIANMU_MODEL`
+        (each falling back to its `OPENAI_*` twin) win over the arguments, and a base URL
+        found in the environment replaces `provider`: a sample passes its scripted
+        provider and runs live wherever an endpoint is configured. An API key alone
+        means the OpenAI endpoint.
+        """
+        env_base_url = None
+        if env_override:
+            env_base_url = _env("BASE_URL")
+            base_url = env_base_url or base_url
+            api_key = _env("API_KEY") or api_key
+            model = _env("MODEL") or model
+        if provider is None or env_base_url:
+            if not (base_url or api_key):
+                raise ModelConfigurationError(
+                    "no model configured: pass provider= or base_url=, or set JIANMU_BASE_URL "
+                    "(or OPENAI_BASE_URL) and JIANMU_API_KEY (or OPENAI_API_KEY), optionally "
+                    "JIANMU_MODEL (or OPENAI_MODEL), and call resolve(env_override=True)"
+                )
+            provider = OpenAICompatibleProvider(base_url or DEFAULT_BASE_URL, api_key, default_model=model)
+        return cls(provider, model=model, resilience=resilience, defaults=ModelConfig(timeout=timeout))
+
+    async def invoke(
+        self,
+        messages: Sequence[Message],
+        config: ModelConfig | None = None,
+        *,
+        event_bus: RuntimeEventBus | None = None,
+        node: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelResponse:
+        """One logical call: every attempt gets the same messages and config, only `model` changes.
+
+        Raises the last error once retries and fallbacks are spent, or at once on an error
+        that is not retryable. Streamed fragments go to `on_delta` and, as `text.delta`
+        events, to `event_bus` (fragments of a failed attempt are not taken back).
+        """
+        config = _merge(self.defaults, config)
+        messages = list(messages)
+        models = [config.model or self.model, *self.resilience.fallback_models]
+        publish = event_bus.publish if event_bus is not None else None
+        started = time.monotonic()
+
+        def forward(delta: str) -> None:
+            if on_delta is not None:
+                on_delta(delta)
+            if publish is not None:
+                publish(EventType.TEXT_DELTA, {"delta": delta}, node=node)
+
+        plan = [(model, retry) for model in models for retry in range(self.resilience.max_retries + 1)]
+        last_error: Exception | None = None
+        for attempt, (model, retry) in enumerate(plan, start=1):
+            if publish is not None:
+                publish(EventType.MODEL_CALL_STARTED, {
+                    "model": model, "attempt": attempt, "message_count": len(messages),
+                    "tools": len(config.tools or ()), "stream": config.stream,
+                }, node=node)
+            try:
+                response = await self.provider.complete(
+                    messages, config.model_copy(update={"model": model}), forward
+                )
+            except Exception as exc:
+                retryable = isinstance(exc, ModelError) and self._retryable(exc)
+                if publish is not None:
+                    publish(EventType.MODEL_CALL_FAILED, {
+                        "model": model, "attempt": attempt, "will_retry": retryable and attempt < len(plan),
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }, node=node)
+                if not retryable:
+                    raise
+                last_error = exc
+                if retry < self.resilience.max_retries:  # the next attempt retries this model
+                    await asyncio.sleep(self.resilience.backoff(retry))
+                continue
+            if publish is not None:
+                publish(EventType.MODEL_CALL_COMPLETED, {
+                    "model": response.model, "usage": response.usage.to_dict(),
+                    "finish_reason": response.finish_reason, "attempts": attempt,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                }, node=node)
+            return response
+        assert last_error is not None  # the plan is never empty
+        raise last_error
+
+    def _retryable(self, exc: ModelError) -> bool:
+        if isinstance(exc, ModelHTTPError):
+            return exc.status in self.resilience.retry_on_status
+        if isinstance(exc, ModelTimeoutError):
+            return self.resilience.retry_on_timeout
+        return exc.retryable
+
+    async def aclose(self) -> None:
+        """Release the provider's connections, if it holds any."""
+        close: Any = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["ModelClient"]

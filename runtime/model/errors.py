@@ -1,0 +1,61 @@
+"""What can go wrong when talking to a model, as a small hierarchy a caller can act on.
+
+`retryable` is each error's default answer to "might the same request work a moment
+later?"; `ModelClient` refines it with `ModelResilienceConfig` (which statuses, timeouts).
+No message here ever carries an API key: providers redact before they raise.
+"""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    """Base class of every model-call failure."""
+
+    retryable = False
+
+
+class ModelHTTPError(ModelError):
+    """The endpoint answered with a non-2xx status."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        super().__init__(f"model endpoint answered HTTP {status}: {message}")
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.status == 429 or self.status >= 500
+
+
+class ModelTimeoutError(ModelError):
+    """The call did not finish within its timeout."""
+
+    retryable = True
+
+
+class ModelConnectionError(ModelError):
+    """The endpoint could not be reached (refused, reset, DNS)."""
+
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    """The endpoint answered 2xx with something that is not a usable completion."""
+
+
+class ModelConfigurationError(ModelError):
+    """No usable model is configured; the message says what to set."""
+
+
+class ScriptExhaustedError(ModelError):
+    """A scripted model was asked for more replies than its script holds."""
+
+
+__all__ = [
+    "ModelConfigurationError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "ScriptExhaustedError",
+]

@@ -1,0 +1,107 @@
+"""`ScriptedProvider`: a deterministic, offline model that replays a script.
+
+Every sample runs on it by default, and tests use it to assert what a node sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.messages import Message, ToolCall, ai
+from runtime.model.errors import ModelTimeoutError, ScriptExhaustedError
+from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
+
+
+class ScriptedResponse(BaseModel):
+    """One scripted reply.
+
+    Tool calls are `ToolCall`s or dicts `{"name", "arguments", "id"?}` where `arguments`
+    is a dict or raw JSON text (malformed text becomes the call's `parse_error`). Without
+    `usage` the provider estimates it with `Usage.estimate`. `delay` seconds pass before
+    the reply; a delay longer than the call's `timeout` raises `ModelTimeoutError`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any] | ToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    delay: float = Field(default=0.0, ge=0)
+
+
+@dataclass(frozen=True)
+class ScriptedRequest:
+    """What the provider was asked: the messages and the config of one attempt."""
+
+    messages: list[Message]
+    config: ModelConfig
+
+
+def _fragments(text: str) -> list[str]:
+    """Split after each run of whitespace, the way a model streams words."""
+    return re.split(r"(?<=\s)(?=\S)", text)
+
+
+class ScriptedProvider:
+    """Answers request #n with the script's n-th response, whatever was asked.
+
+    A tool call without an id gets `call_<k>` for the script's k-th tool call (from 1), so
+    ids depend only on the script. `position` is the index of the next response.
+    """
+
+    def __init__(self, responses: Sequence[ScriptedResponse | str | dict[str, Any]]):
+        self.requests: list[ScriptedRequest] = []
+        self.position = 0
+        self._replies: list[tuple[ScriptedResponse, Message]] = []
+        numbered = 0
+        for raw in responses:
+            if isinstance(raw, str):
+                raw = ScriptedResponse(content=raw)
+            response = ScriptedResponse.model_validate(raw)
+            calls = []
+            for call in response.tool_calls:
+                numbered += 1
+                if isinstance(call, dict):
+                    call = ToolCall.from_raw(call.get("id") or f"call_{numbered}", call["name"], call.get("arguments"))
+                calls.append(call)
+            self._replies.append((response, ai(response.content, calls)))
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies) - self.position
+
+    async def complete(
+        self, messages: list[Message], config: ModelConfig, on_delta: DeltaCallback | None = None
+    ) -> ModelResponse:
+        self.requests.append(ScriptedRequest(list(messages), config.model_copy(deep=True)))
+        if self.remaining <= 0:
+            raise ScriptExhaustedError(
+                f"scripted model has no response left for request #{len(self.requests)} "
+                f"(script had {len(self._replies)})"
+            )
+        response, reply = self._replies[self.position]
+        self.position += 1
+        if response.delay:
+            if config.timeout is not None and response.delay > config.timeout:
+                await asyncio.sleep(config.timeout)
+                raise ModelTimeoutError(f"scripted model timed out after {config.timeout:g}s")
+            await asyncio.sleep(response.delay)
+        if config.stream and on_delta is not None and reply.content:
+            for fragment in _fragments(reply.content):
+                on_delta(fragment)
+                await asyncio.sleep(0)  # let listeners see each fragment before the next
+        return ModelResponse(
+            message=reply,
+            usage=response.usage or Usage.estimate(messages, reply),
+            model=config.model or "scripted",
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+        )
+
+
+__all__ = ["ScriptedProvider", "ScriptedRequest", "ScriptedResponse"]

@@ -1,0 +1,17 @@
+"""Namespaced run state: `StateManager`, `Ephemeral` scopes and the agreed key names."""
+
+from .ephemeral import Ephemeral, Scope
+from .keys import InteractionKeys, StateKeys
+from .manager import GLOBAL, StateChange, StateManager, StateValidationError, normalize_namespace
+
+__all__ = [
+    "GLOBAL",
+    "Ephemeral",
+    "InteractionKeys",
+    "Scope",
+    "StateChange",
+    "StateKeys",
+    "StateManager",
+    "StateValidationError",
+    "normalize_namespace",
+]

@@ -1,0 +1,324 @@
+"""`StateManager`: the run's namespaced, validated, observable state.
+
+The state is one pydantic model. Schema fields hold the global namespace; every other
+key (a namespaced `"<ns>.<key>"` or a global key the schema does not declare, such as
+`"llm.usage"`) lives in the model's extra storage, so a predicate can read
+`state.done` or `state.model_extra["agent.done"]` alike.
+
+Live writes are validated against the schema field of the same (bare) key and go through
+its reducer (`Annotated[list[Message], operator.add]` appends). Restores load raw values:
+reducers are never re-applied (pitfall 9). Values are replaced, never mutated in place,
+so a change record can hold old and new values without copying them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from .ephemeral import Ephemeral, Scope
+
+GLOBAL = ""  # the snapshot key of the global namespace
+_MISSING = object()
+
+
+class StateValidationError(ValueError):
+    """A write that the schema rejects; the message names the key and the namespace."""
+
+
+def normalize_namespace(namespace: str | None) -> str | None:
+    """`None`/`""` → global (None); otherwise the namespace itself, if well formed."""
+    if namespace is None or namespace == "":
+        return None
+    if not isinstance(namespace, str):
+        raise ValueError(f"namespace must be a string, not {type(namespace).__name__}")
+    if namespace != namespace.strip():
+        raise ValueError(f"invalid namespace {namespace!r}: surrounding blanks are not allowed")
+    if namespace.endswith(".") or namespace.startswith(".") or ".." in namespace:
+        raise ValueError(f"invalid namespace {namespace!r}: it must not start or end with '.' or contain '..'")
+    return namespace
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What the schema says about a key: how to validate, reduce and reset it."""
+
+    attr: str
+    adapter: TypeAdapter
+    reducer: Callable[[Any, Any], Any] | None
+    scope: Scope | None
+    default: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One `update()`: which keys of which namespace changed, with (old, new) values."""
+
+    namespace: str | None
+    changes: Mapping[str, tuple[Any, Any]]
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.changes)
+
+
+def _copy(value: Any) -> Any:
+    """Copy what a caller could mutate; frozen models and scalars are shared."""
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if value is None or isinstance(value, str | int | float | bool | tuple | frozenset):
+        return value
+    if isinstance(value, BaseModel):
+        return value if value.model_config.get("frozen") else value.model_copy(deep=True)
+    return copy.deepcopy(value)
+
+
+def _with_extra(schema: type[BaseModel]) -> type[BaseModel]:
+    if schema.model_config.get("extra") == "allow":
+        return schema
+    return type(schema.__name__, (schema,), {"model_config": ConfigDict(**{**schema.model_config, "extra": "allow"}),
+                                             "__module__": schema.__module__})
+
+
+def _field_specs(schema: type[BaseModel]) -> dict[str, FieldSpec]:
+    specs: dict[str, FieldSpec] = {}
+    for attr, info in schema.model_fields.items():
+        reducer = next((m for m in info.metadata if callable(m) and not isinstance(m, Ephemeral)), None)
+        scope = next((m.scope for m in info.metadata if isinstance(m, Ephemeral)), None)
+        adapter = TypeAdapter(info.annotation)
+
+        def default(info=info) -> Any:
+            return info.get_default(call_default_factory=True)
+
+        spec = FieldSpec(attr, adapter, reducer, scope, default)
+        specs[attr] = spec
+        if info.alias:
+            specs[info.alias] = spec
+    return specs
+
+
+class StateManager:
+    """Namespaced key/value state over a pydantic schema, with reducers and change signals."""
+
+    def __init__(self, state: BaseModel | type[BaseModel]):
+        schema = state if isinstance(state, type) else type(state)
+        self.schema: type[BaseModel] = schema
+        self._cls = _with_extra(schema)
+        initial = {attr: getattr(state, attr) for attr in schema.model_fields} if isinstance(state, BaseModel) else {}
+        self._extra_initial = dict(state.model_extra or {}) if isinstance(state, BaseModel) else {}
+        self._model: BaseModel = self._cls.model_construct(**{**self._defaults(), **initial})
+        self._model.__pydantic_extra__ = dict(self._extra_initial)
+        self._specs = _field_specs(schema)
+        self._namespaced: dict[str, set[str]] = {}  # namespace -> keys stored in extras
+        self._subscribers: list[Callable[[StateChange], Any]] = []
+        self._wake_listeners: list[Callable[[], Any]] = []
+        self._dirty: set[tuple[str, str]] = set()
+
+    def _defaults(self) -> dict[str, Any]:
+        return {attr: info.get_default(call_default_factory=True) for attr, info in self.schema.model_fields.items()}
+
+    # -- reading -------------------------------------------------------------------
+    @property
+    def model(self) -> BaseModel:
+        """The live state model (read it, never write it: use `update`)."""
+        return self._model
+
+    def field(self, key: str) -> FieldSpec | None:
+        """The schema field a (bare) key refers to, if any."""
+        return self._specs.get(key)
+
+    def has_field(self, key: str) -> bool:
+        return key in self._specs
+
+    def _raw(self, key: str, namespace: str | None) -> Any:
+        if namespace is None:
+            spec = self._specs.get(key)
+            if spec is not None:
+                return self._model.__dict__.get(spec.attr, _MISSING)
+            return self._model.__pydantic_extra__.get(key, _MISSING)
+        return self._model.__pydantic_extra__.get(f"{namespace}.{key}", _MISSING)
+
+    def get(self, key: str, namespace: str | None = None, default: Any = None) -> Any:
+        """A copy of the value; a schema field never written in this namespace gives its default."""
+        namespace = normalize_namespace(namespace)
+        value = self._raw(key, namespace)
+        if value is _MISSING:
+            spec = self._specs.get(key)
+            if spec is not None and default is None:
+                return spec.default()
+            return default
+        return _copy(value)
+
+    def contains(self, key: str, namespace: str | None = None) -> bool:
+        return self._raw(key, normalize_namespace(namespace)) is not _MISSING
+
+    def namespaces(self) -> list[str | None]:
+        return [None, *sorted(self._namespaced)]
+
+    def view(self, namespace: str | None = None) -> dict[str, Any]:
+        """Every key of one namespace as a plain dict (copied)."""
+        namespace = normalize_namespace(namespace)
+        return {key: _copy(value) for key, value in self._items(namespace)}
+
+    def _items(self, namespace: str | None) -> Iterable[tuple[str, Any]]:
+        extra = self._model.__pydantic_extra__
+        if namespace is None:
+            for attr in self.schema.model_fields:
+                yield attr, self._model.__dict__[attr]
+            for key in self._namespaced.get(GLOBAL, ()):
+                yield key, extra[key]
+        else:
+            for key in sorted(self._namespaced.get(namespace, ())):
+                yield key, extra[f"{namespace}.{key}"]
+
+    # -- writing -------------------------------------------------------------------
+    def validate(self, key: str, value: Any, namespace: str | None = None) -> Any:
+        """The value as the schema would store it; raises `StateValidationError` naming the key."""
+        spec = self._specs.get(key)
+        if spec is None:
+            return value
+        try:
+            return spec.adapter.validate_python(value)
+        except ValidationError as exc:
+            where = f"{namespace}.{key}" if namespace else key
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            detail = f"{loc}: {first['msg']}" if loc else first["msg"]
+            raise StateValidationError(f"state key '{where}': {detail} (got {value!r:.80})") from None
+
+    def update(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = True) -> StateChange:
+        """Apply several writes as one update: validate, reduce, store, notify, then wake."""
+        namespace = normalize_namespace(namespace)
+        prepared = []
+        for key, value in values.items():
+            value = self.validate(key, value, namespace)
+            spec = self._specs.get(key)
+            old = self._raw(key, namespace)
+            if spec is not None and spec.reducer is not None:
+                base = spec.default() if old is _MISSING else old
+                new = spec.reducer(base, value)
+            else:
+                new = value
+            prepared.append((key, old, new))
+        changes = {}
+        for key, old, new in prepared:
+            self._store(key, new, namespace)
+            if old is _MISSING or old is not new and old != new:
+                changes[key] = (None if old is _MISSING else old, new)
+        return self._notify(namespace, changes, signal)
+
+    def load(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = False) -> StateChange:
+        """Store values as they are (validated, reducers NOT applied): restore, fork, edits."""
+        namespace = normalize_namespace(namespace)
+        prepared = [(key, self._raw(key, namespace), self.validate(key, value, namespace))
+                    for key, value in values.items()]
+        changes = {}
+        for key, old, new in prepared:
+            self._store(key, new, namespace)
+            if old is _MISSING or old != new:
+                changes[key] = (None if old is _MISSING else old, new)
+        return self._notify(namespace, changes, signal)
+
+    def _store(self, key: str, value: Any, namespace: str | None) -> None:
+        self._dirty.add((namespace or GLOBAL, key))
+        if namespace is None:
+            spec = self._specs.get(key)
+            if spec is not None:
+                self._model.__dict__[spec.attr] = value
+                return
+            self._namespaced.setdefault(GLOBAL, set()).add(key)
+            self._model.__pydantic_extra__[key] = value
+            return
+        self._namespaced.setdefault(namespace, set()).add(key)
+        self._model.__pydantic_extra__[f"{namespace}.{key}"] = value
+
+    def _remove(self, key: str, namespace: str | None) -> None:
+        self._dirty.add((namespace or GLOBAL, key))
+        owner = namespace or GLOBAL
+        self._namespaced.get(owner, set()).discard(key)
+        if not self._namespaced.get(owner, True):
+            del self._namespaced[owner]
+        self._model.__pydantic_extra__.pop(f"{namespace}.{key}" if namespace else key, None)
+
+    def clear(self, namespace: str | None) -> StateChange:
+        """Drop every key of a namespace (global: back to the schema's defaults)."""
+        namespace = normalize_namespace(namespace)
+        changes: dict[str, tuple[Any, Any]] = {}
+        for key, old in list(self._items(namespace)):
+            spec = self._specs.get(key) if namespace is None else None
+            if spec is not None:
+                new = spec.default()
+                self._store(key, new, None)
+                if old != new:
+                    changes[key] = (old, new)
+            else:
+                self._remove(key, namespace)
+                changes[key] = (old, None)
+        return self._notify(namespace, changes, signal=False)
+
+    def reset_ephemeral(self, scope: Scope, namespace: str | None | type[Ellipsis] = ...) -> None:
+        """Reset fields marked `Ephemeral(scope)` to their defaults: in one namespace, or everywhere (`...`)."""
+        targets = self.namespaces() if namespace is ... else [normalize_namespace(namespace)]
+        for ns in targets:
+            resets = {key: spec.default() for key, spec in self._specs.items()
+                      if spec.scope == scope and key == spec.attr
+                      and (ns is None or self._raw(key, ns) is not _MISSING)}
+            if resets:
+                self.load(resets, ns)
+
+    # -- observing -----------------------------------------------------------------
+    def subscribe(self, callback: Callable[[StateChange], Any]) -> Callable[[], None]:
+        """Call `callback(StateChange)` after every update that changed something."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    def add_wake_listener(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        self._wake_listeners.append(callback)
+        return lambda: self._wake_listeners.remove(callback) if callback in self._wake_listeners else None
+
+    def signal(self) -> None:
+        """Wake whoever waits on this state (the runner): something worth a tick happened."""
+        for listener in tuple(self._wake_listeners):
+            listener()
+
+    def _notify(self, namespace: str | None, changes: dict[str, tuple[Any, Any]], signal: bool) -> StateChange:
+        change = StateChange(namespace, changes)
+        if changes:
+            for subscriber in tuple(self._subscribers):
+                subscriber(change)
+        if signal:
+            self.signal()
+        return change
+
+    def take_dirty(self) -> set[tuple[str, str]]:
+        """The (namespace, key) pairs written since the last call (what a checkpoint must store)."""
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    # -- snapshots -----------------------------------------------------------------
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every namespace as plain JSON-able data: {"" (global): {...}, "<ns>": {...}}."""
+        out: dict[str, dict[str, Any]] = {}
+        for ns in self.namespaces():
+            out[ns or GLOBAL] = {key: to_jsonable_python(value, fallback=repr) for key, value in self._items(ns)}
+        return out
+
+    def restore(self, snapshot: Mapping[str, Mapping[str, Any]]) -> None:
+        """Replace the whole state with a snapshot (raw values: no reducers)."""
+        self._model.__pydantic_extra__ = dict(self._extra_initial)
+        for attr, value in self._defaults().items():
+            self._model.__dict__[attr] = value
+        self._namespaced = {}
+        for ns, values in snapshot.items():
+            self.load(values, ns or None)
+        self._dirty = set()
+
+
+__all__ = ["GLOBAL", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace"]

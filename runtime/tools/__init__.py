@@ -1,0 +1,19 @@
+"""Tools an agent can call: the `Tool` type, providers, tool sets and the built-in calculator."""
+
+from runtime.tools.base import Tool, ToolArgumentsError, ToolError, ToolNotFoundError, tool
+from runtime.tools.calculator import CalculatorTool, CalculatorToolProvider
+from runtime.tools.provider import StaticToolProvider, ToolProvider
+from runtime.tools.toolset import ToolSet
+
+__all__ = [
+    "CalculatorTool",
+    "CalculatorToolProvider",
+    "StaticToolProvider",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "ToolProvider",
+    "ToolSet",
+    "tool",
+]

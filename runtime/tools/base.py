@@ -1,0 +1,176 @@
+"""`Tool`: a typed callable the model can ask for, and the `@tool` decorator that builds one.
+
+A tool's arguments are a pydantic model: its JSON schema is what the model sees, and
+validating against it is what turns a sloppy tool call into a one-line error observation
+instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import to_json
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
+
+
+class ToolError(Exception):
+    """A tool could not do its job; the message is shown to the model as the observation."""
+
+
+class ToolArgumentsError(ToolError):
+    """The arguments of a call do not fit the tool's args model."""
+
+    def __init__(self, message: str, *, tool: str, field: str | None = None):
+        super().__init__(message)
+        self.tool = tool
+        self.field = field
+
+
+class ToolNotFoundError(ToolError, LookupError):
+    """A call named a tool the tool set does not hold."""
+
+
+class Tool:
+    """A named, described, validated callable.
+
+    Pass a function (sync or async), or subclass and define `name`, `description`,
+    optionally `Args` (a pydantic model; otherwise built from `run`'s signature) and
+    `run(self, **kwargs)`.
+    """
+
+    name: str = ""
+    description: str = ""
+    Args: type[BaseModel] | None = None
+    parallel_safe: bool = False
+    effect_tags: frozenset[str] = frozenset()
+    blocking: bool = False
+
+    def __init__(self, func: Callable[..., Any] | None = None, *, name: str | None = None,
+                 description: str | None = None, args_model: type[BaseModel] | None = None,
+                 parallel_safe: bool | None = None, effect_tags: Iterable[str] | None = None,
+                 blocking: bool | None = None):
+        self.func = func if func is not None else self.run
+        self.name = name or self.name or getattr(func, "__name__", "")
+        if not _VALID_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
+        doc = func.__doc__ if func is not None else type(self).__doc__
+        self.description = description or self.description or _first_paragraph(doc)
+        self.args_model = args_model or self.Args or _args_model_from_signature(self.func, self.name)
+        self.parallel_safe = self.parallel_safe if parallel_safe is None else parallel_safe
+        self.effect_tags = frozenset(self.effect_tags if effect_tags is None else effect_tags)
+        self.blocking = self.blocking if blocking is None else blocking
+
+    def run(self, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"tool {self.name!r} has neither a function nor a run() method")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, unvalidated (a decorated function stays usable)."""
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    # -- what the model sees ---------------------------------------------------------
+    def parameters(self) -> dict[str, Any]:
+        params = self.args_model.model_json_schema()
+        params.pop("title", None)
+        return params
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-calling entry for this tool."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description,
+                             "parameters": self.parameters()}}
+
+    def describe(self) -> str:
+        """One prompt line: `name(arg: type, opt: type = default): description`."""
+        params = self.parameters()
+        required = set(params.get("required", ()))
+        args = []
+        for arg, prop in params.get("properties", {}).items():
+            text = f"{arg}: {_type_name(prop)}"
+            if arg not in required:
+                text += f" = {json.dumps(prop['default'])}" if "default" in prop else " = ..."
+            args.append(text)
+        return f"{self.name}({', '.join(args)}): {self.description}"
+
+    # -- calling -------------------------------------------------------------------------
+    def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentsError(f"tool '{self.name}': arguments must be an object, "
+                                     f"got {type(arguments).__name__}", tool=self.name)
+        try:
+            return self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or None
+            more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            where = f"argument '{field}'" if field else "arguments"
+            raise ToolArgumentsError(f"tool '{self.name}': invalid {where}: {first['msg']}{more}",
+                                     tool=self.name, field=field) from None
+
+    async def call(self, arguments: Mapping[str, Any]) -> Any:
+        """Validate, then run: blocking functions in a worker thread, coroutines awaited."""
+        kwargs = dict(self.validate(arguments))
+        if self.blocking:
+            result = await asyncio.to_thread(self.func, **kwargs)
+        else:
+            result = self.func(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    @staticmethod
+    def format_result(value: Any) -> str:
+        """Observation text: strings as they are, anything else as JSON."""
+        return value if isinstance(value, str) else to_json(value, fallback=str).decode()
+
+
+def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
+         description: str | None = None, parallel_safe: bool = False,
+         effect_tags: Iterable[str] = (), blocking: bool = False) -> Any:
+    """Turn a typed function into a `Tool`; usable bare (`@tool`) or configured (`@tool(...)`)."""
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, parallel_safe=parallel_safe,
+                    effect_tags=effect_tags, blocking=blocking)
+    return wrap if func is None else wrap(func)
+
+
+def _args_model_from_signature(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:
+    hints = typing.get_type_hints(func, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    model_name = "".join(part.capitalize() for part in re.split(r"[_-]", tool_name)) + "Args"
+    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split()) if doc else ""
+
+
+def _type_name(prop: Mapping[str, Any]) -> str:
+    """A short human type for a JSON-schema property ("integer", "array[string]", "string | null")."""
+    if "$ref" in prop:
+        return prop["$ref"].rsplit("/", 1)[-1]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in prop:
+            return " | ".join(_type_name(option) for option in prop[key])
+    kind = prop.get("type", "any")
+    if kind == "array" and "items" in prop:
+        return f"array[{_type_name(prop['items'])}]"
+    return " | ".join(kind) if isinstance(kind, list) else kind
+
+
+__all__ = ["Tool", "ToolArgumentsError", "ToolError", "ToolNotFoundError", "tool"]

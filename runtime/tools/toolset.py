@@ -1,0 +1,95 @@
+"""`ToolSet`: the tools one agent may call, by name, merged from providers and static tools."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from runtime.tools.base import Tool, ToolError, ToolNotFoundError
+from runtime.tools.provider import ToolProvider
+
+log = logging.getLogger(__name__)
+
+
+class ToolSet:
+    """An ordered name → tool map; a later tool with a name already present replaces the earlier one."""
+
+    def __init__(self, tools: Iterable[Tool] = (), *, providers: Iterable[ToolProvider] = ()):
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self._tools[item.name] = item
+        self._providers = list(providers)
+
+    @classmethod
+    async def from_providers(cls, *providers: ToolProvider | Iterable[ToolProvider] | None,
+                             **context: Any) -> ToolSet:
+        """Initialize each provider and collect its tools in order (later providers win).
+
+        Accepts providers as arguments or as one iterable (or None). If a provider fails,
+        the ones already initialized are closed and a `ToolError` names the culprit.
+        """
+        started: list[ToolProvider] = []
+        tools: list[Tool] = []
+        for provider in _flatten(providers):
+            try:
+                await provider.initialize()
+                started.append(provider)
+                tools.extend(await provider.get_tools(**context))
+            except Exception as exc:
+                await cls(providers=started).close()
+                raise ToolError(f"tool provider {type(provider).__name__} failed: {exc}") from exc
+        return cls(tools, providers=started)
+
+    def with_tools(self, tools: Iterable[Tool] | None) -> ToolSet:
+        """A new set with `tools` added; they win over same-named provider tools."""
+        return ToolSet([*self, *(tools or ())], providers=self._providers)
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(self._tools) or "none"
+            raise ToolNotFoundError(f"unknown tool '{name}' (known tools: {known})") from None
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolSet({self.names()})"
+
+    def describe(self) -> str:
+        """The prompt's tool block: one `name(args): description` line per tool."""
+        return "\n".join(item.describe() for item in self)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The function-calling `tools` list for the model request."""
+        return [item.schema() for item in self]
+
+    async def close(self) -> None:
+        """Close providers in reverse order; one failing does not keep the others open."""
+        for provider in reversed(self._providers):
+            try:
+                await provider.close()
+            except Exception:
+                log.exception("closing tool provider %s failed", type(provider).__name__)
+
+
+def _flatten(providers: tuple[Any, ...]) -> Iterator[ToolProvider]:
+    for item in providers:
+        if isinstance(item, ToolProvider):
+            yield item
+        elif item is not None:
+            yield from item
+
+
+__all__ = ["ToolSet"]

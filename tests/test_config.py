@@ -1,0 +1,150 @@
+import os
+
+import pytest
+
+from runtime.config import (
+    ConfigError,
+    JianmuSettings,
+    ModelResilienceConfig,
+    ReActConfig,
+    get_config,
+    reset_config_cache,
+)
+from runtime.state.keys import StateKeys
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Every test starts in an empty directory with no $JIANMU_CONFIG and a cold cache."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
+    reset_config_cache()
+    yield
+    reset_config_cache()
+
+
+def test_built_in_defaults():
+    settings = get_config()
+    assert settings == JianmuSettings()
+    assert settings.limits.max_iterations == 10
+    assert settings.limits.max_rounds == 10
+    assert settings.llm.temperature == 0.2
+    assert settings.llm.timeout == 60.0
+    assert settings.models.react is None
+
+    config = ReActConfig()
+    assert config.max_iterations == 10
+    assert config.temperature == 0.2
+    assert config.timeout == 60.0
+    assert config.model is None
+    assert config.max_budget_tokens is None
+    assert config.resilience == ModelResilienceConfig()
+    assert config.keys == StateKeys()
+    assert config.on_max_iterations == "error"
+    assert config.parallel_tool_calls is True
+    assert config.stream is False
+
+
+def test_jianmu_yaml_in_the_working_directory_is_deep_merged(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("llm:\n  temperature: 0.7\nlimits:\n  max_iterations: 4\n")
+
+    settings = get_config()
+
+    assert settings.llm.temperature == 0.7
+    assert settings.llm.timeout == 60.0  # a sibling key keeps its default
+    assert settings.limits.max_iterations == 4
+    assert settings.limits.max_rounds == 10
+    assert ReActConfig().max_iterations == 4
+    assert ReActConfig(max_iterations=2).max_iterations == 2
+
+
+def test_jianmu_config_env_wins_over_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "jianmu.yaml").write_text("models:\n  react: local-model\n")
+    other = tmp_path / "elsewhere.yaml"
+    other.write_text("models:\n  default: base-model\n  react: react-model\nllm:\n  max_budget_tokens: 500\n")
+    monkeypatch.setenv("JIANMU_CONFIG", str(other))
+
+    config = ReActConfig()
+
+    assert config.model == "react-model"
+    assert config.max_budget_tokens == 500
+
+
+def test_react_model_falls_back_to_the_default_model(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("models:\n  default: base-model\n")
+    assert ReActConfig().model == "base-model"
+
+
+def test_cache_follows_the_file_modification_time(tmp_path):
+    path = tmp_path / "jianmu.yaml"
+    path.write_text("limits:\n  max_iterations: 3\n")
+    first = get_config()
+    assert get_config() is first
+
+    path.write_text("limits:\n  max_iterations: 5\n")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+
+    assert get_config().limits.max_iterations == 5
+
+
+def test_empty_file_means_defaults(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("# nothing yet\n")
+    assert get_config() == JianmuSettings()
+
+
+def test_bad_yaml_names_the_file_and_line(tmp_path):
+    path = tmp_path / "jianmu.yaml"
+    path.write_text("llm:\n  temperature: [0.2\n")
+
+    with pytest.raises(ConfigError) as info:
+        get_config()
+
+    message = str(info.value)
+    assert str(path) in message and "invalid YAML" in message and "line" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("llm:\n  temprature: 0.3\n", "llm.temprature"),
+    ("limits:\n  max_iterations: zero\n", "limits.max_iterations"),
+    ("limits:\n  max_iterations: 0\n", "limits.max_iterations"),
+    ("model:\n  react: x\n", "model"),
+])
+def test_unknown_or_invalid_field_names_the_file_and_field(tmp_path, text, field):
+    (tmp_path / "jianmu.yaml").write_text(text)
+
+    with pytest.raises(ConfigError) as info:
+        ReActConfig()
+
+    message = str(info.value)
+    assert "jianmu.yaml" in message and f"invalid setting {field}:" in message
+    assert "\n" not in message
+
+
+def test_top_level_must_be_a_mapping(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="jianmu.yaml: expected a mapping"):
+        get_config()
+
+
+def test_missing_file_named_by_env_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("JIANMU_CONFIG", str(tmp_path / "nope.yaml"))
+    with pytest.raises(ConfigError, match="nope.yaml: no such config file"):
+        get_config()
+
+
+@pytest.mark.parametrize(("own", "cap", "effective"), [(10, None, 10), (10, 3, 3), (2, 5, 2)])
+def test_host_hard_limit_caps_max_iterations(own, cap, effective):
+    config = ReActConfig(max_iterations=own, max_iterations_hard_limit=cap)
+    assert config.effective_max_iterations == effective
+
+
+def test_react_config_rejects_unknown_fields():
+    with pytest.raises(ValueError, match="max_iteration"):
+        ReActConfig(max_iteration=3)
+
+
+def test_backoff_grows_exponentially_up_to_the_cap():
+    resilience = ModelResilienceConfig(backoff_initial=0.5, backoff_multiplier=2.0, backoff_max=3.0)
+    assert [resilience.backoff(n) for n in range(4)] == [0.5, 1.0, 2.0, 3.0]
