@@ -105,12 +105,15 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
     assert "\n" not in message
 
 
-@pytest.mark.parametrize(("text", "field"), [
-    ("llm:\n  temprature: 0.3\n", "llm.temprature"),
-    ("limits:\n  max_iterations: zero\n", "limits.max_iterations"),
-    ("limits:\n  max_iterations: 0\n", "limits.max_iterations"),
-    ("model:\n  react: x\n", "model"),
-])
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("llm:\n  temprature: 0.3\n", "llm.temprature"),
+        ("limits:\n  max_iterations: zero\n", "limits.max_iterations"),
+        ("limits:\n  max_iterations: 0\n", "limits.max_iterations"),
+        ("model:\n  react: x\n", "model"),
+    ],
+)
 def test_unknown_or_invalid_field_names_the_file_and_field(tmp_path, text, field):
     (tmp_path / "jianmu.yaml").write_text(text)
 

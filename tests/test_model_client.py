@@ -34,9 +34,12 @@ class FlakyProvider:
         if config.stream and on_delta is not None:
             for part in ("do", "ne"):
                 on_delta(part)
-        return ModelResponse(message=ai(self.content), usage=Usage(prompt_tokens=3, completion_tokens=2,
-                                                                   total_tokens=5),
-                             model=config.model or "default", finish_reason="stop")
+        return ModelResponse(
+            message=ai(self.content),
+            usage=Usage(prompt_tokens=3, completion_tokens=2, total_tokens=5),
+            model=config.model or "default",
+            finish_reason="stop",
+        )
 
 
 def resilience(**kwargs) -> ModelResilienceConfig:
@@ -52,7 +55,9 @@ async def test_success_publishes_started_and_completed_with_payloads():
     client = ModelClient(FlakyProvider(), model="m1")
     tools = [{"type": "function", "function": {"name": "calc"}}]
 
-    response = await client.invoke([human("a"), human("b")], ModelConfig(tools=tools), event_bus=bus, node="agent")
+    response = await client.invoke(
+        [human("a"), human("b")], ModelConfig(tools=tools), event_bus=bus, node="agent"
+    )
 
     assert response.message.content == "done"
     assert [e.node for e in bus.history] == ["agent", "agent"]
@@ -72,7 +77,9 @@ async def test_streamed_fragments_become_text_delta_events_and_reach_on_delta():
     seen: list[str] = []
     client = ModelClient(ScriptedProvider(["Hello there world"]))
 
-    response = await client.invoke([human("hi")], ModelConfig(stream=True), event_bus=bus, on_delta=seen.append)
+    response = await client.invoke(
+        [human("hi")], ModelConfig(stream=True), event_bus=bus, on_delta=seen.append
+    )
 
     deltas = [payload["delta"] for kind, payload in events(bus) if kind == EventType.TEXT_DELTA]
     assert deltas == seen == ["Hello ", "there ", "world"]
@@ -99,8 +106,9 @@ async def test_retries_retryable_errors_then_succeeds():
 
 async def test_fallback_models_get_the_same_config_after_retries_run_out():
     provider = FlakyProvider(*(ModelHTTPError(503, "down") for _ in range(4)))
-    client = ModelClient(provider, model="primary",
-                         resilience=resilience(max_retries=1, fallback_models=["second", "third"]))
+    client = ModelClient(
+        provider, model="primary", resilience=resilience(max_retries=1, fallback_models=["second", "third"])
+    )
     choice = {"type": "function", "function": {"name": "calc"}}
 
     response = await client.invoke([human("q")], ModelConfig(tool_choice=choice, temperature=0.3))
@@ -121,7 +129,12 @@ async def test_raises_the_last_error_when_everything_fails():
     assert info.value.status == 504
     assert [c.model for c in provider.configs] == ["p", "p", "f", "f"]
     failed = [p for kind, p in events(bus) if kind == EventType.MODEL_CALL_FAILED]
-    assert [(p["model"], p["will_retry"]) for p in failed] == [("p", True), ("p", True), ("f", True), ("f", False)]
+    assert [(p["model"], p["will_retry"]) for p in failed] == [
+        ("p", True),
+        ("p", True),
+        ("f", True),
+        ("f", False),
+    ]
     assert not [kind for kind, _ in events(bus) if kind == EventType.MODEL_CALL_COMPLETED]
 
 
@@ -178,7 +191,9 @@ async def test_scripted_tool_calls_pass_through_unchanged():
 
 
 # -- resolve() -------------------------------------------------------------------------
-ENV_NAMES = [f"{prefix}_{name}" for prefix in ("JIANMU", "OPENAI") for name in ("BASE_URL", "API_KEY", "MODEL")]
+ENV_NAMES = [
+    f"{prefix}_{name}" for prefix in ("JIANMU", "OPENAI") for name in ("BASE_URL", "API_KEY", "MODEL")
+]
 
 
 @pytest.fixture
@@ -213,8 +228,9 @@ def test_resolve_env_endpoint_replaces_the_provider(clean_env):
     clean_env.setenv("OPENAI_MODEL", "env-model")
     resilience_config = resilience(max_retries=0)
 
-    client = ModelClient.resolve(ScriptedProvider(["hi"]), model="arg-model", env_override=True,
-                                 resilience=resilience_config)
+    client = ModelClient.resolve(
+        ScriptedProvider(["hi"]), model="arg-model", env_override=True, resilience=resilience_config
+    )
 
     assert isinstance(client.provider, OpenAICompatibleProvider)
     assert client.provider.url == "http://jianmu.example/v1/chat/completions"

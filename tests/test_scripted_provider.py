@@ -42,19 +42,32 @@ async def test_request_record_is_a_snapshot():
 
 
 async def test_tool_calls_get_deterministic_ids_and_keep_parse_errors():
-    provider = ScriptedProvider([
-        {"tool_calls": [{"name": "add", "arguments": {"a": 1}}, {"name": "mul", "arguments": '{"a": 2}'}]},
-        {"tool_calls": [{"name": "add", "arguments": "{not json", "id": "mine"},
-                        ToolCall(id="t", name="sub", arguments={"b": 3})]},
-        {"tool_calls": [{"name": "div"}]},
-    ])
+    provider = ScriptedProvider(
+        [
+            {
+                "tool_calls": [
+                    {"name": "add", "arguments": {"a": 1}},
+                    {"name": "mul", "arguments": '{"a": 2}'},
+                ]
+            },
+            {
+                "tool_calls": [
+                    {"name": "add", "arguments": "{not json", "id": "mine"},
+                    ToolCall(id="t", name="sub", arguments={"b": 3}),
+                ]
+            },
+            {"tool_calls": [{"name": "div"}]},
+        ]
+    )
 
     first = await provider.complete([human("q")], ModelConfig())
     second = await provider.complete([human("q")], ModelConfig())
     third = await provider.complete([human("q")], ModelConfig())
 
     assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [
-        ("call_1", "add", {"a": 1}), ("call_2", "mul", {"a": 2})]
+        ("call_1", "add", {"a": 1}),
+        ("call_2", "mul", {"a": 2}),
+    ]
     assert first.finish_reason == "tool_calls"
     assert second.tool_calls[0].id == "mine"
     assert second.tool_calls[0].arguments == {}
@@ -64,10 +77,12 @@ async def test_tool_calls_get_deterministic_ids_and_keep_parse_errors():
 
 
 async def test_usage_is_estimated_at_four_characters_per_token():
-    provider = ScriptedProvider([
-        {"content": "12345", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]},
-        "",
-    ])
+    provider = ScriptedProvider(
+        [
+            {"content": "12345", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]},
+            "",
+        ]
+    )
     call = ToolCall(id="c", name="f", arguments={"k": "v"})  # '{"k": "v"}' is 10 characters
     history = [system("abc"), human("defgh"), ai(None, [call])]  # 3 + 5 + 10 = 18 characters
 
@@ -75,14 +90,16 @@ async def test_usage_is_estimated_at_four_characters_per_token():
     empty = await provider.complete([human("")], ModelConfig())
 
     # reply: "12345" (5) + '{"x": 1}' (8) = 13 characters
-    assert response.usage == Usage(prompt_tokens=math.ceil(18 / 4), completion_tokens=math.ceil(13 / 4),
-                                   total_tokens=5 + 4)
+    assert response.usage == Usage(
+        prompt_tokens=math.ceil(18 / 4), completion_tokens=math.ceil(13 / 4), total_tokens=5 + 4
+    )
     assert empty.usage == Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
 
 
 async def test_scripted_usage_wins_over_the_estimate():
-    provider = ScriptedProvider([{"content": "x", "usage": {"prompt_tokens": 7, "completion_tokens": 3,
-                                                            "total_tokens": 10}}])
+    provider = ScriptedProvider(
+        [{"content": "x", "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}]
+    )
     response = await provider.complete([human("q")], ModelConfig(model="gpt-x"))
     assert response.usage.total_tokens == 10
     assert response.model == "gpt-x"
@@ -123,3 +140,8 @@ async def test_delay_longer_than_timeout_is_a_timeout():
 def test_unknown_response_keys_are_rejected():
     with pytest.raises(ValueError, match="tool_call"):
         ScriptedProvider([{"tool_call": []}])
+
+
+def test_tool_call_without_a_name_is_rejected():
+    with pytest.raises(ValueError, match="scripted response #2: a tool call needs a 'name'"):
+        ScriptedProvider(["ok", {"tool_calls": [{"arguments": {}}]}])

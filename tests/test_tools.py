@@ -144,7 +144,7 @@ async def test_subclass_with_args_model():
     weather = Weather()
     assert weather.description == "Current weather for a city."
     assert weather.effect_tags == frozenset({"network"})
-    assert weather.describe() == 'weather(city: string, unit: string = "C"): Current weather for a city.'
+    assert weather.describe() == 'weather(city: string, unit: "C" | "F" = "C"): Current weather for a city.'
     assert await weather.call({"city": "Oslo"}) == {"city": "Oslo", "temp": 21, "unit": "C"}
     with pytest.raises(ToolArgumentsError, match="tool 'weather': invalid argument 'unit'"):
         weather.validate({"city": "Oslo", "unit": "K"})

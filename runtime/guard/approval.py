@@ -59,6 +59,8 @@ ApprovalListener = Callable[[ApprovalRequest], Any]
 
 
 class ApprovalManager:
+    """The table of approval requests; resolutions notify listeners, waiters and the event bus."""
+
     def __init__(self, event_bus: RuntimeEventBus | None = None):
         self._bus = event_bus
         self._requests: dict[str, ApprovalRequest] = {}

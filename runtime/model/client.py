@@ -105,61 +105,79 @@ class ModelClient:
 
         Raises the last error once retries and fallbacks are spent, or at once on an error
         that is not retryable. Streamed fragments go to `on_delta` and, as `text.delta`
-        events, to `event_bus` (fragments of a failed attempt are not taken back).
+        events, to `event_bus` (fragments of a failed attempt are not taken back). Each
+        attempt publishes `model.call.started` and then `.failed` or `.completed`; the
+        latter's `duration_ms` and `attempts` cover the whole logical call.
         """
         config = _merge(self.defaults, config)
         messages = list(messages)
         models = [config.model or self.model, *self.resilience.fallback_models]
-        publish = event_bus.publish if event_bus is not None else None
         started = time.monotonic()
+
+        def emit(event_type: EventType, payload: dict[str, Any]) -> None:
+            if event_bus is not None:
+                event_bus.publish(event_type, payload, node=node)
 
         def forward(delta: str) -> None:
             if on_delta is not None:
                 on_delta(delta)
-            if publish is not None:
-                publish(EventType.TEXT_DELTA, {"delta": delta}, node=node)
+            emit(EventType.TEXT_DELTA, {"delta": delta})
 
         plan = [(model, retry) for model in models for retry in range(self.resilience.max_retries + 1)]
         last_error: Exception | None = None
         for attempt, (model, retry) in enumerate(plan, start=1):
-            if publish is not None:
-                publish(EventType.MODEL_CALL_STARTED, {
-                    "model": model, "attempt": attempt, "message_count": len(messages),
-                    "tools": len(config.tools or ()), "stream": config.stream,
-                }, node=node)
+            emit(
+                EventType.MODEL_CALL_STARTED,
+                {
+                    "model": model,
+                    "attempt": attempt,
+                    "message_count": len(messages),
+                    "tools": len(config.tools or ()),
+                    "stream": config.stream,
+                },
+            )
             try:
                 response = await self.provider.complete(
                     messages, config.model_copy(update={"model": model}), forward
                 )
             except Exception as exc:
-                retryable = isinstance(exc, ModelError) and self._retryable(exc)
-                if publish is not None:
-                    publish(EventType.MODEL_CALL_FAILED, {
-                        "model": model, "attempt": attempt, "will_retry": retryable and attempt < len(plan),
+                retryable = self._retryable(exc)
+                emit(
+                    EventType.MODEL_CALL_FAILED,
+                    {
+                        "model": model,
+                        "attempt": attempt,
+                        "will_retry": retryable and attempt < len(plan),
                         "error": f"{type(exc).__name__}: {exc}",
-                    }, node=node)
+                    },
+                )
                 if not retryable:
                     raise
                 last_error = exc
                 if retry < self.resilience.max_retries:  # the next attempt retries this model
                     await asyncio.sleep(self.resilience.backoff(retry))
                 continue
-            if publish is not None:
-                publish(EventType.MODEL_CALL_COMPLETED, {
-                    "model": response.model, "usage": response.usage.to_dict(),
-                    "finish_reason": response.finish_reason, "attempts": attempt,
+            emit(
+                EventType.MODEL_CALL_COMPLETED,
+                {
+                    "model": response.model,
+                    "usage": response.usage.to_dict(),
+                    "finish_reason": response.finish_reason,
+                    "attempts": attempt,
                     "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                }, node=node)
+                },
+            )
             return response
         assert last_error is not None  # the plan is never empty
         raise last_error
 
-    def _retryable(self, exc: ModelError) -> bool:
+    def _retryable(self, exc: Exception) -> bool:
+        """Only model errors are retried (anything else is a bug, not a flaky endpoint)."""
         if isinstance(exc, ModelHTTPError):
             return exc.status in self.resilience.retry_on_status
         if isinstance(exc, ModelTimeoutError):
             return self.resilience.retry_on_timeout
-        return exc.retryable
+        return isinstance(exc, ModelError) and exc.retryable
 
     async def aclose(self) -> None:
         """Release the provider's connections, if it holds any."""

@@ -60,7 +60,9 @@ class OpenAICompatibleProvider:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = config.timeout or self.timeout
         try:
-            async with self._http.stream("POST", self.url, json=body, headers=headers, timeout=timeout) as resp:
+            async with self._http.stream(
+                "POST", self.url, json=body, headers=headers, timeout=timeout
+            ) as resp:
                 if resp.status_code >= 300:
                     await resp.aread()
                     raise ModelHTTPError(resp.status_code, self._excerpt(resp.text) or resp.reason_phrase)
@@ -70,11 +72,15 @@ class OpenAICompatibleProvider:
                     await resp.aread()
                     reply, usage, finish_reason, model = self._read_json(resp.text)
         except (ValidationError, AttributeError, TypeError) as exc:  # JSON of an unexpected shape
-            raise ModelResponseError(f"unexpected response shape from {self.url}: {self._excerpt(str(exc))}") from None
+            raise ModelResponseError(
+                f"unexpected response shape from {self.url}: {self._excerpt(str(exc))}"
+            ) from None
         except httpx.TimeoutException:
             raise ModelTimeoutError(f"model call to {self.url} timed out after {timeout:g}s") from None
         except httpx.TransportError as exc:
-            raise ModelConnectionError(f"cannot reach {self.url}: {self._redact(str(exc)) or type(exc).__name__}") from None
+            raise ModelConnectionError(
+                f"cannot reach {self.url}: {self._redact(str(exc)) or type(exc).__name__}"
+            ) from None
         return ModelResponse(
             message=reply,
             usage=usage or Usage.estimate(messages, reply),
@@ -111,7 +117,11 @@ class OpenAICompatibleProvider:
         if not isinstance(message, dict):
             raise ModelResponseError(f"choice has no message: {self._excerpt(text)}")
         calls = [
-            (call.get("id"), (call.get("function") or {}).get("name"), (call.get("function") or {}).get("arguments"))
+            (
+                call.get("id"),
+                (call.get("function") or {}).get("name"),
+                (call.get("function") or {}).get("arguments"),
+            )
             for call in message.get("tool_calls") or ()
         ]
         reply = ai(message.get("content"), self._tool_calls(calls))
@@ -133,7 +143,9 @@ class OpenAICompatibleProvider:
                 break
             chunk = self._parse(payload)
             if "error" in chunk:
-                raise ModelResponseError(f"stream reported an error: {self._excerpt(json.dumps(chunk['error']))}")
+                raise ModelResponseError(
+                    f"stream reported an error: {self._excerpt(json.dumps(chunk['error']))}"
+                )
             model = chunk.get("model") or model
             usage = self._usage(chunk) or usage
             for choice in chunk.get("choices") or ():
@@ -185,7 +197,9 @@ class OpenAICompatibleProvider:
         if not isinstance(raw, dict):
             return None
         try:
-            usage = Usage.model_validate({k: v for k, v in raw.items() if k in Usage.model_fields and v is not None})
+            usage = Usage.model_validate(
+                {k: v for k, v in raw.items() if k in Usage.model_fields and v is not None}
+            )
         except ValidationError:
             return None
         if not usage.total_tokens:

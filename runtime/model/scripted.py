@@ -59,16 +59,20 @@ class ScriptedProvider:
         self.requests: list[ScriptedRequest] = []
         self.position = 0
         self._replies: list[tuple[ScriptedResponse, Message]] = []
-        numbered = 0
-        for raw in responses:
+        call_number = 0
+        for number, raw in enumerate(responses, start=1):
             if isinstance(raw, str):
                 raw = ScriptedResponse(content=raw)
             response = ScriptedResponse.model_validate(raw)
             calls = []
             for call in response.tool_calls:
-                numbered += 1
+                call_number += 1
                 if isinstance(call, dict):
-                    call = ToolCall.from_raw(call.get("id") or f"call_{numbered}", call["name"], call.get("arguments"))
+                    if not call.get("name"):
+                        raise ValueError(f"scripted response #{number}: a tool call needs a 'name'")
+                    call = ToolCall.from_raw(
+                        call.get("id") or f"call_{call_number}", call["name"], call.get("arguments")
+                    )
                 calls.append(call)
             self._replies.append((response, ai(response.content, calls)))
 

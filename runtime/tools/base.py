@@ -162,6 +162,8 @@ def _first_paragraph(doc: str | None) -> str:
 
 def _type_name(prop: Mapping[str, Any]) -> str:
     """A short human type for a JSON-schema property ("integer", "array[string]", "string | null")."""
+    if "enum" in prop:
+        return " | ".join(json.dumps(value) for value in prop["enum"])
     if "$ref" in prop:
         return prop["$ref"].rsplit("/", 1)[-1]
     for key in ("anyOf", "oneOf", "allOf"):
