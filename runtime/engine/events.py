@@ -138,11 +138,10 @@ class RuntimeEventBus:
         for sub in tuple(self._subscriptions):
             if not sub.accepts_type(event.type):
                 continue
-            if sub.predicate is not None and not sub.predicate(event):
-                continue
             try:
-                sub.callback(event)
-            except Exception:  # a broken listener must never break the run
+                if sub.predicate is None or sub.predicate(event):
+                    sub.callback(event)
+            except Exception:  # a broken listener (or its filter) must never break the run
                 log.exception("event subscriber %r failed on %s", sub.callback, event.type)
 
     # -- subscribing ---------------------------------------------------------------
@@ -158,19 +157,44 @@ class RuntimeEventBus:
             self._subscriptions.remove(sub)
             self._wants.clear()
 
-    async def stream(self, *, types: Iterable[str] | None = None,
-                     filter: EventFilter | None = None) -> AsyncIterator[RuntimeEvent]:
-        """Iterate events as they arrive, until the consumer stops iterating."""
-        queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
-        sub = self.subscribe(queue.put_nowait, types=types, filter=filter)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            sub.close()
+    def stream(self, *, types: Iterable[str] | None = None,
+               filter: EventFilter | None = None) -> EventStream:
+        """Iterate events as they arrive, until the consumer stops iterating (or `aclose()`s).
+
+        Subscribes at once, not at the first `await`: nothing published between opening the
+        stream and iterating it (a run started right after) is lost.
+        """
+        return EventStream(self, types, filter)
 
     def __aiter__(self) -> AsyncIterator[RuntimeEvent]:
         return self.stream()
 
 
-__all__ = ["EventFilter", "EventType", "RuntimeEvent", "RuntimeEventBus", "Subscription"]
+class EventStream:
+    """An async iterator over a bus's events, subscribed from its creation."""
+
+    def __init__(self, bus: RuntimeEventBus, types: Iterable[str] | None, filter: EventFilter | None):
+        self._queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
+        self._sub: Subscription | None = bus.subscribe(self._queue.put_nowait, types=types, filter=filter)
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> RuntimeEvent:
+        if self._sub is None and self._queue.empty():
+            raise StopAsyncIteration
+        return await self._queue.get()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sub is not None:
+            self._sub.close()
+            self._sub = None
+
+    def __del__(self) -> None:  # a consumer that broke out of `async for` without closing
+        self.close()
+
+
+__all__ = ["EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus", "Subscription"]

@@ -27,7 +27,8 @@ class InteractionController:
         pending = self.pending()
         request_id = request_id or uuid.uuid4().hex[:8]
         pending[request_id] = {"kind": kind, "payload": payload or {}, "node": self._node_path}
-        self._state.update({InteractionKeys.PENDING: pending}, signal=False)
+        # signal: a runner idling on the wake must tick once to notice that it is suspended
+        self._state.update({InteractionKeys.PENDING: pending})
         return request_id
 
     def resolve(self, request_id: str, response: Any = None) -> None:

@@ -215,6 +215,11 @@ class ReactiveRunner:
         """False when a tick would only wait: the tree runs and nothing has woken it."""
         return self.tick_count == 0 or self.root.status != Status.RUNNING or self._wake.is_set()
 
+    async def wait_until_ready(self) -> None:
+        """Return once a tick would do something (at once if it already would)."""
+        if not self.can_tick_now:
+            await self._wake.wait()
+
     # -- ticking -------------------------------------------------------------------
     def start_fresh(self, input_data: Mapping[str, Any] | None = None) -> None:
         """Reset the tree and the run-scoped state for a new run (a new run id)."""
@@ -229,6 +234,8 @@ class ReactiveRunner:
         stale = [key for key in (InteractionKeys.PENDING, InteractionKeys.RESPONSES) if self.state_manager.get(key)]
         if stale:
             self.state_manager.load(dict.fromkeys(stale, {}))
+        if self.state_manager.get(InteractionKeys.TERMINATION) is not None:  # the last run's, not this one's
+            self.state_manager.load({InteractionKeys.TERMINATION: None})
         if input_data:
             self.state_manager.update(dict(input_data), signal=False)
         self._statuses = [node.status for node in self._order]
@@ -242,8 +249,7 @@ class ReactiveRunner:
         return await self._step(detailed=True)
 
     async def _step(self, detailed: bool) -> TickReport:
-        if not self.can_tick_now:
-            await self._wake.wait()
+        await self.wait_until_ready()
         if self._before_hooks:
             await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
         report = self._tick(detailed or bool(self._after_hooks) or self.checkpoints is not None)

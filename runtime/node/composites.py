@@ -52,7 +52,8 @@ class LoopUntilSuccess(Decorator):
         return Status.RUNNING
 
     def _terminate_with(self, reason: str) -> Status:
-        self.write_state({InteractionKeys.TERMINATION: {
+        # a global key the runtime owns, wherever the loop lives (InteractionKeys)
+        self.state_manager.update({InteractionKeys.TERMINATION: {
             "reason": reason, "node": self.path,
             "iterations": self.iteration_count, "max_iterations": self.max_iterations}}, signal=False)
         return Status.FAILURE

@@ -14,14 +14,17 @@ so a change record can hold old and new values without copying them.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from .ephemeral import Ephemeral, Scope
+
+log = logging.getLogger(__name__)
 
 GLOBAL = ""  # the snapshot key of the global namespace
 _MISSING = object()
@@ -92,7 +95,9 @@ def _field_specs(schema: type[BaseModel]) -> dict[str, FieldSpec]:
     for attr, info in schema.model_fields.items():
         reducer = next((m for m in info.metadata if callable(m) and not isinstance(m, Ephemeral)), None)
         scope = next((m.scope for m in info.metadata if isinstance(m, Ephemeral)), None)
-        adapter = TypeAdapter(info.annotation)
+        # keep pydantic's own constraints (Field(ge=0), validators…), drop the markers it cannot use
+        constraints = [m for m in info.metadata if m is not reducer and not isinstance(m, Ephemeral)]
+        adapter = TypeAdapter(Annotated[(info.annotation, *constraints)] if constraints else info.annotation)
 
         def default(info=info) -> Any:
             return info.get_default(call_default_factory=True)
@@ -160,7 +165,7 @@ class StateManager:
         return self._raw(key, normalize_namespace(namespace)) is not _MISSING
 
     def namespaces(self) -> list[str | None]:
-        return [None, *sorted(self._namespaced)]
+        return [None, *sorted(ns for ns in self._namespaced if ns != GLOBAL)]
 
     def view(self, namespace: str | None = None) -> dict[str, Any]:
         """Every key of one namespace as a plain dict (copied)."""
@@ -180,12 +185,13 @@ class StateManager:
 
     # -- writing -------------------------------------------------------------------
     def validate(self, key: str, value: Any, namespace: str | None = None) -> Any:
-        """The value as the schema would store it; raises `StateValidationError` naming the key."""
+        """The value as the schema would store it (a copy: the caller keeps no handle on state);
+        raises `StateValidationError` naming the key."""
         spec = self._specs.get(key)
         if spec is None:
-            return value
+            return _copy(value)
         try:
-            return spec.adapter.validate_python(value)
+            return _copy(spec.adapter.validate_python(value))
         except ValidationError as exc:
             where = f"{namespace}.{key}" if namespace else key
             first = exc.errors()[0]
@@ -292,7 +298,10 @@ class StateManager:
         change = StateChange(namespace, changes)
         if changes:
             for subscriber in tuple(self._subscribers):
-                subscriber(change)
+                try:
+                    subscriber(change)
+                except Exception:  # an observer's bug must not fail the node that wrote
+                    log.exception("state subscriber %r failed", subscriber)
         if signal:
             self.signal()
         return change

@@ -1,0 +1,1 @@
+"""Jianmu Studio: a Textual debugger for behaviour-tree LLM agents."""

@@ -1,0 +1,352 @@
+"""`StudioApp` and its main screen: the panes, the keys, and the one-way flow session → panes.
+
+The session calls our listener from inside the run (events at a high rate, one report
+per tick); the listener only appends to buffers. A 20 Hz timer drains the buffers and
+applies diffs to the panes inside `batch_update()`. Intents that take time (step,
+continue, restart, replay, fork) run in one exclusive worker group, and their failures
+are reported in one place, `on_worker_state_changed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.runner import TickReport
+
+from .commands import StudioCommands
+from .screens.approval import ApprovalScreen, Decision
+from .screens.bindings_editor import BindingsEditor
+from .screens.choice import ChoiceScreen
+from .screens.help import HelpScreen
+from .screens.prompt import PromptScreen
+from .screens.state_editor import StateEditor
+from .session import DebugSession, EditError, RunState
+from .widgets.events_pane import EventFilter, EventsPane
+from .widgets.node_detail import NodeDetailPane
+from .widgets.state_pane import StatePane
+from .widgets.status_line import StatusLine
+from .widgets.timeline import Timeline, field_of
+from .widgets.tree_pane import TreePane
+
+REFRESH_HZ = 20
+BUSY = (RunState.RUNNING, RunState.WAITING)
+# events that change what the panes show even between ticks (an async task writing state)
+REDRAW_EVENTS = frozenset({EventType.STATE_CHANGED, EventType.STATE_EDITED, EventType.BINDING_CHANGED})
+
+
+class MainScreen(Screen):
+    """Tree, node detail and state on top; events and timeline below; status line and keys."""
+
+    BINDINGS = [
+        Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick"),
+        Binding("c,f5", "continue", "Continue", id="continue", tooltip="Tick until a breakpoint, a suspension or the end"),
+        Binding("p", "pause", "Pause", id="pause", tooltip="Pause a continuing run after the current tick"),
+        Binding("b,f9", "toggle_breakpoint", "Breakpoint", id="breakpoint",
+                tooltip="Toggle a breakpoint on the selected node"),
+        Binding("r", "restart", "Restart", id="restart", tooltip="A fresh run of the same tree and input"),
+        Binding("e", "edit_bindings", "Bindings", id="edit-bindings",
+                tooltip="Edit the selected node's port bindings"),
+        Binding("f", "replay_fork", "Replay/fork", id="replay-fork",
+                tooltip="Replay or fork from the selected checkpoint"),
+        Binding("a", "approvals", "Approve", id="approvals", tooltip="Approve or deny a pending tool call"),
+        Binding("slash", "filter_events", "Filter", id="filter-events", tooltip="Filter events by type, node, text"),
+        Binding("escape", "live", "Live", id="live", tooltip="Leave the past checkpoint, back to the live run"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what the panes show"),
+        Binding("q", "app.quit", "Quit", id="quit", tooltip="Quit the studio"),
+    ]
+
+    def __init__(self, session: DebugSession) -> None:
+        super().__init__()
+        self.session = session
+        self._events: list[RuntimeEvent] = []
+        self._reports: list[TickReport] = []
+        self._dirty = True
+        self._ticked: set[str] = set()
+        self._shape: tuple = ()
+        self._offered: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Horizontal(id="top"):
+            yield TreePane(id="tree")
+            with Vertical(id="side"):
+                yield NodeDetailPane(id="node-detail")
+                yield StatePane(id="state")
+        with Horizontal(id="bottom"):
+            yield EventsPane(id="events")
+            yield Timeline(id="timeline")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for selector, title in (("#tree", "tree"), ("#node-detail", "node"), ("#state", "state"),
+                                ("#events", "events"), ("#timeline", "timeline")):
+            self.query_one(selector).border_title = title
+        self.query_one(EventsPane).border_subtitle = "/ to filter"
+        self._unlisten = self.session.add_listener(self._on_session)
+        self.set_interval(1 / REFRESH_HZ, self.drain)
+        self.drain()
+        self.query_one(TreePane).tree.focus()
+
+    def on_unmount(self) -> None:
+        self._unlisten()
+
+    # -- session → panes -----------------------------------------------------------
+    def _on_session(self, kind: str, data: Any) -> None:
+        """Called from inside the run: only buffer, never draw here."""
+        if kind == "event":
+            self._events.append(data)
+        elif kind == "tick":
+            self._reports.append(data)
+        else:
+            self._dirty = True
+
+    def drain(self) -> None:
+        """Apply everything buffered since the last drain, as diffs, in one batch."""
+        events, self._events = self._events, []
+        reports, self._reports = self._reports, []
+        dirty, self._dirty = self._dirty, False
+        if not (events or reports or dirty):
+            return
+        with self.app.batch_update():
+            if events:
+                self.query_one(EventsPane).add(events)
+            if reports or dirty or any(event.type in REDRAW_EVENTS for event in events):
+                self._redraw(reports)
+        if dirty:
+            self.refresh_bindings()
+            self._offer_approval()
+
+    def _redraw(self, reports: list[TickReport]) -> None:
+        session = self.session
+        viewing = getattr(session, "viewing", None)
+        self.set_class(viewing is not None, "-past")
+        self.query_one(StatusLine).show(session)
+        tree = self.query_one(TreePane)
+        last = reports[-1] if reports else session.last_report
+        ticked = set(last.ticked) if last is not None and viewing is None else set()
+        touched = {path for report in reports for path in (*report.changed, *report.ticked)}
+        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id,
+                 tuple(bp.label for bp in session.breakpoints))
+        if shape != self._shape or not tree.knows(touched):
+            self._shape = shape
+            tree.sync(session.node_views(), ticked)
+        else:
+            tree.update([session.node_view(p) for p in touched | self._ticked], ticked)
+        self._ticked = ticked
+        tree.set_running(session.running_nodes() if viewing is None else [])
+        past = f" — PAST: tick {field_of(viewing, 'tick')} (read-only)" if viewing is not None else ""
+        tree.border_title = f"tree{past}"
+        state = self.query_one(StatePane)
+        state.border_title = f"state{past}"
+        state.show(session.state_snapshot(), last.state_changes if last is not None and viewing is None else {})
+        self._show_detail(tree.selected_path)
+        checkpoints = getattr(session, "checkpoints", None)
+        if callable(checkpoints):
+            self.query_one(Timeline).sync(checkpoints(), viewing)
+
+    def _show_detail(self, path: str | None) -> None:
+        try:
+            detail = self.session.node_detail(path) if path else None
+        except EditError:
+            detail = None
+        self.query_one(NodeDetailPane).show(detail)
+
+    @on(TreePane.Selected)
+    def _selected(self, event: TreePane.Selected) -> None:
+        self._show_detail(event.path)
+
+    def _offer_approval(self) -> None:
+        """Open the approval dialog once for each new pending request."""
+        if self.session.run_state != RunState.SUSPENDED or self.app.screen is not self:
+            return
+        fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
+        if fresh:
+            self._offered.add(fresh[0].id)
+            self.app.push_screen(ApprovalScreen(fresh[0]), self._decided)
+
+    # -- which keys apply now (the Footer shows only these) -----------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        session = self.session
+        viewing = getattr(session, "viewing", None) is not None
+        busy = session.run_state in BUSY
+        if action in ("step", "continue", "restart", "toggle_breakpoint", "edit_bindings"):
+            return None if busy or (viewing and action != "toggle_breakpoint") else True
+        if action == "pause":
+            return True if busy else None
+        if action == "live":
+            return viewing
+        if action == "replay_fork":
+            return callable(getattr(session, "fork_from", None))
+        if action == "approvals":
+            return bool(session.pending_approvals())
+        return True
+
+    # -- intents -------------------------------------------------------------------
+    @work(exclusive=True, group="run", exit_on_error=False)
+    async def _intent(self, intent: Callable[[], Awaitable[Any]]) -> None:
+        await intent()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place where a failed intent is reported."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{type(error).__name__}: {error}", title="failed", severity="error", timeout=8)
+            self._dirty = True
+
+    def action_step(self) -> None:
+        self._intent(self.session.step)
+
+    def action_continue(self) -> None:
+        self._intent(self.session.continue_)
+
+    def action_pause(self) -> None:
+        self.session.pause()
+
+    def action_restart(self) -> None:
+        self._intent(self.session.restart)
+
+    def _selected_path(self) -> str | None:
+        path = self.query_one(TreePane).selected_path
+        if path is None:
+            self.notify("select a node in the tree first", severity="warning")
+        return path
+
+    def action_toggle_breakpoint(self) -> None:
+        path = self._selected_path()
+        if path is not None:
+            on_now = self.session.toggle_node_breakpoint(path)
+            self.notify(f"breakpoint {'set on' if on_now else 'removed from'} {path}")
+
+    def action_edit_bindings(self) -> None:
+        path = self._selected_path()
+        if path is None:
+            return
+        if not self.session.node_detail(path).ports:
+            self.notify(f"{path} has no ports to bind", severity="warning")
+            return
+        self.app.push_screen(BindingsEditor(self.session, path), self._edited)
+
+    def _edited(self, applied: bool | None) -> None:
+        if applied:
+            self.notify("bindings applied: the next tick reads the new keys")
+
+    @on(StatePane.EditRequested)
+    def _edit_state(self, event: StatePane.EditRequested) -> None:
+        self.app.push_screen(StateEditor(self.session, event.namespace, event.key, event.value), self._edited_state)
+
+    def _edited_state(self, applied: bool | None) -> None:
+        if applied:
+            self.notify("state edited" + (": f forks from here" if getattr(self.session, "viewing", None) else ""))
+
+    def action_filter_events(self) -> None:
+        pane = self.query_one(EventsPane)
+        self.app.push_screen(
+            PromptScreen("filter events", EventFilter.__doc__.split("`")[1] + "   (empty: show all)",
+                         value=pane.filter.text, placeholder="type:tool. -type:node.status node:Name text"),
+            lambda text: text is not None and pane.refilter(text, self.session.events))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
+
+    def action_approvals(self) -> None:
+        pending = self.session.pending_approvals()
+        if pending:
+            self.app.push_screen(ApprovalScreen(pending[0]), self._decided)
+
+    def _decided(self, decision: Decision | None) -> None:
+        if decision is None:
+            return
+        try:
+            if decision.approved:
+                self.session.approve(decision.approval_id)
+            else:
+                self.session.deny(decision.approval_id, decision.reason)
+        except (EditError, KeyError) as exc:
+            self.notify(str(exc), severity="error")
+
+    # -- the past ------------------------------------------------------------------
+    @on(Timeline.Chosen)
+    def _checkpoint_chosen(self, event: Timeline.Chosen) -> None:
+        self.view_checkpoint(event.checkpoint_id)
+
+    def view_checkpoint(self, checkpoint_id: Any) -> None:
+        select = getattr(self.session, "select_checkpoint", None)
+        if select is None:
+            self.notify("this session has no timeline", severity="warning")
+            return
+        try:
+            select(_checkpoint_key(checkpoint_id))
+        except (ValueError, KeyError) as exc:
+            self.notify(str(exc), severity="error")
+        self._dirty = True
+
+    def action_live(self) -> None:
+        self.session.select_live()
+        self._dirty = True
+
+    def action_replay_fork(self) -> None:
+        viewing = getattr(self.session, "viewing", None)
+        table = self.query_one(Timeline)
+        if viewing is not None:
+            checkpoint_id = field_of(viewing, "id")
+        elif table.row_count:
+            checkpoint_id = _checkpoint_key(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        else:
+            self.notify("no checkpoint yet: step first", severity="warning")
+            return
+        self.app.push_screen(
+            ChoiceScreen(f"from checkpoint {checkpoint_id}",
+                         "Replay re-runs with the recorded model and tool I/O (same trajectory).\n"
+                         "Fork continues on a new branch with your edits (state values, bindings).",
+                         {"replay": "Replay", "fork": "Fork", "cancel": "Cancel"}),
+            partial(self._replay_or_fork, checkpoint_id))
+
+    def _replay_or_fork(self, checkpoint_id: Any, choice: str | None) -> None:
+        if choice in ("replay", "fork"):
+            method = getattr(self.session, f"{choice}_from")
+            self._intent(partial(method, checkpoint_id))
+
+
+def _checkpoint_key(value: Any) -> Any:
+    """Timeline row keys are strings; checkpoint ids are ints when they look like ints."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+class StudioApp(App[None]):
+    """The studio on one `DebugSession`."""
+
+    CSS_PATH = "studio.tcss"
+    TITLE = "Jianmu Studio"
+    COMMANDS = App.COMMANDS | {StudioCommands}
+
+    def __init__(self, session: DebugSession) -> None:
+        super().__init__()
+        self.session = session
+        self.sub_title = str(session.loaded.path)
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(self.session)
+
+    @property
+    def main(self) -> MainScreen:
+        return self.screen_stack[0]
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every key of the main screen is also a palette command."""
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, MainScreen):
+            for binding in screen.BINDINGS:
+                if isinstance(binding, Binding) and screen.check_action(binding.action, ()):
+                    yield SystemCommand(f"{binding.description} ({binding.key.split(',')[0]})",
+                                        binding.tooltip, partial(screen.run_action, binding.action))

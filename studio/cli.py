@@ -1,0 +1,125 @@
+"""`jianmu-studio`: the studio, a headless runner and a recorded-run viewer.
+
+    jianmu-studio TREE                         open the TUI on a tree file
+    jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl] [--json]
+    jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
+
+Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
+is one line on stderr; `--debug` shows the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from .loader import TreeLoadError
+from .session import DebugSession, default_db_path
+
+MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
+
+
+class UsageError(Exception):
+    """Bad input that is not a tree file problem (a flag, a store, a run id)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command")
+    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
+    studio.add_argument("tree", help="path.py or path.py:function")
+    studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
+    run = sub.add_parser("run", help="run a tree without a UI, one line per tick")
+    run.add_argument("tree", help="path.py or path.py:function")
+    run.add_argument("--max-ticks", type=int, default=None)
+    run.add_argument("--db", type=Path, help="record checkpoints into this SQLite file")
+    run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
+    run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything")
+    replay.add_argument("db", type=Path)
+    replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
+    return parser
+
+
+def _argv_with_default_command(argv: list[str]) -> list[str]:
+    """`jianmu-studio TREE` means `jianmu-studio open TREE`."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            continue
+        if arg not in ("open", "run", "replay"):
+            return [*argv[:i], "open", *argv[i:]]
+        break
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(_argv_with_default_command(argv))
+    if args.command is None:
+        _parser().print_help()
+        return 2
+    try:
+        if args.command == "run":
+            return asyncio.run(run_headless(args))
+        if args.command == "replay":
+            return open_recorded(args)
+        return open_studio(args)
+    except (TreeLoadError, UsageError) as exc:
+        if args.debug:
+            traceback.print_exception(exc)
+        print(f"jianmu-studio: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _status_line(report, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"tick": report.tick, "status": report.status.value,
+                           "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
+                           "state_keys": report.state_keys})
+    shown = [f"{p.rpartition('/')[2]}:{o.value}→{n.value}" for p, (o, n) in list(report.changed.items())[:MAX_SHOWN]]
+    more = len(report.changed) - MAX_SHOWN
+    changed = ", ".join(shown) + (f", … {more} more" if more > 0 else "")
+    return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
+
+
+async def run_headless(args: argparse.Namespace) -> int:
+    session = DebugSession.load(args.tree)
+    out = sys.stdout
+    session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
+                         if kind == "tick" else None)
+    stop = await session.continue_(max_ticks=args.max_ticks)
+    result = session.agent.result_from(session.runner)
+    summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
+               "final_answer": result.final_answer, "ticks": session.tick, "tokens": session.tokens,
+               "run_id": session.run_id}
+    if args.json:
+        print(json.dumps({"summary": summary}), file=out)
+    else:
+        print(f"{summary['status']} after {summary['ticks']} ticks, {summary['tokens']} tokens ({stop.message})",
+              file=out)
+        if result.final_answer:
+            print(f"final answer: {result.final_answer}", file=out)
+    return 0 if session.root_status.value == "SUCCESS" else 1
+
+
+def open_studio(args: argparse.Namespace) -> int:
+    session = DebugSession.load(args.tree)
+    from .app import StudioApp
+
+    StudioApp(session).run()
+    return 0
+
+
+def open_recorded(args: argparse.Namespace) -> int:
+    raise UsageError("replay of recorded runs is not available yet")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Load a tree file: `path.py` (calls `build()`) or `path.py:function`.
+
+Every way a tree file can be wrong becomes one `TreeLoadError` line naming the file
+and what is wrong with it; the original exception stays attached for `--debug`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime import Agent
+
+
+class TreeLoadError(Exception):
+    """A tree file that cannot be used; `str()` is the one line to show."""
+
+
+@dataclass
+class LoadedTree:
+    agent: Agent
+    path: Path
+    function: str
+    input_data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        return f"{self.path}:{self.function}"
+
+
+def split_target(target: str) -> tuple[Path, str]:
+    path, sep, function = target.rpartition(":")
+    if not sep or not path or "/" in function or function.endswith(".py") or not function.isidentifier():
+        return Path(target), "build"
+    return Path(path), function
+
+
+def load_tree(target: str) -> LoadedTree:
+    path, function = split_target(target)
+    if not path.exists():
+        raise TreeLoadError(f"{path}: no such file")
+    if path.suffix != ".py":
+        raise TreeLoadError(f"{path}: a tree file must be a Python module (.py)")
+    module_name = f"jianmu_tree_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise TreeLoadError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise TreeLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        raise TreeLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    builder = getattr(module, function, None)
+    if builder is None:
+        raise TreeLoadError(f"{path}: no function {function}() (a tree file defines build() returning an Agent)")
+    if not callable(builder):
+        raise TreeLoadError(f"{path}: {function} is not a function")
+    try:
+        agent = builder()
+    except Exception as exc:
+        raise TreeLoadError(f"{path}: {function}() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(agent, Agent):
+        raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
+    input_data = getattr(module, "INPUT", None) or {}
+    if not isinstance(input_data, dict):
+        raise TreeLoadError(f"{path}: INPUT must be a dict, not {type(input_data).__name__}")
+    return LoadedTree(agent, path, function, dict(input_data))
+
+
+__all__ = ["LoadedTree", "TreeLoadError", "load_tree", "split_target"]

@@ -1,0 +1,1 @@
+"""Modal screens: each asks for one decision and returns it with `dismiss()`."""

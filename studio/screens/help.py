@@ -1,0 +1,36 @@
+"""Keys and what the panes show, generated from the app's own bindings so it cannot drift."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+ABOUT = """\
+Tree: ✔ success  ✘ failure  ● running  ○ not ticked   ◆ breakpoint   highlighted: ticked by the last tick
+State: ● marks keys the last tick changed (old → new); enter opens long values; e edits the selected key
+Events: / filters — type:tool. -type:node.status node:Normalize -node:Count words -noise
+Timeline: enter on a checkpoint views the past (read-only); f replays or forks from it; esc returns live
+ctrl+p: jump to a node or checkpoint, add a conditional or event breakpoint, change theme"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__()
+        self.keys = bindings
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold cyan")
+        table.add_column()
+        for binding in self.keys:
+            table.add_row(binding.key.replace(",", " / "), binding.tooltip or binding.description)
+        with VerticalScroll(classes="dialog wide") as dialog:
+            dialog.border_title = "Jianmu Studio — help (esc to close)"
+            yield Static(table)
+            yield Static(ABOUT, classes="hint")

@@ -1,0 +1,1 @@
+"""The studio's panes: each draws one part of what the `DebugSession` holds."""

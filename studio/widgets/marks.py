@@ -1,0 +1,32 @@
+"""Status marks and colours, shared so that every pane says SUCCESS the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+MARKS = {
+    "SUCCESS": ("✔", "green"),
+    "FAILURE": ("✘", "red"),
+    "RUNNING": ("●", "yellow"),
+    "INVALID": ("○", "dim"),
+}
+BREAKPOINT = ("◆", "bold red")
+
+
+def status_name(status: Any) -> str:
+    """`Status.SUCCESS`, "SUCCESS" or None → "SUCCESS" (recorded rows carry plain strings)."""
+    return str(getattr(status, "value", status or "INVALID"))
+
+
+def status_mark(status: Any) -> Text:
+    mark, style = MARKS.get(status_name(status), ("?", "magenta"))
+    return Text(mark, style=style)
+
+
+def status_text(status: Any) -> Text:
+    """Mark and name, coloured: `✔ SUCCESS`."""
+    name = status_name(status)
+    mark, style = MARKS.get(name, ("?", "magenta"))
+    return Text(f"{mark} {name}", style=style)

@@ -1,0 +1,63 @@
+"""Everything about the selected node: where it is, what its ports read and write now,
+how its status moved, and its last error with the traceback."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from ..session import NodeDetail
+from .marks import status_text
+from .values import preview
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+    return grid
+
+
+def render_detail(detail: NodeDetail) -> Group:
+    view = detail.view
+    facts = _grid()
+    facts.add_row("class", Text(view.class_name, "bold"))
+    facts.add_row("path", view.path)
+    facts.add_row("namespace", Text(view.namespace or "(global)", "magenta"))
+    status = status_text(view.status)
+    if view.counter:
+        status.append(f"   {view.counter}", "cyan")
+    facts.add_row("status", status)
+    parts: list = [facts]
+    for direction, title in (("in", "inputs"), ("out", "outputs")):
+        ports = [p for p in detail.ports if p.direction == direction]
+        if ports:
+            table = _grid()
+            for port in ports:
+                table.add_row(port.port, Text.assemble(("→ " if direction == "in" else "← ", "dim"),
+                                                       (port.key, "cyan"), " = ", preview(port.value, 60)))
+            parts += [Text(title, "bold underline"), table]
+    if detail.history:
+        history = _grid()
+        for tick, old, new in detail.history[-8:]:
+            history.add_row(f"tick {tick}", Text.assemble(status_text(old), " → ", status_text(new)))
+        parts += [Text("status history", "bold underline"), history]
+    if detail.error:
+        parts += [Text("last error", "bold underline red"), Text(detail.error, "red")]
+        if detail.traceback:
+            parts.append(Text(detail.traceback.rstrip(), "dim"))
+    return Group(*parts)
+
+
+class NodeDetailPane(VerticalScroll):
+    """Shows `session.node_detail(path)` for one node; redrawn when that node may have changed."""
+
+    def compose(self):
+        yield Static("select a node in the tree", id="node-detail-body")
+
+    def show(self, detail: NodeDetail | None) -> None:
+        body = self.query_one("#node-detail-body", Static)
+        body.update(render_detail(detail) if detail is not None else "select a node in the tree")

@@ -1,0 +1,118 @@
+"""Every namespace as a tree of keys, with the keys the last tick changed marked old → new.
+
+Lists and dicts are collapsed behind a count (a message list can be long) and open on
+demand. Updates are diffs: a key is redrawn only when its value or its mark changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from .values import preview
+
+MAX_CHILDREN = 500
+Key = tuple[str, str]  # (namespace, key); "" is the global namespace
+
+
+def qualified(namespace: str, key: str) -> str:
+    """The name a `TickReport.state_changes` entry uses: `key` or `ns.key`."""
+    return f"{namespace}.{key}" if namespace else key
+
+
+def _count(value: Any) -> str:
+    n = len(value)
+    if isinstance(value, list):
+        return f"[{n} item{'s' * (n != 1)}]"
+    return f"{{{n} key{'s' * (n != 1)}}}"
+
+
+def _add_children(node: TreeNode, value: Any, depth: int = 0) -> None:
+    items = list(value.items() if isinstance(value, dict) else enumerate(value))
+    for name, item in items[:MAX_CHILDREN]:
+        if isinstance(item, dict | list) and item and depth < 4:
+            child = node.add(Text.assemble((str(name), "bold"), "  ", (_count(item), "dim"), "  ",
+                                           (preview(item, 60), "dim")))
+            _add_children(child, item, depth + 1)
+        else:
+            node.add_leaf(Text.assemble((str(name), "bold"), " = ", preview(item)))
+    if len(items) > MAX_CHILDREN:
+        node.add_leaf(Text(f"… {len(items) - MAX_CHILDREN} more", "dim"))
+
+
+class StatePane(Tree[Key]):
+    """`session.state_snapshot()` drawn as namespace → key → value."""
+
+    BINDINGS = [Binding("e", "edit_value", "Edit value", id="edit-state", tooltip="Edit the selected state value")]
+
+    class EditRequested(Message):
+        def __init__(self, namespace: str, key: str, value: Any) -> None:
+            self.namespace, self.key, self.value = namespace, key, value
+            super().__init__()
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("state", **kwargs)
+        self.show_root = False
+        self._namespace_nodes: dict[str, TreeNode[Key]] = {}
+        self._key_nodes: dict[Key, TreeNode[Key]] = {}
+        self._values: dict[Key, Any] = {}
+        self._marked: dict[Key, tuple[Any, Any]] = {}
+
+    def show(self, snapshot: dict[str, dict[str, Any]], changes: dict[str, tuple[Any, Any]]) -> None:
+        """Draw `snapshot`, marking the keys in `changes` ({qualified key: (old, new)})."""
+        marks = {(ns, key): changes[qualified(ns, key)]
+                 for ns, values in snapshot.items() for key in values if qualified(ns, key) in changes}
+        for ns in [ns for ns in self._namespace_nodes if ns not in snapshot]:
+            self._namespace_nodes.pop(ns).remove()
+            for gone in [k for k in self._key_nodes if k[0] == ns]:
+                self._forget(gone)
+        for ns, values in snapshot.items():
+            parent = self._namespace_nodes.get(ns)
+            if parent is None:
+                parent = self._namespace_nodes[ns] = self.root.add(Text(ns or "(global)", "bold magenta"),
+                                                                   expand=True)
+            for gone in [k for k in self._key_nodes if k[0] == ns and k[1] not in values]:
+                self._key_nodes[gone].remove()
+                self._forget(gone)
+            for key, value in values.items():
+                self._draw_key(parent, (ns, key), value, marks.get((ns, key)))
+        self._marked = marks
+
+    def _forget(self, key: Key) -> None:
+        self._key_nodes.pop(key, None)
+        self._values.pop(key, None)
+
+    def _draw_key(self, parent: TreeNode[Key], key: Key, value: Any, mark: tuple[Any, Any] | None) -> None:
+        node = self._key_nodes.get(key)
+        same_value = node is not None and self._values.get(key) == value
+        if same_value and mark == self._marked.get(key):
+            return
+        label = Text.assemble(("● " if mark else "  ", "bold yellow"), (key[1], "bold"))
+        long = isinstance(value, dict | list) and bool(value)
+        label.append(f"  {_count(value)}" if long else f" = {preview(value)}", "dim" if long else "")
+        if mark:
+            label.append(f"   {preview(mark[0], 30)} → {preview(mark[1], 30)}", "yellow")
+        if node is None:
+            node = self._key_nodes[key] = parent.add(label, data=key, expand=False, allow_expand=long)
+        else:
+            node.set_label(label)
+            node.allow_expand = long
+        if not same_value:
+            self._values[key] = value
+            node.remove_children()
+            if long:
+                _add_children(node, value)
+
+    def action_edit_value(self) -> None:
+        node = self.cursor_node
+        while node is not None and node.data is None:
+            node = node.parent
+        if node is None or node.data not in self._values:
+            self.notify("put the cursor on a state key to edit it", severity="warning")
+            return
+        self.post_message(self.EditRequested(*node.data, self._values[node.data]))
