@@ -32,6 +32,10 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {"len": len, "abs": abs, "min": min,
                                              "str": str, "int": int, "float": float}
 
 
+class _Undefined(Exception):
+    """A name the state does not hold (yet)."""
+
+
 class _Namespace(dict):
     """A namespace's keys, reachable as `ns.key` in an expression."""
 
@@ -79,9 +83,16 @@ class Condition:
             if isinstance(child, ast.Attribute) and child.attr.startswith("_"):
                 raise BreakpointError(f"condition {self.source!r}: private attribute {child.attr!r}")
 
+    def names(self) -> set[str]:
+        """The top-level state names the condition reads (for checking them when it is set)."""
+        return {n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS}
+
     def evaluate(self, snapshot: Mapping[str, Mapping[str, Any]]) -> bool:
+        """True or False; a key not written yet makes the condition False, not an error."""
         try:
             return bool(self._eval(self._tree, _state_scope(snapshot)))
+        except _Undefined:
+            return False
         except BreakpointError:
             raise
         except Exception as exc:
@@ -91,17 +102,17 @@ class Condition:
         match node:
             case ast.Constant(value=value):
                 return value
+            case ast.Name(id="True" | "False" | "None" as name):
+                return {"True": True, "False": False, "None": None}[name]
             case ast.Name(id=name):
                 if name in scope:
                     return scope[name]
-                if name in ("True", "False", "None"):
-                    return {"True": True, "False": False, "None": None}[name]
-                raise BreakpointError(f"condition {self.source!r}: no state key {name!r}")
+                raise _Undefined(name)
             case ast.Attribute(value=value, attr=attr):
                 base = self._eval(value, scope)
                 if isinstance(base, Mapping) and attr in base:
                     return base[attr]
-                raise BreakpointError(f"condition {self.source!r}: no key {attr!r}")
+                raise _Undefined(attr)
             case ast.Subscript(value=value, slice=index):
                 return self._eval(value, scope)[self._eval(index, scope)]
             case ast.BoolOp(op=ast.And(), values=values):

@@ -29,7 +29,7 @@ from py_trees.common import Status
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
-from runtime.state import StateValidationError, normalize_namespace
+from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
 from .loader import LoadedTree, load_tree
@@ -379,8 +379,15 @@ class DebugSession:
         return bp
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
+        """A condition over state; its names must be state fields, keys or namespaces of the tree."""
         condition = Condition(expression)
-        snapshot = {ns or "": self.runner.state_manager.view(ns) for ns in self.runner.state_manager.namespaces()}
+        sm = self.runner.state_manager
+        known = {*sm.schema.model_fields, *sm.view(None), *(ns.split(".")[0] for ns in self.known_namespaces()),
+                 "True", "False", "None"}
+        unknown = sorted(condition.names() - known)
+        if unknown:
+            raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
+        snapshot = {ns or "": sm.view(ns) for ns in sm.namespaces()}
         bp = Breakpoint("condition", condition=condition)
         bp._was_true = condition.evaluate(snapshot)  # validates names now, and fires on the next change
         self.breakpoints.append(bp)
@@ -393,8 +400,17 @@ class DebugSession:
             self._notify("changed")
 
     # -- edits ---------------------------------------------------------------------
+    def known_namespaces(self) -> set[str]:
+        """Namespaces of the tree's nodes and of the state (a subtree may add more as it compiles)."""
+        from_tree = {ns for node in self.runner.nodes.values() if (ns := getattr(node, "namespace", None))}
+        return from_tree | {ns for ns in self.runner.state_manager.namespaces() if ns}
+
     def validate_binding_key(self, path: str, key: str) -> str:
-        """The normalised state key, or `EditError` saying why the key cannot be bound."""
+        """The normalised state key, or `EditError` saying why the key cannot be bound.
+
+        A key is bindable when the schema declares it, the state already holds it, the
+        runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
+        """
         node = self._node(path)
         key = key.strip()
         if key.startswith("state."):
@@ -402,7 +418,9 @@ class DebugSession:
         if not key:
             raise EditError("a binding needs a state key")
         sm = self.runner.state_manager
-        if sm.has_field(key) or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key):
+        qualified = any(key.startswith(ns + ".") and sm.has_field(key[len(ns) + 1:]) for ns in self.known_namespaces())
+        if (qualified or sm.has_field(key) or key in StateKeys().model_dump().values()
+                or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key)):
             return key
         fields = ", ".join(sm.schema.model_fields)
         raise EditError(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")

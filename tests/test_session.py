@@ -1,0 +1,155 @@
+"""DebugSession, the controller every view drives: stepping, breakpoints and edits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from py_trees.common import Status
+
+from studio.breakpoints import BreakpointError
+from studio.session import DebugSession, EditError, RunState
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = str(ROOT / "sample_trees/text_pipeline.py")
+
+
+@pytest.fixture
+def session() -> DebugSession:
+    return DebugSession.load(PIPELINE)
+
+
+async def test_step_ticks_once_and_reports_what_changed(session):
+    assert session.run_state == RunState.READY
+    report = await session.step()
+    assert report.tick == 1 and session.tick == 1
+    assert report.changed["TextPipeline/Normalize"] == (Status.INVALID, Status.RUNNING)
+    assert session.run_state == RunState.PAUSED
+    assert session.waiting_on() == ["TextPipeline/Normalize"]
+    report = await session.step()  # waits for the async node, then ticks
+    assert report.tick == 2
+    assert "normalized_text" in report.state_changes
+    assert session.state_snapshot()[""]["normalized_text"].startswith("the quick brown fox")
+
+
+async def test_continue_runs_to_the_end(session):
+    stop = await session.continue_()
+    assert stop.kind == "finished"
+    assert session.run_state == RunState.FINISHED and session.root_status == Status.SUCCESS
+    assert session.state_snapshot()["all"]["words"] == 11
+    assert session.state_snapshot()["unique"]["words"] == 9
+    assert await session.step() is None  # a finished run does not step; restart does
+    await session.restart()
+    assert session.run_state == RunState.READY and session.tick == 0
+
+
+async def test_node_breakpoint_stops_when_the_node_is_ticked(session):
+    assert session.toggle_node_breakpoint("TextPipeline/Summarise")
+    assert session.node_view("TextPipeline/Summarise").breakpoint
+    stop = await session.continue_()
+    assert stop.kind == "breakpoint" and "TextPipeline/Summarise" in stop.message
+    assert session.last_report.ticked.count("TextPipeline/Summarise") == 1
+    assert session.run_state == RunState.PAUSED
+    first = session.tick
+    assert (await session.continue_()).kind == "breakpoint"  # an async node is ticked again when it finishes
+    assert session.tick == first + 1
+    assert (await session.continue_()).kind == "finished"
+
+
+async def test_status_breakpoint_and_toggle_off(session):
+    session.toggle_node_breakpoint("TextPipeline/Count", on="status")
+    stop = await session.continue_()
+    assert stop.kind == "breakpoint"
+    assert "TextPipeline/Count" in session.last_report.changed
+    assert not session.toggle_node_breakpoint("TextPipeline/Count")
+    assert (await session.continue_()).kind == "finished"
+
+
+async def test_conditional_breakpoint_fires_when_it_becomes_true(session):
+    session.add_condition_breakpoint("all.words > 0 and len(normalized_text) > 5")
+    stop = await session.continue_()
+    assert stop.kind == "breakpoint" and "all.words > 0" in stop.message
+    assert session.state_snapshot()["all"]["words"] == 11
+    assert (await session.continue_()).kind == "finished"  # edge-triggered: no second stop
+
+
+@pytest.mark.parametrize("expression, reason", [
+    ("rounds >= ", "syntax error"),
+    ("__import__('os')", "only len"),
+    ("no_such_key > 1", "no state key 'no_such_key'"),
+    ("text.__class__", "private attribute"),
+    ("[x for x in text]", "is not allowed"),
+])
+def test_bad_conditions_are_errors_not_crashes(session, expression, reason):
+    with pytest.raises(BreakpointError, match=reason):
+        session.add_condition_breakpoint(expression)
+    assert session.breakpoints == []
+
+
+async def test_event_breakpoint(session):
+    session.add_event_breakpoint("log")
+    stop = await session.continue_()
+    assert stop.kind == "breakpoint" and "event log" in stop.message
+    assert session.events[-1].type in ("log", "tick.completed", "node.status")
+
+
+async def test_pause_interrupts_a_wait_for_async_work(session):
+    await session.step()  # Normalize now sleeps 200 ms
+    task = asyncio.create_task(session.continue_())
+    await asyncio.sleep(0.05)
+    assert session.run_state == RunState.WAITING and "Normalize" in session.message
+    session.pause()
+    stop = await asyncio.wait_for(task, 1)
+    assert stop.kind == "paused" and session.tick == 1
+
+
+async def test_edit_binding_takes_effect_at_the_next_tick(session):
+    session.edit_binding("TextPipeline/Normalize", "in", "source_text", "summary")
+    session.edit_state(None, "summary", "EDITED   Text")
+    assert any(e.type == "binding.changed" for e in session.events)
+    await session.continue_()
+    assert session.state_snapshot()[""]["normalized_text"] == "edited text"
+    detail = session.node_detail("TextPipeline/Normalize")
+    port = next(p for p in detail.ports if p.port == "source_text")
+    assert port.key == "summary" and port.direction == "in"
+
+
+def test_bad_bindings_are_rejected_with_a_reason(session):
+    with pytest.raises(EditError, match="no state field 'nope' in PipelineState"):
+        session.edit_binding("TextPipeline/Normalize", "in", "source_text", "nope")
+    with pytest.raises(EditError, match="needs a state key"):
+        session.edit_binding("TextPipeline/Normalize", "out", "normalized_text", "  ")
+    with pytest.raises(EditError, match="no node at path"):
+        session.edit_binding("TextPipeline/Ghost", "in", "x", "text")
+    assert session.node_detail("TextPipeline/Normalize").ports[0].key == "text"
+
+
+def test_bindings_file_round_trip(tmp_path):
+    tree = tmp_path / "pipeline.py"
+    tree.write_text(Path(PIPELINE).read_text())
+    session = DebugSession.load(str(tree))
+    session.edit_binding("TextPipeline/Normalize", "in", "source_text", "summary")
+    saved = session.save_bindings()
+    assert saved == tmp_path / "pipeline.bindings.json"
+    assert json.loads(saved.read_text())["TextPipeline/Normalize"]["inputs"] == {"source_text": "summary"}
+    reopened = DebugSession.load(str(tree))
+    assert reopened.apply_bindings_file() == []
+    assert reopened.node_detail("TextPipeline/Normalize").ports[0].key == "summary"
+
+
+def test_bad_state_edits_are_rejected_and_change_nothing(session):
+    with pytest.raises(EditError, match="state key 'words'"):
+        session.edit_state(None, "words", "many")
+    with pytest.raises(EditError, match="invalid namespace"):
+        session.edit_state("all.", "words", 1)
+    assert session.state_snapshot()[""]["words"] == 0
+
+
+def test_node_views_show_class_namespace_and_children(session):
+    views = {v.path: v for v in session.node_views()}
+    assert views["TextPipeline"].children[0] == "TextPipeline/Normalize"
+    assert views["TextPipeline/Count/AllWords"].namespace == "all"
+    assert views["TextPipeline/Count/AllWords"].class_name == "CountWords"
+    assert views["TextPipeline/Normalize"].status == Status.INVALID
