@@ -32,7 +32,7 @@ from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
 from .screens.state_editor import StateEditor
 from .session import DebugSession, EditError, RunState
-from .widgets.events_pane import EventFilter, EventsPane
+from .widgets.events_pane import FILTER_EXAMPLE, EventsPane
 from .widgets.node_detail import NodeDetailPane
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
@@ -72,7 +72,6 @@ class MainScreen(Screen):
         self._events: list[RuntimeEvent] = []
         self._reports: list[TickReport] = []
         self._dirty = True
-        self._ticked: set[str] = set()
         self._shape: tuple = ()
         self._offered: set[str] = set()
 
@@ -134,16 +133,15 @@ class MainScreen(Screen):
         self.query_one(StatusLine).show(session)
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
-        ticked = set(last.ticked) if last is not None and viewing is None else set()
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id,
-                 tuple(bp.label for bp in session.breakpoints))
+        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id)
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape
+            ticked = set(last.ticked) if last is not None and viewing is None else set()
             tree.sync(session.node_views(), ticked)
         else:
-            tree.update([session.node_view(p) for p in touched | self._ticked], ticked)
-        self._ticked = ticked
+            breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
+            tree.apply(reports, breakpoints, session.node_view)
         tree.set_running(session.running_nodes() if viewing is None else [])
         past = f" — PAST: tick {field_of(viewing, 'tick')} (read-only)" if viewing is not None else ""
         tree.border_title = f"tree{past}"
@@ -252,8 +250,8 @@ class MainScreen(Screen):
     def action_filter_events(self) -> None:
         pane = self.query_one(EventsPane)
         self.app.push_screen(
-            PromptScreen("filter events", EventFilter.__doc__.split("`")[1] + "   (empty: show all)",
-                         value=pane.filter.text, placeholder="type:tool. -type:node.status node:Name text"),
+            PromptScreen("filter events", f"for example: {FILTER_EXAMPLE}   (empty: show all)",
+                         value=pane.filter.text, placeholder=FILTER_EXAMPLE),
             lambda text: text is not None and pane.refilter(text, self.session.events))
 
     def action_help(self) -> None:
@@ -343,10 +341,14 @@ class StudioApp(App[None]):
         return self.screen_stack[0]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every key of the main screen is also a palette command."""
+        """Every key of the main screen that applies now is also a palette command."""
         yield from super().get_system_commands(screen)
         if isinstance(screen, MainScreen):
-            for binding in screen.BINDINGS:
-                if isinstance(binding, Binding) and screen.check_action(binding.action, ()):
-                    yield SystemCommand(f"{binding.description} ({binding.key.split(',')[0]})",
+            seen = {"app.quit"}  # Textual's own commands already quit
+            for binding in Binding.make_bindings(screen.BINDINGS):
+                if binding.action in seen:
+                    continue
+                seen.add(binding.action)
+                if screen.check_action(binding.action, ()):
+                    yield SystemCommand(f"{binding.description} ({self.get_key_display(binding)})",
                                         binding.tooltip, partial(screen.run_action, binding.action))

@@ -9,10 +9,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-ABOUT = """\
+from ..widgets.events_pane import FILTER_EXAMPLE
+
+ABOUT = f"""\
 Tree: ✔ success  ✘ failure  ● running  ○ not ticked   ◆ breakpoint   highlighted: ticked by the last tick
 State: ● marks keys the last tick changed (old → new); enter opens long values; e edits the selected key
-Events: / filters — type:tool. -type:node.status node:Normalize -node:Count words -noise
+Events: / filters — {FILTER_EXAMPLE}
 Timeline: enter on a checkpoint views the past (read-only); f replays or forks from it; esc returns live
 ctrl+p: jump to a node or checkpoint, add a conditional or event breakpoint, change theme"""
 
@@ -29,7 +31,8 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(style="bold cyan")
         table.add_column()
         for binding in self.keys:
-            table.add_row(binding.key.replace(",", " / "), binding.tooltip or binding.description)
+            keys = " / ".join(self.app.get_key_display(key) for key in Binding.make_bindings([binding]))
+            table.add_row(keys, binding.tooltip or binding.description)
         with VerticalScroll(classes="dialog wide") as dialog:
             dialog.border_title = "Jianmu Studio — help (esc to close)"
             yield Static(table)

@@ -1,7 +1,7 @@
 """The telemetry bus, newest last, written in batches so a burst of events stays cheap.
 
-A `Log` takes a whole batch in one `write()`; `text.delta` events extend the line of the
-model call they belong to, so streamed text reads as it arrives. Changing the filter
+A `Log` takes a whole batch in one `write_lines()`; `text.delta` events extend the line of
+the model call they belong to, so streamed text reads as it arrives. Changing the filter
 redraws from the session's event history.
 """
 
@@ -16,10 +16,12 @@ from runtime.engine.events import EventType, RuntimeEvent
 
 from .values import preview
 
+FILTER_EXAMPLE = "type:tool. -type:node.status node:Normalize -node:Count words -noise"
+
 
 @dataclass
 class EventFilter:
-    """`type:tool. -type:node.status node:Normalize -node:Count words -noise` (terms AND, same field OR)."""
+    """Parsed from terms like FILTER_EXAMPLE: `-` excludes; terms of one field OR, fields AND."""
 
     text: str = ""
     include: dict[str, list[str]] = field(default_factory=dict)
@@ -69,7 +71,8 @@ class EventsPane(Log):
         self._open_delta: tuple[str | None, str | None] | None = None  # (run, node) of an open text.delta line
 
     def add(self, events: Iterable[RuntimeEvent]) -> None:
-        chunks: list[str] = []
+        tail = ""  # text.delta that continues the stream line already in the log
+        lines: list[str] = []
         for event in events:
             line = format_event(event)
             if not self.filter.accepts(event, line):
@@ -77,21 +80,19 @@ class EventsPane(Log):
             if event.type == EventType.TEXT_DELTA:
                 stream = (event.run_id, event.node)
                 if stream == self._open_delta:
-                    chunks.append(_delta(event))
+                    if lines:
+                        lines[-1] += _delta(event)
+                    else:
+                        tail += _delta(event)
                     continue
                 self._open_delta = stream
-                chunks.append(f"{self._break()}{line}")
-                continue
-            chunks.append(f"{self._break()}{line}\n")
-        if chunks:
-            self.write("".join(chunks))
-
-    def _break(self) -> str:
-        """A newline that ends an open `text.delta` line, if one is open."""
-        if self._open_delta is None:
-            return ""
-        self._open_delta = None
-        return "\n"
+            else:
+                self._open_delta = None
+            lines.append(line)
+        if tail:
+            self.write(tail)
+        if lines:
+            self.write_lines(lines)
 
     def refilter(self, text: str, history: Iterable[RuntimeEvent]) -> None:
         self.filter = EventFilter.parse(text)

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from .values import preview
+from .values import preview, summary
 
 MAX_CHILDREN = 500
 Key = tuple[str, str]  # (namespace, key); "" is the global namespace
@@ -25,18 +25,11 @@ def qualified(namespace: str, key: str) -> str:
     return f"{namespace}.{key}" if namespace else key
 
 
-def _count(value: Any) -> str:
-    n = len(value)
-    if isinstance(value, list):
-        return f"[{n} item{'s' * (n != 1)}]"
-    return f"{{{n} key{'s' * (n != 1)}}}"
-
-
 def _add_children(node: TreeNode, value: Any, depth: int = 0) -> None:
     items = list(value.items() if isinstance(value, dict) else enumerate(value))
     for name, item in items[:MAX_CHILDREN]:
         if isinstance(item, dict | list) and item and depth < 4:
-            child = node.add(Text.assemble((str(name), "bold"), "  ", (_count(item), "dim"), "  ",
+            child = node.add(Text.assemble((str(name), "bold"), "  ", (summary(item), "dim"), "  ",
                                            (preview(item, 60), "dim")))
             _add_children(child, item, depth + 1)
         else:
@@ -94,9 +87,9 @@ class StatePane(Tree[Key]):
             return
         label = Text.assemble(("● " if mark else "  ", "bold yellow"), (key[1], "bold"))
         long = isinstance(value, dict | list) and bool(value)
-        label.append(f"  {_count(value)}" if long else f" = {preview(value)}", "dim" if long else "")
+        label.append(f"  {summary(value)}" if long else f" = {preview(value)}", "dim" if long else "")
         if mark:
-            label.append(f"   {preview(mark[0], 30)} → {preview(mark[1], 30)}", "yellow")
+            label.append(f"   {summary(mark[0])} → {summary(mark[1])}", "yellow")
         if node is None:
             node = self._key_nodes[key] = parent.add(label, data=key, expand=False, allow_expand=long)
         else:

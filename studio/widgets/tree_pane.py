@@ -1,14 +1,16 @@
 """The behaviour tree, live: one line per node, redrawn only where something changed.
 
-The pane keeps a path → `TreeNode` map and the last label drawn for each path, so a tick
-costs one `set_label` per node whose status, counter or highlight changed, whatever the
-size of the tree. Nodes that appear or vanish (a subtree compiled on its first tick) are
+The pane keeps a path → `TreeNode` map and, per path, what its line should show. A tick
+report updates those records (status from `report.changed`, the highlight from
+`report.ticked`) and marks them stale; only the stale nodes on screen are relabelled,
+the rest when they scroll into view. So a tick costs the same in a 10,000-node tree as
+in a small one. Nodes that appear or vanish (a subtree compiled on its first tick) are
 added or removed in place: the cursor, scroll position and expansion survive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.text import Text
 from textual import on
@@ -18,6 +20,8 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
+
+from runtime.engine.runner import TickReport
 
 from ..session import NodeView
 from .marks import BREAKPOINT, status_mark, status_name
@@ -55,8 +59,10 @@ class TreePane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._tree_nodes: dict[str, TreeNode[str]] = {}
+        self._views: dict[str, NodeView] = {}  # what each line should show
+        self._ticked: set[str] = set()
+        self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
-        self._names: dict[str, str] = {}
         self._running: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -68,6 +74,7 @@ class TreePane(Vertical):
 
     def on_mount(self) -> None:
         self.query_one("#running-now", OptionList).border_title = "running now"
+        self.watch(self.tree, "scroll_y", self.flush, init=False)
 
     @property
     def tree(self) -> Tree[str]:
@@ -83,47 +90,79 @@ class TreePane(Vertical):
 
     # -- drawing -------------------------------------------------------------------
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
-        """Match the whole tree: add new nodes, drop vanished ones, relabel changed ones."""
+        """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
         present = {view.path for view in views}
         for path in [p for p in self._tree_nodes if p not in present]:
             node = self._tree_nodes.pop(path)
+            self._views.pop(path, None)
             self._drawn.pop(path, None)
-            self._names.pop(path, None)
             if node.parent is not None and node.parent.data in self._tree_nodes:
                 node.remove()
-        by_path = {view.path: view for view in views}
+        self._views = {view.path: view for view in views}
         for view in views:
             if view.path not in self._tree_nodes:
-                self._add(view, by_path)
-        self.update(views, ticked)
+                self._add(view)
+        self._ticked = ticked
+        self._stale = set(present)
+        self.call_after_refresh(self.flush)
 
-    def _add(self, view: NodeView, by_path: dict[str, NodeView]) -> None:
-        tree = self.tree
+    def _add(self, view: NodeView) -> None:
         parent = self._tree_nodes.get(view.parent) if view.parent else None
         if parent is None:
-            node = tree.root
+            node = self.tree.root
             node.data = view.path
             node.expand()
         else:
-            siblings = by_path[view.parent].children
+            siblings = self._views[view.parent].children
             index = siblings.index(view.path) if view.path in siblings else None
-            position = min(index, len(parent.children)) if index is not None else None
-            node = parent.add("", data=view.path, before=position, expand=True,
-                              allow_expand=bool(view.children))
+            node = parent.add(view.name, data=view.path, expand=True, allow_expand=bool(view.children),
+                              before=min(index, len(parent.children)) if index is not None else None)
         self._tree_nodes[view.path] = node
-        self._names[view.path] = view.name.lower()
 
-    def update(self, views: Iterable[NodeView], ticked: set[str]) -> None:
-        """Relabel the given nodes where their label would change."""
-        for view in views:
-            node = self._tree_nodes.get(view.path)
+    def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
+        """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
+        for report in reports:
+            for path, (_, new) in report.changed.items():
+                self._views[path].status = new
+            self._stale.update(report.changed)
+        if reports:
+            ticked = set(reports[-1].ticked)
+            self._stale |= ticked ^ self._ticked
+            self._ticked = ticked
+            for path in ticked:
+                if self._views[path].counter is not None:
+                    self._views[path] = fetch(path)
+                    self._stale.add(path)
+        for path, view in self._views.items():
+            if view.breakpoint != (path in breakpoints):
+                view.breakpoint = not view.breakpoint
+                self._stale.add(path)
+        self.flush()
+
+    def flush(self, *_) -> None:
+        """Relabel the stale nodes that are on screen (the others wait until they are)."""
+        tree = self.tree
+        top = tree.scroll_offset.y
+        for line in range(top, top + tree.size.height):
+            node = tree.get_node_at_line(line)
             if node is None:
+                break
+            path = node.data
+            if path not in self._stale:
                 continue
-            is_ticked = view.path in ticked
-            drawn = (status_name(view.status), view.counter, view.breakpoint, is_ticked, view.namespace)
-            if self._drawn.get(view.path) != drawn:
-                self._drawn[view.path] = drawn
-                node.set_label(node_label(view, is_ticked))
+            self._stale.discard(path)
+            view, ticked = self._views[path], path in self._ticked
+            drawn = (status_name(view.status), view.counter, view.breakpoint, ticked)
+            if self._drawn.get(path) != drawn:
+                self._drawn[path] = drawn
+                node.set_label(node_label(view, ticked))
+
+    @on(Tree.NodeExpanded, "#tree-view")
+    def _expanded(self) -> None:
+        self.call_after_refresh(self.flush)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.flush)
 
     def set_running(self, paths: list[str]) -> None:
         if paths == self._running:
@@ -158,7 +197,7 @@ class TreePane(Vertical):
         order = [node.data for node in self._walk()]
         start = order.index(after) + 1 if after in order else 0
         for path in order[start:] + order[:start]:
-            if text in self._names.get(path, ""):
+            if text in self._views[path].name.lower():
                 return path
         return None
 

@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 
 def preview(value: Any, limit: int = 80) -> str:
-    """JSON-ish text of `value`, cut to `limit` characters with an ellipsis."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    text = text.replace("\n", "⏎")
+    """JSON text of `value` (models as their fields), cut to `limit` characters with an ellipsis."""
+    text = json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)
+    text = text.replace("\\n", "⏎")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def summary(value: Any, limit: int = 30) -> str:
+    """A list or dict as its size (`[3 items]`), anything else as a short preview."""
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} item{'s' * (len(value) != 1)}]"
+    if isinstance(value, dict):
+        return f"{{{len(value)} key{'s' * (len(value) != 1)}}}"
+    return preview(value, limit)

@@ -1,0 +1,232 @@
+"""Pilot tests of the studio: each drives the real app with keys and reads what the panes show."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from textual.widgets import Input, OptionList, Static
+from tui_fixtures import SIZE, approval_session, pipeline_session, settle, steady_terminal  # noqa: F401
+
+from studio.app import StudioApp
+from studio.screens.approval import ApprovalScreen
+from studio.screens.bindings_editor import BindingsEditor
+from studio.screens.help import HelpScreen
+from studio.session import RunState
+from studio.widgets.events_pane import EventFilter, EventsPane
+from studio.widgets.state_pane import StatePane
+from studio.widgets.status_line import StatusLine
+from studio.widgets.tree_pane import TreePane
+
+NORMALIZE = "TextPipeline/Normalize"
+
+
+def tree_label(app: StudioApp, path: str) -> str:
+    return str(app.main.query_one(TreePane)._tree_nodes[path].label)
+
+
+def state_label(app: StudioApp, namespace: str, key: str) -> str:
+    return str(app.main.query_one(StatePane)._key_nodes[(namespace, key)].label)
+
+
+def plain(static: Static) -> str:
+    """What a Static shows, as text (its content may be a Rich renderable)."""
+    console = Console(width=120, file=io.StringIO(), record=True)
+    console.print(static.content)
+    return console.export_text()
+
+
+def status_line(app: StudioApp) -> str:
+    return str(app.main.query_one(StatusLine).render())
+
+
+async def test_step_changes_the_tree_and_the_state():
+    app = StudioApp(pipeline_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "○ Normalize" in tree_label(app, NORMALIZE)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "● Normalize" in tree_label(app, NORMALIZE)
+        assert "tick 1" in status_line(app) and "paused" in status_line(app)
+        await pilot.pause(0.3)  # Normalize's async work finishes and writes state between ticks
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "✔ Normalize" in tree_label(app, NORMALIZE)
+        label = state_label(app, "", "normalized_text")
+        assert "the quick brown fox" in label and label.startswith("●")  # changed by the last tick
+        running = app.main.query_one("#running-now", OptionList)
+        assert {running.get_option_at_index(i).id for i in range(running.option_count)} == {
+            "TextPipeline/Count/AllWords", "TextPipeline/Count/UniqueWords"}
+
+
+async def test_continue_stops_at_a_node_breakpoint():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.main.query_one(TreePane).jump("TextPipeline/Summarise")
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert tree_label(app, "TextPipeline/Summarise").startswith("◆")
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
+        assert "breakpoint: node TextPipeline/Summarise" in status_line(app)
+        assert session.run_state == RunState.PAUSED
+
+
+async def test_continue_stops_at_a_conditional_breakpoint_set_from_the_palette():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"conditional")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        prompt = app.screen.query_one("#prompt-input", Input)
+        prompt.value = "nope > 1"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "no state key 'nope'" in str(app.screen.query_one("#prompt-error", Static).render())
+        prompt.value = "len(normalized_text) > 0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.main
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.last_stop.message == "breakpoint: when len(normalized_text) > 0"
+        assert "breakpoint: when len(normalized_text) > 0" in status_line(app)
+        assert session.state_snapshot()[""]["words"] == 0 and not session.runner.finished
+
+
+async def test_filter_events_by_type_node_and_text():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        log = app.main.query_one(EventsPane)
+        assert any("tick.completed" in line for line in log.lines)
+        await pilot.press("slash")
+        await pilot.pause()
+        app.screen.query_one("#prompt-input", Input).value = "type:node. node:Count/ -UniqueWords"
+        await pilot.press("enter")
+        await pilot.pause()
+        lines = [line for line in log.lines if line]
+        assert lines and all("node.status" in line and "UniqueWords" not in line for line in lines)
+        assert any("AllWords" in line for line in lines)
+        assert log.border_subtitle == "filter: type:node. node:Count/ -UniqueWords"
+        await pilot.press("slash")
+        await pilot.pause()
+        app.screen.query_one("#prompt-input", Input).value = ""
+        await pilot.press("enter")
+        await pilot.pause()
+        assert len([line for line in log.lines if line]) == len(session.events)
+
+
+def test_event_filter_terms():
+    f = EventFilter.parse("type:tool. -type:tool.call.failed node:Calc -noise")
+    assert f.include == {"type": ["tool."], "node": ["calc"]}
+    assert f.exclude == {"type": ["tool.call.failed"], "text": ["noise"]}
+
+
+async def test_edit_a_binding_and_the_next_tick_reads_the_new_key(tmp_path):
+    session = pipeline_session(tmp_path)
+    session.edit_state(None, "summary", "Hello   BRAVE  World")
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.query_one(TreePane).jump(NORMALIZE)
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, BindingsEditor)
+        app.screen.query_one("#port-0", Input).value = "summary"
+        await pilot.click("#save")
+        await pilot.pause()
+        assert app.screen is app.main
+        assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "summary"}
+        assert (tmp_path / "text_pipeline.bindings.json").exists()
+        assert any(e.type == "binding.changed" and e.payload["new"] == "summary" for e in session.events)
+        await pilot.press("n")
+        await settle(app, pilot)
+        await pilot.pause(0.3)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert session.state_snapshot()[""]["normalized_text"] == "hello brave world"
+        detail = plain(app.main.query_one("#node-detail-body", Static))
+        assert "source_text → summary" in detail
+
+
+async def test_a_bad_binding_is_rejected_with_a_reason(tmp_path):
+    session = pipeline_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.query_one(TreePane).jump(NORMALIZE)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#port-0", Input).value = "no_such_key"
+        await pilot.pause()
+        assert "no state field 'no_such_key'" in str(app.screen.query_one("#port-check-0", Static).render())
+        await pilot.click("#apply")
+        await pilot.pause()
+        assert isinstance(app.screen, BindingsEditor)
+        assert "no state field" in str(app.screen.query_one("#bindings-error", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "text"}
+
+
+async def test_approve_a_pending_tool_call(tmp_path):
+    session = approval_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.run_state == RunState.SUSPENDED
+        assert "suspended for approval" in status_line(app)
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.tool == "calculator"
+        await pilot.click("#approve")
+        await pilot.pause()
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.run_state == RunState.FINISHED
+        assert session.agent.result_from(session.runner).final_answer == "110"
+
+
+async def test_deny_a_pending_tool_call_with_a_reason(tmp_path):
+    session = approval_session(tmp_path, answer="I was not allowed to calculate.")
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        app.screen.query_one("#approval-reason", Input).value = "not today"
+        await pilot.click("#deny")
+        await pilot.pause()
+        await pilot.press("c")
+        await settle(app, pilot)
+        messages = session.state_snapshot()[""]["messages"]
+        assert messages[2]["content"] == "Error: tool 'calculator' was not approved: not today"
+        assert session.agent.result_from(session.runner).final_answer == "I was not allowed to calculate."
+
+
+async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():
+    app = StudioApp(pipeline_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.query_one("#tree-search", Input).focus()
+        await pilot.press(*"unique")
+        await pilot.pause()
+        assert app.main.query_one(TreePane).selected_path == "TextPipeline/Count/UniqueWords"
+        app.main.query_one(TreePane).tree.focus()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main

@@ -1,0 +1,106 @@
+"""The timeline pane: view a past checkpoint, fork after a state edit, replay a recorded run.
+
+These need the session's timeline API (`checkpoints()`, `select_checkpoint()`, `select_live()`,
+`replay_from()`, `fork_from()`, `viewing`, `branch`); they skip until it is there.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+from tui_fixtures import SIZE, pipeline_session, settle, steady_terminal  # noqa: F401
+
+from studio.app import StudioApp
+from studio.screens.choice import ChoiceScreen
+from studio.session import DebugSession
+from studio.widgets.state_pane import StatePane
+from studio.widgets.status_line import StatusLine
+from studio.widgets.timeline import Timeline, field_of
+
+pytestmark = pytest.mark.skipif(not hasattr(DebugSession, "select_checkpoint"),
+                                reason="the session has no timeline API yet")
+
+
+async def run_ticks(app, pilot, ticks: int) -> None:
+    for _ in range(ticks):
+        await pilot.press("n")
+        await settle(app, pilot)
+        await pilot.pause(0.3)  # async work finishes between ticks
+    await settle(app, pilot)
+
+
+async def choose_checkpoint(app, pilot, row: int) -> None:
+    timeline = app.main.query_one(Timeline)
+    timeline.focus()
+    timeline.move_cursor(row=row)
+    await pilot.press("enter")
+    await settle(app, pilot)
+
+
+def state_label(app, key: str) -> str:
+    return str(app.main.query_one(StatePane)._key_nodes[("", key)].label)
+
+
+async def test_select_a_past_checkpoint_shows_the_past_state_read_only():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, pilot, 3)
+        rows = list(session.checkpoints())
+        assert app.main.query_one(Timeline).row_count == len(rows) >= 3
+        await choose_checkpoint(app, pilot, 0)
+        assert field_of(session.viewing, "tick") == field_of(rows[0], "tick")
+        assert app.main.has_class("-past") and "PAST" in str(app.main.query_one(StatusLine).render())
+        assert state_label(app, "normalized_text").endswith('= ""')  # not normalised yet at the first tick
+        await pilot.press("n")  # stepping is not offered in the past
+        await settle(app, pilot)
+        assert session.viewing is not None
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert session.viewing is None and not app.main.has_class("-past")
+        assert "the quick brown fox" in state_label(app, "normalized_text")
+
+
+async def test_fork_after_a_state_edit_shows_the_new_branch(tmp_path):
+    session = pipeline_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, pilot, 2)
+        await choose_checkpoint(app, pilot, 0)
+        state = app.main.query_one(StatePane)
+        state.focus()
+        state.move_cursor(state._key_nodes[("", "text")])
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#state-value", Input).value = '"Forked   TEXT"'
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceScreen)
+        await pilot.click("#fork")
+        await settle(app, pilot)
+        assert session.branch not in (None, "main")
+        assert f"branch {session.branch}" in str(app.main.query_one(StatusLine).render())
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.state_snapshot()[""]["normalized_text"] == "forked text"
+        assert session.branch in {field_of(row, "branch") for row in session.checkpoints()}
+
+
+async def test_replay_a_recorded_run_gives_the_same_result():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        recorded = session.state_snapshot()
+        await choose_checkpoint(app, pilot, 0)
+        await pilot.press("f")
+        await pilot.pause()
+        await pilot.click("#replay")
+        await settle(app, pilot)
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.viewing is None
+        assert session.state_snapshot()[""] == recorded[""]
