@@ -97,13 +97,13 @@ async def run_headless(args: argparse.Namespace) -> int:
     stop = await session.continue_(max_ticks=args.max_ticks)
     result = session.agent.result_from(session.runner)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
-               "final_answer": result.final_answer, "ticks": session.tick, "tokens": session.tokens,
-               "run_id": session.run_id}
+               "termination_reason": result.termination_reason, "final_answer": result.final_answer,
+               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
     else:
-        print(f"{summary['status']} after {summary['ticks']} ticks, {summary['tokens']} tokens ({stop.message})",
-              file=out)
+        print(f"{summary['status']} after {summary['ticks']} ticks, {summary['tokens']} tokens "
+              f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
     return 0 if session.root_status.value == "SUCCESS" else 1

@@ -1,0 +1,159 @@
+"""`Agent`: a tree, its state schema and its run context, runnable in one call.
+
+    agent = Agent(create_react_node(model_client=client, tools=[CalculatorTool()]), state_schema=ReActState)
+    result = await agent.run(input_data={"messages": [human("What is 25 * 4 + 10?")]})
+
+`run()` = `make_runner()` once, `runner.run()`, then `finalize()`: when a ReAct loop ran
+out of iterations with `on_max_iterations="final_answer"`, one extra model call without
+tools gives a best-effort answer marked `truncated`. A debugger drives the runner itself
+(`make_runner`, step, ...) and calls `finalize(runner)` or `result_from(runner)` at the end.
+
+`termination_reason` is one of: `"completed"` (the tree succeeded), `"max_iterations"`,
+`"budget_exhausted"` (the loop's token budget was spent), `"error"` (a model call or
+another node failed; `error` says which and why), `"suspended"` (waiting for an
+approval; `pending` lists what), `"max_ticks"` (stopped by `max_ticks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import py_trees
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from .config import ReActConfig
+from .engine.deps import RunContext
+from .engine.events import RuntimeEventBus
+from .engine.runner import ReactiveRunner
+from .guard import ApprovalManager
+from .messages import Message
+from .model import Usage
+from .node.llm import AgentLLMNode
+from .node.presets import ReActState
+from .state import InteractionKeys
+
+ResultType = Literal["answer", "error", "pending"]
+
+
+@dataclass
+class AgentResult:
+    """What a run produced. `result_type` is "pending" while the run is suspended or unfinished."""
+
+    status: Status
+    result_type: ResultType
+    termination_reason: str
+    final_answer: str | None
+    state: BaseModel
+    usage: Usage
+    run_id: str | None
+    observations: list[str] = field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.result_type == "answer"
+
+
+class Agent:
+    def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
+                 context: RunContext | None = None):
+        self.root = root
+        self.state_schema = state_schema
+        self.context = context or RunContext()
+        self.runner: ReactiveRunner | None = None
+        self._llm = next((node for node in root.iterate() if isinstance(node, AgentLLMNode)), None)
+
+    @property
+    def config(self) -> ReActConfig:
+        """The ReAct loop's config (defaults when the tree has no ReAct loop)."""
+        return self._llm.config if self._llm is not None else ReActConfig()
+
+    def make_runner(self, event_bus: RuntimeEventBus | None = None, checkpointer: Any = None) -> ReactiveRunner:
+        """A runner over this agent's root, state and context (an approval manager is added if missing)."""
+        runner = ReactiveRunner(self.root, self.state_schema, self.context, event_bus=event_bus,
+                                checkpointer=checkpointer)
+        if self.context.approval_manager is None:
+            self.context.approval_manager = ApprovalManager(runner.event_bus)
+        return runner
+
+    async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None) -> AgentResult:
+        """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension."""
+        if self.runner is None:
+            self.runner = self.make_runner()
+        await self.runner.run(max_ticks, input_data=input_data)
+        return await self.finalize(self.runner)
+
+    async def finalize(self, runner: ReactiveRunner) -> AgentResult:
+        """The result, after the `on_max_iterations="final_answer"` call when it is due."""
+        if (self._llm is not None and self.config.on_max_iterations == "final_answer"
+                and self._termination(runner) == "max_iterations" and not self._read(runner, "final_answer")):
+            await self._llm.conclude()
+        return self.result_from(runner)
+
+    def result_from(self, runner: ReactiveRunner) -> AgentResult:
+        """Read the result of a finished (or suspended) run off the runner's state and tree."""
+        status = runner.status
+        answer = self._read(runner, "final_answer") or None
+        result = AgentResult(status=status, result_type="answer", termination_reason="completed",
+                             final_answer=answer, state=runner.state_manager.model.model_copy(deep=True),
+                             usage=Usage.model_validate(self._read(runner, "usage") or {}), run_id=runner.run_id)
+        if status == Status.SUCCESS:
+            return result
+        if status == Status.RUNNING:
+            result.result_type = "pending"
+            result.termination_reason = "suspended" if runner.suspended else "max_ticks"
+            result.pending = runner.interaction.pending()
+            return result
+        result.result_type = "error"
+        reason = self._termination(runner)
+        if reason == "max_iterations":
+            result.termination_reason = reason
+            mode = self.config.on_max_iterations
+            if mode == "return_observations":
+                result.observations = self._observations(runner)
+            elif mode == "final_answer" and answer:
+                result.result_type, result.truncated = "answer", True
+            return result
+        result.final_answer = None
+        failed = self._failed_node(runner)
+        budget = self.config.max_budget_tokens
+        if reason == "aborted" and failed is None and budget is not None and result.usage.total_tokens >= budget:
+            result.termination_reason = "budget_exhausted"
+            result.error = f"token budget spent: {result.usage.total_tokens} >= {budget} tokens"
+        else:
+            result.termination_reason = "error"
+            result.error = f"{failed[0]}: {failed[1]}" if failed else f"the tree failed ({reason or 'no reason given'})"
+        return result
+
+    # -- reading the run ------------------------------------------------------------------
+    def _read(self, runner: ReactiveRunner, field_name: str) -> Any:
+        namespace = self._llm.namespace if self._llm is not None else None
+        return runner.state_manager.get(getattr(self.config.keys, field_name), namespace)
+
+    def _termination(self, runner: ReactiveRunner) -> str | None:
+        if runner.status != Status.FAILURE:
+            return None
+        namespace = self._llm.namespace if self._llm is not None else None
+        return (runner.state_manager.get(InteractionKeys.TERMINATION, namespace) or {}).get("reason")
+
+    def _failed_node(self, runner: ReactiveRunner) -> tuple[str, str] | None:
+        """(path, error) of a node that failed with an error in this run, deepest first."""
+        for path, node in reversed(runner.nodes.items()):
+            error = getattr(node, "last_error", None)
+            if node.status == Status.FAILURE and error is not None:
+                return path, error.error
+        return None
+
+    def _observations(self, runner: ReactiveRunner) -> list[str]:
+        """The tool results of this turn: tool messages after the last user message."""
+        messages: list[Message] = self._read(runner, "messages") or []
+        start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
+        return [message.content or "" for message in messages[start + 1:] if message.role == "tool"]
+
+
+__all__ = ["Agent", "AgentResult", "ResultType"]

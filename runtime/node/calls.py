@@ -1,0 +1,86 @@
+"""How nodes reach the outside world: model calls and tool calls, through the I/O recorder.
+
+Every model and tool call goes through `RunContext.io_recorder` when one is installed, so
+a run can be recorded and replayed deterministically; without one, the call just runs.
+`run_tool` also publishes the seed's `tool.call.*` telemetry, and folds every failure
+into a `ToolError` whose one-line message becomes the observation the model reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ..engine.events import EventType
+from ..messages import Message
+from ..model import ModelConfig, ModelResponse
+from ..tools import Tool, ToolError
+
+ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
+"""Runs a validated tool call in place of `tool.call(arguments)` (a sandbox, a remote worker)."""
+
+
+def _recorder(node: Any) -> Any:
+    ctx = node.ctx
+    return ctx.io_recorder if ctx is not None else None
+
+
+async def call_model(node: Any, messages: list[Message], config: ModelConfig, *, round: int, attempt: int = 0,
+                     path: str | None = None, on_delta: Callable[[str], None] | None = None) -> ModelResponse:
+    """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`)."""
+    client = node.model_client
+    if client is None:
+        raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
+
+    async def call() -> ModelResponse:
+        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta)
+
+    recorder = _recorder(node)
+    if recorder is None:
+        return await call()
+    return await recorder.model_call(path or node.path, round, attempt, messages, config, call)
+
+
+async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, Any], *, round: int, index: int,
+                   runner: ToolRunner | None = None) -> str:
+    """Execute one tool call and return its observation text; raises `ToolError` on any failure."""
+    node.emit(EventType.TOOL_CALL_STARTED, {"tool": tool.name, "call_id": call_id, "arguments": dict(arguments),
+                                            "index": index})
+    started = time.monotonic()
+
+    async def call() -> str:
+        try:
+            result = await (runner(tool, arguments) if runner is not None else tool.call(arguments))
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise ToolError(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}") from exc
+        return Tool.format_result(result)
+
+    recorder = _recorder(node)
+    try:
+        if recorder is None:
+            observation = await call()
+        else:
+            observation = await recorder.tool_call(node.path, round, index, tool.name, dict(arguments), call)
+    except ToolError as exc:
+        tool_failed(node, tool.name, call_id, str(exc), started)
+        raise
+    node.emit(EventType.TOOL_CALL_COMPLETED, {"tool": tool.name, "call_id": call_id, "index": index,
+                                              "duration_ms": elapsed_ms(started), "observation": observation[:500]})
+    return observation
+
+
+def tool_failed(node: Any, tool: str, call_id: str | None, error: str, started: float | None = None) -> None:
+    """Publish `tool.call.failed` (also for calls refused before they ran: bad arguments, denied)."""
+    node.emit(EventType.TOOL_CALL_FAILED, {"tool": tool, "call_id": call_id, "error": error,
+                                           "duration_ms": elapsed_ms(started) if started is not None else 0.0})
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since a `time.monotonic()` reading."""
+    return round((time.monotonic() - started) * 1000, 1)
+
+
+__all__ = ["ToolRunner", "call_model", "elapsed_ms", "run_tool", "tool_failed"]

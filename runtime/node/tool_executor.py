@@ -1,0 +1,213 @@
+"""`ToolExecutor`: runs the tool calls of a ReAct round and appends what they observed.
+
+For each call in `actions`, in order, a pre-flight decides its fate:
+
+- arguments that are not a JSON object, an unknown tool, arguments that fail the tool's
+  schema, or a guard DENY: an error observation (and `tool.call.failed`), nothing runs;
+- a guard PENDING: an approval is requested and the node stays RUNNING (the run is
+  suspended) until a human approves (the call runs) or denies (an error observation);
+- ALLOW: the call runs.
+
+Execution mode: `serial` runs one after another; `parallel` runs all at once; `auto`
+(default) runs several calls in parallel when every tool is `parallel_safe`, else
+serially. A tool that raises becomes an error observation and the loop goes on.
+Observations are appended as `tool` messages in call order, whatever finished first,
+and the effect tags of the tools that ran are merged into `tool_effects`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from py_trees.common import Status
+
+from ..engine.behaviour import AsyncBehaviour
+from ..guard import ApprovalManager, ApprovalRequest, ApprovalStatus, Decision, GuardEnforcer, GuardRequest
+from ..messages import Message, ToolCall
+from ..state import InteractionKeys, StateChange, StateKeys
+from ..tools import Tool, ToolError, ToolProvider, ToolSet
+from .calls import ToolRunner, run_tool, tool_failed
+from .keyed import KeyedPorts
+from .toolbox import ToolBox
+
+ExecutionMode = Literal["auto", "serial", "parallel"]
+_APPROVING_RESPONSES = (True, "approve", "approved")
+
+
+class ToolExecutor(KeyedPorts, AsyncBehaviour):
+    input_ports = ("actions", "rounds", "usage")
+    output_ports = ("messages", "tool_effects")
+
+    def __init__(self, name: str | None = None, *, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
+                 tool_providers: Iterable[ToolProvider] | None = None,
+                 tool_provider_context: Mapping[str, Any] | None = None, tool_runner: ToolRunner | None = None,
+                 constraints: Any = None, execution_mode: ExecutionMode = "auto", keys: StateKeys | None = None,
+                 namespace: str | None = None):
+        super().__init__(name=name, namespace=namespace)
+        if execution_mode not in ("auto", "serial", "parallel"):
+            raise ValueError(f"ToolExecutor {self.name!r}: execution_mode must be auto, serial or parallel, "
+                             f"not {execution_mode!r}")
+        self.toolbox = ToolBox.of(tools, tool_providers, tool_provider_context)
+        self.tool_runner = tool_runner
+        self.execution_mode = execution_mode
+        self.keys = keys or StateKeys()
+        self._enforcer = GuardEnforcer.from_constraints(constraints) if constraints is not None else None
+
+    @property
+    def enforcer(self) -> GuardEnforcer:
+        """The node's constraints, else the run's (`RunContext.constraints`); kept so counts persist."""
+        if self._enforcer is None:
+            self._enforcer = GuardEnforcer.from_constraints(self.ctx.constraints if self.ctx is not None else None)
+        return self._enforcer
+
+    async def update_async(self) -> Status:
+        actions: list[ToolCall] = self.read_key("actions", [])
+        if not actions:
+            return Status.SUCCESS
+        toolset = await self.toolbox.resolve()
+        observations: dict[int, str] = {}
+        ready: list[tuple[int, Tool]] = []
+        waiting: list[tuple[int, str]] = []
+        for index, call in enumerate(actions):
+            try:
+                tool, pending_reason = self._preflight(call, toolset)
+            except ToolError as exc:
+                observations[index] = self._refuse(call, exc)
+                continue
+            if pending_reason is None:
+                ready.append((index, tool))
+            else:
+                waiting.append((index, pending_reason))
+        if waiting:
+            decided = await self._await_approvals([(actions[i], reason) for i, reason in waiting])
+            for (index, _), approval in zip(waiting, decided, strict=True):
+                call = actions[index]
+                try:
+                    if approval.status is not ApprovalStatus.APPROVED:
+                        why = f": {approval.decision_reason}" if approval.decision_reason else ""
+                        raise ToolError(f"tool '{call.name}' was not approved{why}")
+                    ready.append((index, self._preflight(call, toolset, approved=True)[0]))
+                except ToolError as exc:
+                    observations[index] = self._refuse(call, exc)
+        observations.update(await self._execute(sorted(ready, key=lambda item: item[0]), actions))
+        self._write_tool_effects(tool for _, tool in ready)
+        key, messages = self.appended("messages", [
+            Message(role="tool", content=observations[i], tool_call_id=call.id, name=call.name)
+            for i, call in enumerate(actions)])
+        self.write_state({key: messages})
+        return Status.SUCCESS
+
+    # -- pre-flight ----------------------------------------------------------------------
+    def _preflight(self, call: ToolCall, toolset: ToolSet, approved: bool = False) -> tuple[Tool, str | None]:
+        """(tool, None) when the call may run (it is counted), (tool, reason) when it needs approval.
+
+        Raises `ToolError` naming the tool when the call must not run.
+        """
+        if call.parse_error:
+            raise ToolError(f"tool '{call.name}': {call.parse_error}")
+        tool = toolset.get(call.name)
+        tool.validate(call.arguments)
+        usage = self.read_key("usage", {})
+        verdict = self.enforcer.check(GuardRequest.from_call(
+            call, usage_tokens=usage.get("total_tokens", 0), node=self.path, approved=approved))
+        if verdict.decision is Decision.DENY:
+            raise ToolError(f"tool '{call.name}' was denied: {verdict.reason or verdict.policy}")
+        if verdict.decision is Decision.PENDING:
+            return tool, verdict.reason or f"tool '{call.name}' requires approval"
+        self.enforcer.record_call(tool.name)
+        return tool, None
+
+    def _refuse(self, call: ToolCall, error: ToolError) -> str:
+        tool_failed(self, call.name, call.id, str(error))
+        return f"Error: {error}"
+
+    # -- approvals -----------------------------------------------------------------------
+    def _approval_manager(self) -> ApprovalManager:
+        ctx = self.ctx
+        if ctx is None:
+            raise RuntimeError(f"node {self.path!r} needs a RunContext to ask for approvals")
+        if ctx.approval_manager is None:
+            ctx.approval_manager = ApprovalManager(self.event_bus)
+        return ctx.approval_manager
+
+    async def _await_approvals(self, calls: list[tuple[ToolCall, str]]) -> list[ApprovalRequest]:
+        """Ask (or, after a restore, find the pending request again), suspend the run, and wait.
+
+        The interaction entry is resolved the moment the approval is, so the runner wakes
+        and no longer counts the run as suspended; answering through `runner.resume(id,
+        True | "approved" | anything else = deny)` settles the approval the same way.
+        """
+        manager = self._approval_manager()
+        requests = [self._find_or_request(manager, call, reason) for call, reason in calls]
+        ids = {request.id for request in requests}
+
+        def on_approval(item: ApprovalRequest) -> None:
+            if item.id in ids and item.resolved and item.id in self.interaction.pending():
+                self.interaction.resolve(item.id, str(item.status))
+
+        def on_state(change: StateChange) -> None:
+            if change.namespace is not None or InteractionKeys.RESPONSES not in change.changes:
+                return
+            responses = self._require_state().get(InteractionKeys.RESPONSES) or {}
+            for request_id in ids & responses.keys():
+                response = responses[request_id]
+                if not manager.get(request_id).resolved:
+                    if response in _APPROVING_RESPONSES:
+                        manager.approve(request_id)
+                    else:
+                        manager.deny(request_id, response if isinstance(response, str) else None)
+
+        unsubscribe = (manager.on_change(on_approval), self._require_state().subscribe(on_state))
+        try:
+            for request in requests:
+                self.interaction.request("approval", {
+                    "approval_id": request.id, "tool": request.tool, "arguments": request.arguments,
+                    "call_id": request.call_id, "reason": request.reason}, request_id=request.id)
+            self.wake()  # the runner ticks, sees the run suspended and returns
+            decided = list(await asyncio.gather(*(manager.wait(request.id) for request in requests)))
+        finally:
+            for stop in unsubscribe:
+                stop()
+        for request in decided:
+            on_approval(request)
+        return decided
+
+    def _find_or_request(self, manager: ApprovalManager, call: ToolCall, reason: str) -> ApprovalRequest:
+        existing = next((item for item in manager.pending() if item.call_id == call.id and item.node == self.path),
+                        None)
+        return existing or manager.request(call.name, dict(call.arguments), call_id=call.id, node=self.path,
+                                           reason=reason)
+
+    # -- execution -----------------------------------------------------------------------
+    def _parallel(self, tools: list[Tool]) -> bool:
+        if self.execution_mode != "auto":
+            return self.execution_mode == "parallel"
+        return len(tools) > 1 and all(tool.parallel_safe for tool in tools)
+
+    async def _execute(self, ready: list[tuple[int, Tool]], actions: list[ToolCall]) -> dict[int, str]:
+        round = self.read_key("rounds", 0)
+
+        async def one(index: int, tool: Tool) -> str:
+            call = actions[index]
+            try:
+                return await run_tool(self, tool, call.id, call.arguments, round=round, index=index,
+                                      runner=self.tool_runner)
+            except ToolError as exc:
+                return f"Error: {exc}"
+
+        if self._parallel([tool for _, tool in ready]):
+            results = await asyncio.gather(*(one(index, tool) for index, tool in ready))
+        else:
+            results = [await one(index, tool) for index, tool in ready]
+        return {index: result for (index, _), result in zip(ready, results, strict=True)}
+
+    def _write_tool_effects(self, tools: Iterable[Tool]) -> None:
+        tags = set().union(*(tool.effect_tags for tool in tools))
+        if tags:
+            key = self.key_for("tool_effects")
+            self.write_state({key: sorted(tags.union(self.read_state(key) or ()))}, signal=False)
+
+
+__all__ = ["ExecutionMode", "ToolExecutor"]

@@ -1,0 +1,60 @@
+"""`ToolBox`: the tools of an agent, resolved on first use and shared by the nodes that need them.
+
+Tool providers (an MCP server, say) are asynchronous, while tree factories are not: the
+box keeps static tools and providers and builds the `ToolSet` on the first `resolve()`,
+inside the run. The LLM node (which describes the tools to the model) and the executor
+(which runs them) hold the same box, so they always agree on the set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..tools import Tool, ToolProvider, ToolSet
+
+
+class ToolBox:
+    def __init__(self, tools: Iterable[Tool] | None = None, providers: Iterable[ToolProvider] | None = None,
+                 provider_context: Mapping[str, Any] | None = None):
+        self._tools = list(tools or ())
+        self._providers = list(providers or ())
+        self._provider_context = dict(provider_context or {})
+        self._toolset: ToolSet | None = None if self._providers else ToolSet(self._tools)
+        self._lock: asyncio.Lock | None = None
+
+    @classmethod
+    def of(cls, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
+           providers: Iterable[ToolProvider] | None = None,
+           provider_context: Mapping[str, Any] | None = None) -> ToolBox:
+        """Accept whatever a node's `tools=` may hold (a box is shared as it is)."""
+        if isinstance(tools, ToolBox):
+            if providers:
+                raise ValueError("pass tool providers to the ToolBox itself, not next to it")
+            return tools
+        return cls(tools, providers, provider_context)
+
+    @property
+    def toolset(self) -> ToolSet | None:
+        """The resolved set, or None while providers have not been asked yet."""
+        return self._toolset
+
+    async def resolve(self) -> ToolSet:
+        """Providers' tools first, then the static tools (which win on a name clash); cached."""
+        if self._toolset is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self._toolset is None:
+                    provided = await ToolSet.from_providers(self._providers, **self._provider_context)
+                    self._toolset = provided.with_tools(self._tools)
+        return self._toolset
+
+    async def close(self) -> None:
+        """Close the providers (their tools are asked for again on the next `resolve()`)."""
+        if self._toolset is not None and self._providers:
+            toolset, self._toolset = self._toolset, None
+            await toolset.close()
+
+
+__all__ = ["ToolBox"]

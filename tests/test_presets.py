@@ -1,0 +1,71 @@
+"""create_react_node: the shape of the subtree and how tools are assembled."""
+
+from __future__ import annotations
+
+from runtime import (
+    Agent,
+    CalculatorTool,
+    ModelClient,
+    ReActConfig,
+    ScriptedProvider,
+    create_react_node,
+    human,
+    tool,
+)
+from runtime.node import AgentLLMNode, LoopUntilSuccess, Sequence, StateCondition, ToolExecutor
+from runtime.tools import StaticToolProvider
+
+QUESTION = {"messages": [human("What is 25 * 4 + 10?")]}
+
+
+def test_the_subtree_shape_and_names():
+    root = create_react_node(name="Calc", model_client=ModelClient(ScriptedProvider([])),
+                             tools=[CalculatorTool()], config=ReActConfig(max_iterations=7))
+    assert isinstance(root, LoopUntilSuccess) and root.name == "Calc" and root.max_iterations == 7
+    assert root.abort_condition is not None
+    [body] = root.children
+    assert isinstance(body, Sequence) and body.memory and body.name == "Calc.loop"
+    llm, executor, done = body.children
+    assert isinstance(llm, AgentLLMNode) and llm.name == "Calc.llm"
+    assert isinstance(executor, ToolExecutor) and executor.name == "Calc.tools"
+    assert isinstance(done, StateCondition) and done.name == "Calc.done"
+    assert llm.toolbox is executor.toolbox
+    assert executor.execution_mode == "auto"
+
+
+def test_parallel_tool_calls_off_means_serial():
+    root = create_react_node(config=ReActConfig(parallel_tool_calls=False))
+    assert root.children[0].children[1].execution_mode == "serial"
+
+
+class CountingProvider(StaticToolProvider):
+    def __init__(self, tools):
+        super().__init__(tools)
+        self.initialized = 0
+
+    async def initialize(self):
+        self.initialized += 1
+
+
+async def test_providers_are_resolved_on_the_first_round_and_static_tools_win():
+    @tool(name="calculator")
+    def fake_calculator(expression: str) -> str:
+        """Always 0."""
+        return "0"
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    provider = CountingProvider([fake_calculator, echo])
+    script = ScriptedProvider([{"tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]}, "4"])
+    root = create_react_node(model_client=ModelClient(script), tools=[CalculatorTool()], tool_providers=[provider])
+    assert provider.initialized == 0  # the factory stays synchronous
+    agent = Agent(root)
+    result = await agent.run(QUESTION)
+    assert provider.initialized == 1
+    assert result.state.messages[2].content == "4"  # the static calculator, not the provider's
+    assert [t["function"]["name"] for t in script.requests[0].config.tools] == ["calculator", "echo"]
+    await agent.run(QUESTION)
+    assert provider.initialized == 1  # cached

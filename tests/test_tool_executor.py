@@ -1,0 +1,244 @@
+"""ToolExecutor (modes, guard, approvals, failures) and ToolNode."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from py_trees.common import Status
+
+from runtime import CalculatorTool, ReactiveRunner, ReActState, RunContext, RuntimeEventBus, ToolCall, tool
+from runtime.guard import ApprovalManager
+from runtime.node import ToolExecutor, ToolNode
+from runtime.state import InteractionKeys
+
+
+def call(name: str, call_id: str, **arguments) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def make_runner(executor, context=None):
+    bus = RuntimeEventBus()
+    return ReactiveRunner(executor, ReActState, context or RunContext(approval_manager=ApprovalManager(bus)),
+                          event_bus=bus)
+
+
+async def execute(executor, actions, context=None):
+    runner = make_runner(executor, context)
+    status = await runner.run(input_data={"actions": actions})
+    return status, runner
+
+
+def observations(runner) -> list[tuple[str, str]]:
+    return [(m.tool_call_id, m.content) for m in runner.state_manager.model.messages if m.role == "tool"]
+
+
+def failures(runner) -> list[str]:
+    return [e.payload["error"] for e in runner.event_bus.history if e.type == "tool.call.failed"]
+
+
+def slow_tool(name: str, seconds: float, parallel_safe: bool = True):
+    @tool(name=name, parallel_safe=parallel_safe)
+    async def slow(x: int) -> str:
+        """Wait, then echo."""
+        await asyncio.sleep(seconds)
+        return f"{name}:{x}"
+
+    return slow
+
+
+async def test_parallel_safe_tools_run_together_and_report_in_call_order():
+    executor = ToolExecutor(tools=[slow_tool("slow", 0.2), slow_tool("quick", 0.15)])
+    started = time.monotonic()
+    status, runner = await execute(executor, [call("slow", "a", x=1), call("quick", "b", x=2)])
+    elapsed = time.monotonic() - started
+    assert status == Status.SUCCESS
+    assert elapsed < 0.3
+    assert observations(runner) == [("a", "slow:1"), ("b", "quick:2")]
+
+
+async def test_a_tool_that_is_not_parallel_safe_makes_the_round_serial():
+    executor = ToolExecutor(tools=[slow_tool("slow", 0.1), slow_tool("unsafe", 0.1, parallel_safe=False)])
+    started = time.monotonic()
+    await execute(executor, [call("slow", "a", x=1), call("unsafe", "b", x=2)])
+    assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize(("mode", "parallel"), [("serial", False), ("parallel", True)])
+async def test_explicit_execution_mode(mode, parallel):
+    executor = ToolExecutor(tools=[slow_tool("a", 0.1, parallel_safe=False), slow_tool("b", 0.1)],
+                            execution_mode=mode)
+    started = time.monotonic()
+    await execute(executor, [call("a", "1", x=1), call("b", "2", x=2)])
+    assert (time.monotonic() - started < 0.18) is parallel
+
+
+def test_unknown_execution_mode_is_refused():
+    with pytest.raises(ValueError, match="execution_mode"):
+        ToolExecutor(execution_mode="sometimes")
+
+
+async def test_no_actions_is_a_quiet_success():
+    status, runner = await execute(ToolExecutor(tools=[CalculatorTool()]), [])
+    assert status == Status.SUCCESS and runner.state_manager.model.messages == []
+
+
+async def test_a_raising_tool_becomes_an_error_observation_and_the_round_goes_on():
+    @tool
+    def boom() -> str:
+        """Always fails."""
+        raise ValueError("kaput")
+
+    status, runner = await execute(ToolExecutor(tools=[boom, CalculatorTool()]),
+                                   [call("boom", "a"), call("calculator", "b", expression="1/0"),
+                                    call("calculator", "c", expression="2*3")])
+    assert status == Status.SUCCESS
+    assert observations(runner) == [
+        ("a", "Error: tool 'boom' failed: ValueError: kaput"),
+        ("b", "Error: calculator: division by zero"),
+        ("c", "6")]
+    assert failures(runner) == ["tool 'boom' failed: ValueError: kaput", "calculator: division by zero"]
+
+
+async def test_malformed_arguments_become_error_observations():
+    actions = [ToolCall.from_raw("a", "calculator", "{not json"),
+               call("calculator", "b", expression=5, extra=1),
+               call("search", "c", q="x")]
+    status, runner = await execute(ToolExecutor(tools=[CalculatorTool()]), actions)
+    assert status == Status.SUCCESS
+    got = dict(observations(runner))
+    assert got["a"].startswith("Error: tool 'calculator': arguments are not valid JSON")
+    assert got["b"].startswith("Error: tool 'calculator': invalid argument")
+    assert got["c"].startswith("Error: unknown tool 'search'")
+    assert len(failures(runner)) == 3
+    assert not any(e.type == "tool.call.started" for e in runner.event_bus.history)
+
+
+async def test_guard_deny_becomes_an_error_observation():
+    executor = ToolExecutor(tools=[CalculatorTool()], constraints={"deny": ["calculator"]})
+    _, runner = await execute(executor, [call("calculator", "a", expression="1+1")])
+    assert observations(runner) == [("a", "Error: tool 'calculator' was denied: tool 'calculator' is denied")]
+    assert failures(runner) == ["tool 'calculator' was denied: tool 'calculator' is denied"]
+
+
+async def test_guard_counts_only_calls_that_run():
+    executor = ToolExecutor(tools=[CalculatorTool()], constraints={"max_tool_calls": 1})
+    _, runner = await execute(executor, [call("calculator", "a", expression="1+1"),
+                                         call("calculator", "b", expression="2+2")])
+    got = dict(observations(runner))
+    assert got["a"] == "2" and "budget" in got["b"]
+
+
+async def test_constraints_may_come_from_the_run_context():
+    context = RunContext(constraints={"deny": ["calculator"]})
+    _, runner = await execute(ToolExecutor(tools=[CalculatorTool()]), [call("calculator", "a", expression="1")],
+                              context)
+    assert "denied" in observations(runner)[0][1]
+
+
+async def test_effect_tags_are_merged_into_tool_effects():
+    @tool(effect_tags=["network", "write"])
+    def post(text: str) -> str:
+        """Post a message."""
+        return "posted"
+
+    runner = make_runner(ToolExecutor(tools=[post]))
+    runner.state_manager.update({"tool_effects": ["read"]})
+    await runner.run(input_data={"actions": [call("post", "a", text="hi")]})
+    assert runner.state_manager.model.tool_effects == ["network", "read", "write"]
+
+
+async def test_tool_runner_overrides_how_a_tool_runs():
+    seen = []
+
+    async def sandbox(tool, arguments):
+        seen.append((tool.name, dict(arguments)))
+        return {"sandboxed": True}
+
+    _, runner = await execute(ToolExecutor(tools=[CalculatorTool()], tool_runner=sandbox),
+                              [call("calculator", "a", expression="1+1")])
+    assert seen == [("calculator", {"expression": "1+1"})]
+    assert observations(runner) == [("a", '{"sandboxed":true}')]
+
+
+# -- approvals ---------------------------------------------------------------------------
+
+def confirming_executor():
+    return ToolExecutor(tools=[CalculatorTool()], constraints={"require_confirmation": ["calculator"]})
+
+
+async def test_pending_approval_suspends_the_run_then_approve_resumes_it():
+    status, runner = await execute(confirming_executor(), [call("calculator", "a", expression="6*7")])
+    assert status == Status.RUNNING and runner.suspended
+    assert any(e.type == "run.suspended" for e in runner.event_bus.history)
+    manager = runner.context.approval_manager
+    [approval] = manager.pending()
+    assert (approval.tool, approval.call_id, approval.arguments) == ("calculator", "a", {"expression": "6*7"})
+    assert runner.interaction.pending()[approval.id]["kind"] == "approval"
+
+    manager.approve(approval.id)
+    assert not runner.suspended  # settled at once: a run() right away does not suspend again
+    assert await runner.run() == Status.SUCCESS
+    assert observations(runner) == [("a", "42")]
+    assert runner.state_manager.get(InteractionKeys.PENDING) == {}
+
+
+async def test_pending_approval_denied_becomes_an_error_observation():
+    _, runner = await execute(confirming_executor(), [call("calculator", "a", expression="6*7")])
+    manager = runner.context.approval_manager
+    manager.deny(manager.pending()[0].id, "not today")
+    assert await runner.run() == Status.SUCCESS
+    assert observations(runner) == [("a", "Error: tool 'calculator' was not approved: not today")]
+
+
+async def test_approval_through_runner_resume():
+    _, runner = await execute(confirming_executor(), [call("calculator", "a", expression="6*7")])
+    [request_id] = runner.interaction.pending()
+    runner.resume(request_id, "approved")
+    assert await runner.run() == Status.SUCCESS
+    assert observations(runner) == [("a", "42")]
+    assert runner.context.approval_manager.get(request_id).status == "approved"
+
+
+async def test_allowed_calls_wait_for_the_pending_ones_and_keep_call_order():
+    executor = ToolExecutor(tools=[CalculatorTool(), slow_tool("echo", 0)],
+                            constraints={"require_confirmation": ["calculator"]})
+    _, runner = await execute(executor, [call("calculator", "a", expression="1+1"), call("echo", "b", x=3)])
+    assert runner.suspended
+    manager = runner.context.approval_manager
+    manager.approve(manager.pending()[0].id)
+    await runner.run()
+    assert observations(runner) == [("a", "2"), ("b", "echo:3")]
+
+
+async def test_a_restarted_executor_finds_its_pending_approval_again():
+    executor = confirming_executor()
+    _, runner = await execute(executor, [call("calculator", "a", expression="6*7")])
+    manager = runner.context.approval_manager
+    [approval] = manager.pending()
+    runner.stop()  # as a restore does: the task is cancelled, the approval stays pending
+    executor.initialise()
+    await asyncio.sleep(0.01)
+    assert [a.id for a in manager.pending()] == [approval.id]
+    manager.approve(approval.id)
+    assert await executor.async_task == Status.SUCCESS
+
+
+# -- ToolNode ------------------------------------------------------------------------------
+
+async def test_tool_node_reads_input_ports_and_writes_result():
+    node = ToolNode(CalculatorTool()).bind(inputs={"expression": "formula"}, outputs={"result": "total"})
+    runner = ReactiveRunner(node, ReActState)
+    assert await runner.run(input_data={"formula": "25 * 4 + 10"}) == Status.SUCCESS
+    assert runner.state_manager.get("total") == "110"
+    assert node.input_ports == ("expression",)
+
+
+async def test_tool_node_failure_names_the_tool_and_execute_false_skips():
+    runner = ReactiveRunner(ToolNode(CalculatorTool()), ReActState)
+    assert await runner.run(input_data={"expression": "1/0"}) == Status.FAILURE
+    assert runner.root.last_error.error == "ToolError: calculator: division by zero"
+    skipped = ReactiveRunner(ToolNode(CalculatorTool(), execute=False), ReActState)
+    assert await skipped.run(input_data={"expression": "1+1"}) == Status.SUCCESS
+    assert skipped.state_manager.get("result") is None
