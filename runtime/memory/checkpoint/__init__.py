@@ -1,5 +1,38 @@
-"""Checkpoints of a run, the stores that keep them, and the recovery facade."""
+"""Checkpoints of a run, the stores that keep them, recorded I/O, traces and the recovery facade."""
 
+from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
+from .memory_store import InMemoryCheckpointStore
+from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
 from .recovery import EFFECTS_KEY, CheckpointRecoveryFacade
+from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
+from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
+from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
+from .trace import TRACE_SCHEMA_VERSION, TraceError, export_run, read_trace, write_trace
 
-__all__ = ["EFFECTS_KEY", "CheckpointRecoveryFacade"]
+__all__ = [
+    "EFFECTS_KEY",
+    "FIELDS_OF_A_TRACE_LINE",
+    "SCHEMA_VERSION",
+    "TRACE_SCHEMA_VERSION",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointInfo",
+    "CheckpointRecord",
+    "CheckpointRecoveryFacade",
+    "CheckpointStore",
+    "IORecord",
+    "IORecorder",
+    "IOReplayer",
+    "InMemoryCheckpointStore",
+    "ReplayDivergence",
+    "ReplayedModelError",
+    "ReplayedToolError",
+    "RunSummary",
+    "SQLiteCheckpointStore",
+    "Source",
+    "StoreError",
+    "TraceError",
+    "export_run",
+    "read_trace",
+    "write_trace",
+]

@@ -1,0 +1,532 @@
+"""Studio latency: key-to-screen in the headless Textual UI, beside the session alone.
+
+Three measurements, each printed beside its goal, with `await session.step()` on a
+session without any UI (same tree, same run) as the baseline so the UI's share shows:
+
+1. Step (`n`) to screen, median over `--steps` steps after one warm-up step:
+   - the 1,101-node tree of `bench/runner_overhead.build_tree()` (a Parallel over 100
+     Sequences of 10 Success leaves) with a 2-node pulse put first under its root: a
+     `LoopUntilSuccess` over a node that adds 1 to state `pulse` and fails. The loop
+     counts the failure, wakes the runner and stays RUNNING, so the root stays RUNNING
+     and every step ticks all 1,103 nodes (the Parallel does not synchronise and the
+     Sequences have no memory); the pulse line shows `iter N/…` and state `pulse = N`.
+   - sample_trees/large_tree.py (10,000 nodes, ~11 ticks a run): restarted (`r`) when it
+     finishes; before each `n` the bench waits until a tick can run at once (its async
+     stage pauses are over), so no figure includes the tree's own waiting.
+2. Key-to-screen during an event burst: a task publishes 10,000 `log` events on
+   `session.bus` in a tight loop and sends `b` (toggle a breakpoint on the selected
+   node, the root) after the first 5,000, without yielding; measured from sending `b`
+   until the root's line shows (or stops showing) the breakpoint mark `◆`.
+3. Time to first screen: from entering `App.run_test()` until the tree pane shows the
+   root's label (large_tree.py, react_calculator.py); loading the tree and building the
+   `DebugSession` is timed separately, before.
+
+"Updated" (the screen shows tick N): the first frame the app hands to the terminal
+driver (`App._display` with a non-empty update, outside `batch_update()`) at which
+  - the status line reads `tick N`,
+  - every tree line on screen equals `node_label()` of the session's node view now
+    (status, counter such as the pulse's `iter N/…`, breakpoint mark, ticked highlight),
+  - every state key in the state pane shows its value and change mark, as the step left
+    them or as they are now (an async node may write state between ticks),
+  - none of those three widgets has a repaint or layout still pending (their dirty
+    regions were taken by the compositor for this frame or an earlier one).
+A step whose screen never matches within STALE_AFTER is printed as STALE with the lines
+that disagree, and left out of the median. Before each key the bench sleeps a random
+(seeded) fraction of the 20 Hz drain period, so keys do not alias with it. The headless
+driver writes nothing; the bench encodes each frame to terminal sequences as a real
+driver would, so that cost is included. A full-screen render after the last step checks
+that the probe's verdict matches what the screen holds.
+
+    .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import gc
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from py_trees.common import Status
+from pydantic import BaseModel
+from textual import events
+from textual._compositor import CompositorUpdate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # runner_overhead, run from anywhere
+
+from runner_overhead import build_tree  # noqa: E402
+
+from runtime import Agent  # noqa: E402
+from runtime.node import LoopUntilSuccess, Node  # noqa: E402
+from studio.app import REFRESH_HZ, MainScreen, StudioApp  # noqa: E402
+from studio.loader import LoadedTree, load_tree  # noqa: E402
+from studio.session import DebugSession  # noqa: E402
+from studio.widgets.events_pane import EventsPane  # noqa: E402
+from studio.widgets.state_pane import StatePane, qualified  # noqa: E402
+from studio.widgets.status_line import StatusLine  # noqa: E402
+from studio.widgets.tree_pane import TICKED, TreePane, node_label  # noqa: E402
+from studio.widgets.values import preview, summary  # noqa: E402
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+LARGE = ROOT_DIR / "sample_trees" / "large_tree.py"
+REACT = ROOT_DIR / "sample_trees" / "react_calculator.py"
+SIZE = (160, 48)
+BURST = 10_000
+PHASE = random.Random(1101)  # keys land at a random point of the 20 Hz drain period, the same each run
+STALE_AFTER = 1.0  # seconds: a step whose screen has not matched by then is reported as stale
+
+
+# -- the 1,101-node tree, kept RUNNING ---------------------------------------------
+class PulseState(BaseModel):
+    pulse: int = 0
+
+
+class Beat(Node):
+    """Adds 1 to `pulse` and fails, so the loop above it iterates once per tick."""
+
+    output_ports = ("pulse",)
+
+    def update(self) -> Status:
+        self.write_port("pulse", int(self.read_port("pulse", default=0)) + 1, signal=False)
+        return Status.FAILURE
+
+
+def build_running_tree() -> Agent:
+    root = build_tree()
+    root.insert_child(LoopUntilSuccess("Pulse", Beat("Beat"), max_iterations=10**9), 0)
+    return Agent(root, state_schema=PulseState)
+
+
+def running_session() -> DebugSession:
+    return DebugSession(LoadedTree(build_running_tree(), Path(__file__), "build_running_tree", {}))
+
+
+def large_session() -> DebugSession:
+    return DebugSession(load_tree(str(LARGE)))
+
+
+# -- the probed app ----------------------------------------------------------------
+class TimedMainScreen(MainScreen):
+    """MainScreen timing (start, end) of its busy 20 Hz drains, its `b` and its screen updates."""
+
+    def __init__(self, session: DebugSession) -> None:
+        super().__init__(session)
+        self.drains: list[tuple[float, float]] = []
+        self.toggles: list[tuple[float, float]] = []
+        self.updates: list[tuple[float, float]] = []  # Screen._on_timer_update: layout, render, display
+
+    def _on_timer_update(self) -> None:
+        started = time.perf_counter()
+        super()._on_timer_update()
+        self.updates.append((started, time.perf_counter()))
+
+    def drain(self) -> None:
+        busy = bool(self._events or self._reports or self._dirty)
+        started = time.perf_counter()
+        super().drain()
+        if busy:
+            self.drains.append((started, time.perf_counter()))
+
+    def action_toggle_breakpoint(self) -> None:
+        started = time.perf_counter()
+        super().action_toggle_breakpoint()
+        self.toggles.append((started, time.perf_counter()))
+
+
+class ProbedApp(StudioApp):
+    """StudioApp that checks a predicate at every frame it hands to the terminal driver."""
+
+    CSS_PATH = str(ROOT_DIR / "studio" / "studio.tcss")  # relative paths resolve from this module
+
+    def __init__(self, session: DebugSession) -> None:
+        super().__init__(session)
+        self.probe = None  # (predicate, future): the future gets the frame's perf_counter()
+        self.frames = 0
+
+    def get_default_screen(self):
+        return TimedMainScreen(self.session)
+
+    def expect(self, predicate) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        self.probe = (predicate, future)
+        return future
+
+    def _display(self, screen, renderable) -> None:
+        super()._display(screen, renderable)
+        if renderable is None or self._batch_count:
+            return
+        if self.is_headless and isinstance(renderable, CompositorUpdate):
+            renderable.render_segments(self.console)  # what a real driver would encode and write
+        self.frames += 1
+        if self.probe is not None:
+            predicate, future = self.probe
+            try:
+                shown = predicate()
+            except Exception:  # the screen is not there yet (first screen)
+                shown = False
+            if shown and not future.done():
+                future.set_result(time.perf_counter())
+                self.probe = None
+
+
+def _painted(*widgets) -> bool:
+    return not any(w._repaint_required or w._repaint_regions or w._layout_required for w in widgets)
+
+
+def _tree_lines_current(pane: TreePane, session: DebugSession) -> bool:
+    tree = pane.tree
+    last = session.last_report
+    ticked = set(last.ticked) if last is not None else set()
+    top = tree.scroll_offset.y
+    for line in range(top, top + tree.size.height):
+        node = tree.get_node_at_line(line)
+        if node is None:
+            break
+        expected = node_label(session.node_view(node.data), node.data in ticked)
+        if node.label.plain != expected.plain or node.label.spans != expected.spans:
+            return False
+    return True
+
+
+def _state_current(pane: StatePane, snapshot: dict, changes: dict) -> bool:
+    for ns, values in snapshot.items():
+        for key, value in values.items():
+            node = pane._key_nodes.get((ns, key))
+            if node is None:
+                return False
+            plain = node.label.plain
+            long = isinstance(value, dict | list) and bool(value)
+            if f"{key}{f'  {summary(value)}' if long else f' = {preview(value)}'}" not in plain:
+                return False
+            if plain.startswith("●") != (qualified(ns, key) in changes):
+                return False
+    return True
+
+
+def _state_now(session: DebugSession) -> tuple[dict, dict]:
+    last = session.last_report
+    return copy.deepcopy(session.state_snapshot()), dict(last.state_changes if last is not None else {})
+
+
+def shows_tick(app: ProbedApp, tick: int, at_step_end: tuple[dict, dict] | None = None) -> bool:
+    """The definition of "updated" in the module docstring.
+
+    The state pane may show the state as the step left it (`at_step_end`) or as it is now:
+    an async node may write state after the tick, and a drain may draw either.
+    """
+    session, screen = app.session, app.main
+    if session.tick != tick:
+        return False
+    status, pane, state = screen.query_one(StatusLine), screen.query_one(TreePane), screen.query_one(StatePane)
+    if f"tick {tick} " not in status.content.plain:
+        return False
+    state_ok = _state_current(state, *_state_now(session)) or (
+        at_step_end is not None and _state_current(state, *at_step_end))
+    return state_ok and _tree_lines_current(pane, session) and _painted(status, pane.tree, state)
+
+
+def shows_mark(app: ProbedApp, path: str, on: bool) -> bool:
+    pane = app.main.query_one(TreePane)
+    node = pane._tree_nodes[path]
+    return node.label.plain.startswith("◆") == on and _painted(pane.tree)
+
+
+def _stale_reason(app: ProbedApp, tick: int) -> str:
+    """Which part of the screen disagrees with the session (for a step that never showed)."""
+    screen, session = app.main, app.session
+    pane = screen.query_one(TreePane)
+    tree, last = pane.tree, session.last_report
+    ticked = set(last.ticked) if last is not None else set()
+    wrong = []
+    for line in range(tree.scroll_offset.y, tree.scroll_offset.y + tree.size.height):
+        node = tree.get_node_at_line(line)
+        if node is None:
+            break
+        expected = node_label(session.node_view(node.data), node.data in ticked)
+        if node.label.plain != expected.plain:
+            wrong.append(f"line {line} shows {node.label.plain.strip()!r}, not {expected.plain.strip()!r}")
+        elif node.label.spans != expected.spans:
+            lit = any(span.style == TICKED for span in node.label.spans)
+            wrong.append(f"line {line} {node.label.plain.strip()!r} is {'' if lit else 'not '}highlighted as ticked")
+    if wrong:
+        return f"tick {tick}: tree {'; '.join(wrong)}"
+    return f"tick {tick}: status/state pane or paint"
+
+
+def screen_text(app: ProbedApp) -> str:
+    """The whole screen as text, rendered from the compositor (for the final check)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def _until(condition, timeout: float = 10.0) -> None:
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.001)
+
+
+def _update_of(screen: TimedMainScreen, frame: float) -> float:
+    """Start of the screen update that produced the frame at `frame` (the probe runs inside it)."""
+    return next((start for start, end in reversed(screen.updates) if start <= frame <= end), frame)
+
+
+def _ms(seconds: list[float]) -> float:
+    return statistics.median(seconds) * 1000
+
+
+class GcPauses:
+    """Garbage-collector pauses, as (start, seconds, generation), while installed."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[float, float, int]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((self._started, time.perf_counter() - self._started, info["generation"]))
+
+    def between(self, start: float, end: float) -> float:
+        return sum(seconds for at, seconds, _ in self.pauses if start <= at <= end)
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self)
+
+
+# -- 1. step to screen -------------------------------------------------------------
+async def session_steps(make_session, steps: int) -> list[float]:
+    """`await session.step()` alone, no UI and no listener; one warm-up step, restart when finished."""
+    session = make_session()
+    await session.step()
+    times = []
+    while len(times) < steps:
+        if session.runner.finished:
+            await session.restart()
+        await session.runner.wait_until_ready()
+        started = time.perf_counter()
+        await session.step()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def ui_steps(make_session, steps: int) -> dict:
+    session = make_session()
+    app = ProbedApp(session)
+    spans: list[tuple[float, float]] = []
+    step = session.step
+    at_step_end: dict[int, tuple[dict, dict]] = {}
+
+    async def timed_step():
+        started = time.perf_counter()
+        try:
+            return await step()
+        finally:
+            spans.append((started, time.perf_counter()))
+            at_step_end[session.tick] = _state_now(session)  # after the timing: not part of the step
+
+    session.step = timed_step  # the screen looks the method up at each key press
+    rows: list[dict] = []
+    stale: list[str] = []
+    gc_pauses = GcPauses()
+    with gc_pauses:
+        await _ui_steps(app, session, steps, spans, rows, stale, gc_pauses, at_step_end)
+    first = rows.pop(0)  # the first step re-syncs the whole tree (a new run id)
+    return {"first": first, "stale": stale, **{k: [r[k] for r in rows] for k in rows[0]}}
+
+
+async def _ui_steps(app: ProbedApp, session: DebugSession, steps: int, spans: list, rows: list, stale: list,
+                    gc_pauses: GcPauses, at_step_end: dict) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen: TimedMainScreen = app.main
+        while len(rows) < steps + 1:
+            if session.runner.finished:
+                await pilot.press("r")
+                await _until(lambda: session.tick == 0 and not screen._dirty)
+            await _until(lambda: session.runner.can_tick_now)
+            await pilot.pause()
+            await asyncio.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+            tick = session.tick + 1
+            shown = app.expect(lambda tick=tick: shows_tick(app, tick, at_step_end.get(tick)))
+            n_drains, n_spans = len(screen.drains), len(spans)
+            pressed = time.perf_counter()
+            await pilot.press("n")
+            try:
+                frame = await asyncio.wait_for(shown, STALE_AFTER)
+            except TimeoutError:  # the screen never matched the session: count it, do not time it
+                app.probe = None
+                stale.append(_stale_reason(app, tick))
+                continue
+            step_start, step_end = spans[n_spans]
+            drain = next((d for d in screen.drains[n_drains:] if d[0] >= step_end), (frame, frame))
+            row = {"total": frame - pressed, "to_step": step_start - pressed, "step": step_end - step_start,
+                   "timer": drain[0] - step_end, "drain": drain[1] - drain[0],
+                   "to_update": _update_of(screen, frame) - drain[1], "render": frame - _update_of(screen, frame),
+                   "tick_ms": session.last_report.duration_ms / 1000, "gc": gc_pauses.between(pressed, frame)}
+            rows.append(row)
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"tick {session.tick} " in text, "the probe said updated, the screen disagrees"
+
+
+# -- 2. key during an event burst ----------------------------------------------------
+async def _burst(app: ProbedApp) -> dict[str, float]:
+    """Publish BURST events without yielding; send `b` after the first half, as pilot.press() would."""
+    publish = app.session.bus.publish
+    started = time.perf_counter()
+    for k in range(BURST):
+        if k == BURST // 2:
+            key = events.Key("b", "b")
+            key.set_sender(app)
+            at = time.perf_counter()
+            app._driver.send_message(key)
+        publish("log", {"message": f"burst event {k}"})
+    return {"started": started, "at": at, "ended": time.perf_counter()}
+
+
+async def burst_latency(bursts: int) -> dict:
+    session = running_session()
+    app = ProbedApp(session)
+    rows = []
+    gc_pauses = GcPauses()
+    with gc_pauses:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await pilot.press("n")  # a live run, so the tree shows real statuses
+            await pilot.pause()
+            screen: TimedMainScreen = app.main
+            pane = screen.query_one(TreePane)
+            root = session.runner.path_of(session.runner.root)
+            pane.tree.move_cursor(pane._tree_nodes[root])
+            events_pane, adds = screen.query_one(EventsPane), []
+            add = events_pane.add
+
+            def timed_add(batch):  # the drain looks the method up each time
+                started = time.perf_counter()
+                add(batch)
+                adds.append(time.perf_counter() - started)
+
+            events_pane.add = timed_add
+            await pilot.pause()
+            for i in range(bursts):
+                await pilot.pause()
+                await asyncio.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+                on = i % 2 == 0  # each `b` toggles the mark
+                shown = app.expect(lambda on=on: shows_mark(app, root, on))
+                n_drains, n_toggles = len(screen.drains), len(screen.toggles)
+                sent = await asyncio.create_task(_burst(app))
+                frame = await asyncio.wait_for(shown, 10)
+                toggle = screen.toggles[n_toggles]
+                drain = next(d for d in screen.drains[n_drains:] if d[0] >= toggle[1])
+                rows.append({"key": frame - sent["at"], "publish": sent["ended"] - sent["started"],
+                             "rest": sent["ended"] - sent["at"], "to_key": toggle[0] - sent["ended"],
+                             "toggle": toggle[1] - toggle[0], "timer": drain[0] - toggle[1],
+                             "drain": drain[1] - drain[0], "add": adds[-1] if adds else 0.0,
+                             "gc": gc_pauses.between(sent["at"], frame),
+                             "to_update": _update_of(screen, frame) - drain[1],
+                             "render": frame - _update_of(screen, frame)})
+                await pilot.pause(0.2)
+    return {k: [r[k] for r in rows] for k in rows[0]}
+
+
+# -- 3. first screen ---------------------------------------------------------------
+async def first_screen(path: Path, starts: int) -> dict:
+    loads, firsts = [], []
+    for _ in range(starts):
+        started = time.perf_counter()
+        session = DebugSession(load_tree(str(path)))
+        loads.append(time.perf_counter() - started)
+        app = ProbedApp(session)
+        name = session.runner.root.name
+
+        def root_shown(app=app, name=name) -> bool:
+            pane = app.main.query_one(TreePane)
+            root = pane.tree.root
+            return root.data is not None and name in root.label.plain and _painted(pane.tree)
+
+        shown = app.expect(root_shown)
+        started = time.perf_counter()
+        async with app.run_test(size=SIZE) as pilot:
+            frame = await asyncio.wait_for(shown, 30)
+            firsts.append(frame - started)
+            await pilot.pause()
+    return {"load": loads, "first": firsts}
+
+
+# -- report ------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--bursts", type=int, default=7)
+    parser.add_argument("--starts", type=int, default=5)
+    args = parser.parse_args()
+
+    async def measure() -> dict:
+        return {
+            "alone_1101": await session_steps(running_session, args.steps),
+            "ui_1101": await ui_steps(running_session, args.steps),
+            "alone_large": await session_steps(large_session, args.steps),
+            "ui_large": await ui_steps(large_session, args.steps),
+            "burst": await burst_latency(args.bursts),
+            "first_large": await first_screen(LARGE, args.starts),
+            "first_react": await first_screen(REACT, args.starts),
+        }
+
+    r = asyncio.run(measure())
+    nodes = len(running_session().runner.nodes)
+    print(f"headless Textual, size {SIZE[0]}x{SIZE[1]}, ms (steps: {args.steps} after a warm-up, "
+          f"bursts: {args.bursts}, starts: {args.starts}); parts are medians of their own")
+    print(f"{'measurement':<62}{'median':>8}{'max':>8}{'alone':>8}{'UI share':>10}{'goal':>7}")
+
+    def row(label: str, values: list[float], alone: list[float] | None = None, goal: str = "") -> None:
+        base = f"{_ms(alone):>8.1f}{_ms(values) - _ms(alone):>10.1f}" if alone else f"{'':>18}"
+        print(f"{label:<62}{_ms(values):>8.1f}{max(values) * 1000:>8.1f}{base}{goal:>7}")
+
+    def part(label: str, values: list[float]) -> None:
+        print(f"{'    ' + label:<62}{_ms(values):>8.1f}")
+
+    for label, ui, alone, goal in (
+        (f"step n -> screen, {nodes}-node tree (root RUNNING)", r["ui_1101"], r["alone_1101"], "<=50"),
+        ("step n -> screen, large_tree.py (10,000 nodes)", r["ui_large"], r["alone_large"], ""),
+    ):
+        row(label, ui["total"], alone, goal)
+        part("first step of a run (whole tree re-synced), not in median", [ui["first"]["total"]])
+        for key, text in (("to_step", "key -> session.step() starts"), ("step", "session.step() in the UI"),
+                          ("tick_ms", "  of which the tick (TickReport.duration_ms)"),
+                          ("timer", "step end -> 20 Hz drain starts"), ("drain", "drain (panes updated)"),
+                          ("to_update", "drain end -> screen update starts"),
+                          ("render", "screen update (layout, render) -> frame"),
+                          ("gc", "garbage-collector pauses, key -> frame")):
+            part(text, ui[key])
+        for reason in ui["stale"]:
+            print(f"    STALE, never matched in {STALE_AFTER:.0f} s (not in the median): {reason}")
+    b = r["burst"]
+    row(f"key b -> mark, key sent amid {BURST:,} events", b["key"], goal="<=100")
+    for key, text in (("publish", f"publishing all {BURST:,} events (session listening)"),
+                      ("rest", "key sent -> last event published"),
+                      ("to_key", "burst end -> key handled (behind a drain of the burst?)"),
+                      ("toggle", "action_toggle_breakpoint()"), ("timer", "key handled -> 20 Hz drain starts"),
+                      ("drain", "the drain that draws the mark"),
+                      ("add", f"EventsPane.add() of the {BURST:,} events (whichever drain)"),
+                      ("to_update", "drain end -> screen update starts"),
+                      ("render", "screen update (layout, render) -> frame"),
+                      ("gc", "garbage-collector pauses, key sent -> frame")):
+        part(text, b[key])
+    for label, key in (("large_tree.py", "first_large"), ("react_calculator.py", "first_react")):
+        row(f"run_test() -> tree root on screen, {label}", r[key]["first"], None)
+        part("load_tree() + DebugSession(), before run_test()", r[key]["load"])
+    print("alone: the same steps as `await session.step()` on a session with no UI")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""`python -m runtime.memory.checkpoint`: look into a checkpoint store file.
+
+    list FILE                        the runs in a store
+    export FILE --run ID [-o OUT]    a run's events as JSON Lines (stdout by default)
+    show FILE ID                     one checkpoint, as JSON
+
+Bad input (a missing, corrupt, locked or newer file, an unknown run or checkpoint) gives
+one line on stderr and exit status 2; `--debug` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from .sqlite_store import SQLiteCheckpointStore
+from .store import CheckpointError, StoreError
+from .trace import TraceError, export_run
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _list(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+    runs = store.runs()
+    if not runs:
+        print(f"{store.location}: no runs")
+    for run in runs:
+        print(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {run.last_status:<8}  "
+              f"{_when(run.first_time)} .. {_when(run.last_time)}  branches: {', '.join(run.branches)}")
+
+
+def _export(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+    if not store.list(args.run):
+        raise CheckpointError(f"no run {args.run!r} in {store.location}")
+    if args.output in (None, "-"):
+        export_run(store, args.run, sys.stdout)
+        return
+    with open(args.output, "w", encoding="utf-8") as out:
+        count = export_run(store, args.run, out)
+    print(f"{count} events of run {args.run} written to {args.output}", file=sys.stderr)
+
+
+def _show(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+    checkpoint = store.get(args.id)
+    print(json.dumps(dataclasses.asdict(checkpoint), indent=2, ensure_ascii=False, default=repr))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runtime.memory.checkpoint", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cmd = commands.add_parser("list", help="list the runs in a store")
+    cmd.add_argument("file")
+    cmd.set_defaults(func=_list)
+    cmd = commands.add_parser("export", help="export a run's events as JSON Lines")
+    cmd.add_argument("file")
+    cmd.add_argument("--run", required=True)
+    cmd.add_argument("-o", "--output")
+    cmd.set_defaults(func=_export)
+    cmd = commands.add_parser("show", help="print one checkpoint")
+    cmd.add_argument("file")
+    cmd.add_argument("id", type=int)
+    cmd.set_defaults(func=_show)
+    args = parser.parse_args(argv)
+    try:
+        store = SQLiteCheckpointStore(args.file, create=False)
+        try:
+            args.func(store, args)
+        finally:
+            store.close()
+    except (StoreError, CheckpointError, TraceError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

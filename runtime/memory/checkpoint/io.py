@@ -1,0 +1,204 @@
+"""Recorded model and tool I/O: what makes a replay deterministic and offline.
+
+Nodes call `ctx.io_recorder.model_call(...)` / `tool_call(...)` around every model
+request and tool call, keyed by node path, round and attempt/call index:
+
+- `IORecorder` performs the call and stores request and response (or the error) with
+  the run. A growing conversation is stored as appended chunks, so recording costs the
+  new messages only.
+- `IOReplayer` serves the recorded answers without calling anything. When the request
+  differs from the recorded one, strict mode stops the run with `ReplayDivergence`
+  naming the node and the first differing message; non-strict mode goes live (the real
+  call, recorded under the current run and branch).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ...model.errors import ModelError
+from ...tools.base import ToolError
+from .model import ListTracker, jsonable
+from .store import CheckpointStore, IORecord
+
+if TYPE_CHECKING:
+    from ...messages import Message
+    from ...model import ModelConfig, ModelResponse
+    from .runner_checkpoints import RunnerCheckpoints
+
+_SHOWN = 80  # characters of a message shown in a divergence
+
+
+class ReplayDivergence(RuntimeError):
+    """A replayed request differs from the recorded one (the message names node and message)."""
+
+
+class ReplayedModelError(ModelError):
+    """A recorded model failure, raised again on replay."""
+
+
+class ReplayedToolError(ToolError):
+    """A recorded tool failure, raised again on replay."""
+
+
+def _error_record(exc: BaseException) -> dict[str, str]:
+    return {"type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc)}
+
+
+def _recorded_error(error: dict[str, str], fallback: type[Exception]) -> Exception:
+    """The recorded exception again: the same class when it is a runtime model/tool error."""
+    base = fallback.__mro__[1]
+    try:
+        cls = getattr(importlib.import_module(error["module"]), error["type"])
+        if isinstance(cls, type) and issubclass(cls, base) and error["module"].startswith("runtime."):
+            return cls(error["message"])
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return fallback(f"{error['type']}: {error['message']}")
+
+
+class IORecorder:
+    """Performs each call and records it under the current run and branch."""
+
+    def __init__(self, store: CheckpointStore, run_id: str | None = None, branch: str = "main"):
+        self.store = store
+        self._run_id = run_id
+        self._branch = branch
+        self._checkpoints: RunnerCheckpoints | None = None
+        self._lists = ListTracker()
+
+    def attach(self, checkpoints: RunnerCheckpoints) -> None:
+        """Follow a runner's run id and branch (done by `ReactiveRunner(..., checkpointer=)`)."""
+        self._checkpoints = checkpoints
+
+    @property
+    def run_id(self) -> str:
+        if self._checkpoints is not None:
+            return self._checkpoints.runner.run_id or ""
+        return self._run_id or ""
+
+    @property
+    def branch(self) -> str:
+        return self._checkpoints.branch if self._checkpoints is not None else self._branch
+
+    async def _record(self, kind: str, node: str, round: int, index: int, request: dict[str, Any],
+                      chunks: list, call: Callable[[], Awaitable[Any]], dump: Callable[[Any], Any]) -> Any:
+        try:
+            result = await call()
+        except Exception as exc:
+            self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request,
+                                       error=_error_record(exc)), chunks)
+            raise
+        self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request, dump(result)),
+                          chunks)
+        return result
+
+    async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
+                         call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
+        chunks: list = []
+        request = {"messages": self._lists.encode(node, list(messages), chunks),
+                   "config": config.model_dump(mode="json")}
+        return await self._record("model", node, round, attempt, request, chunks, call,
+                                  lambda r: r.model_dump(mode="json"))
+
+    async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
+                        call: Callable[[], Awaitable[str]]) -> str:
+        request = {"name": name, "arguments": jsonable(arguments)}
+        return await self._record("tool", node, round, index, request, [], call, str)
+
+
+def _show(message: dict[str, Any] | None) -> str:
+    if message is None:
+        return "nothing"
+    text = message.get("content")
+    if not text and message.get("tool_calls"):
+        text = jsonable(message["tool_calls"])
+    text = str(text or "")
+    text = text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
+    return f"{message.get('role')} {text!r}"
+
+
+def first_difference(recorded: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str | None:
+    """'message 3: recorded user '…' vs actual user '…'', or None when the lists are equal."""
+    for i in range(max(len(recorded), len(actual))):
+        old = recorded[i] if i < len(recorded) else None
+        new = actual[i] if i < len(actual) else None
+        if old != new:
+            return f"message {i}: recorded {_show(old)} vs actual {_show(new)}"
+    return None
+
+
+class IOReplayer:
+    """Serves the I/O recorded for `source_run_id`; diverging requests stop the run or go live."""
+
+    def __init__(self, store: CheckpointStore, source_run_id: str, strict: bool = True,
+                 live_fallback: IORecorder | None = None):
+        self.store = store
+        self.source_run_id = source_run_id
+        self.strict = strict
+        self.live = live_fallback or IORecorder(store)
+        self.divergences: list[str] = []  # what differed (and went live, when not strict)
+        self._pending: ReplayDivergence | None = None
+        self._checkpoints: RunnerCheckpoints | None = None
+
+    def attach(self, checkpoints: RunnerCheckpoints) -> None:
+        self._checkpoints = checkpoints
+        self.live.attach(checkpoints)
+
+    def _lookup(self, kind: str, node: str, round: int, index: int) -> IORecord | None:
+        branch = self._checkpoints.branch if self._checkpoints is not None else None
+        return self.store.get_io(self.source_run_id, kind, node, round, index, branch)
+
+    def _diverge(self, problem: str) -> None:
+        self.divergences.append(problem)
+        if self.strict:
+            self._pending = ReplayDivergence(problem)
+            raise self._pending
+
+    def take_divergence(self) -> ReplayDivergence | None:
+        """The strict divergence met since the last call: the runner raises it after its tick,
+        so the run stops even when the failing node would have been retried or caught."""
+        pending, self._pending = self._pending, None
+        return pending
+
+    async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
+                         call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
+        from ...model import ModelResponse
+
+        record = self._lookup("model", node, round, attempt)
+        if record is None:
+            problem = f"no recorded model call for node {node!r} round {round}" + (
+                f" attempt {attempt}" if attempt else "")
+        else:
+            ref = record.request["messages"]
+            difference = first_difference(self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages])
+            problem = difference and f"replay diverged at node {node!r} round {round}: {difference}"
+        if problem:
+            self._diverge(problem)
+            return await self.live.model_call(node, round, attempt, messages, config, call)
+        if record.error is not None:
+            raise _recorded_error(record.error, ReplayedModelError)
+        return ModelResponse.model_validate(record.response)
+
+    async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
+                        call: Callable[[], Awaitable[str]]) -> str:
+        record = self._lookup("tool", node, round, index)
+        if record is None:
+            problem = f"no recorded tool call for node {node!r} round {round} call {index}"
+        elif record.request != {"name": name, "arguments": jsonable(arguments)}:
+            problem = (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
+                       f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
+        else:
+            problem = None
+        if problem:
+            self._diverge(problem)
+            return await self.live.tool_call(node, round, index, name, arguments, call)
+        if record.error is not None:
+            raise _recorded_error(record.error, ReplayedToolError)
+        return record.response
+
+
+__all__ = ["IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",
+           "first_difference"]

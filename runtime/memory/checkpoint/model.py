@@ -1,0 +1,140 @@
+"""What a checkpoint is, on the way in (a delta record) and on the way out (a whole checkpoint).
+
+A record stores only what changed since its parent; every `full_every` records (and at the
+start of every saving session) it is a full snapshot, so restoring reads a bounded chain.
+Growing lists (a message history) are stored as appended chunks of content-addressed items:
+a list of 400 messages costs its messages once, plus a reference per checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic_core import to_json, to_jsonable_python
+
+# A state entry in a record: ["v", value] | ["l", list_id, length] | ["d"] (deleted)
+Entry = list
+
+
+class Source(StrEnum):
+    """Why a checkpoint was written (LangGraph's metadata source)."""
+
+    INPUT = "input"  # the state a fresh run starts from, before its first tick
+    LOOP = "loop"  # after a tick
+    UPDATE = "update"  # after an edit made outside a tick
+    FORK = "fork"  # the first checkpoint of a new branch, with its edits
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """The header of a checkpoint: what lists and histories show."""
+
+    id: int
+    run_id: str
+    branch: str
+    parent_id: int | None
+    tick: int
+    time: float
+    status: str
+    source: str
+    event_position: int
+
+
+@dataclass(frozen=True)
+class Checkpoint(CheckpointInfo):
+    """A whole checkpoint: everything needed to resume after its tick."""
+
+    statuses: dict[str, str] = field(default_factory=dict)  # node path -> py_trees Status value
+    resume: dict[str, dict[str, Any]] = field(default_factory=dict)  # node path -> resume data
+    state: dict[str, dict[str, Any]] = field(default_factory=dict)  # namespace ("" global) -> raw values
+    bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # edited port bindings
+    wake: bool = False  # a wake was pending when the tick ended (the next tick came at once)
+
+    @property
+    def info(self) -> CheckpointInfo:
+        return CheckpointInfo(self.id, self.run_id, self.branch, self.parent_id, self.tick, self.time,
+                              self.status, self.source, self.event_position)
+
+
+@dataclass(frozen=True)
+class ListChunk:
+    """Items appended to a stored list at `start` (each item is its JSON text)."""
+
+    list_id: str
+    start: int
+    items: list[str]
+
+
+@dataclass
+class CheckpointRecord:
+    """What one save writes: the header plus the changes since `parent_id` (or everything, if full)."""
+
+    run_id: str
+    branch: str
+    parent_id: int | None
+    base_id: int | None  # the full record this delta builds on; None: this record is full
+    tick: int
+    time: float
+    status: str
+    source: str
+    event_position: int
+    wake: bool
+    statuses: dict[str, str]
+    resume: dict[str, dict[str, Any] | None]  # None: the node has no resume data any more
+    state: dict[str, dict[str, Entry]]
+    bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    chunks: list[ListChunk] = field(default_factory=list)
+
+    @property
+    def full(self) -> bool:
+        return self.base_id is None
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON of any runtime value (pydantic models included; unknown objects as repr)."""
+    return to_json(value, fallback=repr).decode()
+
+
+def jsonable(value: Any) -> Any:
+    return to_jsonable_python(value, fallback=repr)
+
+
+def item_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+class ListTracker:
+    """Encodes list values as references to stored lists, appending when a list only grew.
+
+    One tracker belongs to one writer (a saving session, a recorder): a stored list is
+    appended to by its writer only, so chunk positions never collide.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[Any, tuple[list, str]] = {}  # slot -> (items as last stored, list id)
+
+    def encode(self, slot: Any, value: list, chunks: list[ListChunk]) -> Entry:
+        known = self._known.get(slot)
+        if known is not None:
+            old, list_id = known
+            n = len(old)
+            if len(value) >= n and all(a is b or a == b for a, b in zip(old, value, strict=False)):
+                if len(value) > n:
+                    chunks.append(ListChunk(list_id, n, [dumps(v) for v in value[n:]]))
+                    self._known[slot] = (list(value), list_id)
+                return ["l", list_id, len(value)]
+        list_id = uuid.uuid4().hex[:16]
+        chunks.append(ListChunk(list_id, 0, [dumps(v) for v in value]))
+        self._known[slot] = (list(value), list_id)
+        return ["l", list_id, len(value)]
+
+    def forget(self, slot: Any) -> None:
+        self._known.pop(slot, None)
+
+
+__all__ = ["Checkpoint", "CheckpointInfo", "CheckpointRecord", "ListChunk", "ListTracker", "Source",
+           "dumps", "item_hash", "jsonable"]

@@ -1,0 +1,312 @@
+"""`RunnerCheckpoints`: saves a checkpoint after every tick of a runner, restores and forks.
+
+Saving costs what the tick changed: the state keys it wrote (`take_dirty()`), the node
+statuses and resume data that differ from the previous save, and the events published
+since, all in one store transaction. Every `full_every` saves (and first after a fresh
+start, a restore or a fork) the record is a full snapshot, so a restore reads a bounded chain.
+
+Restoring stops the tree (cancelling tasks in flight), loads the state raw (no reducers,
+run-scoped fields as saved), puts back statuses, composite positions and resume data, and
+rewinds tick count and event position. An async node that was RUNNING starts its work
+again: its task is started afresh just before the next tick, and if that tick had waited
+for work in the original run it waits again, so a restored run retraces the original
+tick for tick (same final state, same events).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import py_trees
+from py_trees.common import Status
+
+from ...engine.behaviour import AsyncBehaviour, JianmuNodeMixin
+from ...engine.events import EventType, RuntimeEvent
+from ...state import GLOBAL
+from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
+from .store import CheckpointError, CheckpointStore
+
+if TYPE_CHECKING:
+    from ...engine.runner import ReactiveRunner, TickReport
+
+LIST_MIN = 8  # lists at least this long are stored as chunks (appends cost only the new items)
+_FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
+
+
+class RunnerCheckpoints:
+    def __init__(self, runner: ReactiveRunner, store: CheckpointStore, full_every: int = 50):
+        self.runner = runner
+        self.store = store
+        self.full_every = full_every
+        self.branch = "main"
+        self.head: int | None = None  # the last checkpoint of this runner's timeline
+        self._run_id: str | None = None
+        self._base_id: int | None = None
+        self._since_full = 0
+        self._lists = ListTracker()
+        self._values: dict[tuple[str, str], Any] = {}
+        self._statuses: dict[str, str] = {}
+        self._resume: dict[str, Any] = {}
+        self._bindings: dict[str, dict[str, dict[str, str]]] = {}  # edited by a fork
+        self._baseline: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._indexed: dict | None = None
+        self._events: list[tuple[str, RuntimeEvent]] = []
+        self._restoring = False
+        runner.event_bus.subscribe(self._on_event)
+        if runner.context.io_recorder is None:
+            from .io import IORecorder
+
+            runner.context.io_recorder = IORecorder(store)
+        attach = getattr(runner.context.io_recorder, "attach", None)
+        if attach is not None:
+            attach(self)
+
+    # -- events ----------------------------------------------------------------------
+    def _on_event(self, event: RuntimeEvent) -> None:
+        if self._restoring:
+            return
+        if event.type == EventType.RUN_STARTED and event.payload.get("fresh"):
+            self._events.append(("main", event))
+            self.save(Source.INPUT)
+            return
+        self._events.append((self.branch, event))
+        if event.type in _FLUSH_ON:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._events:
+            events, self._events = self._events, []
+            self.store.add_events(events)
+
+    # -- saving ----------------------------------------------------------------------
+    def after_tick(self, report: TickReport) -> None:
+        self.save(Source.LOOP)
+        take = getattr(self.runner.context.io_recorder, "take_divergence", None)
+        divergence = take() if take is not None else None
+        if divergence is not None:  # a strict replay met a request it never recorded: stop the run
+            raise divergence
+
+    def _start_session(self, run_id: str | None, branch: str, parent: int | None) -> None:
+        """A new line of checkpoints: the next save is full and lists get fresh ids."""
+        self._run_id, self.branch, self.head = run_id, branch, parent
+        self._base_id = None
+        self._lists = ListTracker()
+        self._values.clear()
+
+    def save(self, source: str = Source.UPDATE) -> int:
+        """Write a checkpoint of the runner as it is now; returns its id."""
+        runner = self.runner
+        if runner.run_id != self._run_id:
+            self._start_session(runner.run_id, "main", None)
+        self._index()
+        full = self._base_id is None or self._since_full >= self.full_every
+        record = CheckpointRecord(
+            run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
+            base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
+            status=runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
+            wake=runner._wake.is_set(), statuses=self._status_delta(full), resume=self._resume_delta(full),
+            state={}, bindings=self._bindings)
+        record.state = self._state_delta(full, record.chunks)
+        checkpoint_id = self.store.save(record, self._events)
+        self._events = []
+        self.head = checkpoint_id
+        if full:
+            self._base_id, self._since_full = checkpoint_id, 0
+        else:
+            self._since_full += 1
+        return checkpoint_id
+
+    def _index(self) -> None:
+        nodes = self.runner.nodes
+        if self._indexed is nodes:
+            return
+        self._indexed = nodes
+        self._composites = [(p, n) for p, n in nodes.items() if isinstance(n, py_trees.composites.Composite)]
+        self._resumable = [(p, n) for p, n in nodes.items() if hasattr(n, "dump_resume_state")]
+        for path, node in nodes.items():
+            if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
+                self._baseline[path] = (node.input_bindings, node.output_bindings)
+
+    def _status_delta(self, full: bool) -> dict[str, str]:
+        now = {path: node.status.value for path, node in self.runner.nodes.items()}
+        old, self._statuses = self._statuses, now
+        return now if full else {p: s for p, s in now.items() if old.get(p) != s}
+
+    def _resume_delta(self, full: bool) -> dict[str, Any]:
+        now: dict[str, Any] = {}
+        for path, node in self._composites:
+            if node.current_child is not None:
+                now[path] = {"child": node.children.index(node.current_child)}
+        for path, node in self._resumable:
+            now.setdefault(path, {})["data"] = jsonable(node.dump_resume_state())
+        old, self._resume = self._resume, now
+        if full:
+            return now
+        delta: dict[str, Any] = {p: v for p, v in now.items() if old.get(p) != v}
+        delta.update(dict.fromkeys(old.keys() - now.keys()))
+        return delta
+
+    def _state_delta(self, full: bool, chunks: list) -> dict[str, dict[str, list]]:
+        sm = self.runner.state_manager
+        dirty = sm.take_dirty()
+        if full:
+            dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)}
+        delta: dict[str, dict[str, list]] = {}
+        values = self._values
+        for ns, key in dirty:
+            slot = (ns, key)
+            if not sm.contains(key, ns or None):
+                values.pop(slot, None)
+                self._lists.forget(slot)
+                delta.setdefault(ns, {})[key] = ["d"]
+                continue
+            value = sm._raw(key, ns or None)
+            if not full and slot in values and values[slot] is value:
+                continue
+            values[slot] = value
+            if isinstance(value, list) and len(value) >= LIST_MIN:
+                entry = self._lists.encode(slot, value, chunks)
+            else:
+                self._lists.forget(slot)
+                entry = ["v", jsonable(value)]
+            delta.setdefault(ns, {})[key] = entry
+        return delta
+
+    # -- restoring -------------------------------------------------------------------
+    def _load(self, checkpoint_id: int) -> Checkpoint:
+        checkpoint = self.store.get(checkpoint_id)
+        unknown = [path for path in checkpoint.statuses if path not in self.runner.nodes]
+        if unknown:
+            raise CheckpointError(f"checkpoint {checkpoint_id} does not fit this tree: it has no node {unknown[0]!r}")
+        return checkpoint
+
+    def restore(self, checkpoint_id: int) -> None:
+        """Continue the checkpoint's run and branch from that checkpoint."""
+        checkpoint = self._load(checkpoint_id)
+        self._apply(checkpoint)
+        self._bindings = checkpoint.bindings
+        self._start_session(checkpoint.run_id, checkpoint.branch, checkpoint.id)
+
+    def _apply(self, cp: Checkpoint) -> None:
+        runner = self.runner
+        self._flush()
+        self._restoring = True
+        try:
+            runner.stop()  # cancels tasks in flight; their late writes are dropped (pitfall 6)
+            runner.state_manager.restore(cp.state)
+        finally:
+            self._restoring = False
+        runner._state_changes.clear()
+        self._apply_bindings(cp.bindings)
+        restart = []
+        for path, node in runner.nodes.items():
+            status = Status(cp.statuses.get(path, Status.INVALID.value))
+            resume = cp.resume.get(path, {})
+            if "child" in resume:
+                node.current_child = node.children[resume["child"]]
+            if "data" in resume:
+                node.restore_resume_state(resume["data"])
+            if status == Status.RUNNING and not node.children:
+                status = Status.INVALID  # a RUNNING leaf starts its work again (pitfall 8)
+                if isinstance(node, AsyncBehaviour):
+                    restart.append(node)
+            node.status = status
+        runner._statuses = [Status(cp.statuses.get(runner._paths[id(n)], "INVALID")) for n in runner._order]
+        runner.tick_count = runner.event_bus.tick = cp.tick
+        runner.run_id = runner.event_bus.run_id = cp.run_id
+        runner.event_bus.seek(cp.event_position)
+        runner._wake.set()  # reach the first tick, where `resume` decides whether it waits
+        if restart:
+            self._resume_before_first_tick(restart, cp.wake)
+
+    def _resume_before_first_tick(self, nodes: list[AsyncBehaviour], wake: bool) -> None:
+        runner = self.runner
+
+        async def resume(_runner: Any, _tick: int) -> None:
+            remove()
+            for node in nodes:
+                if node.status == Status.INVALID:
+                    node.initialise()
+                    node.status = Status.RUNNING
+            if not wake:  # the original tick waited for this work: so does this one
+                runner._wake.clear()
+                await runner._wake.wait()
+
+        remove = runner.add_tick_hook(before=resume)
+
+    def _apply_bindings(self, overrides: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
+        for path, (inputs, outputs) in self._baseline.items():
+            node = self.runner.nodes.get(path)
+            if node is not None:
+                override = overrides.get(path, {})
+                node._input_bindings = dict(override.get("inputs", inputs))
+                node._output_bindings = dict(override.get("outputs", outputs))
+
+    # -- forking ---------------------------------------------------------------------
+    def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
+             binding_changes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
+        """Restore a checkpoint, apply edits, and save them as the first checkpoint of a new branch.
+
+        `state_updates` maps qualified keys to values: `"key"` (global) or `"ns.key"` (the
+        namespace `ns` of the checkpoint). `binding_changes` maps node paths to
+        `{"inputs": {port: key}, "outputs": {port: key}}`. Everything is validated before
+        anything changes, so a bad edit loses nothing.
+        """
+        checkpoint = self._load(checkpoint_id)
+        updates = self._validate_updates(checkpoint, state_updates or {})
+        bindings = self._validate_bindings(binding_changes or {})
+        self._apply(checkpoint)
+        self._bindings = dict(checkpoint.bindings)
+        sm, bus = self.runner.state_manager, self.runner.event_bus
+        branch = self._next_branch(checkpoint.run_id)
+        self._start_session(checkpoint.run_id, branch, checkpoint.id)
+        for ns, values in updates.items():
+            sm.load(values, ns or None)
+            bus.publish(EventType.STATE_EDITED, {"namespace": ns or None, "keys": list(values)})
+        for path, change in bindings.items():
+            node = self.runner.nodes[path]
+            node.bind(change.get("inputs"), change.get("outputs"))
+            self._bindings[path] = {"inputs": node.input_bindings, "outputs": node.output_bindings}
+            bus.publish(EventType.BINDING_CHANGED, {k: dict(v) for k, v in change.items()}, node=path)
+        self.save(Source.FORK)
+        return branch
+
+    def _next_branch(self, run_id: str) -> str:
+        numbers = [int(m.group(1)) for b in self.store.branches(run_id) if (m := re.fullmatch(r"fork-(\d+)", b))]
+        return f"fork-{max(numbers, default=0) + 1}"
+
+    def _validate_updates(self, cp: Checkpoint, updates: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        sm = self.runner.state_manager
+        namespaces = sorted((ns for ns in cp.state if ns), key=len, reverse=True)
+        out: dict[str, dict[str, Any]] = {}
+        for qualified, value in updates.items():
+            ns, key = GLOBAL, qualified
+            if qualified not in cp.state.get(GLOBAL, {}) and not sm.has_field(qualified):
+                for candidate in namespaces:
+                    if qualified.startswith(candidate + "."):
+                        ns, key = candidate, qualified[len(candidate) + 1:]
+                        break
+            out.setdefault(ns, {})[key] = sm.validate(key, value, ns or None)  # StateValidationError
+        return out
+
+    def _validate_bindings(self, changes: Mapping[str, Any]) -> dict[str, Mapping[str, Mapping[str, str]]]:
+        for path, change in changes.items():
+            node = self.runner.nodes.get(path)
+            if node is None:
+                raise CheckpointError(f"binding change for an unknown node {path!r}")
+            if not isinstance(node, JianmuNodeMixin):
+                raise CheckpointError(f"node {path!r} has no ports to bind")
+            if not isinstance(change, Mapping) or set(change) - {"inputs", "outputs"}:
+                raise CheckpointError(f"binding change for {path!r} must be {{'inputs': {{...}}, 'outputs': {{...}}}}")
+            for side, declared in (("inputs", node.input_ports), ("outputs", node.output_ports)):
+                for port in change.get(side) or {}:
+                    if declared and port not in declared:
+                        raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
+                                              f"(it has {', '.join(declared)})")
+        return dict(changes)
+
+
+__all__ = ["LIST_MIN", "RunnerCheckpoints"]

@@ -1,0 +1,88 @@
+"""The `CheckpointStore` protocol, and the errors a store raises (one line, naming file or id)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ...engine.events import RuntimeEvent
+from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk
+
+
+class CheckpointError(LookupError):
+    """A checkpoint that does not exist or does not fit (the message names the id)."""
+
+    def __str__(self) -> str:  # LookupError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreError(OSError):
+    """A store file that is missing, corrupt, locked or newer than this version reads."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    branches: list[str]
+    checkpoints: int
+    first_time: float
+    last_time: float
+    last_status: str
+
+
+@dataclass(frozen=True)
+class IORecord:
+    """One recorded model or tool call: `kind` "model" (index: attempt) or "tool" (index: call)."""
+
+    run_id: str
+    branch: str
+    kind: str
+    node: str
+    round: int
+    index: int
+    request: dict[str, Any]
+    response: Any = None
+    error: dict[str, str] | None = None  # {"type", "module", "message"}
+
+
+class CheckpointStore(Protocol):
+    """Where checkpoints, the events of a run and its recorded I/O live."""
+
+    location: str
+
+    def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
+        """Write one record and the events since the previous one atomically; returns the new id."""
+
+    def get(self, checkpoint_id: int) -> Checkpoint:
+        """The whole checkpoint; `CheckpointError` for an unknown id."""
+
+    def list(self, run_id: str | None = None, branch: str | None = None) -> list[CheckpointInfo]:
+        """Headers, oldest first."""
+
+    def latest(self, run_id: str, branch: str | None = None) -> CheckpointInfo | None: ...
+
+    def history(self, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
+        """Newest first: the branch's head, then its parents (into the branch it forked from)."""
+
+    def runs(self) -> list[RunSummary]: ...
+
+    def branches(self, run_id: str) -> list[str]: ...
+
+    def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None: ...
+
+    def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
+        """(branch, event) pairs in the order they were stored."""
+
+    def put_io(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None: ...
+
+    def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
+               branch: str | None = None) -> IORecord | None:
+        """The latest matching record, preferring `branch`."""
+
+    def read_list(self, list_id: str, length: int) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["CheckpointError", "CheckpointStore", "IORecord", "RunSummary", "StoreError"]
