@@ -17,6 +17,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from runtime.memory.checkpoint import StoreError, export_run
+
 from .loader import TreeLoadError
 from .session import DebugSession, default_db_path
 
@@ -89,8 +91,15 @@ def _status_line(report, as_json: bool) -> str:
     return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
 
 
+def _load(args: argparse.Namespace) -> DebugSession:
+    try:
+        return DebugSession.load(args.tree, db=args.db)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from exc
+
+
 async def run_headless(args: argparse.Namespace) -> int:
-    session = DebugSession.load(args.tree)
+    session = _load(args)
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
@@ -106,11 +115,17 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
+    if args.trace is not None:
+        with args.trace.open("w") as out_file:
+            count = export_run(session.store, session.run_id, out_file)
+        print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
     return 0 if session.root_status.value == "SUCCESS" else 1
 
 
 def open_studio(args: argparse.Namespace) -> int:
-    session = DebugSession.load(args.tree)
+    session = _load(args)
+    for warning in session.apply_bindings_file():
+        print(f"jianmu-studio: {warning}", file=sys.stderr)
     from .app import StudioApp
 
     StudioApp(session).run()
@@ -118,7 +133,8 @@ def open_studio(args: argparse.Namespace) -> int:
 
 
 def open_recorded(args: argparse.Namespace) -> int:
-    raise UsageError("replay of recorded runs is not available yet")
+    raise UsageError(f"{args.db}: opening a store without its tree is not supported yet; "
+                     f"open the tree with --db {args.db} and use the timeline (f: replay/fork)")
 
 
 if __name__ == "__main__":

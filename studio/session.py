@@ -25,10 +25,19 @@ from typing import Any
 
 import platformdirs
 from py_trees.common import Status
+from pydantic_core import to_jsonable_python
 
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
+from runtime.memory.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointStore,
+    IOReplayer,
+    SQLiteCheckpointStore,
+    StoreError,
+)
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
@@ -84,6 +93,18 @@ class NodeDetail:
     traceback: str | None
 
 
+@dataclass(frozen=True)
+class TimelineRow:
+    """One checkpoint on the timeline."""
+
+    id: int
+    tick: int
+    status: str
+    branch: str
+    parent_id: int | None
+    summary: str
+
+
 @dataclass
 class StopReason:
     kind: str  # "breakpoint" | "paused" | "suspended" | "finished" | "divergence" | "error" | "step"
@@ -103,13 +124,25 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_cache_dir("jianmu-studio")) / "runs.db"
 
 
+def open_store(path: Path) -> SQLiteCheckpointStore:
+    """The SQLite store every session records into (created if missing, never overwritten)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteCheckpointStore(path)
+
+
 class DebugSession:
-    def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None):
+    def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
+                 store: CheckpointStore | None = None):
         self.loaded = loaded
         self.agent = loaded.agent
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
         self.bus = RuntimeEventBus(history=0)
-        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus)
+        self.store = store if store is not None else open_store(default_db_path())
+        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
+        self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
+        self._past: Checkpoint | None = None
+        self._staged: dict[str, Any] = {}  # state edits made in the past, applied by the next fork
+        self._summaries: dict[int, str] = {}
         self.events: deque[RuntimeEvent] = deque(maxlen=EVENT_BUFFER)
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
@@ -124,9 +157,11 @@ class DebugSession:
         self.bus.subscribe(self._on_event)
 
     @classmethod
-    def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None) -> DebugSession:
-        """Open a tree file (`path.py` or `path.py:function`); raises `TreeLoadError`."""
-        return cls(load_tree(target), input_data=input_data)
+    def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
+             db: Path | None = None) -> DebugSession:
+        """Open a tree file (`path.py` or `path.py:function`); raises `TreeLoadError` / `StoreError`."""
+        loaded = load_tree(target)
+        return cls(loaded, input_data=input_data, store=open_store(db) if db is not None else None)
 
     # -- listeners -----------------------------------------------------------------
     def add_listener(self, listener: Listener) -> Callable[[], None]:
@@ -196,7 +231,7 @@ class DebugSession:
             path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
             parent=path.rpartition("/")[0] or None,
             children=[self.runner.path_of(child) for child in node.children],
-            status=node.status, namespace=getattr(node, "namespace", None), counter=counter,
+            status=self._status_of(path, node), namespace=getattr(node, "namespace", None), counter=counter,
             breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
 
     def node_detail(self, path: str) -> NodeDetail:
@@ -214,7 +249,19 @@ class DebugSession:
         return NodeDetail(self.node_view(path), ports, list(self._history.statuses.get(path, ())),
                           error.error if error else None, error.traceback if error else None)
 
+    def _status_of(self, path: str, node) -> Status:
+        if self._past is None:
+            return node.status
+        return Status(self._past.statuses.get(path, Status.INVALID.value))
+
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every namespace as JSON-able data: live, or as it was at the viewed checkpoint."""
+        if self._past is not None:
+            past = {ns: dict(values) for ns, values in self._past.state.items()}
+            for qualified, value in self._staged.items():
+                ns, key = self._split_key(qualified)
+                past.setdefault(ns, {})[key] = value
+            return to_jsonable_python(past, fallback=repr)
         return self.runner.state_manager.snapshot()
 
     def _node(self, path: str):
@@ -231,6 +278,9 @@ class DebugSession:
     async def step(self) -> TickReport | None:
         """One tick (waiting for async work first if nothing can run). None if it cannot step."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
+            return None
+        if self.viewing is not None:
+            self._set_state(self.run_state, "viewing the past: back to live (esc), or replay/fork (f)")
             return None
         if self.runner.finished:
             self._set_state(RunState.FINISHED, "the run has finished: restart (r) to run it again")
@@ -252,6 +302,8 @@ class DebugSession:
         """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             return StopReason("error", "already running")
+        if self.viewing is not None:
+            return StopReason("error", "viewing the past: back to live (esc), or replay/fork (f)")
         self._ensure_started()
         self._pause.clear()
         self._set_state(RunState.RUNNING, "running")
@@ -305,6 +357,10 @@ class DebugSession:
     def _after_tick(self, report: TickReport) -> StopReason | None:
         self.last_report = report
         self._history.record(report)
+        head = self.runner.checkpoints.head
+        if head is not None:
+            keys = ", ".join(report.state_keys[:4]) + (" …" if len(report.state_keys) > 4 else "")
+            self._summaries[head] = f"{len(report.changed)} nodes" + (f"; {keys}" if keys else "")
         self._notify("tick", report)
         if self._divergence is not None:
             message, self._divergence = self._divergence, None
@@ -349,6 +405,7 @@ class DebugSession:
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             self.pause()
         self.runner.start_fresh(self.input_data)
+        self.viewing, self._past, self._staged = None, None, {}
         self.last_report = None
         self._history = _History()
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
@@ -477,6 +534,9 @@ class DebugSession:
         """Set one state value (validated by the schema); recorded as a `state.edited` event."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             raise EditError("pause the run before editing state")
+        if self._past is not None:
+            self._stage_edit(namespace, key, value)
+            return
         try:
             namespace = normalize_namespace(namespace)
             sm = self.runner.state_manager
@@ -487,6 +547,78 @@ class DebugSession:
         self.bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
                                                   "old": _preview(old), "new": _preview(value)})
         self._notify("changed")
+
+    # -- timeline: checkpoints, the past, replay and fork -------------------------------
+    @property
+    def branch(self) -> str:
+        return self.runner.checkpoints.branch
+
+    def checkpoints(self) -> list[TimelineRow]:
+        """Every checkpoint of the current run, all branches, oldest first."""
+        if self.run_id is None:
+            return []
+        return [TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id,
+                            self._summaries.get(info.id, info.source))
+                for info in self.store.list(self.run_id)]
+
+    def select_checkpoint(self, checkpoint_id: int) -> None:
+        """Show the tree and state as they were at a checkpoint (read-only)."""
+        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+            raise EditError("pause the run before looking at the past")
+        try:
+            self._past = self.store.get(int(checkpoint_id))
+        except (CheckpointError, StoreError, ValueError) as exc:
+            raise EditError(str(exc)) from None
+        cp = self._past
+        self.viewing = TimelineRow(cp.id, cp.tick, cp.status, cp.branch, cp.parent_id,
+                                   self._summaries.get(cp.id, cp.source))
+        self._staged = {}
+        self._set_state(self.run_state, f"viewing checkpoint {cp.id} (tick {cp.tick}, {cp.branch})")
+
+    def select_live(self) -> None:
+        self.viewing, self._past, self._staged = None, None, {}
+        self._set_state(self.run_state, "live")
+
+    async def replay_from(self, checkpoint_id: int) -> None:
+        """Continue from a checkpoint serving the recorded model and tool answers (deterministic, offline)."""
+        replayer = IOReplayer(self.store, self.run_id or "", strict=True)
+        self._restore(checkpoint_id, lambda: self.runner.restore(int(checkpoint_id)), replayer)
+        self._set_state(RunState.PAUSED, f"replaying from checkpoint {checkpoint_id}: recorded I/O, strict")
+
+    async def fork_from(self, checkpoint_id: int) -> str:
+        """A new branch from a checkpoint, with the state edits staged while viewing it."""
+        edits = dict(self._staged)
+        replayer = IOReplayer(self.store, self.run_id or "", strict=False)
+        self._restore(checkpoint_id, lambda: self.runner.fork(int(checkpoint_id), state_updates=edits), replayer)
+        self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {checkpoint_id}")
+        return self.branch
+
+    def _restore(self, checkpoint_id: int, action: Callable[[], Any], replayer: IOReplayer) -> None:
+        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+            raise EditError("pause the run before replaying or forking")
+        try:
+            action()
+        except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
+            raise EditError(str(exc)) from None
+        replayer.attach(self.runner.checkpoints)
+        self.runner.context.io_recorder = replayer
+        self.viewing, self._past, self._staged = None, None, {}
+        self.last_report = None
+
+    def _split_key(self, qualified: str) -> tuple[str, str]:
+        for ns in sorted(self.known_namespaces(), key=len, reverse=True):
+            if qualified.startswith(ns + "."):
+                return ns, qualified[len(ns) + 1:]
+        return "", qualified
+
+    def _stage_edit(self, namespace: str | None, key: str, value: Any) -> None:
+        try:
+            namespace = normalize_namespace(namespace)
+            value = self.runner.state_manager.validate(key, value, namespace)
+        except (StateValidationError, ValueError) as exc:
+            raise EditError(str(exc)) from None
+        self._staged[f"{namespace}.{key}" if namespace else key] = value
+        self._set_state(self.run_state, f"edit staged: fork (f) from checkpoint {self.viewing.id} to apply it")
 
     # -- approvals -----------------------------------------------------------------
     @property
@@ -522,4 +654,4 @@ def _preview(value: Any, limit: int = 200) -> str:
 
 
 __all__ = ["DebugSession", "EditError", "NodeDetail", "NodeView", "PortView", "RunState", "StopReason",
-           "default_db_path"]
+           "TimelineRow", "default_db_path", "open_store"]

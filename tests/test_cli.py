@@ -99,3 +99,25 @@ def test_path_colon_function_selects_the_builder(tmp_path):
         "def other():\n    return Agent(py_trees.behaviours.Success('s'), state_schema=S)\n")
     assert cli("run", f"{tree}:other").returncode == 0
     assert cli("run", str(tree)).returncode == 1
+
+
+def test_run_records_into_a_store_and_writes_a_trace(tmp_path):
+    db, trace = tmp_path / "runs.db", tmp_path / "run.jsonl"
+    result = cli("run", str(ROOT / "sample_trees/react_calculator.py"), "--db", str(db), "--trace", str(trace))
+    assert result.returncode == 0, result.stderr
+    assert "final answer: 25 * 4 + 10 = 110" in result.stdout
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert lines and all(line["schema_version"] == 1 for line in lines)
+    assert {"tool.call.completed", "model.call.completed", "run.completed"} <= {line["type"] for line in lines}
+    listing = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", str(db)],
+                             capture_output=True, text=True, timeout=60)
+    assert "6 checkpoints" in listing.stdout and "SUCCESS" in listing.stdout
+
+
+def test_a_corrupt_store_is_one_line_and_left_untouched(tmp_path):
+    db = tmp_path / "notes.db"
+    db.write_text("my notes, not a database\n")
+    result = cli("run", str(ROOT / "sample_trees/text_pipeline.py"), "--db", str(db))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"jianmu-studio: {db}: not a checkpoint store (not an SQLite database)"
+    assert db.read_text() == "my notes, not a database\n"

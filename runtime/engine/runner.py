@@ -246,7 +246,11 @@ class ReactiveRunner:
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        return await self._step(detailed=True)
+        report = await self._step(detailed=True)
+        if self.finished:  # a run driven step by step ends with the same event as run()
+            finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
+            self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
+        return report
 
     async def _step(self, detailed: bool) -> TickReport:
         await self.wait_until_ready()
