@@ -194,6 +194,7 @@ class MainScreen(Screen):
     @work(exclusive=True, group="run", exit_on_error=False)
     async def _intent(self, intent: Callable[[], Awaitable[Any]]) -> None:
         await intent()
+        self.drain()  # show the result now, not at the next timer tick
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place where a failed intent is reported."""

@@ -173,6 +173,7 @@ class TreePane(Vertical):
         running.add_options([Option(Text.assemble(path.rpartition("/")[2], "  ", (path, "dim")), id=path)
                              for path in paths])
         running.display = bool(paths)
+        self.call_after_refresh(self.flush)  # the tree's height changed: other lines are on screen now
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:
