@@ -133,8 +133,14 @@ def open_studio(args: argparse.Namespace) -> int:
 
 
 def open_recorded(args: argparse.Namespace) -> int:
-    raise UsageError(f"{args.db}: opening a store without its tree is not supported yet; "
-                     f"open the tree with --db {args.db} and use the timeline (f: replay/fork)")
+    try:
+        session = DebugSession.open_recorded(args.db, args.run_id)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from exc
+    from .app import StudioApp
+
+    StudioApp(session).run()
+    return 0
 
 
 if __name__ == "__main__":

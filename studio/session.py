@@ -143,6 +143,7 @@ class DebugSession:
         self._past: Checkpoint | None = None
         self._staged: dict[str, Any] = {}  # state edits made in the past, applied by the next fork
         self._summaries: dict[int, str] = {}
+        self.recorded_run: str | None = None  # set when the session opens a recorded run
         self.events: deque[RuntimeEvent] = deque(maxlen=EVENT_BUFFER)
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
@@ -162,6 +163,30 @@ class DebugSession:
         """Open a tree file (`path.py` or `path.py:function`); raises `TreeLoadError` / `StoreError`."""
         loaded = load_tree(target)
         return cls(loaded, input_data=input_data, store=open_store(db) if db is not None else None)
+
+    @classmethod
+    def open_recorded(cls, db: Path, run_id: str | None = None) -> DebugSession:
+        """A recorded run from a store, shown at its last checkpoint; nothing executes until asked.
+
+        The store remembers which tree file each run came from; that file is loaded (built,
+        not run) so the tree pane has its shape. Raises `StoreError` / `TreeLoadError`.
+        """
+        if not db.exists():
+            raise StoreError(f"{db}: no such file")
+        store = SQLiteCheckpointStore(db, create=False)
+        runs = [run.run_id for run in store.runs()]
+        if not runs:
+            raise StoreError(f"{db}: holds no runs")
+        run_id = run_id or runs[-1]
+        if run_id not in runs:
+            raise StoreError(f"{db}: no run {run_id!r} (runs: {', '.join(runs[-5:])})")
+        target = store.get_meta(f"tree:{run_id}")
+        if target is None:
+            raise StoreError(f"{db}: run {run_id} has no recorded tree file")
+        session = cls(load_tree(target), store=store)
+        session.recorded_run = run_id
+        session.select_checkpoint(store.list(run_id)[-1].id)
+        return session
 
     # -- listeners -----------------------------------------------------------------
     def add_listener(self, listener: Listener) -> Callable[[], None]:
@@ -273,7 +298,13 @@ class DebugSession:
     # -- running -------------------------------------------------------------------
     def _ensure_started(self) -> None:
         if self.runner.run_id is None:
-            self.runner.start_fresh(self.input_data)
+            self._start_run()
+
+    def _start_run(self) -> None:
+        """A fresh run, remembered in the store with its tree file so it can be reopened."""
+        self.runner.start_fresh(self.input_data)
+        self.recorded_run = None
+        self.store.set_meta(f"tree:{self.runner.run_id}", f"{self.loaded.path.resolve()}:{self.loaded.function}")
 
     async def step(self) -> TickReport | None:
         """One tick (waiting for async work first if nothing can run). None if it cannot step."""
@@ -404,7 +435,7 @@ class DebugSession:
         """A fresh run of the same tree with the same input (a new run id)."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             self.pause()
-        self.runner.start_fresh(self.input_data)
+        self._start_run()
         self.viewing, self._past, self._staged = None, None, {}
         self.last_report = None
         self._history = _History()
@@ -555,11 +586,12 @@ class DebugSession:
 
     def checkpoints(self) -> list[TimelineRow]:
         """Every checkpoint of the current run, all branches, oldest first."""
-        if self.run_id is None:
+        run_id = self.recorded_run or self.run_id
+        if run_id is None:
             return []
         return [TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id,
                             self._summaries.get(info.id, info.source))
-                for info in self.store.list(self.run_id)]
+                for info in self.store.list(run_id)]
 
     def select_checkpoint(self, checkpoint_id: int) -> None:
         """Show the tree and state as they were at a checkpoint (read-only)."""
@@ -581,14 +613,14 @@ class DebugSession:
 
     async def replay_from(self, checkpoint_id: int) -> None:
         """Continue from a checkpoint serving the recorded model and tool answers (deterministic, offline)."""
-        replayer = IOReplayer(self.store, self.run_id or "", strict=True)
+        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=True)
         self._restore(checkpoint_id, lambda: self.runner.restore(int(checkpoint_id)), replayer)
         self._set_state(RunState.PAUSED, f"replaying from checkpoint {checkpoint_id}: recorded I/O, strict")
 
     async def fork_from(self, checkpoint_id: int) -> str:
         """A new branch from a checkpoint, with the state edits staged while viewing it."""
         edits = dict(self._staged)
-        replayer = IOReplayer(self.store, self.run_id or "", strict=False)
+        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=False)
         self._restore(checkpoint_id, lambda: self.runner.fork(int(checkpoint_id), state_updates=edits), replayer)
         self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {checkpoint_id}")
         return self.branch
@@ -602,6 +634,7 @@ class DebugSession:
             raise EditError(str(exc)) from None
         replayer.attach(self.runner.checkpoints)
         self.runner.context.io_recorder = replayer
+        self.recorded_run = None  # the restored run is live now
         self.viewing, self._past, self._staged = None, None, {}
         self.last_report = None
 

@@ -121,3 +121,12 @@ def test_a_corrupt_store_is_one_line_and_left_untouched(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == f"jianmu-studio: {db}: not a checkpoint store (not an SQLite database)"
     assert db.read_text() == "my notes, not a database\n"
+
+
+def test_replay_bad_inputs_are_one_line(tmp_path):
+    missing = cli("replay", str(tmp_path / "none.db"))
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("none.db: no such file")
+    db = tmp_path / "runs.db"
+    assert cli("run", str(ROOT / "sample_trees/text_pipeline.py"), "--db", str(db)).returncode == 0
+    unknown = cli("replay", str(db), "--run", "nope")
+    assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr and "Traceback" not in unknown.stderr

@@ -153,3 +153,36 @@ def test_node_views_show_class_namespace_and_children(session):
     assert views["TextPipeline/Count/AllWords"].namespace == "all"
     assert views["TextPipeline/Count/AllWords"].class_name == "CountWords"
     assert views["TextPipeline/Normalize"].status == Status.INVALID
+
+
+async def test_a_recorded_run_reopens_in_the_past_and_replays_offline(tmp_path):
+    db = tmp_path / "runs.db"
+    calculator = str(ROOT / "sample_trees/react_calculator.py")
+    live = DebugSession.load(calculator, db=db)
+    assert (await live.continue_()).kind == "finished"
+    final = live.state_snapshot()
+    run_id = live.run_id
+    live.store.close()
+
+    recorded = DebugSession.open_recorded(db)
+    assert recorded.recorded_run == run_id and recorded.tick == 0  # nothing executed
+    rows = recorded.checkpoints()
+    assert recorded.viewing.id == rows[-1].id and rows[-1].status == "SUCCESS"
+    assert recorded.state_snapshot()[""]["final_answer"] == "25 * 4 + 10 = 110"
+    assert recorded.node_view("Calculator").status == Status.SUCCESS
+
+    await recorded.replay_from(rows[0].id)  # the scripted model is not asked: recorded answers only
+    assert (await recorded.continue_()).kind == "finished"
+    assert recorded.state_snapshot()[""]["final_answer"] == final[""]["final_answer"]
+    llm = recorded.runner.nodes["Calculator/Calculator.loop/Calculator.llm"]
+    assert llm.model_client.provider.requests == []
+
+
+def test_opening_a_recorded_run_names_what_is_wrong(tmp_path):
+    from runtime.memory.checkpoint import StoreError
+
+    with pytest.raises(StoreError, match="no such file"):
+        DebugSession.open_recorded(tmp_path / "missing.db")
+    DebugSession.load(PIPELINE, db=tmp_path / "empty.db").store.close()
+    with pytest.raises(StoreError, match="holds no runs"):
+        DebugSession.open_recorded(tmp_path / "empty.db")

@@ -275,6 +275,16 @@ class SQLiteCheckpointStore:
             current = by_id.get(current.parent_id) if current.parent_id is not None else None
         return out
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Remember a fact about the store's runs (for example which tree file a run came from)."""
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def get_meta(self, key: str) -> str | None:
+        with self._guard() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
     def branches(self, run_id: str) -> list[str]:
         with self._guard() as conn:
             return [row[0] for row in conn.execute(
