@@ -7,6 +7,8 @@
 out of iterations with `on_max_iterations="final_answer"`, one extra model call without
 tools gives a best-effort answer marked `truncated`. A debugger drives the runner itself
 (`make_runner`, step, ...) and calls `finalize(runner)` or `result_from(runner)` at the end.
+Tool providers (an MCP server, say) are closed when the run finishes, however it is driven
+(a tick hook of the runner), and by `close()`; a later run opens them again.
 
 `termination_reason` is one of: `"completed"` (the tree succeeded), `"max_iterations"`,
 `"budget_exhausted"` (the loop's token budget was spent), `"error"` (a model call or
@@ -33,6 +35,7 @@ from .messages import Message
 from .model import Usage
 from .node.llm import AgentLLMNode
 from .node.presets import ReActState
+from .node.toolbox import ToolBox
 from .state import InteractionKeys
 
 ResultType = Literal["answer", "error", "pending"]
@@ -79,21 +82,45 @@ class Agent:
                                 checkpointer=checkpointer)
         if self.context.approval_manager is None:
             self.context.approval_manager = ApprovalManager(runner.event_bus)
+        if self._toolboxes():
+            runner.add_tick_hook(after=self._close_when_finished)
         return runner
 
     async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None) -> AgentResult:
         """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension."""
         if self.runner is None:
             self.runner = self.make_runner()
-        await self.runner.run(max_ticks, input_data=input_data)
+        try:
+            await self.runner.run(max_ticks, input_data=input_data)
+        except BaseException:
+            await self.close()
+            raise
         return await self.finalize(self.runner)
 
     async def finalize(self, runner: ReactiveRunner) -> AgentResult:
         """The result, after the `on_max_iterations="final_answer"` call when it is due."""
         if (self._llm is not None and self.config.on_max_iterations == "final_answer"
                 and self._termination(runner) == "max_iterations" and not self._read(runner, "final_answer")):
-            await self._llm.conclude()
+            try:
+                await self._llm.conclude()
+            finally:
+                await self.close()  # conclude() lists the tools again, which reopens their providers
         return self.result_from(runner)
+
+    async def close(self) -> None:
+        """Close the tool providers of the tree (stop MCP servers, ...); a later run reopens them."""
+        for box in self._toolboxes():
+            await box.close()
+
+    async def _close_when_finished(self, runner: ReactiveRunner, report: Any) -> None:
+        if runner.finished:
+            await self.close()
+
+    def _toolboxes(self) -> list[ToolBox]:
+        """The tree's tool boxes, each once (a ReAct loop's LLM node and executor share one)."""
+        boxes = {id(box): box for node in self.root.iterate()
+                 if isinstance(box := getattr(node, "toolbox", None), ToolBox)}
+        return list(boxes.values())
 
     def result_from(self, runner: ReactiveRunner) -> AgentResult:
         """Read the result of a finished (or suspended) run off the runner's state and tree."""
