@@ -127,15 +127,21 @@ def test_a_corrupt_store_is_named(tmp_path):
         SQLiteCheckpointStore(path)
 
 
-def test_a_newer_schema_is_refused(tmp_path):
+@pytest.mark.parametrize("version, message", [
+    ("99", r"future\.db: written by a newer version \(schema 99; this version reads up to 2\)"),
+    ("1", r"future\.db: written by an older version \(schema 1; this version reads schema 2\)"),
+])
+def test_another_schema_is_refused_and_left_untouched(tmp_path, version, message):
     path = tmp_path / "future.db"
     SQLiteCheckpointStore(path).close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError, match=r"future\.db: written by a newer version \(schema 99"):
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=message):
         SQLiteCheckpointStore(path)
+    assert path.read_bytes() == before
 
 
 def test_a_locked_store_is_named(tmp_path):

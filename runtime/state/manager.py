@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -222,8 +222,12 @@ class StateManager:
 
     def load(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = False) -> StateChange:
         """Store values as they are (validated, reducers NOT applied): restore, fork, edits."""
-        namespace = normalize_namespace(namespace)
-        prepared = [(key, self._raw(key, namespace), self.validate(key, value, namespace))
+        return self._load(values, normalize_namespace(namespace), signal, ())
+
+    def _load(self, values: Mapping[str, Any], namespace: str | None, signal: bool,
+              trusted: Collection[str]) -> StateChange:
+        prepared = [(key, self._raw(key, namespace),
+                     value if key in trusted else self.validate(key, value, namespace))
                     for key, value in values.items()]
         changes = {}
         for key, old, new in prepared:
@@ -319,14 +323,21 @@ class StateManager:
             out[ns or GLOBAL] = {key: to_jsonable_python(value, fallback=repr) for key, value in self._items(ns)}
         return out
 
-    def restore(self, snapshot: Mapping[str, Mapping[str, Any]]) -> None:
-        """Replace the whole state with a snapshot (raw values: no reducers)."""
+    def restore(self, snapshot: Mapping[str, Mapping[str, Any]],
+                trusted: Mapping[str, Collection[str]] | None = None) -> None:
+        """Replace the whole state with a snapshot (raw values: no reducers).
+
+        `trusted` names, per namespace, keys whose values this manager validated before and
+        nobody changes in place (a checkpointer's decoded lists; state values are replaced,
+        never mutated): stored without validating and copying them again, which is most of
+        a restore's time for a long history.
+        """
         self._model.__pydantic_extra__ = dict(self._extra_initial)
         for attr, value in self._defaults().items():
             self._model.__dict__[attr] = value
         self._namespaced = {}
         for ns, values in snapshot.items():
-            self.load(values, ns or None)
+            self._load(values, normalize_namespace(ns), False, (trusted or {}).get(ns, ()))
         self._dirty = set()
 
 

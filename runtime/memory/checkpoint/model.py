@@ -8,7 +8,6 @@ a list of 400 messages costs its messages once, plus a reference per checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -53,6 +52,7 @@ class Checkpoint(CheckpointInfo):
     state: dict[str, dict[str, Any]] = field(default_factory=dict)  # namespace ("" global) -> raw values
     bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # edited port bindings
     wake: bool = False  # a wake was pending when the tick ended (the next tick came at once)
+    lists: dict[str, dict[str, list]] = field(default_factory=dict)  # namespace -> key -> [list id, length]
 
     @property
     def info(self) -> CheckpointInfo:
@@ -94,17 +94,17 @@ class CheckpointRecord:
         return self.base_id is None
 
 
-def dumps(value: Any) -> str:
+def dumpb(value: Any) -> bytes:
     """Compact JSON of any runtime value (pydantic models included; unknown objects as repr)."""
-    return to_json(value, fallback=repr).decode()
+    return to_json(value, fallback=repr)
+
+
+def dumps(value: Any) -> str:
+    return dumpb(value).decode()
 
 
 def jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=repr)
-
-
-def item_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
 class ListTracker:
@@ -137,4 +137,4 @@ class ListTracker:
 
 
 __all__ = ["Checkpoint", "CheckpointInfo", "CheckpointRecord", "ListChunk", "ListTracker", "Source",
-           "dumps", "item_hash", "jsonable"]
+           "dumpb", "dumps", "jsonable"]

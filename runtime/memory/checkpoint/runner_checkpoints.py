@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import py_trees
@@ -25,7 +25,7 @@ from py_trees.common import Status
 
 from ...engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from ...engine.events import EventType, RuntimeEvent
-from ...state import GLOBAL
+from ...state import GLOBAL, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
 from .store import CheckpointError, CheckpointStore
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ...engine.runner import ReactiveRunner, TickReport
 
 LIST_MIN = 8  # lists at least this long are stored as chunks (appends cost only the new items)
+DECODED_LISTS = 16  # stored lists kept decoded and validated, for restores that read them again
 _FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
 
 
@@ -55,6 +56,8 @@ class RunnerCheckpoints:
         self._indexed: dict | None = None
         self._events: list[tuple[str, RuntimeEvent]] = []
         self._restoring = False
+        self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
+        self._drop_resume: Callable[[], None] = lambda: None  # removes the hook of a restore not run yet
         runner.event_bus.subscribe(self._on_event)
         if runner.context.io_recorder is None:
             from .io import IORecorder
@@ -123,6 +126,8 @@ class RunnerCheckpoints:
         nodes = self.runner.nodes
         if self._indexed is nodes:
             return
+        if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
+            self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
         self._composites = [(p, n) for p, n in nodes.items() if isinstance(n, py_trees.composites.Composite)]
         self._resumable = [(p, n) for p, n in nodes.items() if hasattr(n, "dump_resume_state")]
@@ -177,11 +182,53 @@ class RunnerCheckpoints:
 
     # -- restoring -------------------------------------------------------------------
     def _load(self, checkpoint_id: int) -> Checkpoint:
-        checkpoint = self.store.get(checkpoint_id)
-        unknown = [path for path in checkpoint.statuses if path not in self.runner.nodes]
+        checkpoint = self._decode_lists(self.store.get(checkpoint_id, read_lists=False))
+        compiled_since = self.compile_deferred(checkpoint)
+        unknown = [path for path in checkpoint.statuses
+                   if path not in self.runner.nodes and not path.startswith(compiled_since)]
         if unknown:
             raise CheckpointError(f"checkpoint {checkpoint_id} does not fit this tree: it has no node {unknown[0]!r}")
         return checkpoint
+
+    def compile_deferred(self, checkpoint: Checkpoint) -> tuple[str, ...]:
+        """Compile the deferred subtrees the checkpoint had compiled (outer ones first) from its
+        state, so their nodes have paths before anything is matched by path. Returns the path
+        prefixes of subtrees compiled here but not then (they stay: a node compiles once)."""
+        view, later = None, []
+        for path in sorted(checkpoint.resume, key=lambda p: p.count("/")):
+            node = self.runner.nodes.get(path)
+            data = (checkpoint.resume[path] or {}).get("data")
+            if node is None or not isinstance(data, Mapping) or "compiled" not in data:
+                continue
+            compiled = node.dump_resume_state().get("compiled")
+            if compiled and not data["compiled"]:
+                later.append(path + "/")
+            elif data["compiled"] and not compiled:
+                if view is None:
+                    view = StateManager(self.runner.state_manager.schema)
+                    view.restore(checkpoint.state)
+                try:
+                    node.compile_from(view)
+                except Exception as exc:
+                    raise CheckpointError(f"checkpoint {checkpoint.id}: cannot compile {path!r} again: {exc}") from exc
+        return tuple(later)
+
+    def _decode_lists(self, cp: Checkpoint) -> Checkpoint:
+        """Put the checkpoint's stored lists into its state, validated, from the lists decoded
+        for earlier restores when possible: a stored list's items never change, so a prefix of
+        a decoded list is that list at an earlier checkpoint of its line."""
+        sm = self.runner.state_manager
+        for ns, lists in cp.lists.items():
+            for key, (list_id, length) in lists.items():
+                slot = (ns, key, list_id)
+                decoded = self._decoded.pop(slot, None)
+                if decoded is None or len(decoded) < length:
+                    decoded = sm.validate(key, self.store.read_list(list_id, length), ns or None)
+                self._decoded[slot] = decoded  # the most recently used last
+                if len(self._decoded) > DECODED_LISTS:
+                    del self._decoded[next(iter(self._decoded))]
+                cp.state.setdefault(ns, {})[key] = decoded[:length]
+        return cp
 
     def restore(self, checkpoint_id: int) -> None:
         """Continue the checkpoint's run and branch from that checkpoint."""
@@ -192,11 +239,12 @@ class RunnerCheckpoints:
 
     def _apply(self, cp: Checkpoint) -> None:
         runner = self.runner
+        self._drop_resume()  # an earlier restore that never ran: its hook would wait for a spent wake
         self._flush()
         self._restoring = True
         try:
             runner.stop()  # cancels tasks in flight; their late writes are dropped (pitfall 6)
-            runner.state_manager.restore(cp.state)
+            runner.state_manager.restore(cp.state, trusted=cp.lists)
         finally:
             self._restoring = False
         runner._state_changes.clear()
@@ -219,6 +267,7 @@ class RunnerCheckpoints:
         runner.run_id = runner.event_bus.run_id = cp.run_id
         runner.event_bus.seek(cp.event_position)
         runner._wake.set()  # reach the first tick, where `resume` decides whether it waits
+        runner._restored = True  # the next run() continues from here, even at tick 0 or finished
         if restart:
             self._resume_before_first_tick(restart, cp.wake)
 
@@ -235,7 +284,7 @@ class RunnerCheckpoints:
                 runner._wake.clear()
                 await runner._wake.wait()
 
-        remove = runner.add_tick_hook(before=resume)
+        remove = self._drop_resume = runner.add_tick_hook(before=resume)
 
     def _apply_bindings(self, overrides: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
         for path, (inputs, outputs) in self._baseline.items():

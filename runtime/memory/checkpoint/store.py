@@ -54,8 +54,9 @@ class CheckpointStore(Protocol):
     def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
         """Write one record and the events since the previous one atomically; returns the new id."""
 
-    def get(self, checkpoint_id: int) -> Checkpoint:
-        """The whole checkpoint; `CheckpointError` for an unknown id."""
+    def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
+        """The whole checkpoint; `CheckpointError` for an unknown id. With `read_lists=False`
+        stored lists are left out of `state` (`lists` says where they are)."""
 
     def list(self, run_id: str | None = None, branch: str | None = None) -> list[CheckpointInfo]:
         """Headers, oldest first."""
