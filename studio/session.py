@@ -598,10 +598,11 @@ class DebugSession:
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             raise EditError("pause the run before looking at the past")
         try:
-            self._past = self.store.get(int(checkpoint_id))
+            past = self.store.get(int(checkpoint_id))
+            self.runner.checkpoints.compile_deferred(past)  # a recorded run's subtrees, to show them
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
-        cp = self._past
+        cp = self._past = past
         self.viewing = TimelineRow(cp.id, cp.tick, cp.status, cp.branch, cp.parent_id,
                                    self._summaries.get(cp.id, cp.source))
         self._staged = {}

@@ -1,7 +1,8 @@
 """Dependency injection: how the runner hands services, state and its wake-up to nodes.
 
 `RunContext` carries the services that must never be serialised into state;
-`InjectPayload` bundles it with the `StateManager` and the runner's wake-up callback.
+`InjectPayload` bundles it with the `StateManager`, the runner's wake-up callback and its
+tree-changed callback.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class InjectPayload:
     context: RunContext | None
     state_manager: StateManager | None
     wake_up: Callable[[], None] | None
+    # called by a node that reshaped the tree under itself (a deferred subtree compiled),
+    # so the runner re-indexes paths and statuses and injects the new nodes
+    tree_changed: Callable[[], None] | None = None
 
 
 def inject_runtime_deps(node: Any, payload: InjectPayload) -> None:

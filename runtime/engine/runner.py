@@ -84,6 +84,7 @@ class ReactiveRunner:
         self.interaction = InteractionController(self.state_manager)
         self.tick_count = 0
         self.run_id: str | None = None
+        self._restored = False  # a checkpoint was put back and nothing ran since: run() continues it
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -103,7 +104,12 @@ class ReactiveRunner:
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:
-        """Re-index the tree (call after its shape changed) and inject any new nodes."""
+        """Re-index the tree (call after its shape changed) and inject any new nodes.
+
+        Nodes already indexed keep their last reported status, so a re-index in the middle
+        of a tick (a deferred subtree compiling) loses none of that tick's status changes.
+        """
+        reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
         self._paths: dict[int, str] = {}
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
         for node, path in iter_paths(self.root):
@@ -114,7 +120,7 @@ class ReactiveRunner:
             elif not type(node).__module__.startswith("py_trees.") and not getattr(node, "_jianmu_guarded", False):
                 _guard_foreign(node, self)
         self._order = list(self.nodes.values())
-        self._statuses = [node.status for node in self._order]
+        self._statuses = [reported.get(id(node), node.status) for node in self._order]
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
 
@@ -130,7 +136,8 @@ class ReactiveRunner:
 
     # -- injection and waking ------------------------------------------------------
     def _inject(self, wake_up: Callable[[], None] | None) -> None:
-        self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up)
+        self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up,
+                                      tree_changed=self.refresh_tree)
         for node in self._order:
             inject_runtime_deps(node, self._payload)
 
@@ -226,6 +233,7 @@ class ReactiveRunner:
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
         self.run_id = uuid.uuid4().hex[:12]
+        self._restored = False
         self.event_bus.run_id = self.run_id
         self.tick_count = 0
         self.event_bus.tick = 0
@@ -265,6 +273,7 @@ class ReactiveRunner:
 
     def _tick(self, detailed: bool) -> TickReport:
         self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
+        self._restored = False
         self.tick_count += 1
         bus = self.event_bus
         bus.tick = self.tick_count
@@ -313,11 +322,13 @@ class ReactiveRunner:
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
         """Tick until SUCCESS/FAILURE, `max_ticks`, or suspension; returns the root's status.
 
-        A runner whose tree is RUNNING (paused, suspended, restored) carries on; otherwise
-        this is a fresh run: new run id, tree reset, run- and step-scoped state reset,
-        then `input_data` written.
+        A runner whose tree is RUNNING (paused, suspended) or that was just restored from a
+        checkpoint carries on (a restored finished run reports its status without ticking);
+        otherwise this is a fresh run: new run id, tree reset, run- and step-scoped state
+        reset, then `input_data` written.
         """
-        fresh = self.root.status != Status.RUNNING or self.run_id is None
+        fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored)
+        self._restored = False
         if fresh:
             self.start_fresh(input_data)
         elif input_data:
@@ -329,8 +340,9 @@ class ReactiveRunner:
         ticks = 0
         try:
             while True:
-                await self._step(detailed=False)
-                ticks += 1
+                if not self.finished:  # only a restored finished run is finished here
+                    await self._step(detailed=False)
+                    ticks += 1
                 status = self.root.status
                 if status == Status.SUCCESS:
                     bus.publish(EventType.RUN_COMPLETED, {"status": status.value, "ticks": self.tick_count})
