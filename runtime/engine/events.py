@@ -43,6 +43,11 @@ class EventType(StrEnum):
     TOOL_CALL_FAILED = "tool.call.failed"
     APPROVAL_REQUESTED = "approval.requested"
     APPROVAL_RESOLVED = "approval.resolved"
+    # the swarm (runtime.swarm): who was spawned, who talked to whom
+    SWARM_AGENT_SPAWNED = "swarm.agent.spawned"
+    SWARM_AGENT_FINISHED = "swarm.agent.finished"
+    SWARM_MESSAGE_SENT = "swarm.message.sent"
+    SWARM_MESSAGE_RECEIVED = "swarm.message.received"
     # debugger edits, recorded so a trace explains why a fork diverged
     BINDING_CHANGED = "binding.changed"
     STATE_EDITED = "state.edited"

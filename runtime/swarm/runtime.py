@@ -1,0 +1,441 @@
+"""`SwarmRuntime`: an in-process swarm of agents talking through mailboxes, on one asyncio loop.
+
+A host puts it in its run context, `Agent(root, context=RunContext(runtime=SwarmRuntime()))`,
+and the swarm nodes find it there. The host itself is an agent of the swarm (`host_id`),
+so it has a mailbox and can be written to.
+
+- Roles: `register(role, factory)`; `factory(SwarmAgent)` returns the `runtime.Agent` (or a
+  bare tree) the agent runs. `spawn()` calls it and runs that agent in its own
+  `ReactiveRunner` as an asyncio task, with its own state. The child's input is
+  `{"agent_id", "role", "task"}`, plus `messages=[human(task)]` when its state schema has
+  a `messages` field (so a ReAct agent starts on its task). Its run context's `runtime`
+  is a `SwarmMember`: the same swarm, seen as that agent.
+- Messages go to one agent, a group (its members but the sender) or a topic (its
+  subscribers but the sender). Each agent's mailbox keeps them in order; `receive()` takes
+  the first one from a given sender (others stay queued) and waits for it without polling.
+- Events: every spawn, finish, send and receive is published on the host's event bus as a
+  `swarm.*` event naming sender, recipient/group/topic and a preview of the message. A
+  child's own telemetry (model calls, tools, logs, node errors) is forwarded to that bus
+  too, tagged with `"agent"` and with its node paths prefixed `@<agent id>/`.
+
+The swarm belongs to one run of its host: the first use by a host node in a new run (a
+new run id on its bus) cancels the previous run's agents and starts an empty swarm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import py_trees
+
+from ..engine.events import EventType, RuntimeEvent, RuntimeEventBus
+from ..messages import human
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+log = logging.getLogger(__name__)
+
+AgentStatus = Literal["running", "succeeded", "failed", "cancelled"]
+Factory = Callable[["SwarmAgent"], "Agent | py_trees.behaviour.Behaviour"]
+
+PREVIEW_CHARS = 80
+# A child's runner mechanics stay private (its own ticks, statuses and state; its lifecycle
+# is reported as swarm.agent.*); what it did (model, tools, logs, errors) is forwarded.
+FORWARDED_EVENTS = frozenset(
+    t for t in EventType
+    if not t.startswith(("run.", "tick.", "swarm.")) and t not in (EventType.NODE_STATUS, EventType.STATE_CHANGED))
+
+
+class SwarmError(RuntimeError):
+    """A swarm request that cannot be carried out; the message is one line naming the agent."""
+
+
+class SwarmTimeout(SwarmError, TimeoutError):
+    """No message arrived in time."""
+
+
+def preview(content: Any) -> str:
+    """One short line of a message, for events."""
+    text = " ".join(str(content).split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class SwarmMessage:
+    """One delivered copy of a message; copies of one send share `id`."""
+
+    id: int
+    sender: str
+    recipient: str
+    content: Any
+    group: str | None = None
+    topic: str | None = None
+
+    @property
+    def channel(self) -> dict[str, str]:
+        """How it was addressed: {"group": g}, {"topic": t} or {} (directly)."""
+        if self.group is not None:
+            return {"group": self.group}
+        return {"topic": self.topic} if self.topic is not None else {}
+
+
+@dataclass
+class SwarmAgent:
+    """An agent of the swarm as others see it (the runtime keeps its mailbox and task)."""
+
+    id: str
+    role: str
+    task: str = ""
+    constraints: Any = None
+    parent: str | None = None
+    status: AgentStatus = "running"
+    result: str | None = None
+    error: str | None = None
+    groups: set[str] = field(default_factory=set)
+    topics: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class SwarmMember:
+    """The swarm seen as one agent: what a spawned agent's `RunContext.runtime` holds."""
+
+    swarm: SwarmRuntime
+    agent_id: str
+
+    def locate(self, path: str | None) -> str:
+        """An event's node for a path of this agent's tree (the host's paths stay as they are)."""
+        return self.swarm.locate(self.agent_id, path)
+
+
+class Mailbox:
+    """Messages waiting for one agent, in arrival order; `take()` selects by sender."""
+
+    def __init__(self) -> None:
+        self._messages: deque[SwarmMessage] = deque()
+        self._waiters: list[tuple[str | None, asyncio.Future[SwarmMessage]]] = []
+
+    @property
+    def size(self) -> int:
+        return len(self._messages)
+
+    def holds_from(self, sender: str) -> bool:
+        return any(message.sender == sender for message in self._messages)
+
+    def put(self, message: SwarmMessage, front: bool = False) -> None:
+        """Hand the message to the first waiter that wants it, else queue it."""
+        for i, (sender, future) in enumerate(self._waiters):
+            if not future.done() and sender in (None, message.sender):
+                del self._waiters[i]
+                future.set_result(message)
+                return
+        if front:
+            self._messages.appendleft(message)
+        else:
+            self._messages.append(message)
+
+    def pop(self, sender: str | None) -> SwarmMessage | None:
+        for i, message in enumerate(self._messages):
+            if sender in (None, message.sender):
+                del self._messages[i]
+                return message
+        return None
+
+    async def take(self, sender: str | None, timeout: float | None) -> SwarmMessage:
+        """The first message from `sender` (any sender if None); raises TimeoutError."""
+        message = self.pop(sender)
+        if message is not None:
+            return message
+        waiter = (sender, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        future = waiter[1]
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        except BaseException:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self.put(future.result(), front=True)  # delivered just as we gave up: not lost
+            raise
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def sender_gone(self, sender: str, error: SwarmError) -> None:
+        """Fail the waits for a sender that will never write again."""
+        for waiter in [w for w in self._waiters if w[0] == sender]:
+            self._waiters.remove(waiter)
+            if not waiter[1].done():
+                waiter[1].set_exception(error)
+
+
+class SwarmRuntime:
+    """Agents, their mailboxes, groups and topics; the host (`host_id`) is an agent from the start."""
+
+    def __init__(self, host_id: str = "host", *, roles: Mapping[str, Factory] | None = None,
+                 event_bus: RuntimeEventBus | None = None):
+        self.host_id = host_id
+        self.event_bus = event_bus
+        self._factories: dict[str, Factory] = dict(roles or {})
+        self._message_ids = itertools.count(1)
+        self._run_id: str | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self._agents: dict[str, SwarmAgent] = {self.host_id: SwarmAgent(self.host_id, role="host")}
+        self._mailboxes: dict[str, Mailbox] = {self.host_id: Mailbox()}
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._groups: dict[str, list[str]] = {}
+        self._topics: dict[str, list[str]] = {}
+
+    # -- wiring ----------------------------------------------------------------------
+    def register(self, role: str, factory: Factory) -> None:
+        """What an agent of `role` runs: `factory(SwarmAgent)` -> `Agent` or a tree. A role has one factory."""
+        known = self._factories.get(role)
+        if known is not None and known is not factory:
+            raise SwarmError(f"role {role!r} is registered already, with "
+                             f"{getattr(known, '__qualname__', repr(known))}")
+        self._factories[role] = factory
+
+    @property
+    def roles(self) -> list[str]:
+        return sorted(self._factories)
+
+    def attach(self, bus: RuntimeEventBus) -> None:
+        """Publish on the host's bus; a new run there (a new run id) starts an empty swarm."""
+        if self._run_id is not None and bus.run_id != self._run_id:
+            self.reset()
+        self.event_bus, self._run_id = bus, bus.run_id
+
+    def member(self, agent_id: str) -> SwarmMember:
+        self.agent(agent_id)
+        return SwarmMember(self, agent_id)
+
+    def locate(self, agent_id: str, path: str | None) -> str:
+        if agent_id == self.host_id:
+            return path or agent_id
+        return f"@{agent_id}/{path}" if path else f"@{agent_id}"
+
+    # -- agents ----------------------------------------------------------------------
+    @property
+    def agents(self) -> dict[str, SwarmAgent]:
+        return dict(self._agents)
+
+    def agent(self, agent_id: str) -> SwarmAgent:
+        found = self._agents.get(agent_id)
+        if found is None:
+            raise SwarmError(f"no agent {agent_id!r} in the swarm (agents: {', '.join(self._agents)})")
+        return found
+
+    def mailbox_size(self, agent_id: str) -> int:
+        """Messages queued for an agent and not yet received."""
+        self.agent(agent_id)
+        return self._mailboxes[agent_id].size
+
+    def spawn(self, role: str, task: str = "", *, agent_id: str | None = None, constraints: Any = None,
+              parent: str | None = None, groups: Iterable[str] = (), topics: Iterable[str] = (),
+              reuse_if_present: bool = False, node: str | None = None) -> SwarmAgent:
+        """Start an agent of `role` on `task`; with `reuse_if_present`, an existing id is returned as is."""
+        existing = self._agents.get(agent_id) if agent_id else None
+        if existing is not None:
+            if not reuse_if_present:
+                raise SwarmError(f"agent {agent_id!r} already exists (role {existing.role}, {existing.status}); "
+                                 "pass reuse_if_present=True to reuse it")
+            if existing.role != role:
+                raise SwarmError(f"agent {agent_id!r} exists with role {existing.role!r}, not {role!r}")
+            return existing
+        factory = self._factories.get(role)
+        if factory is None:
+            raise SwarmError(f"no factory for role {role!r} (registered roles: {', '.join(self.roles) or 'none'})")
+        if parent is not None:
+            self.agent(parent)
+        loop = asyncio.get_running_loop()
+        record = SwarmAgent(agent_id or self._new_id(role), role, str(task or ""), constraints, parent)
+        try:
+            child = self._as_agent(factory(record))
+        except Exception as exc:
+            raise SwarmError(f"agent {record.id!r}: the factory of role {role!r} raised "
+                             f"{type(exc).__name__}: {exc}") from exc
+        self._wire(record, child)
+        self._agents[record.id] = record
+        self._mailboxes[record.id] = Mailbox()
+        for group in groups:
+            self.join(record.id, group)
+        for topic in topics:
+            self.subscribe(record.id, topic)
+        self._publish(EventType.SWARM_AGENT_SPAWNED, {
+            "agent": record.id, "role": role, "parent": parent, "task": preview(record.task),
+            "groups": sorted(record.groups), "topics": sorted(record.topics)}, node)
+        self._tasks[record.id] = loop.create_task(self._run(record, child), name=f"swarm:{record.id}")
+        return record
+
+    def _new_id(self, role: str) -> str:
+        return next(f"{role}-{n}" for n in itertools.count(1) if f"{role}-{n}" not in self._agents)
+
+    @staticmethod
+    def _as_agent(built: Any) -> Agent:
+        from ..agent import Agent  # runtime.agent imports the node package, which imports this one
+
+        if isinstance(built, Agent):
+            return built
+        if isinstance(built, py_trees.behaviour.Behaviour):
+            return Agent(built)
+        raise TypeError(f"it returned {type(built).__name__}, expected a runtime.Agent or a behaviour tree")
+
+    def _wire(self, record: SwarmAgent, child: Agent) -> None:
+        """The child's context: this swarm seen as the child, and a private bus forwarded to ours."""
+        bus = RuntimeEventBus(history=0)
+        bus.subscribe(lambda event: self._forward(record.id, event), types=FORWARDED_EVENTS)
+        child.context.runtime = SwarmMember(self, record.id)
+        child.context.runtime_event_bus = bus
+        if record.constraints is not None:
+            child.context.constraints = record.constraints
+
+    def _forward(self, agent_id: str, event: RuntimeEvent) -> None:
+        self._publish(event.type, {"agent": agent_id, **event.payload}, self.locate(agent_id, event.node))
+
+    async def _run(self, record: SwarmAgent, child: Agent) -> None:
+        schema = child.state_schema if isinstance(child.state_schema, type) else type(child.state_schema)
+        input_data: dict[str, Any] = {"agent_id": record.id, "role": record.role, "task": record.task}
+        if record.task and "messages" in schema.model_fields:
+            input_data["messages"] = [human(record.task)]
+        try:
+            result = await child.run(input_data=input_data)
+        except asyncio.CancelledError:
+            self._finish(record, "cancelled")
+            raise
+        except Exception as exc:  # a crash of the child's runner ends that agent, not the swarm
+            log.debug("swarm agent %s crashed", record.id, exc_info=True)
+            self._finish(record, "failed", error=f"{type(exc).__name__}: {exc}")
+        else:
+            if result.ok:
+                self._finish(record, "succeeded", result=result.final_answer)
+            else:
+                self._finish(record, "failed", error=result.error or f"stopped: {result.termination_reason}")
+        finally:
+            if child.runner is not None:
+                child.runner.stop()  # cancels the tasks of its nodes still in flight
+
+    def _finish(self, record: SwarmAgent, status: AgentStatus, *, result: str | None = None,
+                error: str | None = None) -> None:
+        if record.status != "running":
+            return
+        record.status, record.result, record.error = status, result, error
+        payload: dict[str, Any] = {"agent": record.id, "role": record.role, "status": status}
+        if result is not None:
+            payload["result"] = preview(result)
+        if error is not None:
+            payload["error"] = error
+        self._publish(EventType.SWARM_AGENT_FINISHED, payload, self.locate(record.id, None))
+        if self._agents.get(record.id) is record:  # not an agent of a previous run
+            for agent_id, mailbox in self._mailboxes.items():
+                mailbox.sender_gone(record.id, self._gone(agent_id, record))
+
+    @staticmethod
+    def _gone(agent_id: str, sender: SwarmAgent) -> SwarmError:
+        return SwarmError(f"agent {agent_id!r}: agent {sender.id!r} has {sender.status} without writing to it")
+
+    def _cancel_all(self) -> list[asyncio.Task]:
+        tasks = []
+        for agent_id, task in self._tasks.items():
+            self._finish(self._agents[agent_id], "cancelled")
+            task.cancel()
+            tasks.append(task)
+        return tasks
+
+    def reset(self) -> None:
+        """Cancel every agent and start over with the host alone (registered roles are kept)."""
+        self._cancel_all()
+        self._clear()
+
+    async def shutdown(self) -> None:
+        """Cancel the agents still running and wait until they have stopped."""
+        tasks = self._cancel_all()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def wait_finished(self, agent_id: str) -> SwarmAgent:
+        """The agent's record once its run has ended."""
+        record = self.agent(agent_id)
+        task = self._tasks.get(agent_id)
+        if task is None:
+            raise SwarmError(f"agent {agent_id!r} runs no tree of its own (it is the host)")
+        await asyncio.wait([task])
+        return record
+
+    # -- groups and topics -----------------------------------------------------------
+    def join(self, agent_id: str, group: str) -> None:
+        record = self.agent(agent_id)
+        members = self._groups.setdefault(group, [])
+        if agent_id not in members:
+            members.append(agent_id)
+        record.groups.add(group)
+
+    def subscribe(self, agent_id: str, topic: str) -> None:
+        record = self.agent(agent_id)
+        subscribers = self._topics.setdefault(topic, [])
+        if agent_id not in subscribers:
+            subscribers.append(agent_id)
+        record.topics.add(topic)
+
+    # -- messages --------------------------------------------------------------------
+    def send(self, sender: str, content: Any, *, to: str | None = None, group: str | None = None,
+             topic: str | None = None, node: str | None = None) -> list[SwarmMessage]:
+        """Deliver to one agent, a group or a topic (exactly one); returns the delivered copies."""
+        given = [name for name, value in (("to", to), ("group", group), ("topic", topic)) if value]
+        if len(given) != 1:
+            raise SwarmError(f"agent {sender!r}: a message goes to exactly one of an agent, a group or a topic "
+                             f"(got {', '.join(given) or 'none'})")
+        self.agent(sender)
+        if to:
+            recipients = [self.agent(to).id]
+            channel = {"recipient": to}
+        elif group:
+            if group not in self._groups:
+                raise SwarmError(f"agent {sender!r}: no group {group!r} (groups: {', '.join(self._groups) or 'none'})")
+            recipients = [m for m in self._groups[group] if m != sender]
+            channel = {"group": group}
+        else:
+            recipients = [m for m in self._topics.get(topic, ()) if m != sender]
+            channel = {"topic": topic}
+        message_id = next(self._message_ids)
+        messages = [SwarmMessage(message_id, sender, r, content, group or None, topic or None) for r in recipients]
+        payload = {"sender": sender, **channel}
+        if not to:
+            payload["recipients"] = recipients
+        self._publish(EventType.SWARM_MESSAGE_SENT,
+                      {**payload, "message_id": message_id, "preview": preview(content)}, node)
+        for message in messages:
+            self._mailboxes[message.recipient].put(message)
+        return messages
+
+    async def receive(self, agent_id: str, *, sender: str | None = None, timeout: float | None = None,
+                      node: str | None = None) -> SwarmMessage:
+        """The first message for `agent_id` from `sender` (any sender if None); others stay queued."""
+        self.agent(agent_id)
+        mailbox = self._mailboxes[agent_id]
+        source = self.agent(sender) if sender is not None else None
+        if source is not None and source.status != "running" and not mailbox.holds_from(source.id):
+            raise self._gone(agent_id, source)
+        try:
+            message = await mailbox.take(sender, timeout)
+        except TimeoutError:
+            raise SwarmTimeout(f"agent {agent_id!r}: no message from {sender or 'any agent'!r} "
+                               f"within {timeout:g}s") from None
+        self._publish(EventType.SWARM_MESSAGE_RECEIVED, {
+            "recipient": agent_id, "sender": message.sender, **message.channel, "message_id": message.id,
+            "preview": preview(message.content)}, node)
+        return message
+
+    def _publish(self, event_type: str, payload: dict[str, Any], node: str | None) -> None:
+        if self.event_bus is not None:
+            self.event_bus.publish(event_type, payload, node=node)
+
+
+__all__ = ["AgentStatus", "Factory", "Mailbox", "SwarmAgent", "SwarmError", "SwarmMember", "SwarmMessage",
+           "SwarmRuntime", "SwarmTimeout", "preview"]
