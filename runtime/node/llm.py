@@ -65,13 +65,21 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
     def _usage(self) -> Usage:
         return Usage.model_validate(self.read_key("usage", {}))
 
-    def _persist(self, response: ModelResponse, usage_before: Usage, **ports: Any) -> None:
-        """Append the reply, add its usage, write `ports`: one update, one wake."""
-        values = {self.key_for(port): value for port, value in ports.items()}
-        key, messages = self.appended("messages", [response.message])
-        values[key] = messages
+    def _persist(self, response: ModelResponse, usage_before: Usage, *, append: list[Message] | None = None,
+                 **ports: Any) -> None:
+        """Append the reply (or `append` instead), add its usage, write `ports`: one update, one wake."""
+        values = {self._output_key(port): value for port, value in ports.items()}
+        added = [response.message] if append is None else append
+        if added:
+            key, messages = self.appended("messages", added)
+            values[key] = messages
         values[self.key_for("usage")] = (usage_before + response.usage).to_dict()
         self.write_state(values)
+
+    def _output_key(self, port: str) -> str:
+        """A `StateKeys` port defaults to the config's key, any other (a subclass's `score`,
+        `plan`...) to its own name; `bind()` reroutes either."""
+        return self.key_for(port) if port in type(self.keys).model_fields else self.resolve_output_port(port)
 
     # -- the call ------------------------------------------------------------------------
     def build_context(self, toolset: ToolSet | None = None) -> list[Message]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from py_trees.common import Status
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +31,9 @@ from .condition import StateCondition
 from .llm import AgentLLMNode
 from .tool_executor import ToolExecutor
 from .toolbox import ToolBox
+
+if TYPE_CHECKING:
+    from .plan_execute import PlanExecuteState, create_plan_execute_node
 
 
 class ReActState(BaseModel):
@@ -96,4 +99,13 @@ def create_react_node(
     return loop
 
 
-__all__ = ["ReActState", "create_react_node"]
+def __getattr__(name: str) -> Any:
+    """The plan-execute preset, imported on first use: its module builds on this one."""
+    if name in ("PlanExecuteState", "create_plan_execute_node"):
+        from . import plan_execute
+
+        return getattr(plan_execute, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["PlanExecuteState", "ReActState", "create_plan_execute_node", "create_react_node"]
