@@ -16,7 +16,9 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
 2. Key-to-screen during an event burst: a task publishes 10,000 `log` events on
    `session.bus` in a tight loop and sends `b` (toggle a breakpoint on the selected
    node, the root) after the first 5,000, without yielding; measured from sending `b`
-   until the root's line shows (or stops showing) the breakpoint mark `◆`.
+   until the root's line shows (or stops showing) the breakpoint mark `◆`. The events
+   pane takes the burst in slices of a few milliseconds; they are timed too, and after
+   each burst the pane must end with the burst's last event.
 3. Time to first screen: from entering `App.run_test()` until the tree pane shows the
    root's label (large_tree.py, react_calculator.py); loading the tree and building the
    `DebugSession` is timed separately, before.
@@ -409,34 +411,39 @@ async def burst_latency(bursts: int) -> dict:
             pane = screen.query_one(TreePane)
             root = session.runner.path_of(session.runner.root)
             pane.tree.move_cursor(pane._tree_nodes[root])
-            events_pane, adds = screen.query_one(EventsPane), []
-            add = events_pane.add
+            events_pane, slices = screen.query_one(EventsPane), []
+            take = events_pane._take
 
-            def timed_add(batch):  # the drain looks the method up each time
+            def timed_take():  # the pane looks the method up at each slice
                 started = time.perf_counter()
-                add(batch)
-                adds.append(time.perf_counter() - started)
+                take()
+                slices.append((started, time.perf_counter(), events_pane.backlog))
 
-            events_pane.add = timed_add
+            events_pane._take = timed_take
             await pilot.pause()
             for i in range(bursts):
                 await pilot.pause()
                 await asyncio.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
                 on = i % 2 == 0  # each `b` toggles the mark
                 shown = app.expect(lambda on=on: shows_mark(app, root, on))
-                n_drains, n_toggles = len(screen.drains), len(screen.toggles)
+                n_drains, n_toggles, n_slices = len(screen.drains), len(screen.toggles), len(slices)
                 sent = await asyncio.create_task(_burst(app))
                 frame = await asyncio.wait_for(shown, 10)
                 toggle = screen.toggles[n_toggles]
-                drain = next(d for d in screen.drains[n_drains:] if d[0] >= toggle[1])
+                drain = next(d for d in screen.drains[n_drains:] if d[0] >= toggle[0])  # maybe inside the key's action
+                await pilot.pause(0.2)
+                burst = slices[n_slices:]
+                caught = next(end for _, end, left in burst if not left)
+                if events_pane._rows[-1].event.payload != {"message": f"burst event {BURST - 1}"}:
+                    raise AssertionError("the events pane does not end with the burst's last event")
                 rows.append({"key": frame - sent["at"], "publish": sent["ended"] - sent["started"],
                              "rest": sent["ended"] - sent["at"], "to_key": toggle[0] - sent["ended"],
-                             "toggle": toggle[1] - toggle[0], "timer": drain[0] - toggle[1],
-                             "drain": drain[1] - drain[0], "add": adds[-1] if adds else 0.0,
-                             "gc": gc_pauses.between(sent["at"], frame),
+                             "toggle": toggle[1] - toggle[0], "timer": drain[0] - toggle[0],
+                             "drain": drain[1] - drain[0], "gc": gc_pauses.between(sent["at"], frame),
+                             "slice": max(end - start for start, end, _ in burst),
+                             "slices": sum(end - start for start, end, _ in burst), "caught": caught - sent["ended"],
                              "to_update": _update_of(screen, frame) - drain[1],
                              "render": frame - _update_of(screen, frame)})
-                await pilot.pause(0.2)
     return {k: [r[k] for r in rows] for k in rows[0]}
 
 
@@ -516,9 +523,12 @@ def main() -> None:
     for key, text in (("publish", f"publishing all {BURST:,} events (session listening)"),
                       ("rest", "key sent -> last event published"),
                       ("to_key", "burst end -> key handled (behind a drain of the burst?)"),
-                      ("toggle", "action_toggle_breakpoint()"), ("timer", "key handled -> 20 Hz drain starts"),
+                      ("toggle", "action_toggle_breakpoint(), with its own drain"),
+                      ("timer", "key handled -> the drain that draws the mark starts"),
                       ("drain", "the drain that draws the mark"),
-                      ("add", f"EventsPane.add() of the {BURST:,} events (whichever drain)"),
+                      ("slice", "longest EventsPane slice of the burst (what a key may wait behind)"),
+                      ("slices", f"all EventsPane slices of the {BURST:,} events"),
+                      ("caught", "burst end -> events pane holds the whole burst"),
                       ("to_update", "drain end -> screen update starts"),
                       ("render", "screen update (layout, render) -> frame"),
                       ("gc", "garbage-collector pauses, key sent -> frame")):

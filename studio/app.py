@@ -226,6 +226,7 @@ class MainScreen(Screen):
         if path is not None:
             on_now = self.session.toggle_node_breakpoint(path)
             self.notify(f"breakpoint {'set on' if on_now else 'removed from'} {path}")
+            self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
 
     def action_edit_bindings(self) -> None:
         path = self._selected_path()

@@ -2,6 +2,7 @@
 
     jianmu-studio TREE                         open the TUI on a tree file
     jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl] [--json]
+                           [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
     jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
@@ -15,7 +16,9 @@ import asyncio
 import json
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runtime.memory.checkpoint import StoreError, export_run
 
@@ -23,6 +26,15 @@ from .loader import TreeLoadError
 from .session import DebugSession, default_db_path
 
 MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
+ALL = "all"
+APPROVALS_HELP = """\
+approvals: a tool call that needs approval suspends the run. Without an answer the run
+stops (exit 1) with a line naming the tool that waits. Answer from the command line:
+  --approve all                      approve every call
+  --approve send_email               approve calls of one tool (repeat for more)
+  --deny send_email:not in CI        deny one tool, with the reason the model reads
+  --approve all --deny rm            a rule naming the tool wins over `all`
+"""
 
 
 class UsageError(Exception):
@@ -36,12 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
-    run = sub.add_parser("run", help="run a tree without a UI, one line per tick")
+    run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
     run.add_argument("--max-ticks", type=int, default=None)
     run.add_argument("--db", type=Path, help="record checkpoints into this SQLite file")
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
+                     help="approve pending calls of TOOL, or of every tool (repeatable)")
+    run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
+                     help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything")
     replay.add_argument("db", type=Path)
     replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
@@ -91,6 +108,64 @@ def _status_line(report, as_json: bool) -> str:
     return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
 
 
+@dataclass(frozen=True)
+class ApprovalRules:
+    """The answers `--approve` / `--deny` give to pending tool calls."""
+
+    approve: frozenset[str]
+    deny: dict[str, str]  # tool (or `all`) -> the reason the model reads
+
+    @classmethod
+    def parse(cls, approve: list[str], deny: list[str]) -> ApprovalRules:
+        denied: dict[str, str] = {}
+        for spec in deny:
+            tool, _, reason = spec.partition(":")
+            denied[tool.strip()] = reason.strip() or "denied by --deny"
+        approved = frozenset(tool.strip() for tool in approve)
+        if "" in approved or "" in denied:
+            raise UsageError("--approve and --deny need a tool name or `all`")
+        if clash := approved & denied.keys():
+            raise UsageError(f"both --approve and --deny name {', '.join(sorted(clash))}")
+        return cls(approved, denied)
+
+    def answer(self, tool: str) -> tuple[bool, str] | None:
+        """(approved, reason) for a call of `tool`, or None; a rule naming the tool wins over `all`."""
+        for name in (tool, ALL):
+            if name in self.approve:
+                return True, ""
+            if name in self.deny:
+                return False, self.deny[name]
+        return None
+
+
+def _answer_approvals(session: DebugSession, rules: ApprovalRules, as_json: bool) -> bool:
+    """Answer every pending call the rules cover, one line each; False if none was covered."""
+    answered = False
+    for request in session.pending_approvals():
+        decision = rules.answer(request.tool)
+        if decision is None:
+            continue
+        approved, reason = decision
+        if approved:
+            session.approve(request.id)
+        else:
+            session.deny(request.id, reason)
+        answered = True
+        verdict = "approved" if approved else "denied"
+        if as_json:
+            print(json.dumps({"approval": {"id": request.id, "tool": request.tool, "arguments": request.arguments,
+                                           "decision": verdict, "reason": reason or None}}), flush=True)
+        else:
+            print(f"{verdict} {request.tool}({_arguments(request.arguments)})" + (f": {reason}" if reason else ""),
+                  flush=True)
+    return answered
+
+
+def _arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _load(args: argparse.Namespace) -> DebugSession:
     try:
         return DebugSession.load(args.tree, db=args.db)
@@ -99,15 +174,21 @@ def _load(args: argparse.Namespace) -> DebugSession:
 
 
 async def run_headless(args: argparse.Namespace) -> int:
+    rules = ApprovalRules.parse(args.approve, args.deny)
     session = _load(args)
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
     stop = await session.continue_(max_ticks=args.max_ticks)
+    while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
+        left = None if args.max_ticks is None else args.max_ticks - session.tick
+        stop = await session.continue_(max_ticks=left)
+    waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
-               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id}
+               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
+               "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
     else:
@@ -115,6 +196,9 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
+    for request in waiting:
+        print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
+              f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
     if args.trace is not None:
         with args.trace.open("w") as out_file:
             count = export_run(session.store, session.run_id, out_file)

@@ -130,3 +130,73 @@ def test_replay_bad_inputs_are_one_line(tmp_path):
     assert cli("run", str(ROOT / "sample_trees/text_pipeline.py"), "--db", str(db)).returncode == 0
     unknown = cli("replay", str(db), "--run", "nope")
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+APPROVAL_GUARD = str(ROOT / "sample_trees/approval_guard.py")
+
+
+def trace_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("rule", ["send_email", "all"])
+def test_approve_lets_the_waiting_tool_run(tmp_path, rule):
+    trace = tmp_path / "run.jsonl"
+    result = cli("run", APPROVAL_GUARD, "--approve", rule, "--trace", str(trace))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    approved = next(i for i, line in enumerate(lines) if line.startswith("approved send_email("))
+    assert lines[approved - 1].startswith("tick    2") and lines[approved + 1].startswith("tick    3")
+    assert 'to="ops@example.com"' in lines[approved]
+    assert lines[-2].startswith("SUCCESS after")
+    completed = [e for e in trace_of(trace) if e["type"] == "tool.call.completed"]
+    assert completed[0]["payload"]["observation"].startswith("email to ops@example.com queued")
+
+
+def test_deny_gives_the_model_the_refusal_and_the_run_goes_on(tmp_path):
+    trace = tmp_path / "run.jsonl"
+    result = cli("run", APPROVAL_GUARD, "--deny", "send_email:not from CI", "--trace", str(trace))
+    assert result.returncode == 0, result.stderr
+    assert any(line.startswith("denied send_email(") and line.endswith(": not from CI")
+               for line in result.stdout.splitlines())
+    events = trace_of(trace)
+    types = [e["type"] for e in events]
+    failed = events[types.index("tool.call.failed")]
+    assert failed["payload"]["error"] == "tool 'send_email' was not approved: not from CI"
+    assert "tool.call.completed" not in types
+    assert "model.call.started" in types[types.index("tool.call.failed"):]  # the model reads the refusal
+    assert types[-1] == "run.completed"
+
+
+def test_a_rule_naming_the_tool_wins_over_all():
+    result = cli("run", APPROVAL_GUARD, "--approve", "all", "--deny", "send_email", "--json")
+    assert result.returncode == 0, result.stderr
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    decisions = [o["approval"] for o in objects if "approval" in o]
+    assert [(d["tool"], d["decision"], d["reason"]) for d in decisions] == [("send_email", "denied", "denied by --deny")]
+    assert objects[-1]["summary"]["status"] == "SUCCESS"
+
+
+@pytest.mark.parametrize("flags", [[], ["--approve", "calculator"]])
+def test_an_unanswered_approval_stops_the_run_and_says_how_to_answer(flags):
+    result = cli("run", APPROVAL_GUARD, *flags)
+    assert result.returncode == 1
+    assert "RUNNING after 2 ticks" in result.stdout
+    hint = result.stderr.strip()
+    assert hint.startswith("jianmu-studio: send_email(") and "\n" not in hint
+    assert hint.endswith("waits for approval: answer with --approve send_email or --deny send_email:REASON")
+
+
+def test_json_summary_lists_the_calls_waiting_for_approval():
+    result = cli("run", APPROVAL_GUARD, "--json")
+    assert result.returncode == 1
+    summary = json.loads(result.stdout.splitlines()[-1])["summary"]
+    assert summary["stopped"] == "suspended"
+    assert [(w["tool"], w["arguments"]["to"]) for w in summary["waiting_for_approval"]] == [
+        ("send_email", "ops@example.com")]
+
+
+def test_contradictory_approval_flags_are_bad_input():
+    result = cli("run", APPROVAL_GUARD, "--approve", "send_email", "--deny", "send_email:no")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "jianmu-studio: both --approve and --deny name send_email"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import App, ComposeResult
 from textual.widgets.tree import TreeNode
 from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
@@ -11,7 +9,8 @@ from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
 from studio.session import DebugSession
-from studio.widgets.events_pane import EventsPane
+from studio.widgets import events_pane
+from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
 from studio.widgets.tree_pane import TreePane
 
 
@@ -37,16 +36,87 @@ async def test_text_deltas_extend_one_line_as_they_arrive():
         assert "model.call.completed" in pane.lines[2]
 
 
-async def test_a_burst_of_events_is_one_write():
+def shown(pane: EventsPane) -> list[str]:
+    """The pane's lines as drawn on screen now."""
+    return [pane.render_line(y).text.rstrip() for y in range(pane.scrollable_content_region.height)]
+
+
+async def caught_up(pilot, pane: EventsPane) -> None:
+    while pane.backlog:
+        await pilot.pause()
+    await pilot.pause()
+
+
+def burst(count: int) -> list[RuntimeEvent]:
+    return [event(i, "log", "A", message=f"line {i}") for i in range(count)]
+
+
+async def test_a_burst_shows_the_newest_last_and_formats_only_what_is_on_screen(monkeypatch):
+    formatted = []
+    monkeypatch.setattr(events_pane, "format_event", lambda e: formatted.append(e) or format_event(e))
     app = EventsApp()
     async with app.run_test() as pilot:
         pane = app.query_one(EventsPane)
-        burst = [event(i, "log", "A", message=f"line {i}") for i in range(20_000)]
-        started = time.perf_counter()
-        pane.add(burst)
-        await pilot.pause()
-        assert time.perf_counter() - started < 2.0
-        assert pane.line_count == 20_000
+        pane.add(burst(MAX_ROWS + 5))
+        await caught_up(pilot, pane)
+        assert pane.line_count == MAX_ROWS  # the oldest five dropped off
+        lines = [line for line in shown(pane) if line]
+        assert lines[-1].endswith('{"message": "line 20004"}')
+        assert len(lines) == pane.scrollable_content_region.height  # the bottom of the buffer
+        assert len(formatted) <= 2 * len(lines)  # the 20,000 others were never formatted
+
+
+async def test_a_key_press_goes_first_while_a_big_refilter_runs():
+    """A text filter formats every event; that work is sliced, so keys are not held behind it."""
+
+    class KeyApp(EventsApp):
+        BINDINGS = [("x", "note", "note")]
+        seen_at_key: int | None = None
+
+        def action_note(self) -> None:
+            self.seen_at_key = self.query_one(EventsPane).line_count
+
+    app = KeyApp()
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        pane.refilter("line", burst(MAX_ROWS))
+        await pilot.press("x")
+        assert app.seen_at_key is not None and app.seen_at_key < MAX_ROWS
+        await caught_up(pilot, pane)
+        assert pane.line_count == MAX_ROWS
+
+
+async def test_filters_by_type_node_and_text_without_losing_the_stream_order():
+    app = EventsApp()
+    history = [event(1, "tool.call.started", "A/tools", tool="calculator"), event(2, "log", "A/x", message="noise"),
+               event(3, "tool.call.completed", "A/tools", observation="110"), event(4, "node.status", "B", new="OK"),
+               event(5, "tool.call.failed", "B/tools", error="boom")]
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        pane.refilter("type:tool. -node:B 110", history)
+        await caught_up(pilot, pane)
+        assert [line.split()[0] for line in shown(pane) if line] == ["3"]
+        assert pane.border_subtitle == "filter: type:tool. -node:B 110"
+        pane.refilter("-type:tool.call.started -noise", history)
+        await caught_up(pilot, pane)
+        assert [line.split()[0] for line in shown(pane) if line] == ["3", "4", "5"]
+
+
+async def test_scrolling_up_stops_following_and_the_end_key_follows_again():
+    app = EventsApp()
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        pane.focus()
+        pane.add(burst(100))
+        await caught_up(pilot, pane)
+        await pilot.press("home")
+        pane.add([event(100, "log", "A", message="newer")])
+        await caught_up(pilot, pane)
+        assert shown(pane)[0].split()[0] == "0"  # still reading the oldest
+        await pilot.press("end")
+        pane.add([event(101, "log", "A", message="newest")])
+        await caught_up(pilot, pane)
+        assert [line for line in shown(pane) if line][-1].endswith('{"message": "newest"}')
 
 
 async def test_a_large_tree_relabels_only_what_is_on_screen(monkeypatch):

@@ -1,22 +1,39 @@
-"""The telemetry bus, newest last, written in batches so a burst of events stays cheap.
+"""The telemetry bus, newest last, cheap under bursts because it formats only what shows.
 
-A `Log` takes a whole batch in one `write_lines()`; `text.delta` events extend the line of
-the model call they belong to, so streamed text reads as it arrives. Changing the filter
-redraws from the session's event history.
+Events wait in a queue and are filtered into a ring buffer of rows a few milliseconds at a
+time, so a burst of thousands never holds a key press back. A row is formatted (the JSON
+preview of its payload is the costly part) when it comes on screen, or when a text term
+of the filter has to read it; `text.delta` rows extend the line of the model call they
+belong to, so streamed text reads as it arrives. Changing the filter refills the buffer
+from the session's event history, in the same slices.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from textual.widgets import Log
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
 
 from runtime.engine.events import EventType, RuntimeEvent
 
 from .values import preview
 
 FILTER_EXAMPLE = "type:tool. -type:node.status node:Normalize -node:Count words -noise"
+MAX_ROWS = 20_000  # the oldest rows drop off; the session keeps a longer history for refiltering
+SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
+CHUNK = 256  # events filtered between two looks at the clock
+_CONTROL = re.compile("[\x00-\x1f\x7f]")  # would move the terminal's cursor
 
 
 @dataclass
@@ -40,12 +57,28 @@ class EventFilter:
                 target.setdefault("text", []).append(term.lower())
         return parsed
 
-    def accepts(self, event: RuntimeEvent, line: str) -> bool:
-        fields = {"type": event.type.lower(), "node": (event.node or "").lower(), "text": line.lower()}
-        for name, values in self.include.items():
-            if not any(_matches(name, fields[name], v) for v in values):
+    @property
+    def active(self) -> bool:
+        return bool(self.include or self.exclude)
+
+    def accepts(self, event: RuntimeEvent, line: Callable[[], str]) -> bool:
+        """Type and node terms decide first; `line()` (formatting the event) only for text terms."""
+        for name in ("type", "node", "text"):
+            wanted, unwanted = self.include.get(name), self.exclude.get(name)
+            if not (wanted or unwanted):
+                continue
+            value = _field(name, event, line).lower()
+            if wanted and not any(_matches(name, value, v) for v in wanted):
                 return False
-        return not any(_matches(name, fields[name], v) for name, values in self.exclude.items() for v in values)
+            if unwanted and any(_matches(name, value, v) for v in unwanted):
+                return False
+        return True
+
+
+def _field(name: str, event: RuntimeEvent, line: Callable[[], str]) -> str:
+    if name == "type":
+        return event.type
+    return event.node or "" if name == "node" else line()
 
 
 def _matches(name: str, field_value: str, wanted: str) -> bool:
@@ -53,50 +86,150 @@ def _matches(name: str, field_value: str, wanted: str) -> bool:
 
 
 def _delta(event: RuntimeEvent) -> str:
-    return str(event.payload.get("delta", "")).replace("\n", " ⏎ ")
+    return _CONTROL.sub("�", str(event.payload.get("delta", "")).replace("\n", " ⏎ ").expandtabs())
 
 
 def format_event(event: RuntimeEvent) -> str:
     node = (event.node or "").rpartition("/")[2]
     payload = _delta(event) if event.type == EventType.TEXT_DELTA else preview(event.payload, 200)
-    return f"{event.seq:>6} t{event.tick:<4} {event.type:<20} {node:<18} {payload}"
+    return _CONTROL.sub("�", f"{event.seq:>6} t{event.tick:<4} {event.type:<20} {node:<18} {payload}")
 
 
-class EventsPane(Log):
-    """Events that pass the filter; `add()` a batch, `refilter()` after the filter changed."""
+class _Row:
+    """One line of the pane: its event, and the formatted text once something needed it."""
+
+    __slots__ = ("event", "text")
+
+    def __init__(self, event: RuntimeEvent) -> None:
+        self.event = event
+        self.text: str | None = None
+
+    def line(self) -> str:
+        if self.text is None:
+            self.text = format_event(self.event)
+        return self.text
+
+
+class EventsPane(ScrollView, can_focus=True):
+    """Events that pass the filter; `add()` a batch, `refilter()` after the filter changed.
+
+    Anchored to the bottom (newest last) until the user scrolls up; back at the bottom, it
+    follows again.
+    """
+
+    ALLOW_SELECT = True
+    DEFAULT_CSS = """
+    EventsPane {
+        background: $surface;
+        color: $text;
+        overflow: scroll;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=20_000, **kwargs)
+        super().__init__(**kwargs)
         self.filter = EventFilter()
-        self._open_delta: tuple[str | None, str | None] | None = None  # (run, node) of an open text.delta line
+        self._rows: deque[_Row] = deque(maxlen=MAX_ROWS)
+        self._pending: deque[RuntimeEvent] = deque()
+        self._stream: tuple[str | None, str | None] | None = None  # (run, node) of the open text.delta row
+        self._width = 0  # the widest line formatted so far
+        self._resuming = False
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    @property
+    def allow_select(self) -> bool:
+        return True
+
+    @property
+    def lines(self) -> list[str]:
+        """Every row, formatted: for copying a selection and for tests, not for drawing."""
+        return [row.line() for row in self._rows]
+
+    @property
+    def line_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def backlog(self) -> int:
+        """Events received but not filtered yet (a burst is taken a slice at a time)."""
+        return len(self._pending)
 
     def add(self, events: Iterable[RuntimeEvent]) -> None:
-        tail = ""  # text.delta that continues the stream line already in the log
-        lines: list[str] = []
-        for event in events:
-            line = format_event(event)
-            if not self.filter.accepts(event, line):
-                continue
-            if event.type == EventType.TEXT_DELTA:
-                stream = (event.run_id, event.node)
-                if stream == self._open_delta:
-                    if lines:
-                        lines[-1] += _delta(event)
-                    else:
-                        tail += _delta(event)
-                    continue
-                self._open_delta = stream
-            else:
-                self._open_delta = None
-            lines.append(line)
-        if tail:
-            self.write(tail)
-        if lines:
-            self.write_lines(lines)
+        self._pending.extend(events)
+        self._take()
 
     def refilter(self, text: str, history: Iterable[RuntimeEvent]) -> None:
         self.filter = EventFilter.parse(text)
         self.border_subtitle = f"filter: {self.filter.text}" if self.filter.text else "/ to filter"
-        self.clear()
-        self._open_delta = None
+        self._rows.clear()
+        self._pending.clear()
+        self._stream = None
+        self._width = 0
         self.add(history)
+
+    def _take(self) -> None:
+        """Filter queued events into rows for one SLICE; the rest waits for the next turn."""
+        pending, rows, stream_open = self._pending, self._rows, self._stream
+        accepts = self.filter.accepts if self.filter.active else None
+        deadline = time.perf_counter() + SLICE
+        while pending and time.perf_counter() < deadline:
+            for _ in range(min(CHUNK, len(pending))):
+                event = pending.popleft()
+                row = _Row(event)
+                if accepts is not None and not accepts(event, row.line):
+                    continue
+                if event.type != EventType.TEXT_DELTA:
+                    stream_open = None
+                elif stream_open == (stream := (event.run_id, event.node)):
+                    rows[-1].text = rows[-1].line() + _delta(event)
+                    continue
+                else:
+                    stream_open = stream
+                rows.append(row)
+        self._stream = stream_open
+        self._resize()
+        self.refresh()
+        if pending and not self._resuming:
+            self._resuming = True
+            self.call_later(self._resume)
+
+    async def _resume(self) -> None:
+        await asyncio.sleep(0)  # a real turn of the event loop: keys and screen updates go first
+        self._resuming = False
+        self._take()
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(self._width, len(self._rows))
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index, width, style = scroll_y + y, self.size.width, self.rich_style
+        if index >= len(self._rows):
+            return Strip.blank(width, style)
+        line = self._rows[index].line()
+        length = cell_len(line)
+        if length > self._width:  # found a wider line: the horizontal scroll range grows after this frame
+            self._width = length
+            self.call_later(self._resize)
+        selection = self.text_selection
+        span = selection.get_span(index) if selection is not None else None
+        if span is None:
+            strip = Strip([Segment(line, style)], length)
+        else:
+            text = Text(line, style=style, no_wrap=True)
+            start, end = span
+            text.stylize(self.screen.get_component_rich_style("screen--selection"), start,
+                         len(line) if end == -1 else end)
+            strip = Strip(text.render(self.app.console), length)
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        return selection.extract("\n".join(self.lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
