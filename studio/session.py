@@ -121,7 +121,10 @@ class _History:
 
 
 def default_db_path() -> Path:
-    return Path(platformdirs.user_cache_dir("jianmu-studio")) / "runs.db"
+    """One default store per store format, so an upgrade never meets an old-format cache file."""
+    from runtime.memory.checkpoint.sqlite_store import SCHEMA_VERSION
+
+    return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"runs-v{SCHEMA_VERSION}.db"
 
 
 def open_store(path: Path) -> SQLiteCheckpointStore:
