@@ -20,7 +20,7 @@ def main() -> None:
     result = asyncio.run(module.build().run(getattr(module, "INPUT", None), debug=address))
     print(json.dumps({"status": result.status.value, "final_answer": result.final_answer,
                       "termination_reason": result.termination_reason,
-                      "state_extra": result.state.model_extra}, default=repr), flush=True)
+                      "first_message": result.state.messages[0].content}), flush=True)
 
 
 if __name__ == "__main__":

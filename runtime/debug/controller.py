@@ -27,7 +27,8 @@ EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older on
 
 @dataclass
 class ServerBreakpoint:
-    """One breakpoint set by the client: a node (before/after its tick), an event type or a condition."""
+    """One breakpoint set by the client: a node (before it starts, after a tick that ran it), an event
+    type or a condition."""
 
     id: int
     kind: str
@@ -82,7 +83,8 @@ def _counter(node: Any) -> str | None:
 class DebugController:
     """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[], None]):
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None]):
+        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once."""
         self.runner = runner
         self._wakeup = wakeup
         self.breakpoints: dict[int, ServerBreakpoint] = {}
@@ -125,6 +127,7 @@ class DebugController:
             undo()
         self._detachers = []
         self.breakpoints.clear()
+        self._sync_stop_before()
         self._pause_requested = self._stepping = False
         self._resume.set()
 
@@ -147,7 +150,7 @@ class DebugController:
     def _on_state_change(self, change: StateChange) -> None:
         namespace = change.namespace or ""
         self._dirty_state.update((namespace, key) for key in change.changes)
-        self._wakeup()
+        self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
         if len(self._events) == self._events.maxlen:
@@ -158,11 +161,11 @@ class DebugController:
                 if bp.kind == "event" and bp.event == event.type:
                     self._event_hit = bp.label
                     break
-        self._wakeup()
+        self._wakeup(False)
 
     def _on_approval(self, request: Any) -> None:
         self._approvals_dirty = True
-        self._wakeup()
+        self._wakeup(False)
 
     def _approvals(self) -> list[dict[str, Any]]:
         approvals = self.runner.context.approval_manager
@@ -172,7 +175,7 @@ class DebugController:
         """Queue a message, after an update that brings the client up to this moment."""
         self.seal()
         self.outbox.append(message)
-        self._wakeup()
+        self._wakeup(True)
 
     def seal(self) -> None:
         """Turn what changed since the last update into one `update` message (none if nothing did)."""
@@ -238,7 +241,7 @@ class DebugController:
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
                         "state_keys": report.state_keys}
-        self._wakeup()
+        self._wakeup(False)
         stop = self._stop_after(report)
         if runner.finished:
             self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count})
@@ -328,8 +331,8 @@ class DebugController:
             bp.node, bp.when = str(message.get("node")), message.get("when", "after")
             if bp.node not in self.runner.nodes:
                 raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
-            if bp.when != "after":
-                raise ProtocolError("bad_request", f"a node breakpoint is 'after' its tick, not {bp.when!r}")
+            if bp.when not in ("before", "after"):
+                raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
         elif kind == "event":
             bp.event = str(message.get("event") or "").strip()
             if not bp.event:
@@ -344,11 +347,20 @@ class DebugController:
             raise ProtocolError("bad_request", f"breakpoint kind is node, event or condition, not {kind!r}")
         self._next_id += 1
         self.breakpoints[bp.id] = bp
+        self._sync_stop_before()
         return {"breakpoint": bp.describe()}
 
     def _do_unbreak(self, message):
         if self.breakpoints.pop(message["breakpoint"], None) is None:
             raise ProtocolError("bad_request", f"no breakpoint {message['breakpoint']!r}")
+        self._sync_stop_before()
+
+    def _sync_stop_before(self) -> None:
+        """The runner's node boundaries are exactly the client's before-breakpoints."""
+        self.runner.stop_before = self.before_paths()
+
+    def before_paths(self) -> set[str]:
+        return {bp.node for bp in self.breakpoints.values() if bp.kind == "node" and bp.when == "before"}
 
     def _require_paused(self, what: str) -> None:
         if self.paused is None:

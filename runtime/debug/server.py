@@ -43,6 +43,7 @@ from .protocol import (
 )
 
 log = logging.getLogger(__name__)
+FLUSH_INTERVAL = 0.02  # seconds changes wait for more before they are sent as one update
 _generated_token: str | None = None  # one per process, printed the first time it is made
 
 
@@ -80,6 +81,7 @@ class DebugServer:
         self._server: Server | None = None
         self._ready = asyncio.Event()  # something to send
         self._idle = asyncio.Event()  # nothing left to send
+        self._urgent = asyncio.Event()  # a reply or a stop to send: no waiting for more changes
         self._attached = asyncio.Event()
         self._detached = asyncio.Event()
         self._waiting = False  # inside start()'s wait for a client: the one who comes starts paused
@@ -99,7 +101,12 @@ class DebugServer:
         await self.close()
 
     async def start(self) -> None:
-        """Listen (port 0 picks a free one), say where on stderr, and wait for a client if asked to."""
+        """Listen, then wait for a client if asked to (`wait` seconds at most)."""
+        await self.listen()
+        await self.wait_for_client()
+
+    async def listen(self) -> None:
+        """Open the socket (port 0 picks a free one) and say where on stderr, with a generated token once."""
         if not _is_loopback(self.host):
             log.warning("debug server on %s: reachable from other machines; the token travels unencrypted",
                         self.host)
@@ -111,14 +118,18 @@ class DebugServer:
         where = f"jianmu debug server on {self.url}"
         print(f"{where} token {self.token}" if self._show_token else where, file=sys.stderr, flush=True)
         self._show_token = False
-        if self.wait > 0:
-            self._waiting = True
-            try:
-                await asyncio.wait_for(self._attached.wait(), self.wait)
-            except TimeoutError:
-                log.info("no debug client within %ss: running on", self.wait)
-            finally:
-                self._waiting = False
+
+    async def wait_for_client(self) -> None:
+        """Up to `wait` seconds for a client; the one who comes in that time finds the run paused at its start."""
+        if self.wait <= 0 or self.controller is not None:
+            return
+        self._waiting = True
+        try:
+            await asyncio.wait_for(self._attached.wait(), self.wait)
+        except TimeoutError:
+            log.info("no debug client within %ss: running on", self.wait)
+        finally:
+            self._waiting = False
 
     async def close(self) -> None:
         """Tell the client the run ended, let it read what is queued (a heartbeat at most), stop listening."""
@@ -132,27 +143,44 @@ class DebugServer:
             self._server = None
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
-        """`runner.run()`; while a client is attached, a suspension waits for it to answer, then goes on."""
+        """`runner.run()`, held where the client says: before a node it stops at, or, while it is attached,
+        at a suspension until it answers; returns the root's status like `runner.run()`."""
         runner = self.runner
         status = await runner.run(max_ticks, input_data=input_data)
-        while runner.suspended and self.controller is not None and max_ticks is None:
-            gone = asyncio.ensure_future(self._detached.wait())
-            ready = asyncio.ensure_future(runner.wait_until_ready())
+        while True:
+            controller = self.controller
+            boundary = runner.paused_at
+            if boundary is not None:  # a tick held before a node: the client's breakpoint, or one left over
+                if controller is not None and boundary.path in controller.before_paths():
+                    await controller.hold("breakpoint", f"breakpoint: before {boundary.path}", node=boundary.path,
+                                          when="before")
+            elif not (runner.suspended and controller is not None and max_ticks is None):
+                return status
+            else:
+                await self._until_answered()
+                if runner.suspended and self.controller is None:
+                    return status
+            status = await runner.run(max_ticks)
+
+    async def _until_answered(self) -> None:
+        """Wait until the suspended run could tick again (an approval answered) or the client left."""
+        gone = asyncio.ensure_future(self._detached.wait())
+        ready = asyncio.ensure_future(self.runner.wait_until_ready())
+        try:
             await asyncio.wait((gone, ready), return_when=asyncio.FIRST_COMPLETED)
+        finally:
             gone.cancel()
             ready.cancel()
-            if runner.suspended and self.controller is None:
-                break
-            status = await runner.run()
-        return status
 
     # -- one connection --------------------------------------------------------------
-    def _wakeup(self) -> None:
+    def _wakeup(self, urgent: bool) -> None:
         if self._thread == threading.get_ident():
             self._idle.clear()
             self._ready.set()
+            if urgent:
+                self._urgent.set()
         else:  # a state write from a worker thread
-            self._loop.call_soon_threadsafe(self._wakeup)
+            self._loop.call_soon_threadsafe(self._wakeup, urgent)
 
     async def _serve(self, ws: ServerConnection) -> None:
         peer = "{}:{}".format(*ws.remote_address[:2])
@@ -234,7 +262,10 @@ class DebugServer:
         try:
             while True:
                 await self._ready.wait()
+                with contextlib.suppress(TimeoutError):  # let a burst of ticks coalesce into one update
+                    await asyncio.wait_for(self._urgent.wait(), FLUSH_INTERVAL)
                 self._ready.clear()
+                self._urgent.clear()
                 controller.seal()
                 while outbox:
                     await ws.send(encode(outbox.popleft()))
