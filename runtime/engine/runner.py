@@ -92,6 +92,7 @@ class ReactiveRunner:
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
+        self.input_namespace: str | None = None  # where `input_data` is written (an agent's namespace)
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
         self.refresh_tree()
@@ -245,7 +246,7 @@ class ReactiveRunner:
         if self.state_manager.get(InteractionKeys.TERMINATION) is not None:  # the last run's, not this one's
             self.state_manager.load({InteractionKeys.TERMINATION: None})
         if input_data:
-            self.state_manager.update(dict(input_data), signal=False)
+            self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]
         self._state_changes.clear()
 
@@ -332,7 +333,7 @@ class ReactiveRunner:
         if fresh:
             self.start_fresh(input_data)
         elif input_data:
-            self.state_manager.update(dict(input_data))
+            self.state_manager.update(dict(input_data), self.input_namespace)
         was_live = self._live
         self._go_live()
         bus = self.event_bus

@@ -28,13 +28,15 @@ def _recorder(node: Any) -> Any:
 
 async def call_model(node: Any, messages: list[Message], config: ModelConfig, *, round: int, attempt: int = 0,
                      path: str | None = None, on_delta: Callable[[str], None] | None = None) -> ModelResponse:
-    """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`)."""
+    """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`),
+    with the node's `resilience` when it has one."""
     client = node.model_client
     if client is None:
         raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
 
     async def call() -> ModelResponse:
-        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta)
+        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
+                                   resilience=getattr(node, "resilience", None))
 
     recorder = _recorder(node)
     if recorder is None:

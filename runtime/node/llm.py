@@ -17,7 +17,7 @@ from typing import Any
 
 from py_trees.common import Status
 
-from ..config import ReActConfig
+from ..config import ModelResilienceConfig, ReActConfig
 from ..context import EMPTY_REPLY_NUDGE, FINAL_ANSWER_PROMPT, ContextBuilder, ContextBuilderProtocol
 from ..engine.behaviour import AsyncBehaviour
 from ..engine.events import EventType
@@ -61,6 +61,11 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
         response = await self.reply(self.build_context(), self.model_config(), round=self.read_key("rounds", 0))
         self._persist(response, self._usage(), text_output=response.message.content or "")
         return Status.SUCCESS
+
+    @property
+    def resilience(self) -> ModelResilienceConfig | None:
+        """`ReActConfig.resilience` when the config sets it; else the model client's own applies."""
+        return self.config.resilience if "resilience" in self.config.model_fields_set else None
 
     def _usage(self) -> Usage:
         return Usage.model_validate(self.read_key("usage", {}))
