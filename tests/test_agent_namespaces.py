@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from py_trees.common import Status
 
-from runtime import Agent, CalculatorTool, ModelClient, ReActConfig, ScriptedProvider, create_react_node, human
+from runtime import (
+    Agent,
+    CalculatorTool,
+    ModelClient,
+    ReActConfig,
+    ScriptedProvider,
+    create_react_node,
+    human,
+)
 from runtime.agent import find_agents
 from runtime.node import Sequence, create_plan_execute_node
 from runtime.state import InteractionKeys
