@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -135,12 +136,9 @@ async def _ticks(count: int, served: bool) -> float:
 
 
 def overhead(ticks: int, repeats: int) -> tuple[float, float, float]:
-    sys.stderr = open(os.devnull, "w")  # the server says where it listens, every repeat
-    try:
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):  # the server's line, every repeat
         rows = [(raw_py_trees(ticks), asyncio.run(_ticks(ticks, False)), asyncio.run(_ticks(ticks, True)))
                 for _ in range(repeats)]
-    finally:
-        sys.stderr = sys.__stderr__
     return tuple(min(col) for col in zip(*rows, strict=True))
 
 

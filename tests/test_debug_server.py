@@ -94,23 +94,29 @@ async def test_before_breakpoint_pauses_the_llm_node_and_a_state_edit_reaches_th
     assert result["first_message"] == "What is 2 + 2?"  # the model saw the edited state
 
 
-async def test_updates_are_diffs_of_what_changed():
+async def test_updates_are_diffs_that_rebuild_the_run_from_the_welcome():
     async with agent_process() as target:
         client = await DebugClient.connect(target.address, TOKEN)
+        statuses = {node["path"]: node["status"] for node in client.welcome["tree"]}
+        state = {ns: dict(values) for ns, values in client.welcome["state"].items()}
         await until(client, "paused")
         await client.request("continue")
-        updates = []
+        sent, ticks = 0, 0
         while (message := await client.next_message()) is not None:
-            if message["type"] == "update":
-                updates.append(message)
+            if message["type"] != "update":
+                continue
+            assert "tree" not in message  # the shape came once, in the welcome
+            for path, (old, new) in message.get("nodes", {}).items():
+                assert statuses[path] == old  # each status change follows the last one sent
+                statuses[path] = new
+            for namespace, key, value in message.get("state", []):
+                state.setdefault(namespace, {})[key] = value
+            sent += len(message.get("state", []))
+            ticks = message["tick"]
         assert (await target.result())["status"] == "SUCCESS"
-    assert all("tree" not in update for update in updates)  # the shape came once, in the welcome
-    written = [key for update in updates for _, key, _ in update.get("state", [])]
-    assert "final_answer" in written and "messages" in written
-    assert all(len(update.get("state", [])) < 6 for update in updates)  # only the keys written, never all
-    statuses = [update["nodes"] for update in updates if "nodes" in update]
-    assert {"Calculator": ["RUNNING", "SUCCESS"]}.items() <= statuses[-1].items()
-    assert all(len(nodes) < 5 for nodes in statuses[:2])  # a tick reports the nodes whose status changed
+    assert set(statuses.values()) == {"SUCCESS"}
+    assert state[""]["final_answer"] == "25 * 4 + 10 = 110" and len(state[""]["messages"]) == 4
+    assert sent < ticks * len(state[""])  # never the whole state per tick
 
 
 async def test_wrong_or_missing_token_is_refused_and_logged_without_the_token():
