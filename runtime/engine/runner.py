@@ -17,6 +17,7 @@ someone observes: a step report, a hook, or a subscriber to the event type.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 import time
@@ -31,7 +32,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from ..state import InteractionKeys, StateChange, StateManager
-from .behaviour import JianmuNodeMixin, report_node_error
+from .behaviour import JianmuNodeMixin, report_node_error, tick_leaf
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus
@@ -80,18 +81,28 @@ def _qualified(namespace: str | None, key: str) -> str:
 
 
 def _guard_foreign(node: py_trees.behaviour.Behaviour, runner: ReactiveRunner) -> None:
-    """Catch exceptions of a user's plain py_trees node per node (pitfall 3)."""
-    for method_name in ("initialise", "update"):
-        original = getattr(node, method_name)
+    """Catch exceptions of a user's plain py_trees node per node (pitfall 3).
 
-        def guarded(original=original, method_name=method_name):
-            try:
-                return original()
-            except Exception as exc:
-                status = report_node_error(node, runner.path_of(node), exc, runner.event_bus)
-                return status if method_name == "update" else None
+    A plain leaf gets the Jianmu leaf tick (one guarded generator, cheaper than py_trees'
+    own tick); a node with its own tick has its `initialise`/`update` guarded instead.
+    """
+    def fail(exc: Exception) -> Status:
+        return report_node_error(node, runner.path_of(node), exc, runner.event_bus)
 
-        setattr(node, method_name, guarded)
+    if type(node).tick is py_trees.behaviour.Behaviour.tick and not node.children:
+        node.tick = functools.partial(tick_leaf, node, fail)
+    else:
+        for method_name in ("initialise", "update"):
+            original = getattr(node, method_name)
+
+            def guarded(original=original, method_name=method_name):
+                try:
+                    return original()
+                except Exception as exc:
+                    status = fail(exc)
+                    return status if method_name == "update" else None
+
+            setattr(node, method_name, guarded)
     node._jianmu_guarded = True
 
 
@@ -114,6 +125,7 @@ class ReactiveRunner:
         self._live = False
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
+        self._finish_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
         self._stop_before: frozenset[str] = frozenset()
         self._into = False  # step_into() asked: every node is a boundary until the tick ends
@@ -147,6 +159,7 @@ class ReactiveRunner:
             elif not type(node).__module__.startswith("py_trees.") and not getattr(node, "_jianmu_guarded", False):
                 _guard_foreign(node, self)
         self._order = list(self.nodes.values())
+        self._order_paths = list(self.nodes)
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
@@ -273,6 +286,16 @@ class ReactiveRunner:
 
         return remove
 
+    def add_finish_hook(self, hook: Hook) -> Callable[[], None]:
+        """`hook(runner, status)`, sync or async, once a tick ends the run (SUCCESS or FAILURE).
+
+        For work done once per run (closing tool providers): unlike an after-tick hook it
+        costs a tick nothing, and it runs however the run is driven (`run()` or `step()`).
+        Returns a function that removes the hook.
+        """
+        self._finish_hooks.append(hook)
+        return lambda: self._finish_hooks.remove(hook) if hook in self._finish_hooks else None
+
     @staticmethod
     async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
         for hook in tuple(hooks):
@@ -368,6 +391,8 @@ class ReactiveRunner:
             self.checkpoints.after_tick(report)
         if self._after_hooks:
             await self._call_hooks(self._after_hooks, self, report)
+        if self._finish_hooks and report.status in _FINISHED:
+            await self._call_hooks(self._finish_hooks, self, report.status)
         return report
 
     def _open_tick(self, detailed: bool) -> bool:
@@ -435,14 +460,15 @@ class ReactiveRunner:
         bus = self.event_bus
         report = TickReport(self.tick_count, self.root.status, ticked=ticked, duration_ms=elapsed * 1000)
         if detailed:
-            report.changed = self._status_changes()
+            report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
-            for path, (old, new) in report.changed.items():
-                bus.publish(EventType.NODE_STATUS, {"old": old.value, "new": new.value}, node=path)
+            if changed and bus.wants(EventType.NODE_STATUS):  # `_value_`: Enum.value is a descriptor call
+                bus.publish_each(EventType.NODE_STATUS, ((path, {"old": old._value_, "new": new._value_})
+                                                         for path, (old, new) in changed.items()))
             if bus.wants(EventType.TICK_COMPLETED):
                 bus.publish(EventType.TICK_COMPLETED, {
                     "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
-                    "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
+                    "changed": {p: [o._value_, n._value_] for p, (o, n) in changed.items()},
                     "state_keys": report.state_keys, "ticked": len(ticked)})
         else:
             self._state_changes.clear()
@@ -457,8 +483,8 @@ class ReactiveRunner:
         if len(previous) != len(current):
             known = dict(zip(map(id, order), previous, strict=False))
             previous = [known.get(id(node), Status.INVALID) for node in order]
-        return {self._paths[id(order[i])]: (old, new)
-                for i, (old, new) in enumerate(zip(previous, current, strict=True)) if old != new}
+        return {path: (old, new) for path, old, new in zip(self._order_paths, previous, current, strict=True)
+                if old is not new}
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
         """Tick until SUCCESS/FAILURE, `max_ticks`, suspension or a `stop_before` node; returns the root's status.
