@@ -221,7 +221,7 @@ class JianmuNodeMixin:
     @property
     def recovery(self):
         if self._recovery is None:
-            from ..memory.checkpoint.recovery import CheckpointRecoveryFacade
+            from .recovery import CheckpointRecoveryFacade
 
             self._recovery = CheckpointRecoveryFacade(self._require_state(), self)
         return self._recovery

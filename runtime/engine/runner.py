@@ -32,8 +32,9 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from ..state import InteractionKeys, StateChange, StateManager
-from .behaviour import JianmuNodeMixin, report_node_error, tick_leaf
+from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
+from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus
 from .interaction import InteractionController
@@ -109,7 +110,7 @@ def _guard_foreign(node: py_trees.behaviour.Behaviour, runner: ReactiveRunner) -
 class ReactiveRunner:
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
-                 checkpointer: Any = None):
+                 checkpointer: Checkpointer | None = None):
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()
@@ -133,13 +134,12 @@ class ReactiveRunner:
         self._held: _HeldTick | None = None
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
+        self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
         self.refresh_tree()
         self._inject(None)
-        self.checkpoints = None
+        self.checkpoints: TickRecorder | None = None
         if checkpointer is not None:
-            from ..memory.checkpoint.runner_checkpoints import RunnerCheckpoints
-
-            self.checkpoints = RunnerCheckpoints(self, checkpointer)
+            self.checkpoints = checkpointer.attach(self)
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:
@@ -160,6 +160,8 @@ class ReactiveRunner:
                 _guard_foreign(node, self)
         self._order = list(self.nodes.values())
         self._order_paths = list(self.nodes)
+        self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
+        self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
@@ -535,6 +537,70 @@ class ReactiveRunner:
             if not was_live:
                 self._go_idle()
 
+    # -- capture and load (the seam of runtime.memory.checkpoint) -------------------
+    def capture(self, paths: Iterable[str] | None = None) -> RunnerState:
+        """The runner's own state now: statuses and composite positions of `paths` (every
+        node when None: pass a tick's `changed` and `ticked` to capture only what it touched),
+        and the resume data of every node that keeps some (few nodes do)."""
+        nodes = self.nodes
+        selected = nodes.items() if paths is None else ((p, nodes[p]) for p in paths if p in nodes)
+        captured = RunnerState(self.tick_count, self.run_id, self.event_bus.position, self._wake.is_set())
+        composites = self._composites
+        for path, node in selected:
+            captured.statuses[path] = node.status._value_
+            if path in composites and node.current_child is not None:
+                captured.positions[path] = node.children.index(node.current_child)
+        for path, node in self._resumable.items():
+            captured.resume[path] = node.dump_resume_state()
+        return captured
+
+    def load(self, captured: RunnerState) -> None:
+        """Put a captured runner state back (load the state manager's values first).
+
+        Stops the tree (cancelling async work in flight), then sets every node's status
+        (INVALID where `captured` has none), composite positions and resume data, the tick
+        count, run id and event position. A RUNNING leaf becomes INVALID and runs again
+        (pitfall 8); an async one has its work started again just before the next tick,
+        which waits for that work when the captured tick did (no wake pending). The next
+        `run()` continues from here, even at tick 0 or when finished.
+        """
+        self._drop_restart()
+        self.stop()
+        self._state_changes.clear()
+        restart = []
+        for path, node in self.nodes.items():
+            status = Status(captured.statuses.get(path, Status.INVALID.value))
+            if path in captured.positions:
+                node.current_child = node.children[captured.positions[path]]
+            if path in captured.resume:
+                node.restore_resume_state(captured.resume[path])
+            if status == Status.RUNNING and not node.children:
+                status = Status.INVALID
+                if isinstance(node, AsyncBehaviour):
+                    restart.append(node)
+            node.status = status
+        self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
+        self.tick_count = self.event_bus.tick = captured.tick
+        self.run_id = self.event_bus.run_id = captured.run_id
+        self.event_bus.seek(captured.event_position)
+        self._wake.set()  # reach the first tick, where the restart below decides whether it waits
+        self._restored = True
+        if restart:
+            self._restart_before_next_tick(restart, captured.wake)
+
+    def _restart_before_next_tick(self, nodes: list[AsyncBehaviour], wake: bool) -> None:
+        async def restart(_runner: Any, _tick: int) -> None:
+            remove()
+            for node in nodes:
+                if node.status == Status.INVALID:
+                    node.initialise()
+                    node.status = Status.RUNNING
+            if not wake:  # the captured tick waited for this work: so does this one
+                self._wake.clear()
+                await self._wake.wait()
+
+        remove = self._drop_restart = self.add_tick_hook(before=restart)
+
     # -- time travel (see runtime.memory.checkpoint) -------------------------------
     def _require_checkpoints(self):
         if self.checkpoints is None:
@@ -563,4 +629,4 @@ class ReactiveRunner:
         self._statuses = [node.status for node in self._order]
 
 
-__all__ = ["NodeBoundary", "ReactiveRunner", "TickReport"]
+__all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport"]
