@@ -107,26 +107,32 @@ class RemoteSession:
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:
-            kind = message["type"]
-            if kind == "update":
-                self._apply_update(message)
-            elif kind == "paused":
-                self._paused, self._continuing = message, False
-                self._stop(StopReason("breakpoint" if message["kind"] == "breakpoint" else message["kind"],
-                                      message["message"]))
-            elif kind == "resumed":
-                self._paused = None
-                self._settle()
-            elif kind == "finished":
-                self._finished = True
-                self._stop(StopReason("finished", f"finished: {message['status']}"))
-            elif kind == "bye":
-                self._finished = True
-                self._stop(StopReason("finished", f"the run ended: {message['status']} (the server closed)"))
-            elif kind == "error":
-                self._say(f"debug server: {message['message']}")
+            try:
+                self._apply(message)
+            except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
+                self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
         self._stop(StopReason("finished", self.message if self._finished else "the debug connection was lost"))
+
+    def _apply(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "update":
+            self._apply_update(message)
+        elif kind == "paused":
+            self._paused, self._continuing = message, False
+            self._stop(StopReason("breakpoint" if message["kind"] == "breakpoint" else message["kind"],
+                                  message["message"]))
+        elif kind == "resumed":
+            self._paused = None
+            self._settle()
+        elif kind == "finished":
+            self._finished = True
+            self._stop(StopReason("finished", f"finished: {message['status']}"))
+        elif kind == "bye":
+            self._finished = True
+            self._stop(StopReason("finished", f"the run ended: {message['status']} (the server closed)"))
+        elif kind == "error":
+            self._say(f"debug server: {message['message']}")
 
     def _apply_update(self, update: dict[str, Any]) -> None:
         mirror = self._mirror
@@ -155,7 +161,7 @@ class RemoteSession:
             mirror.approvals = update["approvals"]
         mirror.run_id, mirror.tick, mirror.status = update["run_id"], update["tick"], update["status"]
         for data in update.get("events", ()):
-            event = RuntimeEvent.model_validate(data)
+            event = RuntimeEvent.validate(data)
             self.events.append(event)
             self._notify("event", event)
         if "report" in update or changed or state_changes:
