@@ -10,6 +10,7 @@ the key and for any 12 characters of it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -47,10 +48,8 @@ def store_texts(db: Path) -> list[bytes]:
             for row in connection.execute(f'SELECT * FROM "{table}"'):
                 for value in row:
                     if isinstance(value, bytes):
-                        try:
+                        with contextlib.suppress(zlib.error):
                             value = zlib.decompress(value)
-                        except zlib.error:
-                            pass
                         found.append(value)
                     elif value is not None:
                         found.append(str(value).encode())
