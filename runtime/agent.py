@@ -27,6 +27,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from .config import ReActConfig
+from .debug import debugging
 from .engine.deps import RunContext
 from .engine.events import RuntimeEventBus
 from .engine.runner import ReactiveRunner
@@ -141,12 +142,17 @@ class Agent:
             runner.add_tick_hook(after=self._close_when_finished)
         return runner
 
-    async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None) -> AgentResult:
-        """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension."""
+    async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None,
+                  debug: str | int | None = None) -> AgentResult:
+        """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension.
+
+        `debug="127.0.0.1:7777"` (or $JIANMU_DEBUG) serves the run to a debugger (`runtime.debug`).
+        """
         if self.runner is None:
             self.runner = self.make_runner()
         try:
-            await self.runner.run(max_ticks, input_data=input_data)
+            async with debugging(self.runner, debug) as run:
+                await run(max_ticks, input_data=input_data)
         except BaseException:
             await self.close()
             raise
