@@ -134,3 +134,11 @@ async def test_streaming_into_state_ends_with_the_whole_text_and_does_not_rewrit
         assert await runner.run(input_data={"messages": [human("count")]}) == Status.SUCCESS
     assert runner.state_manager.get("streaming_output") == "".join(words)
     assert len(writes) < len(words) // 10  # the text is written as it doubles (and a few times a second)
+
+
+async def test_resolve_passes_the_size_cap_to_the_endpoint(server):
+    server.script(json_reply(completion("x" * 2000)))
+    client = ModelClient.resolve(base_url=server.url, model="m", max_response_bytes=1000)
+    with pytest.raises(ModelResponseError, match="max_response_bytes=1,000"):
+        await client.invoke([human("q")])
+    await client.aclose()
