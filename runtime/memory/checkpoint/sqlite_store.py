@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 from ...engine.events import RuntimeEvent
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
+from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
 SCHEMA_VERSION = 2
@@ -128,7 +129,7 @@ class _Streams:
             del self._open[next(iter(self._open))]
 
 
-class SQLiteCheckpointStore:
+class SQLiteCheckpointStore(RecordsRuns):
     def __init__(self, path: str | Path, *, create: bool = True):
         self.location = str(path)
         self._lock = threading.RLock()
