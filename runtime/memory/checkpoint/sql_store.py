@@ -21,6 +21,7 @@ itself from the run's lifecycle events, in the same transaction, so every writer
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -36,6 +37,7 @@ from typing import Any, ClassVar
 
 from ...engine.events import EventType, RuntimeEvent
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
+from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
 SCHEMA_VERSION = 2  # of the tables and their encoding, in either store
@@ -44,6 +46,21 @@ _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shor
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
             EventType.RUN_SUSPENDED: "suspended"}
+
+
+def _decoding(method):
+    """A read whose stored bytes do not decode (a damaged page, item or header) raises a
+    `StoreError` naming the store, never an `IndexError` or `zlib.error` from deep inside."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError) as exc:
+            raise StoreError(f"{self.location}: corrupt checkpoint store "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+    return read
 
 
 def _hash(text: str) -> bytes:
@@ -94,7 +111,7 @@ class _Streams:
             del self._open[next(iter(self._open))]
 
 
-class SQLCheckpointStore(ABC):
+class SQLCheckpointStore(RecordsRuns, ABC):
     """The `CheckpointStore` over a DB-API connection; subclasses connect and give their dialect."""
 
     location: str
@@ -308,6 +325,7 @@ class SQLCheckpointStore(ABC):
                 raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
         return out
 
+    @_decoding
     def read_list(self, list_id: str, length: int) -> list[Any]:
         with self._guard() as conn:
             texts = [_item_text(row) for row in conn.execute(self._LIST_ITEMS, (list_id, length))]
@@ -316,11 +334,13 @@ class SQLCheckpointStore(ABC):
                              f"({len(texts)} of {length} items)")
         return json.loads("[" + ",".join(texts[:length]) + "]")
 
+    @_decoding
     def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
         """The whole checkpoint; with `read_lists=False` its stored lists are left out of `state`
         (`lists` says where they are) for a caller that keeps them decoded."""
         with self._guard() as conn:
-            row = conn.execute("SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+            row = None if checkpoint_id.bit_length() > 63 else conn.execute(  # beyond 64-bit integers
+                "SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
             if row is None:
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
             rows = conn.execute(f"SELECT {_INFO}, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? "
@@ -400,6 +420,7 @@ class SQLCheckpointStore(ABC):
             return [row[0] for row in conn.execute(
                 "SELECT branch FROM checkpoints WHERE run_id = ? GROUP BY branch ORDER BY min(id)", (run_id,))]
 
+    @_decoding
     def runs(self) -> list[RunSummary]:
         """Every run, oldest first, with what its writer recorded about it (tree, host, pid, end)."""
         with self._guard() as conn:
@@ -416,6 +437,7 @@ class SQLCheckpointStore(ABC):
                                   started=facts.get("started"), ended=facts.get("ended")))
         return out
 
+    @_decoding
     def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
         with self._guard() as conn:
             rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? ORDER BY id",
@@ -440,6 +462,7 @@ class SQLCheckpointStore(ABC):
             value[key] = self._item(conn, item_id)
         return value
 
+    @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
                branch: str | None = None) -> IORecord | None:
         with self._guard() as conn:

@@ -9,13 +9,16 @@ and speaks SQLite.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
+from urllib.parse import quote
 
-from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _item_data
+from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
 from .store import StoreError
 
+LOCK_TIMEOUT = 2.0  # seconds a write waits for another process's commit before it fails
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _POLL = 0.1  # seconds between looks at another writer's commits (`wait_for_change`)
 
@@ -53,20 +56,39 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
     def __init__(self, path: str | Path, *, create: bool = True):
         super().__init__()
         self.location = str(path)
+        self.read_only = False  # a store this process may not write opens for viewing only
         if self.location != ":memory:":
             self._check_file(Path(path), create)
         try:
-            self._conn = sqlite3.connect(self.location, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(self._explain(exc)) from None
-        with self._guard():
-            self._conn.execute("PRAGMA busy_timeout = 2000")
-            self._open_schema()
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._open(self.location, uri=False)
+        except StoreError:
+            if self.location == ":memory:" or not Path(path).exists() or os.access(path, os.W_OK):
+                raise
+            self.read_only = True  # a file (or folder) this process may only read: open it for viewing
+            uri = f"file:{quote(str(Path(path).resolve()))}"
+            try:
+                self._open(f"{uri}?mode=ro", uri=True)  # sees a live writer's WAL, if it can share its -shm
+            except StoreError:
+                self._open(f"{uri}?immutable=1", uri=True)  # a read-only folder: the file as it is
         self._seen_version = self._data_version()
 
     # -- opening -------------------------------------------------------------------
+    def _open(self, target: str, uri: bool) -> None:
+        try:
+            self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=uri)
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        try:
+            with self._guard():
+                self._conn.execute(f"PRAGMA busy_timeout = {int(LOCK_TIMEOUT * 1000)}")
+                self._open_schema()
+                if not uri:
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                    self._conn.execute("PRAGMA synchronous = NORMAL")
+        except StoreError:
+            self._conn.close()
+            raise
+
     def _check_file(self, path: Path, create: bool) -> None:
         if path.is_dir():
             raise StoreError(f"{path}: is a directory, not a checkpoint store")
@@ -82,6 +104,7 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
         if head and head != _SQLITE_MAGIC:
             raise StoreError(f"{path}: not a checkpoint store (not an SQLite database)")
 
+    @_decoding
     def _open_schema(self) -> None:
         conn = self._conn
         tables = self._tables()
@@ -113,7 +136,10 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             return f"{self.location}: locked by another process ({text})"
         if "not a database" in text or "malformed" in text or "corrupt" in text:
             return f"{self.location}: corrupt checkpoint store ({text})"
-        if "unable to open" in text or "readonly" in text:
+        if "readonly" in text or "read-only" in text:
+            return (f"{self.location}: read-only ({text}): it opens for viewing (list, show, replay), "
+                    "not for recording")
+        if "unable to open" in text:
             return f"{self.location}: cannot be opened ({text})"
         return f"{self.location}: {text}"
 
