@@ -41,7 +41,7 @@ from runtime.memory.checkpoint import (
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
-from .loader import LoadedTree, load_tree
+from .loader import LoadedTree, TreeLoadError, load_tree
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
@@ -136,12 +136,9 @@ def open_store(path: Path) -> SQLiteCheckpointStore:
 class DebugSession:
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
                  store: CheckpointStore | None = None):
-        self.loaded = loaded
-        self.agent = loaded.agent
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
-        self.bus = RuntimeEventBus(history=0)
         self.store = store if store is not None else open_store(default_db_path())
-        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
+        self._attach(loaded)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
         self._past: Checkpoint | None = None
         self._staged: dict[str, Any] = {}  # state edits made in the past, applied by the next fork
@@ -158,6 +155,13 @@ class DebugSession:
         self._pause = asyncio.Event()
         self._event_hits: list[str] = []
         self._divergence: str | None = None
+
+    def _attach(self, loaded: LoadedTree) -> None:
+        """Drive the agent a tree file built: a runner of its own, on a bus of its own."""
+        self.loaded = loaded
+        self.agent = loaded.agent
+        self.bus = RuntimeEventBus(history=0)
+        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
         self.bus.subscribe(self._on_event)
 
     @classmethod
@@ -304,10 +308,12 @@ class DebugSession:
             self._start_run()
 
     def _start_run(self) -> None:
-        """A fresh run, remembered in the store with its tree file so it can be reopened."""
+        """A fresh run, remembered in the store with its tree file so it can be reopened; its
+        `run.started` saves the tick-0 checkpoint (the input), which can be viewed and forked."""
         self.runner.start_fresh(self.input_data)
         self.recorded_run = None
         self.store.set_meta(f"tree:{self.runner.run_id}", f"{self.loaded.path.resolve()}:{self.loaded.function}")
+        self.bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})
 
     async def step(self) -> TickReport | None:
         """One tick (waiting for async work first if nothing can run). None if it cannot step."""
@@ -435,9 +441,22 @@ class DebugSession:
         return f"suspended: waiting for {kinds or 'input'}"
 
     async def restart(self) -> None:
-        """A fresh run of the same tree with the same input (a new run id)."""
+        """A fresh run: the tree file built again (a scripted model starts from its first answer),
+        the input applied to a fresh state, a new run id; breakpoints and edited bindings are kept."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             self.pause()
+        bindings = self.bindings()
+        await self.agent.close()
+        self.runner.stop()
+        try:
+            loaded = load_tree(self.loaded.target)
+        except TreeLoadError as exc:
+            raise EditError(f"restart: {exc}") from None
+        self._attach(loaded)
+        for path, ports in bindings.items():
+            node = self.runner.nodes.get(path)
+            if isinstance(node, JianmuNodeMixin):
+                node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
         self.viewing, self._past, self._staged = None, None, {}
         self.last_report = None
@@ -571,6 +590,7 @@ class DebugSession:
         if self._past is not None:
             self._stage_edit(namespace, key, value)
             return
+        self._ensure_started()  # an edit before the first tick edits this run's input, not a state it resets
         try:
             namespace = normalize_namespace(namespace)
             sm = self.runner.state_manager
@@ -615,19 +635,29 @@ class DebugSession:
         self.viewing, self._past, self._staged = None, None, {}
         self._set_state(self.run_state, "live")
 
-    async def replay_from(self, checkpoint_id: int) -> None:
-        """Continue from a checkpoint serving the recorded model and tool answers (deterministic, offline)."""
-        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=True)
-        self._restore(checkpoint_id, lambda: self.runner.restore(int(checkpoint_id)), replayer)
-        self._set_state(RunState.PAUSED, f"replaying from checkpoint {checkpoint_id}: recorded I/O, strict")
+    async def replay_from(self, checkpoint_id: int) -> str:
+        """Re-run from a checkpoint on a new branch (`replay-1`, ...) serving the recorded model and
+        tool answers (deterministic, offline); the branch replayed is never appended to."""
+        source = self._checkpoint_info(checkpoint_id)
+        replayer = IOReplayer(self.store, source.run_id, strict=True, source_branch=source.branch)
+        self._restore(checkpoint_id, lambda: self.runner.checkpoints.fork(source.id, prefix="replay"), replayer)
+        self._set_state(RunState.PAUSED, f"replaying checkpoint {checkpoint_id} on {self.branch}: recorded I/O, strict")
+        return self.branch
 
     async def fork_from(self, checkpoint_id: int) -> str:
         """A new branch from a checkpoint, with the state edits staged while viewing it."""
+        source = self._checkpoint_info(checkpoint_id)
         edits = dict(self._staged)
-        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=False)
-        self._restore(checkpoint_id, lambda: self.runner.fork(int(checkpoint_id), state_updates=edits), replayer)
+        replayer = IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch)
+        self._restore(checkpoint_id, lambda: self.runner.fork(source.id, state_updates=edits), replayer)
         self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {checkpoint_id}")
         return self.branch
+
+    def _checkpoint_info(self, checkpoint_id: int):
+        try:
+            return self.store.get(int(checkpoint_id), read_lists=False).info
+        except (CheckpointError, StoreError, ValueError) as exc:
+            raise EditError(str(exc)) from None
 
     def _restore(self, checkpoint_id: int, action: Callable[[], Any], replayer: IOReplayer) -> None:
         if self.run_state in (RunState.RUNNING, RunState.WAITING):

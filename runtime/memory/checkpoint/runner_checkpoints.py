@@ -131,6 +131,7 @@ class RunnerCheckpoints:
         self._indexed = nodes
         self._composites = [(p, n) for p, n in nodes.items() if isinstance(n, py_trees.composites.Composite)]
         self._resumable = [(p, n) for p, n in nodes.items() if hasattr(n, "dump_resume_state")]
+        self._models = _resumable_models(nodes)
         for path, node in nodes.items():
             if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
                 self._baseline[path] = (node.input_bindings, node.output_bindings)
@@ -147,6 +148,8 @@ class RunnerCheckpoints:
                 now[path] = {"child": node.children.index(node.current_child)}
         for path, node in self._resumable:
             now.setdefault(path, {})["data"] = jsonable(node.dump_resume_state())
+        for path, provider in self._models:
+            now.setdefault(path, {})["model"] = jsonable(provider.dump_resume_state())
         old, self._resume = self._resume, now
         if full:
             return now
@@ -249,6 +252,8 @@ class RunnerCheckpoints:
             self._restoring = False
         runner._state_changes.clear()
         self._apply_bindings(cp.bindings)
+        self._index()
+        models = dict(self._models)
         restart = []
         for path, node in runner.nodes.items():
             status = Status(cp.statuses.get(path, Status.INVALID.value))
@@ -257,6 +262,8 @@ class RunnerCheckpoints:
                 node.current_child = node.children[resume["child"]]
             if "data" in resume:
                 node.restore_resume_state(resume["data"])
+            if "model" in resume and path in models:
+                models[path].restore_resume_state(resume["model"])
             if status == Status.RUNNING and not node.children:
                 status = Status.INVALID  # a RUNNING leaf starts its work again (pitfall 8)
                 if isinstance(node, AsyncBehaviour):
@@ -296,8 +303,11 @@ class RunnerCheckpoints:
 
     # -- forking ---------------------------------------------------------------------
     def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
-             binding_changes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
-        """Restore a checkpoint, apply edits, and save them as the first checkpoint of a new branch.
+             binding_changes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+             prefix: str = "fork") -> str:
+        """Restore a checkpoint, apply edits, and save them as the first checkpoint of a new branch
+        (`fork-1`, `fork-2`, ...; a replay passes `prefix="replay"`, so it never appends to the
+        branch it replays).
 
         `state_updates` maps qualified keys to values: `"key"` (global) or `"ns.key"` (the
         namespace `ns` of the checkpoint). `binding_changes` maps node paths to
@@ -310,7 +320,7 @@ class RunnerCheckpoints:
         self._apply(checkpoint)
         self._bindings = dict(checkpoint.bindings)
         sm, bus = self.runner.state_manager, self.runner.event_bus
-        branch = self._next_branch(checkpoint.run_id)
+        branch = self._next_branch(checkpoint.run_id, prefix)
         self._start_session(checkpoint.run_id, branch, checkpoint.id)
         for ns, values in updates.items():
             sm.load(values, ns or None)
@@ -323,9 +333,10 @@ class RunnerCheckpoints:
         self.save(Source.FORK)
         return branch
 
-    def _next_branch(self, run_id: str) -> str:
-        numbers = [int(m.group(1)) for b in self.store.branches(run_id) if (m := re.fullmatch(r"fork-(\d+)", b))]
-        return f"fork-{max(numbers, default=0) + 1}"
+    def _next_branch(self, run_id: str, prefix: str) -> str:
+        pattern = re.escape(prefix) + r"-(\d+)"
+        numbers = [int(m.group(1)) for b in self.store.branches(run_id) if (m := re.fullmatch(pattern, b))]
+        return f"{prefix}-{max(numbers, default=0) + 1}"
 
     def _validate_updates(self, cp: Checkpoint, updates: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         sm = self.runner.state_manager
@@ -356,6 +367,19 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+def _resumable_models(nodes: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Model providers with a position of their own (a scripted model), each once, under the path of
+    the first node that calls it: their position is saved and restored with the nodes' resume data."""
+    seen: set[int] = set()
+    found = []
+    for path, node in nodes.items():
+        provider = getattr(getattr(node, "model_client", None), "provider", None)
+        if hasattr(provider, "dump_resume_state") and id(provider) not in seen:
+            seen.add(id(provider))
+            found.append((path, provider))
+    return found
 
 
 __all__ = ["LIST_MIN", "RunnerCheckpoints"]
