@@ -191,7 +191,7 @@ class MainScreen(Screen):
         if action == "pause":
             return True if busy else None
         if action == "live":
-            return viewing
+            return viewing and session.recorded_run is None  # a recording has no live run to go back to
         if action == "replay_fork":
             return True
         if action == "approvals":

@@ -68,7 +68,6 @@ class EventLog:
     def __init__(self) -> None:
         self._runs: dict[str | None, list[StampedEvent]] = {}
         self._nodes: dict[tuple[str | None, str], list[StampedEvent]] = {}
-        self.loaded: set[str] = set()
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
@@ -83,7 +82,11 @@ class EventLog:
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))
-        self.loaded.add(run_id)
+
+    def keep_only(self, run_id: str | None) -> None:
+        """Forget every other run (a restart leaves the old run to the store)."""
+        self._runs = {run: events for run, events in self._runs.items() if run == run_id}
+        self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
 
     def of(self, lineage: Lineage) -> list[StampedEvent]:
         return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
@@ -139,6 +142,7 @@ class Frame:
         self.runner = runner
         self.timeline = timeline
         self.log = log
+        self._paths: set[str] | None = None
 
     @property
     def key(self) -> tuple:
@@ -167,6 +171,12 @@ class Frame:
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
         return total
 
+    def _shown(self) -> set[str]:
+        """The paths of the frame's tree, for membership tests (computed once per frame)."""
+        if self._paths is None:
+            self._paths = set(self.paths())
+        return self._paths
+
     def events(self) -> list[StampedEvent]:
         return self.log.of(self.lineage)
 
@@ -179,7 +189,7 @@ class Frame:
         data = self.resume_data(path)
         if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
             counter = f"iter {data['iteration_count']}/{node.max_iterations}"
-        shown = set(self.paths())
+        shown = self._shown()
         return NodeView(
             path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
             parent=path.rpartition("/")[0] or None,

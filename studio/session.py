@@ -470,6 +470,7 @@ class DebugSession(EditsMixin):
             if isinstance(node, JianmuNodeMixin):
                 node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
+        self.log.keep_only(self.runner.run_id)
         self.viewing, self.staged = None, {}
         self.last_report = None
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
