@@ -8,7 +8,13 @@ out of iterations with `on_max_iterations="final_answer"`, one extra model call 
 tools gives a best-effort answer marked `truncated`. A debugger drives the runner itself
 (`make_runner`, step, ...) and calls `finalize(runner)` or `result_from(runner)` at the end.
 Tool providers (an MCP server, say) are closed when the run finishes, however it is driven
-(a tick hook of the runner), and by `close()`; a later run opens them again.
+(the runner's finish hook), and by `close()`; a later run opens them again.
+
+The tree's agents are found by `find_agents` (each `LoopUntilSuccess` with an
+`answer_node`, outermost first): `input_data` is written into the first agent's namespace
+(`runner.input_namespace`), the result read from the last one's (or `result=`), and each
+loop's termination from its own namespace, so a namespaced ReAct loop behaves like a
+global one.
 
 `termination_reason` is one of: `"completed"` (the tree succeeded), `"max_iterations"`,
 `"budget_exhausted"` (the loop's token budget was spent), `"error"` (a model call or
@@ -139,7 +145,7 @@ class Agent:
         if self.context.approval_manager is None:
             self.context.approval_manager = ApprovalManager(runner.event_bus)
         if self._toolboxes():
-            runner.add_tick_hook(after=self._close_when_finished)
+            runner.add_finish_hook(self._close_when_finished)
         return runner
 
     async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None,
@@ -175,9 +181,8 @@ class Agent:
         for box in self._toolboxes():
             await box.close()
 
-    async def _close_when_finished(self, runner: ReactiveRunner, report: Any) -> None:
-        if runner.finished:
-            await self.close()
+    async def _close_when_finished(self, runner: ReactiveRunner, status: Any) -> None:
+        await self.close()
 
     def _toolboxes(self) -> list[ToolBox]:
         """The tree's tool boxes, each once (a ReAct loop's LLM node and executor share one)."""

@@ -38,6 +38,8 @@ class EditsMixin:
         runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
         """
         node = self._node(path)
+        if not isinstance(key, str):
+            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
         key = key.strip()
         if key.startswith("state."):
             key = key[len("state."):]
@@ -58,6 +60,10 @@ class EditsMixin:
             raise EditError(f"{path} is a plain py_trees node: it has no ports")
         if direction not in ("in", "out"):
             raise EditError(f"direction must be 'in' or 'out', not {direction!r}")
+        declared = node.input_ports if direction == "in" else node.output_ports
+        bound = node.input_bindings if direction == "in" else node.output_bindings
+        if port not in (*declared, *bound):
+            raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
         key = self.validate_binding_key(path, key)
         old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
         node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
@@ -86,13 +92,24 @@ class EditsMixin:
         if not self.bindings_file.exists():
             return []
         try:
-            data = json.loads(self.bindings_file.read_text())
+            data = json.loads(self.bindings_file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            return [f"{self.bindings_file}: cannot be read ({type(exc).__name__}); ignored"]
+        if not isinstance(data, dict):
+            return [f"{self.bindings_file}: not an object of node paths ({type(data).__name__}); ignored"]
         warnings = []
         for path, ports in data.items():
+            if not isinstance(ports, dict):
+                warnings.append(f"{self.bindings_file.name}: {path}: not an object of inputs/outputs; ignored")
+                continue
             for direction, field_name in (("in", "inputs"), ("out", "outputs")):
-                for port, key in (ports.get(field_name) or {}).items():
+                entries = ports.get(field_name) or {}
+                if not isinstance(entries, dict):
+                    warnings.append(f"{self.bindings_file.name}: {path} {field_name}: not an object; ignored")
+                    continue
+                for port, key in entries.items():
                     try:
                         self.edit_binding(path, direction, port, key)
                     except EditError as exc:
@@ -104,8 +121,8 @@ class EditsMixin:
         While a past checkpoint is shown the edit is staged for a fork from there."""
         if self.busy:
             raise EditError("pause the run before editing state")
+        namespace = self._editable(namespace, key)
         try:
-            namespace = normalize_namespace(namespace)
             value = self.runner.state_manager.validate(key, value, namespace)
         except (StateValidationError, ValueError) as exc:
             raise EditError(str(exc)) from None
@@ -122,6 +139,23 @@ class EditsMixin:
         self.bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
                                                   "old": _preview(old), "new": _preview(value)})
         self._notify("changed")
+
+    def _editable(self: DebugSession, namespace: str | None, key: str) -> str | None:
+        """The normalised namespace of an edit to `key`, or `EditError`: only keys the state
+        schema declares, the runtime owns, or the state already holds can be edited."""
+        if not isinstance(key, str) or not key:
+            raise EditError(f"a state key is non-empty text, not {key!r:.40}")
+        try:
+            namespace = normalize_namespace(namespace)
+        except ValueError as exc:
+            raise EditError(str(exc)) from None
+        if namespace is not None and namespace not in self.known_namespaces():
+            raise EditError(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(self.known_namespaces()))})")
+        sm = self.runner.state_manager
+        if not (sm.has_field(key) or key in StateKeys().model_dump().values() or sm.contains(key, namespace)):
+            where = f"{namespace}.{key}" if namespace else key
+            raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
+        return namespace
 
     def staged_updates(self: DebugSession) -> dict[str, Any]:
         """The staged edits as a fork takes them: `key` (global) or `namespace.key`."""

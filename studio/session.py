@@ -32,6 +32,7 @@ from py_trees.common import Status
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
+from runtime.guard.approval import ApprovalError
 from runtime.memory.checkpoint import (
     CheckpointError,
     CheckpointInfo,
@@ -611,11 +612,17 @@ class DebugSession(EditsMixin):
         return list(self.approvals.pending()) if self.approvals is not None else []
 
     def approve(self, approval_id: str) -> None:
-        self._require_approvals().approve(approval_id)
+        try:
+            self._require_approvals().approve(approval_id)
+        except ApprovalError as exc:
+            raise EditError(str(exc)) from None
         self._after_approval()
 
     def deny(self, approval_id: str, reason: str) -> None:
-        self._require_approvals().deny(approval_id, reason or "denied in the studio")
+        try:
+            self._require_approvals().deny(approval_id, reason or "denied in the studio")
+        except ApprovalError as exc:
+            raise EditError(str(exc)) from None
         self._after_approval()
 
     def _require_approvals(self):
