@@ -73,6 +73,7 @@ class MainScreen(Screen):
         self._reports: list[TickReport] = []
         self._dirty = True
         self._shape: tuple = ()
+        self._frame_key: tuple = ()
         self._offered: set[str] = set()
 
     def compose(self) -> ComposeResult:
@@ -118,8 +119,15 @@ class MainScreen(Screen):
         if not (events or reports or dirty):
             return
         with self.app.batch_update():
-            if events:
-                self.query_one(EventsPane).add(events)
+            frame = self.session.frame
+            pane = self.query_one(EventsPane)
+            if frame.key != self._frame_key:  # another run, branch or checkpoint: its own events
+                self._frame_key = frame.key
+                pane.show_branch = len(self.session.branches()) > 1
+                pane.refilter(pane.filter.text, self.session.frame_events())
+                pane.anchor()  # scrolled to the frame's last event
+            elif events and self.session.viewing is None:
+                pane.add(events)
             if reports or dirty or any(event.type in REDRAW_EVENTS for event in events):
                 self._redraw(reports)
         if dirty:
@@ -128,30 +136,28 @@ class MainScreen(Screen):
 
     def _redraw(self, reports: list[TickReport]) -> None:
         session = self.session
-        viewing = getattr(session, "viewing", None)
+        viewing = session.viewing
+        frame = session.frame
         self.set_class(viewing is not None, "-past")
         self.query_one(StatusLine).show(session)
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id)
-        if shape != self._shape or not tree.knows(touched):
-            self._shape = shape
+        if frame.key != self._shape or not tree.knows(touched):
+            self._shape = frame.key
             ticked = set(last.ticked) if last is not None and viewing is None else set()
             tree.sync(session.node_views(), ticked)
         else:
             breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
             tree.apply(reports, breakpoints, session.node_view)
         tree.set_running(session.running_nodes() if viewing is None else [])
-        past = f" — PAST: tick {field_of(viewing, 'tick')} (read-only)" if viewing is not None else ""
+        past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
         tree.border_title = f"tree{past}"
         state = self.query_one(StatePane)
-        state.border_title = f"state{past}"
-        state.show(session.state_snapshot(), last.state_changes if last is not None and viewing is None else {})
+        state.border_title = f"state{past}" + (" · staged edits: f forks with them" if session.staged else "")
+        state.show(session.state_snapshot(), session.marks())
         self._show_detail(tree.selected_path)
-        checkpoints = getattr(session, "checkpoints", None)
-        if callable(checkpoints):
-            self.query_one(Timeline).sync(checkpoints(), viewing)
+        self.query_one(Timeline).sync(session.checkpoints(), viewing)
 
     def _show_detail(self, path: str | None) -> None:
         try:
@@ -176,16 +182,18 @@ class MainScreen(Screen):
     # -- which keys apply now (the Footer shows only these) -----------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         session = self.session
-        viewing = getattr(session, "viewing", None) is not None
+        viewing = session.viewing is not None
         busy = session.run_state in BUSY
-        if action in ("step", "continue", "restart", "toggle_breakpoint", "edit_bindings"):
-            return None if busy or (viewing and action != "toggle_breakpoint") else True
+        if action in ("step", "continue", "toggle_breakpoint"):
+            return None if busy else True  # in the past or a recording they say why they cannot run
+        if action in ("restart", "edit_bindings"):
+            return None if busy or viewing or session.recorded_run is not None else True
         if action == "pause":
             return True if busy else None
         if action == "live":
-            return viewing
+            return viewing and session.recorded_run is None  # a recording has no live run to go back to
         if action == "replay_fork":
-            return callable(getattr(session, "fork_from", None))
+            return True
         if action == "approvals":
             return bool(session.pending_approvals())
         return True
@@ -204,10 +212,21 @@ class MainScreen(Screen):
             self._dirty = True
 
     def action_step(self) -> None:
-        self._intent(self.session.step)
+        if not self._refused():
+            self._intent(self.session.step)
 
     def action_continue(self) -> None:
-        self._intent(self.session.continue_)
+        if not self._refused():
+            self._intent(self.session.continue_)
+
+    def _refused(self) -> bool:
+        """A recording or the past cannot run: say so in one line, with what can."""
+        refusal = self.session.refusal()
+        if refusal is not None:
+            self.session.message = refusal
+            self.notify(refusal, severity="warning")
+            self._dirty = True
+        return refusal is not None
 
     def action_pause(self) -> None:
         self.session.pause()
@@ -247,14 +266,14 @@ class MainScreen(Screen):
 
     def _edited_state(self, applied: bool | None) -> None:
         if applied:
-            self.notify("state edited" + (": f forks from here" if getattr(self.session, "viewing", None) else ""))
+            self.notify("state edited" + (" (staged): f forks with it" if self.session.viewing is not None else ""))
 
     def action_filter_events(self) -> None:
         pane = self.query_one(EventsPane)
         self.app.push_screen(
             PromptScreen("filter events", f"for example: {FILTER_EXAMPLE}   (empty: show all)",
                          value=pane.filter.text, placeholder=FILTER_EXAMPLE),
-            lambda text: text is not None and pane.refilter(text, self.session.events))
+            lambda text: text is not None and pane.refilter(text, self.session.frame_events()))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
@@ -281,12 +300,8 @@ class MainScreen(Screen):
         self.view_checkpoint(event.checkpoint_id)
 
     def view_checkpoint(self, checkpoint_id: Any) -> None:
-        select = getattr(self.session, "select_checkpoint", None)
-        if select is None:
-            self.notify("this session has no timeline", severity="warning")
-            return
         try:
-            select(_checkpoint_key(checkpoint_id))
+            self.session.select_checkpoint(_checkpoint_key(checkpoint_id))
         except (ValueError, KeyError) as exc:
             self.notify(str(exc), severity="error")
         self._dirty = True
@@ -296,7 +311,7 @@ class MainScreen(Screen):
         self._dirty = True
 
     def action_replay_fork(self) -> None:
-        viewing = getattr(self.session, "viewing", None)
+        viewing = self.session.viewing
         table = self.query_one(Timeline)
         if viewing is not None:
             checkpoint_id = field_of(viewing, "id")
@@ -313,6 +328,16 @@ class MainScreen(Screen):
             partial(self._replay_or_fork, checkpoint_id))
 
     def _replay_or_fork(self, checkpoint_id: Any, choice: str | None) -> None:
+        staged = len(self.session.staged)
+        if choice == "replay" and staged:  # a replay would drop them: ask first
+            self.app.push_screen(
+                ChoiceScreen(f"{staged} staged edit{'s' if staged > 1 else ''}",
+                             "A replay re-runs the recorded trajectory and drops the staged edits.\n"
+                             "A fork applies them on a new branch.",
+                             {"replay-anyway": "Replay without them", "fork": "Fork with them", "cancel": "Cancel"}),
+                partial(self._replay_or_fork, checkpoint_id))
+            return
+        choice = "replay" if choice == "replay-anyway" else choice
         if choice in ("replay", "fork"):
             method = getattr(self.session, f"{choice}_from")
             self._intent(partial(method, checkpoint_id))

@@ -6,8 +6,12 @@ runtime's public seams: tick reports and hooks, the event bus, state snapshots a
 checkpoint store. Views (widgets) read from it and send it intents; it never imports
 Textual.
 
+What the views show is one `Frame` (`session.frame`): the head of the live run, or a past
+checkpoint read from the store only (`studio.frames`); the past as the store holds it is
+`studio.timeline`, edits are `studio.edits`, breakpoints `studio.breakpoints`.
+
 Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with kind:
-- "event": a `RuntimeEvent` (high rate: buffer it),
+- "event": a `StampedEvent` (high rate: buffer it),
 - "tick": a `TickReport` after every tick,
 - "changed": anything else the views should redraw (run state, selection, edits).
 """
@@ -15,37 +19,39 @@ Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 from py_trees.common import Status
-from pydantic_core import to_jsonable_python
 
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
 from runtime.guard.approval import ApprovalError
 from runtime.memory.checkpoint import (
-    Checkpoint,
     CheckpointError,
+    CheckpointInfo,
     CheckpointStore,
     IOReplayer,
     SQLiteCheckpointStore,
     StoreError,
 )
-from runtime.state import StateKeys, StateValidationError, normalize_namespace
+from runtime.state import StateValidationError
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
-from .loader import LoadedTree, load_tree
+from .edits import EditError, EditsMixin
+from .frames import EventLog, Frame, HeadFrame, NodeDetail, NodeView, PastFrame, PortView, StampedEvent
+from .loader import LoadedTree, TreeLoadError, load_tree
+from .timeline import Lineage, Mark, RunTimeline, StateNames
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
+RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 
 
 class RunState(StrEnum):
@@ -55,43 +61,7 @@ class RunState(StrEnum):
     WAITING = "waiting"  # continuing, but the tree waits for async work
     SUSPENDED = "suspended"  # waiting for an approval or other input
     FINISHED = "finished"
-
-
-class EditError(ValueError):
-    """An edit (binding, state value) that was rejected; the message is the reason."""
-
-
-@dataclass
-class NodeView:
-    """What the tree pane shows of one node."""
-
-    path: str
-    name: str
-    class_name: str
-    depth: int
-    parent: str | None
-    children: list[str]
-    status: Status
-    namespace: str | None
-    counter: str | None  # "iter 2/10" for loops
-    breakpoint: bool
-
-
-@dataclass
-class PortView:
-    port: str
-    key: str
-    direction: str  # "in" / "out"
-    value: Any
-
-
-@dataclass
-class NodeDetail:
-    view: NodeView
-    ports: list[PortView]
-    history: list[tuple[int, str, str]]  # (tick, old, new)
-    error: str | None
-    traceback: str | None
+    RECORDED = "recorded"  # a recorded run, shown read-only until a replay or fork
 
 
 @dataclass(frozen=True)
@@ -108,17 +78,8 @@ class TimelineRow:
 
 @dataclass
 class StopReason:
-    kind: str  # "breakpoint" | "paused" | "suspended" | "finished" | "divergence" | "error" | "step"
+    kind: str  # "breakpoint" | "paused" | "suspended" | "finished" | "divergence" | "error" | "step" | "refused"
     message: str = ""
-
-
-@dataclass
-class _History:
-    statuses: dict[str, deque] = field(default_factory=dict)
-
-    def record(self, report: TickReport) -> None:
-        for path, (old, new) in report.changed.items():
-            self.statuses.setdefault(path, deque(maxlen=200)).append((report.tick, old.value, new.value))
 
 
 def default_db_path() -> Path:
@@ -134,31 +95,38 @@ def open_store(path: Path) -> SQLiteCheckpointStore:
     return SQLiteCheckpointStore(path)
 
 
-class DebugSession:
+class DebugSession(EditsMixin):
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
                  store: CheckpointStore | None = None):
-        self.loaded = loaded
-        self.agent = loaded.agent
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
-        self.bus = RuntimeEventBus(history=0)
         self.store = store if store is not None else open_store(default_db_path())
-        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
+        self.log = EventLog()
+        self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
-        self._past: Checkpoint | None = None
-        self._staged: dict[str, Any] = {}  # state edits made in the past, applied by the next fork
-        self._summaries: dict[int, str] = {}
+        self.staged: dict[tuple[str, str], Any] = {}  # (namespace, key) -> value, applied by the next fork
         self.recorded_run: str | None = None  # set when the session opens a recorded run
-        self.events: deque[RuntimeEvent] = deque(maxlen=EVENT_BUFFER)
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
         self.last_stop: StopReason | None = None
         self.run_state = RunState.READY
         self.message = ""  # the last thing worth telling the user (an error, a stop reason)
         self._listeners: list[Listener] = []
-        self._history = _History()
         self._pause = asyncio.Event()
         self._event_hits: list[str] = []
         self._divergence: str | None = None
+        self._frame: Frame | None = None
+        self._head_lineage: Lineage | None = None
+        self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
+        self._attach(loaded)
+
+    def _attach(self, loaded: LoadedTree) -> None:
+        """Drive the agent a tree file built: a runner of its own, on a bus of its own."""
+        self.loaded = loaded
+        self.agent = loaded.agent
+        self.bus = RuntimeEventBus(history=0)
+        self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
+        self.runner.add_tick_hook(after=self._saved)
+        self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
         self.bus.subscribe(self._on_event)
 
     @classmethod
@@ -170,7 +138,7 @@ class DebugSession:
 
     @classmethod
     def open_recorded(cls, db: Path, run_id: str | None = None) -> DebugSession:
-        """A recorded run from a store, shown at its last checkpoint; nothing executes until asked.
+        """A recorded run from a store, shown at its last checkpoint, read-only until a replay or fork.
 
         The store remembers which tree file each run came from; that file is loaded (built,
         not run) so the tree pane has its shape. Raises `StoreError` / `TreeLoadError`.
@@ -188,8 +156,11 @@ class DebugSession:
         if target is None:
             raise StoreError(f"{db}: run {run_id} has no recorded tree file")
         session = cls(load_tree(target), store=store)
-        session.recorded_run = run_id
-        session.select_checkpoint(store.list(run_id)[-1].id)
+        session.recorded_run, session.run_state = run_id, RunState.RECORDED
+        infos = store.list(run_id)
+        saved = {(info.branch, info.tick): info.event_position for info in infos}
+        session.log.load(run_id, store.events(run_id), saved)
+        session.select_checkpoint(infos[-1].id)
         return session
 
     # -- listeners -----------------------------------------------------------------
@@ -198,17 +169,26 @@ class DebugSession:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _notify(self, kind: str, data: Any = None) -> None:
+        if kind != "event" or self.viewing is None:
+            self._frame = None  # the head moved (a past frame does not)
         for listener in tuple(self._listeners):
             listener(kind, data)
 
     def _on_event(self, event: RuntimeEvent) -> None:
-        self.events.append(event)
+        branch = self.runner.checkpoints.branch
+        stamped = StampedEvent(branch, event, self._saved_at == (branch, event.tick))
+        self.log.add(stamped)
+        self.events.append(stamped)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
                 self._event_hits.append(bp.label)
         if event.type == EventType.NODE_ERROR and event.payload.get("error", "").startswith("ReplayDivergence"):
             self._divergence = event.payload["error"]
-        self._notify("event", event)
+        self._notify("event", stamped)
+
+    def _saved(self, runner: ReactiveRunner, report: TickReport) -> None:
+        """After a tick's checkpoint: what is published from now on happens between ticks."""
+        self._saved_at = (runner.checkpoints.branch, report.tick)
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         self.run_state = state
@@ -216,7 +196,60 @@ class DebugSession:
             self.message = message
         self._notify("changed")
 
-    # -- what the views read -------------------------------------------------------
+    # -- what the views read: one frame ---------------------------------------------
+    @property
+    def frame(self) -> Frame:
+        """What every pane shows: the viewed checkpoint, or the head of the live run."""
+        if self._frame is None:
+            if self.viewing is not None:
+                checkpoint, _ = self.timeline.get(self.viewing.id)
+                self._frame = PastFrame(self.runner, self.timeline, self.log, checkpoint, self.staged)
+            else:
+                self._frame = HeadFrame(self.runner, self.timeline, self.log, self._lineage_of_head())
+        return self._frame
+
+    def _lineage_of_head(self) -> Lineage:
+        run_id, branch = self.runner.run_id, self.branch
+        cached = self._head_lineage
+        if cached is None or (cached.run_id, cached.branch) != (run_id, branch):
+            cached = self._head_lineage = self.timeline.lineage(None, run_id, branch)
+        return cached
+
+    def _breakpoint_paths(self) -> set[str]:
+        return {bp.node for bp in self.breakpoints if bp.kind == "node" and bp.node}
+
+    def node_views(self) -> list[NodeView]:
+        return self.frame.node_views(self._breakpoint_paths())
+
+    def node_view(self, path: str) -> NodeView:
+        self._node(path)
+        return self.frame.node_view(path, self._breakpoint_paths())
+
+    def node_detail(self, path: str) -> NodeDetail:
+        self._node(path)
+        return self.frame.node_detail(path, self._breakpoint_paths())
+
+    def state_snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in)."""
+        return self.frame.state()
+
+    def marks(self) -> dict[str, Mark]:
+        """Keys whose value differs from the previous checkpoint of the frame's branch."""
+        return self.frame.marks()
+
+    def frame_events(self) -> list[StampedEvent]:
+        """The events of the frame's lineage: its branch (and the ones it forked from) up to its tick."""
+        return self.frame.events()
+
+    def branches(self) -> list[str]:
+        run_id = self.recorded_run or self.run_id
+        return self.store.branches(run_id) if run_id else []
+
+    # -- the live run ----------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.run_state in (RunState.RUNNING, RunState.WAITING)
+
     @property
     def tick(self) -> int:
         return self.runner.tick_count
@@ -231,7 +264,7 @@ class DebugSession:
 
     @property
     def tokens(self) -> int:
-        """Total tokens used by every LLM node, all namespaces added up."""
+        """Total tokens used by every LLM node of the live run, all namespaces added up."""
         total = 0
         for ns in self.runner.state_manager.namespaces():
             usage = self.runner.state_manager.get("llm.usage", ns) or {}
@@ -248,51 +281,6 @@ class DebugSession:
         return [path for path, node in self.runner.nodes.items()
                 if node.status == Status.RUNNING and not node.children]
 
-    def node_views(self) -> list[NodeView]:
-        return [self.node_view(path) for path in self.runner.nodes]
-
-    def node_view(self, path: str) -> NodeView:
-        node = self._node(path)
-        counter = None
-        if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
-            counter = f"iter {node.iteration_count}/{node.max_iterations}"
-        return NodeView(
-            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
-            parent=path.rpartition("/")[0] or None,
-            children=[self.runner.path_of(child) for child in node.children],
-            status=self._status_of(path, node), namespace=getattr(node, "namespace", None), counter=counter,
-            breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
-
-    def node_detail(self, path: str) -> NodeDetail:
-        node = self._node(path)
-        ports: list[PortView] = []
-        if isinstance(node, JianmuNodeMixin):
-            sm = self.runner.state_manager
-            for direction, declared, bound, resolve in (
-                    ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
-                    ("out", node.output_ports, node.output_bindings, node.resolve_output_port)):
-                for port in dict.fromkeys([*declared, *bound]):
-                    key = resolve(port)
-                    ports.append(PortView(port, key, direction, sm.get(key, node.namespace)))
-        error = getattr(node, "last_error", None)
-        return NodeDetail(self.node_view(path), ports, list(self._history.statuses.get(path, ())),
-                          error.error if error else None, error.traceback if error else None)
-
-    def _status_of(self, path: str, node) -> Status:
-        if self._past is None:
-            return node.status
-        return Status(self._past.statuses.get(path, Status.INVALID.value))
-
-    def state_snapshot(self) -> dict[str, dict[str, Any]]:
-        """Every namespace as JSON-able data: live, or as it was at the viewed checkpoint."""
-        if self._past is not None:
-            past = {ns: dict(values) for ns, values in self._past.state.items()}
-            for qualified, value in self._staged.items():
-                ns, key = self._split_key(qualified)
-                past.setdefault(ns, {})[key] = value
-            return to_jsonable_python(past, fallback=repr)
-        return self.runner.state_manager.snapshot()
-
     def _node(self, path: str):
         try:
             return self.runner.nodes[path]
@@ -305,17 +293,30 @@ class DebugSession:
             self._start_run()
 
     def _start_run(self) -> None:
-        """A fresh run, remembered in the store with its tree file so it can be reopened."""
+        """A fresh run, remembered in the store with its tree file so it can be reopened; its
+        `run.started` saves the tick-0 checkpoint (the input), which can be viewed and forked."""
         self.runner.start_fresh(self.input_data)
         self.recorded_run = None
         self.store.set_meta(f"tree:{self.runner.run_id}", f"{self.loaded.path.resolve()}:{self.loaded.function}")
+        self._saved_at = None
+        self.bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})
+        self._saved_at = ("main", 0)
+
+    def refusal(self) -> str | None:
+        """Why the run cannot tick now (a recording, the past shown, the end), or None."""
+        if self.recorded_run is not None:
+            return RECORDING
+        if self.viewing is not None:
+            return "viewing the past: back to live (esc), or replay/fork (f)"
+        return None
 
     async def step(self) -> TickReport | None:
         """One tick (waiting for async work first if nothing can run). None if it cannot step."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+        if self.busy:
             return None
-        if self.viewing is not None:
-            self._set_state(self.run_state, "viewing the past: back to live (esc), or replay/fork (f)")
+        refusal = self.refusal()
+        if refusal is not None:
+            self._set_state(self.run_state, refusal)
             return None
         if self.runner.finished:
             self._set_state(RunState.FINISHED, "the run has finished: restart (r) to run it again")
@@ -335,10 +336,12 @@ class DebugSession:
 
     async def continue_(self, max_ticks: int | None = None) -> StopReason:
         """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+        if self.busy:
             return StopReason("error", "already running")
-        if self.viewing is not None:
-            return StopReason("error", "viewing the past: back to live (esc), or replay/fork (f)")
+        refusal = self.refusal()
+        if refusal is not None:
+            self._set_state(self.run_state, refusal)
+            return StopReason("refused", refusal)
         self._ensure_started()
         self._pause.clear()
         self._set_state(RunState.RUNNING, "running")
@@ -356,6 +359,10 @@ class DebugSession:
                     reason = StopReason("suspended", self._suspension_message())
                     break
                 if not await self._wait_until_ready():
+                    break
+                hit = self._hit_between_ticks()
+                if hit is not None:  # work that finished after the last tick caused it: stop there
+                    reason = hit
                     break
                 report = await self.runner.step()
                 ticks += 1
@@ -391,23 +398,32 @@ class DebugSession:
 
     def _after_tick(self, report: TickReport) -> StopReason | None:
         self.last_report = report
-        self._history.record(report)
-        head = self.runner.checkpoints.head
-        if head is not None:
-            keys = ", ".join(report.state_keys[:4]) + (" …" if len(report.state_keys) > 4 else "")
-            self._summaries[head] = f"{len(report.changed)} nodes" + (f"; {keys}" if keys else "")
         self._notify("tick", report)
         if self._divergence is not None:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()
             return StopReason("divergence", message)
-        if self._event_hits:
-            label = self._event_hits[0]
-            self._event_hits.clear()
-            return StopReason("breakpoint", f"breakpoint: {label}")
+        hit = self._event_hit()
+        if hit is not None:
+            return hit
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_tick(report):
                 return StopReason("breakpoint", f"breakpoint: {bp.label}")
+        return self._condition_hit()
+
+    def _hit_between_ticks(self) -> StopReason | None:
+        """An event or condition breakpoint whose cause happened after the last tick's end (async work
+        finishing while the tree waited): the run stops before ticking again, at the tick it belongs to."""
+        return self._event_hit() or self._condition_hit()
+
+    def _event_hit(self) -> StopReason | None:
+        if not self._event_hits:
+            return None
+        label = self._event_hits[0]
+        self._event_hits.clear()
+        return StopReason("breakpoint", f"breakpoint: {label}")
+
+    def _condition_hit(self) -> StopReason | None:
         conditions = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "condition"]
         if conditions:
             snapshot = {ns or "": self.runner.state_manager.view(ns) for ns in self.runner.state_manager.namespaces()}
@@ -436,13 +452,28 @@ class DebugSession:
         return f"suspended: waiting for {kinds or 'input'}"
 
     async def restart(self) -> None:
-        """A fresh run of the same tree with the same input (a new run id)."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+        """A fresh run: the tree file built again (a scripted model starts from its first answer),
+        the input applied to a fresh state, a new run id; breakpoints and edited bindings are kept."""
+        if self.recorded_run is not None:
+            raise EditError(RECORDING)
+        if self.busy:
             self.pause()
+        bindings = self.bindings()
+        await self.agent.close()
+        self.runner.stop()
+        try:
+            loaded = load_tree(self.loaded.target)
+        except TreeLoadError as exc:
+            raise EditError(f"restart: {exc}") from None
+        self._attach(loaded)
+        for path, ports in bindings.items():
+            node = self.runner.nodes.get(path)
+            if isinstance(node, JianmuNodeMixin):
+                node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
-        self.viewing, self._past, self._staged = None, None, {}
+        self.log.keep_only(self.runner.run_id)
+        self.viewing, self.staged = None, {}
         self.last_report = None
-        self._history = _History()
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
     # -- breakpoints ---------------------------------------------------------------
@@ -491,115 +522,6 @@ class DebugSession:
             self.breakpoints.remove(bp)
             self._notify("changed")
 
-    # -- edits ---------------------------------------------------------------------
-    def known_namespaces(self) -> set[str]:
-        """Namespaces of the tree's nodes and of the state (a subtree may add more as it compiles)."""
-        from_tree = {ns for node in self.runner.nodes.values() if (ns := getattr(node, "namespace", None))}
-        return from_tree | {ns for ns in self.runner.state_manager.namespaces() if ns}
-
-    def validate_binding_key(self, path: str, key: str) -> str:
-        """The normalised state key, or `EditError` saying why the key cannot be bound.
-
-        A key is bindable when the schema declares it, the state already holds it, the
-        runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
-        """
-        node = self._node(path)
-        if not isinstance(key, str):
-            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
-        key = key.strip()
-        if key.startswith("state."):
-            key = key[len("state."):]
-        if not key:
-            raise EditError("a binding needs a state key")
-        sm = self.runner.state_manager
-        qualified = any(key.startswith(ns + ".") and sm.has_field(key[len(ns) + 1:]) for ns in self.known_namespaces())
-        if (qualified or sm.has_field(key) or key in StateKeys().model_dump().values()
-                or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key)):
-            return key
-        fields = ", ".join(sm.schema.model_fields)
-        raise EditError(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")
-
-    def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
-        """Rebind one port; it takes effect at the next tick and is recorded as an event."""
-        node = self._node(path)
-        if not isinstance(node, JianmuNodeMixin):
-            raise EditError(f"{path} is a plain py_trees node: it has no ports")
-        if direction not in ("in", "out"):
-            raise EditError(f"direction must be 'in' or 'out', not {direction!r}")
-        declared = node.input_ports if direction == "in" else node.output_ports
-        bound = node.input_bindings if direction == "in" else node.output_bindings
-        if port not in (*declared, *bound):
-            raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
-        key = self.validate_binding_key(path, key)
-        old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
-        node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
-        self.bus.publish(EventType.BINDING_CHANGED, {"direction": direction, "port": port, "old": old, "new": key},
-                         node=path)
-        self._notify("changed")
-
-    def bindings(self) -> dict[str, dict[str, dict[str, str]]]:
-        """Every explicit binding of the tree, by node path."""
-        out = {}
-        for path, node in self.runner.nodes.items():
-            if isinstance(node, JianmuNodeMixin) and (node.input_bindings or node.output_bindings):
-                out[path] = {"inputs": node.input_bindings, "outputs": node.output_bindings}
-        return out
-
-    @property
-    def bindings_file(self) -> Path:
-        return self.loaded.path.with_suffix(".bindings.json")
-
-    def save_bindings(self) -> Path:
-        self.bindings_file.write_text(json.dumps(self.bindings(), indent=2) + "\n")
-        return self.bindings_file
-
-    def apply_bindings_file(self) -> list[str]:
-        """Re-apply a saved bindings file; returns one warning per entry that no longer fits."""
-        if not self.bindings_file.exists():
-            return []
-        try:
-            data = json.loads(self.bindings_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
-        except (OSError, UnicodeDecodeError, RecursionError) as exc:
-            return [f"{self.bindings_file}: cannot be read ({type(exc).__name__}); ignored"]
-        if not isinstance(data, dict):
-            return [f"{self.bindings_file}: not an object of node paths ({type(data).__name__}); ignored"]
-        warnings = []
-        for path, ports in data.items():
-            if not isinstance(ports, dict):
-                warnings.append(f"{self.bindings_file.name}: {path}: not an object of inputs/outputs; ignored")
-                continue
-            for direction, field_name in (("in", "inputs"), ("out", "outputs")):
-                entries = ports.get(field_name) or {}
-                if not isinstance(entries, dict):
-                    warnings.append(f"{self.bindings_file.name}: {path} {field_name}: not an object; ignored")
-                    continue
-                for port, key in entries.items():
-                    try:
-                        self.edit_binding(path, direction, port, key)
-                    except EditError as exc:
-                        warnings.append(f"{self.bindings_file.name}: {path} {port}: {exc}")
-        return warnings
-
-    def edit_state(self, namespace: str | None, key: str, value: Any) -> None:
-        """Set one state value (validated by the schema); recorded as a `state.edited` event."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
-            raise EditError("pause the run before editing state")
-        namespace = self._editable(namespace, key)
-        if self._past is not None:
-            self._stage_edit(namespace, key, value)
-            return
-        try:
-            sm = self.runner.state_manager
-            old = sm.get(key, namespace)
-            sm.load({key: value}, namespace, signal=True)
-        except (StateValidationError, ValueError) as exc:
-            raise EditError(str(exc)) from None
-        self.bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
-                                                  "old": _preview(old), "new": _preview(value)})
-        self._notify("changed")
-
     # -- timeline: checkpoints, the past, replay and fork -------------------------------
     @property
     def branch(self) -> str:
@@ -610,45 +532,65 @@ class DebugSession:
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             return []
-        return [TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id,
-                            self._summaries.get(info.id, info.source))
-                for info in self.store.list(run_id)]
+        return [self._row(info) for info in self.store.list(run_id)]
+
+    def _row(self, info: CheckpointInfo) -> TimelineRow:
+        return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self.timeline.summary(info))
 
     def select_checkpoint(self, checkpoint_id: int) -> None:
         """Show the tree and state as they were at a checkpoint (read-only)."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+        if self.busy:
             raise EditError("pause the run before looking at the past")
         try:
-            past = self.store.get(int(checkpoint_id))
-            self.runner.checkpoints.compile_deferred(past)  # a recorded run's subtrees, to show them
+            checkpoint, _ = self.timeline.get(int(checkpoint_id))
+            if any(path not in self.runner.nodes for path in checkpoint.statuses):
+                self.runner.checkpoints.compile_deferred(checkpoint)  # a recorded run's subtrees, to draw them
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
-        cp = self._past = past
-        self.viewing = TimelineRow(cp.id, cp.tick, cp.status, cp.branch, cp.parent_id,
-                                   self._summaries.get(cp.id, cp.source))
-        self._staged = {}
-        self._set_state(self.run_state, f"viewing checkpoint {cp.id} (tick {cp.tick}, {cp.branch})")
+        self.viewing = self._row(checkpoint.info)
+        self.staged = {}
+        self._show(f"viewing checkpoint {checkpoint.id} (tick {checkpoint.tick}, {checkpoint.branch})"
+                   + (f" · {RECORDING}" if self.recorded_run is not None else ""))
+
+    def _show(self, message: str) -> None:
+        self._frame = None
+        self._set_state(self.run_state, message)
 
     def select_live(self) -> None:
-        self.viewing, self._past, self._staged = None, None, {}
+        if self.recorded_run is not None:
+            self._set_state(self.run_state, RECORDING)
+            return
+        self.viewing, self.staged = None, {}
         self._set_state(self.run_state, "live")
 
-    async def replay_from(self, checkpoint_id: int) -> None:
-        """Continue from a checkpoint serving the recorded model and tool answers (deterministic, offline)."""
-        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=True)
-        self._restore(checkpoint_id, lambda: self.runner.restore(int(checkpoint_id)), replayer)
-        self._set_state(RunState.PAUSED, f"replaying from checkpoint {checkpoint_id}: recorded I/O, strict")
+    async def replay_from(self, checkpoint_id: int) -> str:
+        """Re-run from a checkpoint on a new branch (`replay-1`, ...) serving the recorded model and
+        tool answers (deterministic, offline); the branch replayed is never appended to. Edits
+        staged there are not applied (a fork applies them)."""
+        source = self._checkpoint_info(checkpoint_id)
+        replayer = IOReplayer(self.store, source.run_id, strict=True, source_branch=source.branch)
+        self._restore(source, lambda: self.runner.checkpoints.fork(source.id, prefix="replay"), replayer)
+        self._set_state(RunState.PAUSED, f"replaying checkpoint {source.id} on {self.branch}: recorded I/O, strict")
+        return self.branch
 
     async def fork_from(self, checkpoint_id: int) -> str:
         """A new branch from a checkpoint, with the state edits staged while viewing it."""
-        edits = dict(self._staged)
-        replayer = IOReplayer(self.store, self.recorded_run or self.run_id or "", strict=False)
-        self._restore(checkpoint_id, lambda: self.runner.fork(int(checkpoint_id), state_updates=edits), replayer)
-        self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {checkpoint_id}")
+        source = self._checkpoint_info(checkpoint_id)
+        edits = self.staged_updates() if self.viewing is not None and self.viewing.id == source.id else {}
+        replayer = IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch)
+        self._restore(source, lambda: self.runner.fork(source.id, state_updates=edits), replayer)
+        self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {source.id}"
+                        + (f" with {len(edits)} edit{'s' if len(edits) > 1 else ''}" if edits else ""))
         return self.branch
 
-    def _restore(self, checkpoint_id: int, action: Callable[[], Any], replayer: IOReplayer) -> None:
-        if self.run_state in (RunState.RUNNING, RunState.WAITING):
+    def _checkpoint_info(self, checkpoint_id: int) -> CheckpointInfo:
+        try:
+            return self.timeline.get(int(checkpoint_id))[0].info
+        except (CheckpointError, StoreError, ValueError) as exc:
+            raise EditError(str(exc)) from None
+
+    def _restore(self, source: CheckpointInfo, action: Callable[[], Any], replayer: IOReplayer) -> None:
+        if self.busy:
             raise EditError("pause the run before replaying or forking")
         try:
             action()
@@ -657,39 +599,9 @@ class DebugSession:
         replayer.attach(self.runner.checkpoints)
         self.runner.context.io_recorder = replayer
         self.recorded_run = None  # the restored run is live now
-        self.viewing, self._past, self._staged = None, None, {}
+        self._saved_at = (self.branch, source.tick)
+        self.viewing, self.staged = None, {}
         self.last_report = None
-
-    def _split_key(self, qualified: str) -> tuple[str, str]:
-        for ns in sorted(self.known_namespaces(), key=len, reverse=True):
-            if qualified.startswith(ns + "."):
-                return ns, qualified[len(ns) + 1:]
-        return "", qualified
-
-    def _editable(self, namespace: str | None, key: str) -> str | None:
-        """The normalised namespace of an edit to `key`, or `EditError`: only keys the state
-        schema declares, the runtime owns, or the state already holds can be edited."""
-        if not isinstance(key, str) or not key:
-            raise EditError(f"a state key is non-empty text, not {key!r:.40}")
-        try:
-            namespace = normalize_namespace(namespace)
-        except ValueError as exc:
-            raise EditError(str(exc)) from None
-        if namespace is not None and namespace not in self.known_namespaces():
-            raise EditError(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(self.known_namespaces()))})")
-        sm = self.runner.state_manager
-        if not (sm.has_field(key) or key in StateKeys().model_dump().values() or sm.contains(key, namespace)):
-            where = f"{namespace}.{key}" if namespace else key
-            raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
-        return namespace
-
-    def _stage_edit(self, namespace: str | None, key: str, value: Any) -> None:
-        try:
-            value = self.runner.state_manager.validate(key, value, namespace)
-        except (StateValidationError, ValueError) as exc:
-            raise EditError(str(exc)) from None
-        self._staged[f"{namespace}.{key}" if namespace else key] = value
-        self._set_state(self.run_state, f"edit staged: fork (f) from checkpoint {self.viewing.id} to apply it")
 
     # -- approvals -----------------------------------------------------------------
     @property
@@ -725,10 +637,5 @@ class DebugSession:
             self._notify("changed")
 
 
-def _preview(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-__all__ = ["DebugSession", "EditError", "NodeDetail", "NodeView", "PortView", "RunState", "StopReason",
-           "TimelineRow", "default_db_path", "open_store"]
+__all__ = ["RECORDING", "DebugSession", "EditError", "NodeDetail", "NodeView", "PortView", "RunState",
+           "StampedEvent", "StopReason", "TimelineRow", "default_db_path", "open_store"]

@@ -111,7 +111,7 @@ def test_run_records_into_a_store_and_writes_a_trace(tmp_path):
     assert {"tool.call.completed", "model.call.completed", "run.completed"} <= {line["type"] for line in lines}
     listing = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", str(db)],
                              capture_output=True, text=True, timeout=60)
-    assert "6 checkpoints" in listing.stdout and "SUCCESS" in listing.stdout
+    assert "7 checkpoints" in listing.stdout  # the input (tick 0) and six ticks and "SUCCESS" in listing.stdout
 
 
 def test_a_corrupt_store_is_one_line_and_left_untouched(tmp_path):

@@ -145,3 +145,34 @@ def test_unknown_response_keys_are_rejected():
 def test_tool_call_without_a_name_is_rejected():
     with pytest.raises(ValueError, match="scripted response #2: a tool call needs a 'name'"):
         ScriptedProvider(["ok", {"tool_calls": [{"arguments": {}}]}])
+
+
+async def test_the_script_position_is_saved_and_restored_with_every_checkpoint(tmp_path):
+    """A restored run gets the answers that came next at that checkpoint, not the ones after them."""
+    import importlib.util
+    from pathlib import Path
+
+    from runtime.memory.checkpoint import SQLiteCheckpointStore
+
+    path = Path(__file__).resolve().parents[1] / "sample_trees/react_calculator.py"
+    spec = importlib.util.spec_from_file_location("calculator_sample", path)
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    agent = sample.build()
+    provider = next(node.model_client.provider for node in agent.root.iterate()
+                    if getattr(node, "model_client", None) is not None)
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    runner = agent.make_runner(checkpointer=store)
+    positions = {}
+    runner.add_tick_hook(after=lambda runner, report: positions.setdefault(runner.checkpoints.head, provider.position))
+    await runner.run(input_data=sample.INPUT)
+    assert provider.remaining == 0 and sorted(set(positions.values())) == [0, 1, 2]
+
+    for checkpoint_id, position in positions.items():
+        runner.restore(checkpoint_id)
+        assert provider.position == position, f"checkpoint {checkpoint_id}"
+    first_answer = min(i for i, p in positions.items() if p == 1)
+    runner.restore(first_answer)
+    await runner.run()  # live from there: the script's second answer, no ScriptExhaustedError
+    assert runner.state_manager.get("final_answer") == "25 * 4 + 10 = 110"
+    store.close()

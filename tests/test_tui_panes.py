@@ -8,6 +8,7 @@ from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
+from studio.frames import StampedEvent
 from studio.session import DebugSession
 from studio.widgets import events_pane
 from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
@@ -19,8 +20,9 @@ class EventsApp(App):
         yield EventsPane()
 
 
-def event(seq: int, type_: str, node: str | None = None, **payload) -> RuntimeEvent:
-    return RuntimeEvent(seq=seq, type=type_, time=0.0, tick=1, node=node, run_id="r", payload=payload)
+def event(seq: int, type_: str, node: str | None = None, branch: str = "main", **payload) -> StampedEvent:
+    return StampedEvent(branch, RuntimeEvent(seq=seq, type=type_, time=0.0, tick=1, node=node, run_id="r",
+                                             payload=payload))
 
 
 async def test_text_deltas_extend_one_line_as_they_arrive():
@@ -47,13 +49,13 @@ async def caught_up(pilot, pane: EventsPane) -> None:
     await pilot.pause()
 
 
-def burst(count: int) -> list[RuntimeEvent]:
+def burst(count: int) -> list[StampedEvent]:
     return [event(i, "log", "A", message=f"line {i}") for i in range(count)]
 
 
 async def test_a_burst_shows_the_newest_last_and_formats_only_what_is_on_screen(monkeypatch):
     formatted = []
-    monkeypatch.setattr(events_pane, "format_event", lambda e: formatted.append(e) or format_event(e))
+    monkeypatch.setattr(events_pane, "format_event", lambda e, *a: formatted.append(e) or format_event(e, *a))
     app = EventsApp()
     async with app.run_test() as pilot:
         pane = app.query_one(EventsPane)

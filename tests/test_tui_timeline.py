@@ -104,3 +104,24 @@ async def test_replay_a_recorded_run_gives_the_same_result():
         await settle(app, pilot)
         assert session.viewing is None
         assert session.state_snapshot()[""] == recorded[""]
+
+
+async def test_replay_with_staged_edits_asks_first(tmp_path):
+    session = pipeline_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, pilot, 2)
+        await choose_checkpoint(app, pilot, 0)
+        session.edit_state(None, "text", "Staged   TEXT")
+        await settle(app, pilot)
+        assert 'text = "Staged   TEXT"' in state_label(app, "text")  # the past shows the staged edit
+        assert "staged" in str(app.main.query_one(StatePane).border_title)
+        await pilot.press("f")
+        await pilot.pause()
+        await pilot.click("#replay")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceScreen) and "staged edit" in str(app.screen.query_one(".dialog").border_title)
+        await pilot.click("#fork")
+        await settle(app, pilot)
+        assert session.branch == "fork-1"
+        assert session.state_snapshot()[""]["text"] == "Staged   TEXT"

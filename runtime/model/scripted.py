@@ -52,7 +52,8 @@ class ScriptedProvider:
     """Answers request #n with the script's n-th response, whatever was asked.
 
     A tool call without an id gets `call_<k>` for the script's k-th tool call (from 1), so
-    ids depend only on the script. `position` is the index of the next response.
+    ids depend only on the script. `position` is the index of the next response; it is part
+    of a checkpoint (`dump_resume_state`), like a node's resume data.
     """
 
     def __init__(self, responses: Sequence[ScriptedResponse | str | dict[str, Any]]):
@@ -79,6 +80,14 @@ class ScriptedProvider:
     @property
     def remaining(self) -> int:
         return len(self._replies) - self.position
+
+    def dump_resume_state(self) -> dict[str, int]:
+        """How far the script has been read: saved with every checkpoint of a run using it, so a
+        restored or forked run gets the answers that came next then, not the ones after them."""
+        return {"position": self.position}
+
+    def restore_resume_state(self, data: dict[str, Any]) -> None:
+        self.position = int(data.get("position", 0))
 
     async def complete(
         self, messages: list[Message], config: ModelConfig, on_delta: DeltaCallback | None = None

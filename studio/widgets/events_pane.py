@@ -25,11 +25,13 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.events import EventType
 
+from ..frames import StampedEvent
 from .values import preview
 
-FILTER_EXAMPLE = "type:tool. -type:node.status node:Normalize -node:Count words -noise"
+FILTER_EXAMPLE = "type:tool. -type:node.status node:Normalize branch:fork-1 run:3f2a words -noise"
+FIELDS = ("type", "node", "branch", "run")
 MAX_ROWS = 20_000  # the oldest rows drop off; the session keeps a longer history for refiltering
 SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
@@ -51,7 +53,7 @@ class EventFilter:
             target = parsed.exclude if term.startswith("-") else parsed.include
             term = term.lstrip("-")
             name, sep, value = term.partition(":")
-            if sep and name in ("type", "node") and value:
+            if sep and name in FIELDS and value:
                 target.setdefault(name, []).append(value.lower())
             elif term:
                 target.setdefault("text", []).append(term.lower())
@@ -61,9 +63,9 @@ class EventFilter:
     def active(self) -> bool:
         return bool(self.include or self.exclude)
 
-    def accepts(self, event: RuntimeEvent, line: Callable[[], str]) -> bool:
+    def accepts(self, event: StampedEvent, line: Callable[[], str]) -> bool:
         """Type and node terms decide first; `line()` (formatting the event) only for text terms."""
-        for name in ("type", "node", "text"):
+        for name in (*FIELDS, "text"):
             wanted, unwanted = self.include.get(name), self.exclude.get(name)
             if not (wanted or unwanted):
                 continue
@@ -75,38 +77,49 @@ class EventFilter:
         return True
 
 
-def _field(name: str, event: RuntimeEvent, line: Callable[[], str]) -> str:
+def _field(name: str, event: StampedEvent, line: Callable[[], str]) -> str:
     if name == "type":
         return event.type
+    if name == "branch":
+        return event.branch
+    if name == "run":
+        return event.run_id or ""
     return event.node or "" if name == "node" else line()
 
 
 def _matches(name: str, field_value: str, wanted: str) -> bool:
-    return field_value.startswith(wanted) if name == "type" else wanted in field_value
+    if name == "branch":
+        return field_value == wanted
+    return field_value.startswith(wanted) if name in ("type", "run") else wanted in field_value
 
 
-def _delta(event: RuntimeEvent) -> str:
+def _delta(event: StampedEvent) -> str:
     return _CONTROL.sub("�", str(event.payload.get("delta", "")).replace("\n", " ⏎ ").expandtabs())
 
 
-def format_event(event: RuntimeEvent) -> str:
+def format_event(event: StampedEvent, branch: bool = False) -> str:
+    """`seq [branch] tick type node payload`; the tick of an event published between two ticks
+    (after tick 4's checkpoint, say) reads `t4+`."""
     node = (event.node or "").rpartition("/")[2]
     payload = _delta(event) if event.type == EventType.TEXT_DELTA else preview(event.payload, 200)
-    return _CONTROL.sub("�", f"{event.seq:>6} t{event.tick:<4} {event.type:<20} {node:<18} {payload}")
+    tick = f"t{event.tick}{'+' if event.between else ''}"
+    where = f"{event.branch:<10} " if branch else ""
+    return _CONTROL.sub("�", f"{event.seq:>6} {where}{tick:<5} {event.type:<20} {node:<18} {payload}")
 
 
 class _Row:
     """One line of the pane: its event, and the formatted text once something needed it."""
 
-    __slots__ = ("event", "text")
+    __slots__ = ("branch", "event", "text")
 
-    def __init__(self, event: RuntimeEvent) -> None:
+    def __init__(self, event: StampedEvent, branch: bool) -> None:
         self.event = event
+        self.branch = branch
         self.text: str | None = None
 
     def line(self) -> str:
         if self.text is None:
-            self.text = format_event(self.event)
+            self.text = format_event(self.event, self.branch)
         return self.text
 
 
@@ -133,10 +146,11 @@ class EventsPane(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.filter = EventFilter()
         self._rows: deque[_Row] = deque(maxlen=MAX_ROWS)
-        self._pending: deque[RuntimeEvent] = deque()
+        self._pending: deque[StampedEvent] = deque()
         self._stream: tuple[str | None, str | None] | None = None  # (run, node) of the open text.delta row
         self._width = 0  # the widest line formatted so far
         self._resuming = False
+        self.show_branch = False  # a branch column, when the run has more than one branch
 
     def on_mount(self) -> None:
         self.anchor()
@@ -159,11 +173,11 @@ class EventsPane(ScrollView, can_focus=True):
         """Events received but not filtered yet (a burst is taken a slice at a time)."""
         return len(self._pending)
 
-    def add(self, events: Iterable[RuntimeEvent]) -> None:
+    def add(self, events: Iterable[StampedEvent]) -> None:
         self._pending.extend(events)
         self._take()
 
-    def refilter(self, text: str, history: Iterable[RuntimeEvent]) -> None:
+    def refilter(self, text: str, history: Iterable[StampedEvent]) -> None:
         self.filter = EventFilter.parse(text)
         self.border_subtitle = f"filter: {self.filter.text}" if self.filter.text else "/ to filter"
         self._rows.clear()
@@ -174,13 +188,13 @@ class EventsPane(ScrollView, can_focus=True):
 
     def _take(self) -> None:
         """Filter queued events into rows for one SLICE; the rest waits for the next turn."""
-        pending, rows, stream_open = self._pending, self._rows, self._stream
+        pending, rows, stream_open, show_branch = self._pending, self._rows, self._stream, self.show_branch
         accepts = self.filter.accepts if self.filter.active else None
         deadline = time.perf_counter() + SLICE
         while pending and time.perf_counter() < deadline:
             for _ in range(min(CHUNK, len(pending))):
                 event = pending.popleft()
-                row = _Row(event)
+                row = _Row(event, show_branch)
                 if accepts is not None and not accepts(event, row.line):
                     continue
                 if event.type != EventType.TEXT_DELTA:

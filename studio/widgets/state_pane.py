@@ -1,4 +1,6 @@
-"""Every namespace as a tree of keys, with the keys the last tick changed marked old → new.
+"""Every namespace as a tree of keys, each key that differs from the previous checkpoint of
+the branch marked old → new (a value written after the tick's checkpoint, by async work
+finishing between ticks, says so).
 
 Lists and dicts are collapsed behind a count (a message list can be long) and open on
 demand. Updates are diffs: a key is redrawn only when its value or its mark changed.
@@ -14,6 +16,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from ..timeline import Mark
 from .values import preview, summary
 
 MAX_CHILDREN = 500
@@ -21,7 +24,7 @@ Key = tuple[str, str]  # (namespace, key); "" is the global namespace
 
 
 def qualified(namespace: str, key: str) -> str:
-    """The name a `TickReport.state_changes` entry uses: `key` or `ns.key`."""
+    """The name a marker uses: `key` or `ns.key`."""
     return f"{namespace}.{key}" if namespace else key
 
 
@@ -54,10 +57,10 @@ class StatePane(Tree[Key]):
         self._namespace_nodes: dict[str, TreeNode[Key]] = {}
         self._key_nodes: dict[Key, TreeNode[Key]] = {}
         self._values: dict[Key, Any] = {}
-        self._marked: dict[Key, tuple[Any, Any]] = {}
+        self._marked: dict[Key, Mark] = {}
 
-    def show(self, snapshot: dict[str, dict[str, Any]], changes: dict[str, tuple[Any, Any]]) -> None:
-        """Draw `snapshot`, marking the keys in `changes` ({qualified key: (old, new)})."""
+    def show(self, snapshot: dict[str, dict[str, Any]], changes: dict[str, Mark]) -> None:
+        """Draw `snapshot`, marking the keys in `changes` ({qualified key: Mark})."""
         marks = {(ns, key): changes[qualified(ns, key)]
                  for ns, values in snapshot.items() for key in values if qualified(ns, key) in changes}
         for ns in [ns for ns in self._namespace_nodes if ns not in snapshot]:
@@ -80,7 +83,7 @@ class StatePane(Tree[Key]):
         self._key_nodes.pop(key, None)
         self._values.pop(key, None)
 
-    def _draw_key(self, parent: TreeNode[Key], key: Key, value: Any, mark: tuple[Any, Any] | None) -> None:
+    def _draw_key(self, parent: TreeNode[Key], key: Key, value: Any, mark: Mark | None) -> None:
         node = self._key_nodes.get(key)
         same_value = node is not None and self._values.get(key) == value
         if same_value and mark == self._marked.get(key):
@@ -89,7 +92,9 @@ class StatePane(Tree[Key]):
         long = isinstance(value, dict | list) and bool(value)
         label.append(f"  {summary(value)}" if long else f" = {preview(value)}", "dim" if long else "")
         if mark:
-            label.append(f"   {summary(mark[0])} → {summary(mark[1])}", "yellow")
+            label.append(f"   {summary(mark.old)} → {summary(mark.new)}", "yellow")
+            if mark.between is not None:
+                label.append(f"  (after tick {mark.between}, between ticks)", "italic yellow")
         if node is None:
             node = self._key_nodes[key] = parent.add(label, data=key, expand=False, allow_expand=long)
         else:

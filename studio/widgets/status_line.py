@@ -7,11 +7,11 @@ from textual.widgets import Static
 
 from ..session import DebugSession, RunState
 from .marks import status_text
-from .timeline import field_of
 
 STATE_STYLES = {
     RunState.READY: "bold cyan", RunState.PAUSED: "bold cyan", RunState.RUNNING: "bold yellow",
     RunState.WAITING: "bold yellow", RunState.SUSPENDED: "bold magenta", RunState.FINISHED: "bold green",
+    RunState.RECORDED: "bold blue",
 }
 
 
@@ -29,15 +29,17 @@ class StatusLine(Static):
     """Run state · tick · root status · tokens · branch · the session's last message."""
 
     def show(self, session: DebugSession) -> None:
+        """The run state, then tick, root status, tokens and branch of the frame shown."""
         sep = (" │ ", "dim")
+        frame = session.frame
         line = Text.assemble((f" {run_state_text(session)} ", f"reverse {STATE_STYLES[session.run_state]}"),
-                             sep, f"tick {session.tick}", sep, "root ", status_text(session.root_status),
-                             sep, f"tokens {session.tokens}", sep,
-                             f"branch {getattr(session, 'branch', None) or 'main'}")
-        viewing = getattr(session, "viewing", None)
-        if viewing is not None:
-            line.append_text(Text.assemble(sep, (f" PAST: tick {field_of(viewing, 'tick')} (read-only) · "
-                                                 "esc: back to live ", "reverse bold yellow")))
+                             sep, f"tick {frame.tick}", sep, "root ", status_text(frame.root_status),
+                             sep, f"tokens {frame.tokens}", sep, f"branch {frame.branch}")
+        if session.viewing is not None:
+            what = "RECORDING" if session.recorded_run is not None else "PAST"
+            line.append_text(Text.assemble(sep, (f" {what}: tick {frame.tick} (read-only) · "
+                                                 + ("f: replay/fork " if what == "RECORDING" else "esc: back to live "),
+                                                 "reverse bold yellow")))
         if session.message:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
         self.update(line)

@@ -12,6 +12,11 @@ from textual.widgets import DataTable
 from .marks import status_text
 
 COLUMNS = ("", "tick", "status", "changed", "branch")
+CHANGED_WIDTH = 26  # so the branch column stays on screen
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= CHANGED_WIDTH else text[: CHANGED_WIDTH - 1] + "…"
 
 
 def field_of(row: Any, name: str, default: Any = None) -> Any:
@@ -43,7 +48,7 @@ class Timeline(DataTable):
             key = str(field_of(row, "id"))
             seen.add(key)
             cells = ("▶" if viewing_id is not None and str(viewing_id) == key else "",
-                     field_of(row, "tick"), field_of(row, "status"), field_of(row, "summary") or "",
+                     field_of(row, "tick"), field_of(row, "status"), _clip(field_of(row, "summary") or ""),
                      field_of(row, "branch") or "main")
             if self._cells.get(key) == cells:
                 continue

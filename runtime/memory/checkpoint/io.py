@@ -131,12 +131,17 @@ def first_difference(recorded: list[dict[str, Any]], actual: list[dict[str, Any]
 
 
 class IOReplayer:
-    """Serves the I/O recorded for `source_run_id`; diverging requests stop the run or go live."""
+    """Serves the I/O recorded for `source_run_id`; diverging requests stop the run or go live.
+
+    Records of `source_branch` (the branch replayed) come first; without one, those of the
+    runner's current branch.
+    """
 
     def __init__(self, store: CheckpointStore, source_run_id: str, strict: bool = True,
-                 live_fallback: IORecorder | None = None):
+                 live_fallback: IORecorder | None = None, source_branch: str | None = None):
         self.store = store
         self.source_run_id = source_run_id
+        self.source_branch = source_branch
         self.strict = strict
         self.live = live_fallback or IORecorder(store)
         self.divergences: list[str] = []  # what differed (and went live, when not strict)
@@ -148,7 +153,7 @@ class IOReplayer:
         self.live.attach(checkpoints)
 
     def _lookup(self, kind: str, node: str, round: int, index: int) -> IORecord | None:
-        branch = self._checkpoints.branch if self._checkpoints is not None else None
+        branch = self.source_branch or (self._checkpoints.branch if self._checkpoints is not None else None)
         return self.store.get_io(self.source_run_id, kind, node, round, index, branch)
 
     def _diverge(self, problem: str) -> None:

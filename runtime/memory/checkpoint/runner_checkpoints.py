@@ -133,6 +133,7 @@ class RunnerCheckpoints:
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
         self._touched.update(nodes.keys() - self._statuses.keys())  # nodes new since the last save
+        self._models = dict(_resumable_models(nodes))
         for path, node in nodes.items():
             if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
                 self._baseline[path] = (node.input_bindings, node.output_bindings)
@@ -147,11 +148,11 @@ class RunnerCheckpoints:
         return delta
 
     def _resume_delta(self, captured: RunnerState, full: bool) -> dict[str, Any]:
-        """Composite positions and resume data: all (full), or the entries that changed
-        among the touched composites and the nodes with resume data (None: entry gone)."""
+        """Composite positions, resume data and model positions: all (full), or the entries that
+        changed among the touched composites and the nodes with resume data (None: entry gone)."""
         old = self._resume
         entries: dict[str, Any] = {}
-        for path in captured.statuses.keys() | captured.resume.keys():
+        for path in captured.statuses.keys() | captured.resume.keys() | self._models.keys():
             entry = {}
             if path in captured.positions:
                 entry["child"] = captured.positions[path]
@@ -159,6 +160,8 @@ class RunnerCheckpoints:
                 entry["child"] = old[path]["child"]  # not touched: its position is as saved
             if path in captured.resume:
                 entry["data"] = jsonable(captured.resume[path])
+            if path in self._models:
+                entry["model"] = jsonable(self._models[path].dump_resume_state())
             entries[path] = entry or None
         if full:
             self._resume = {p: e for p, e in entries.items() if e is not None}
@@ -268,6 +271,10 @@ class RunnerCheckpoints:
             cp.tick, cp.run_id, cp.event_position, cp.wake, statuses=cp.statuses,
             positions={p: r["child"] for p, r in cp.resume.items() if "child" in r},
             resume={p: r["data"] for p, r in cp.resume.items() if "data" in r}))
+        for path, provider in _resumable_models(runner.nodes):
+            position = (cp.resume.get(path) or {}).get("model")
+            if position is not None:
+                provider.restore_resume_state(position)
 
     def _apply_bindings(self, overrides: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
         for path, (inputs, outputs) in self._baseline.items():
@@ -279,8 +286,11 @@ class RunnerCheckpoints:
 
     # -- forking ---------------------------------------------------------------------
     def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
-             binding_changes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
-        """Restore a checkpoint, apply edits, and save them as the first checkpoint of a new branch.
+             binding_changes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+             prefix: str = "fork") -> str:
+        """Restore a checkpoint, apply edits, and save them as the first checkpoint of a new branch
+        (`fork-1`, `fork-2`, ...; a replay passes `prefix="replay"`, so it never appends to the
+        branch it replays).
 
         `state_updates` maps qualified keys to values: `"key"` (global) or `"ns.key"` (the
         namespace `ns` of the checkpoint). `binding_changes` maps node paths to
@@ -293,7 +303,7 @@ class RunnerCheckpoints:
         self._apply(checkpoint)
         self._bindings = dict(checkpoint.bindings)
         sm, bus = self.runner.state_manager, self.runner.event_bus
-        branch = self._next_branch(checkpoint.run_id)
+        branch = self._next_branch(checkpoint.run_id, prefix)
         self._start_session(checkpoint.run_id, branch, checkpoint.id)
         for ns, values in updates.items():
             sm.load(values, ns or None)
@@ -306,9 +316,10 @@ class RunnerCheckpoints:
         self.save(Source.FORK)
         return branch
 
-    def _next_branch(self, run_id: str) -> str:
-        numbers = [int(m.group(1)) for b in self.store.branches(run_id) if (m := re.fullmatch(r"fork-(\d+)", b))]
-        return f"fork-{max(numbers, default=0) + 1}"
+    def _next_branch(self, run_id: str, prefix: str) -> str:
+        pattern = re.escape(prefix) + r"-(\d+)"
+        numbers = [int(m.group(1)) for b in self.store.branches(run_id) if (m := re.fullmatch(pattern, b))]
+        return f"{prefix}-{max(numbers, default=0) + 1}"
 
     def _validate_updates(self, cp: Checkpoint, updates: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         sm = self.runner.state_manager
@@ -339,6 +350,19 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+def _resumable_models(nodes: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Model providers with a position of their own (a scripted model), each once, under the path of
+    the first node that calls it: their position is saved and restored with the nodes' resume data."""
+    seen: set[int] = set()
+    found = []
+    for path, node in nodes.items():
+        provider = getattr(getattr(node, "model_client", None), "provider", None)
+        if hasattr(provider, "dump_resume_state") and id(provider) not in seen:
+            seen.add(id(provider))
+            found.append((path, provider))
+    return found
 
 
 class RecordsRuns:

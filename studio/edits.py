@@ -1,0 +1,170 @@
+"""Edits a user makes to a run: port bindings and state values, live or staged in the past.
+
+A live edit changes the runner at once (the next tick sees it) and is recorded as an
+event. An edit made while a past checkpoint is shown is *staged*: the past frame shows it,
+and only a fork from that checkpoint applies it (a replay never does).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runtime.engine.behaviour import JianmuNodeMixin
+from runtime.engine.events import EventType
+from runtime.state import StateKeys, StateValidationError, normalize_namespace
+
+if TYPE_CHECKING:
+    from .session import DebugSession
+
+
+class EditError(ValueError):
+    """An edit (binding, state value) that was rejected; the message is the reason."""
+
+
+class EditsMixin:
+    """The edit intents of `DebugSession` (kept apart: they touch the runner only through these)."""
+
+    def known_namespaces(self: DebugSession) -> set[str]:
+        """Namespaces of the tree's nodes and of the state (a subtree may add more as it compiles)."""
+        from_tree = {ns for node in self.runner.nodes.values() if (ns := getattr(node, "namespace", None))}
+        return from_tree | {ns for ns in self.runner.state_manager.namespaces() if ns}
+
+    def validate_binding_key(self: DebugSession, path: str, key: str) -> str:
+        """The normalised state key, or `EditError` saying why the key cannot be bound.
+
+        A key is bindable when the schema declares it, the state already holds it, the
+        runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
+        """
+        node = self._node(path)
+        if not isinstance(key, str):
+            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
+        key = key.strip()
+        if key.startswith("state."):
+            key = key[len("state."):]
+        if not key:
+            raise EditError("a binding needs a state key")
+        sm = self.runner.state_manager
+        qualified = any(key.startswith(ns + ".") and sm.has_field(key[len(ns) + 1:]) for ns in self.known_namespaces())
+        if (qualified or sm.has_field(key) or key in StateKeys().model_dump().values()
+                or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key)):
+            return key
+        fields = ", ".join(sm.schema.model_fields)
+        raise EditError(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")
+
+    def edit_binding(self: DebugSession, path: str, direction: str, port: str, key: str) -> None:
+        """Rebind one port; it takes effect at the next tick and is recorded as an event."""
+        node = self._node(path)
+        if not isinstance(node, JianmuNodeMixin):
+            raise EditError(f"{path} is a plain py_trees node: it has no ports")
+        if direction not in ("in", "out"):
+            raise EditError(f"direction must be 'in' or 'out', not {direction!r}")
+        declared = node.input_ports if direction == "in" else node.output_ports
+        bound = node.input_bindings if direction == "in" else node.output_bindings
+        if port not in (*declared, *bound):
+            raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
+        key = self.validate_binding_key(path, key)
+        old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
+        node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
+        self.bus.publish(EventType.BINDING_CHANGED, {"direction": direction, "port": port, "old": old, "new": key},
+                         node=path)
+        self._notify("changed")
+
+    def bindings(self: DebugSession) -> dict[str, dict[str, dict[str, str]]]:
+        """Every explicit binding of the tree, by node path."""
+        out = {}
+        for path, node in self.runner.nodes.items():
+            if isinstance(node, JianmuNodeMixin) and (node.input_bindings or node.output_bindings):
+                out[path] = {"inputs": node.input_bindings, "outputs": node.output_bindings}
+        return out
+
+    @property
+    def bindings_file(self: DebugSession) -> Path:
+        return self.loaded.path.with_suffix(".bindings.json")
+
+    def save_bindings(self: DebugSession) -> Path:
+        self.bindings_file.write_text(json.dumps(self.bindings(), indent=2) + "\n")
+        return self.bindings_file
+
+    def apply_bindings_file(self: DebugSession) -> list[str]:
+        """Re-apply a saved bindings file; returns one warning per entry that no longer fits."""
+        if not self.bindings_file.exists():
+            return []
+        try:
+            data = json.loads(self.bindings_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            return [f"{self.bindings_file}: cannot be read ({type(exc).__name__}); ignored"]
+        if not isinstance(data, dict):
+            return [f"{self.bindings_file}: not an object of node paths ({type(data).__name__}); ignored"]
+        warnings = []
+        for path, ports in data.items():
+            if not isinstance(ports, dict):
+                warnings.append(f"{self.bindings_file.name}: {path}: not an object of inputs/outputs; ignored")
+                continue
+            for direction, field_name in (("in", "inputs"), ("out", "outputs")):
+                entries = ports.get(field_name) or {}
+                if not isinstance(entries, dict):
+                    warnings.append(f"{self.bindings_file.name}: {path} {field_name}: not an object; ignored")
+                    continue
+                for port, key in entries.items():
+                    try:
+                        self.edit_binding(path, direction, port, key)
+                    except EditError as exc:
+                        warnings.append(f"{self.bindings_file.name}: {path} {port}: {exc}")
+        return warnings
+
+    def edit_state(self: DebugSession, namespace: str | None, key: str, value: Any) -> None:
+        """Set one state value (validated by the schema); recorded as a `state.edited` event.
+        While a past checkpoint is shown the edit is staged for a fork from there."""
+        if self.busy:
+            raise EditError("pause the run before editing state")
+        namespace = self._editable(namespace, key)
+        try:
+            value = self.runner.state_manager.validate(key, value, namespace)
+        except (StateValidationError, ValueError) as exc:
+            raise EditError(str(exc)) from None
+        if self.viewing is not None:
+            self.staged[(namespace or "", key)] = value
+            self._show(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
+        if self.recorded_run is not None:
+            raise EditError("this is a recording: fork (f) from a checkpoint to edit it")
+        self._ensure_started()  # an edit before the first tick edits this run's input, not a state it resets
+        sm = self.runner.state_manager
+        old = sm.get(key, namespace)
+        sm.load({key: value}, namespace, signal=True)
+        self.bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
+                                                  "old": _preview(old), "new": _preview(value)})
+        self._notify("changed")
+
+    def _editable(self: DebugSession, namespace: str | None, key: str) -> str | None:
+        """The normalised namespace of an edit to `key`, or `EditError`: only keys the state
+        schema declares, the runtime owns, or the state already holds can be edited."""
+        if not isinstance(key, str) or not key:
+            raise EditError(f"a state key is non-empty text, not {key!r:.40}")
+        try:
+            namespace = normalize_namespace(namespace)
+        except ValueError as exc:
+            raise EditError(str(exc)) from None
+        if namespace is not None and namespace not in self.known_namespaces():
+            raise EditError(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(self.known_namespaces()))})")
+        sm = self.runner.state_manager
+        if not (sm.has_field(key) or key in StateKeys().model_dump().values() or sm.contains(key, namespace)):
+            where = f"{namespace}.{key}" if namespace else key
+            raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
+        return namespace
+
+    def staged_updates(self: DebugSession) -> dict[str, Any]:
+        """The staged edits as a fork takes them: `key` (global) or `namespace.key`."""
+        return {f"{ns}.{key}" if ns else key: value for (ns, key), value in self.staged.items()}
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = ["EditError", "EditsMixin"]

@@ -1,0 +1,310 @@
+"""Frames: what every pane shows, for one (run, branch, checkpoint).
+
+The head frame reads the live runner; a past frame reads only its checkpoint in the store
+(and the events logged for its lineage), so nothing later than the viewed tick can leak
+into it. The tree of the live runner gives a past frame only what never changes with time:
+names, classes, namespaces, declared ports; which nodes existed then comes from the
+checkpoint (a subtree compiled later is not drawn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from py_trees.common import Status
+
+from runtime.engine.behaviour import JianmuNodeMixin
+from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.runner import ReactiveRunner
+from runtime.memory.checkpoint import Checkpoint
+from runtime.state import StateManager
+
+from .timeline import Lineage, Mark, RunTimeline, State, diff
+
+HISTORY = 200  # status changes shown per node
+
+
+@dataclass(frozen=True, slots=True)
+class StampedEvent:
+    """A runtime event with the branch it belongs to (the bus knows run and tick, not branches)."""
+
+    branch: str
+    event: RuntimeEvent
+    between: bool = False  # published after its tick's checkpoint: async work finishing between ticks
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    @property
+    def node(self) -> str | None:
+        return self.event.node
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    @property
+    def tick(self) -> int:
+        return self.event.tick
+
+    @property
+    def run_id(self) -> str | None:
+        return self.event.run_id
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.event.payload
+
+    def in_lineage(self, lineage: Lineage) -> bool:
+        return self.run_id == lineage.run_id and lineage.holds(self.branch, self.seq, self.tick, self.type)
+
+
+class EventLog:
+    """Every event of the session's runs (live, or loaded from the store), per run and per node."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str | None, list[StampedEvent]] = {}
+        self._nodes: dict[tuple[str | None, str], list[StampedEvent]] = {}
+
+    def add(self, stamped: StampedEvent) -> None:
+        self._runs.setdefault(stamped.run_id, []).append(stamped)
+        if stamped.node is not None and stamped.type in (EventType.NODE_STATUS, EventType.NODE_ERROR):
+            self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
+
+    def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
+             saved: dict[tuple[str, int], int]) -> None:
+        """A recorded run's events; `saved` gives each (branch, tick)'s checkpoint position."""
+        self._runs.pop(run_id, None)
+        self._nodes = {key: events for key, events in self._nodes.items() if key[0] != run_id}
+        for branch, event in pairs:
+            position = saved.get((branch, event.tick))
+            self.add(StampedEvent(branch, event, position is not None and event.seq > position))
+
+    def keep_only(self, run_id: str | None) -> None:
+        """Forget every other run (a restart leaves the old run to the store)."""
+        self._runs = {run: events for run, events in self._runs.items() if run == run_id}
+        self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
+
+    def of(self, lineage: Lineage) -> list[StampedEvent]:
+        return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
+
+    def of_node(self, lineage: Lineage, path: str) -> list[StampedEvent]:
+        return [e for e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
+
+
+@dataclass
+class NodeView:
+    """What the tree pane shows of one node."""
+
+    path: str
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None
+    children: list[str]
+    status: Status
+    namespace: str | None
+    counter: str | None  # "iter 2/10" for loops
+    breakpoint: bool
+
+
+@dataclass
+class PortView:
+    port: str
+    key: str
+    direction: str  # "in" / "out"
+    value: Any
+
+
+@dataclass
+class NodeDetail:
+    view: NodeView
+    ports: list[PortView]
+    history: list[tuple[int, str, str]]  # (tick, old, new), this branch, up to the frame's tick
+    error: str | None  # the last error as of the frame's tick
+    traceback: str | None
+
+
+class Frame:
+    """One moment of one branch of one run: the panes read it, never the runner behind it."""
+
+    run_id: str | None
+    branch: str
+    tick: int
+    root_status: Status
+    checkpoint_id: int | None  # None: the head
+    lineage: Lineage
+
+    def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog):
+        self.runner = runner
+        self.timeline = timeline
+        self.log = log
+        self._paths: set[str] | None = None
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two frames that show the same shape (the tree pane rebuilds when it changes)."""
+        return (self.run_id, self.branch, self.checkpoint_id)
+
+    # what a subclass knows
+    def paths(self) -> Iterable[str]: raise NotImplementedError
+    def status(self, path: str) -> Status: raise NotImplementedError
+    def resume_data(self, path: str) -> Any: raise NotImplementedError
+    def state(self) -> State: raise NotImplementedError
+    def marks(self) -> dict[str, Mark]: raise NotImplementedError
+    def _value_reader(self) -> Callable[[str, str | None], Any]: raise NotImplementedError
+
+    def _resolve(self, path: str, node: JianmuNodeMixin, direction: str, port: str) -> str:
+        """The state key a port read or wrote in this frame."""
+        return (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
+
+    # what every frame answers the same way
+    @property
+    def tokens(self) -> int:
+        """Total tokens of every LLM node, all namespaces added up, as of this frame."""
+        total = 0
+        for values in self.state().values():
+            usage = values.get("llm.usage")
+            total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
+        return total
+
+    def _shown(self) -> set[str]:
+        """The paths of the frame's tree, for membership tests (computed once per frame)."""
+        if self._paths is None:
+            self._paths = set(self.paths())
+        return self._paths
+
+    def events(self) -> list[StampedEvent]:
+        return self.log.of(self.lineage)
+
+    def node_views(self, breakpoints: set[str]) -> list[NodeView]:
+        return [self.node_view(path, breakpoints) for path in self.paths()]
+
+    def node_view(self, path: str, breakpoints: set[str]) -> NodeView:
+        node = self.runner.nodes[path]
+        counter = None
+        data = self.resume_data(path)
+        if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
+            counter = f"iter {data['iteration_count']}/{node.max_iterations}"
+        shown = self._shown()
+        return NodeView(
+            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
+            parent=path.rpartition("/")[0] or None,
+            children=[p for child in node.children if (p := self.runner.path_of(child)) in shown],
+            status=self.status(path), namespace=getattr(node, "namespace", None), counter=counter,
+            breakpoint=path in breakpoints)
+
+    def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
+        node = self.runner.nodes[path]
+        ports: list[PortView] = []
+        if isinstance(node, JianmuNodeMixin):
+            read = self._value_reader()
+            for direction, declared, bound in (("in", node.input_ports, node.input_bindings),
+                                               ("out", node.output_ports, node.output_bindings)):
+                for port in dict.fromkeys([*declared, *bound]):
+                    key = self._resolve(path, node, direction, port)
+                    ports.append(PortView(port, key, direction, read(key, node.namespace)))
+        history, error, traceback = [], None, None
+        for stamped in self.log.of_node(self.lineage, path):
+            if stamped.type == EventType.NODE_STATUS:
+                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
+            else:
+                error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
+        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback)
+
+
+class HeadFrame(Frame):
+    """The live runner, now; markers against the last checkpoint of its branch."""
+
+    checkpoint_id = None
+
+    def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog, lineage: Lineage):
+        super().__init__(runner, timeline, log)
+        self.run_id, self.branch, self.lineage = runner.run_id, lineage.branch, lineage
+        self.tick, self.root_status = runner.tick_count, runner.root.status
+        self._state: State | None = None
+
+    def paths(self) -> Iterable[str]:
+        return self.runner.nodes
+
+    def status(self, path: str) -> Status:
+        return self.runner.nodes[path].status
+
+    def resume_data(self, path: str) -> Any:
+        node = self.runner.nodes[path]
+        return node.dump_resume_state() if hasattr(node, "dump_resume_state") else None
+
+    def state(self) -> State:
+        if self._state is None:
+            self._state = self.timeline.names.state(self.runner.state_manager.snapshot())
+        return self._state
+
+    def marks(self) -> dict[str, Mark]:
+        """The head checkpoint's marks, and (labelled) whatever was written after it was saved."""
+        checkpoints = self.runner.checkpoints
+        if checkpoints is None or checkpoints.head is None:
+            return {}
+        head, saved = self.timeline.get(checkpoints.head)
+        marks = self.timeline.marks(head.info)
+        for key, mark in diff(saved, self.state()).items():
+            marks[key] = Mark(mark.old, mark.new, between=head.tick)
+        return marks
+
+    def _value_reader(self) -> Callable[[str, str | None], Any]:
+        return self.runner.state_manager.get
+
+
+class PastFrame(Frame):
+    """A checkpoint from the store: statuses, resume data, state and bindings as they were then."""
+
+    def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog, checkpoint: Checkpoint,
+                 staged: dict[str, Any]):
+        super().__init__(runner, timeline, log)
+        self.checkpoint = checkpoint
+        self.checkpoint_id = checkpoint.id
+        self.run_id, self.branch, self.tick = checkpoint.run_id, checkpoint.branch, checkpoint.tick
+        self.root_status = Status(checkpoint.status)
+        self.lineage = timeline.lineage(checkpoint.info, checkpoint.run_id, checkpoint.branch)
+        self.staged = staged  # (namespace, key) -> value: edits made while viewing it, applied by a fork
+        self._view: StateManager | None = None
+        self._state: State | None = None
+
+    def paths(self) -> Iterator[str]:
+        statuses = self.checkpoint.statuses
+        return (path for path in self.runner.nodes if path in statuses)
+
+    def status(self, path: str) -> Status:
+        return Status(self.checkpoint.statuses.get(path, Status.INVALID.value))
+
+    def resume_data(self, path: str) -> Any:
+        return (self.checkpoint.resume.get(path) or {}).get("data")
+
+    def state(self) -> State:
+        if self._state is None:
+            state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
+            for (ns, key), value in self.staged.items():
+                state.setdefault(ns, {})[self.timeline.names.key(key)] = value
+            self._state = self.timeline.names.state(state)
+        return self._state
+
+    def marks(self) -> dict[str, Mark]:
+        return self.timeline.marks(self.checkpoint.info)
+
+    def _value_reader(self) -> Callable[[str, str | None], Any]:
+        if self._view is None:
+            self._view = StateManager(self.runner.state_manager.schema)
+            self._view.restore(self.checkpoint.state)
+        return self._view.get
+
+    def _resolve(self, path: str, node: JianmuNodeMixin, direction: str, port: str) -> str:
+        edited = (self.checkpoint.bindings.get(path) or {}).get("inputs" if direction == "in" else "outputs") or {}
+        key = edited.get(port)
+        if key is None:
+            return super()._resolve(path, node, direction, port)
+        return key[len("state."):] if key.startswith("state.") else key
+
+
+__all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent"]

@@ -1,0 +1,161 @@
+"""The past of a run as the store holds it: checkpoints by id, lineages, the changes between them.
+
+A checkpoint's *lineage* is its chain of parents, across the branches it forked from. The
+events of a lineage are, per branch, those numbered up to where the next branch forked
+(a fork rewinds the event stream to that point), and for the checkpoint's own branch those
+up to its own position. Every difference shown (a marker, a timeline row) is between a
+checkpoint and its parent, with state keys named the way the state pane names them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
+
+RUN_END = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
+CACHED = 8  # decoded checkpoints kept (the head, its parent, the one viewed and its parent, ...)
+State = dict[str, dict[str, Any]]
+
+
+class StateNames:
+    """One name per value: a schema field with an alias (`usage` = `llm.usage`) is always shown
+    by its alias, whichever name wrote it."""
+
+    def __init__(self, schema: type[BaseModel]):
+        self._names = {}
+        for attr, info in schema.model_fields.items():
+            if info.alias and info.alias != attr:
+                self._names[attr] = info.alias
+        self._order = {self.key(attr): i for i, attr in enumerate(schema.model_fields)}
+
+    def key(self, key: str) -> str:
+        return self._names.get(key, key)
+
+    def state(self, state: Mapping[str, Mapping[str, Any]]) -> State:
+        """JSON-able, every key by its one name (a later entry of two names for one value wins),
+        in one order whatever order they were saved in: the schema's fields first, then by name."""
+        out: State = {}
+        last = len(self._order)
+        for ns in sorted(state, key=lambda ns: (ns != "", ns)):
+            names = self._names if not ns else {}
+            values = {names.get(key, key): to_jsonable_python(value, fallback=repr)
+                      for key, value in state[ns].items()}
+            out[ns] = dict(sorted(values.items(), key=lambda item: (self._order.get(item[0], last), item[0])))
+        return out
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Which events belong to a frame: per branch, the last event number (None: all of them)."""
+
+    run_id: str | None
+    branch: str
+    tick: int | None  # the frame's tick (None: the head, still growing)
+    limits: Mapping[str, int | None]
+
+    def holds(self, branch: str, seq: int, tick: int, event_type: str) -> bool:
+        if branch not in self.limits:
+            return False
+        limit = self.limits[branch]
+        if limit is None or seq <= limit:
+            return True
+        # the run's end is published after the last tick's checkpoint, but belongs to that tick
+        return branch == self.branch and tick == self.tick and event_type in RUN_END
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A state key whose value differs from the previous checkpoint of the branch."""
+
+    old: Any
+    new: Any
+    between: int | None = None  # written after this tick's checkpoint, by work finishing between ticks
+
+
+def diff(old: State, new: State) -> dict[str, Mark]:
+    """Qualified key (`key` or `ns.key`) -> Mark, for every key added, changed or removed."""
+    marks = {}
+    for ns in dict.fromkeys([*old, *new]):
+        before, after = old.get(ns, {}), new.get(ns, {})
+        for key in dict.fromkeys([*before, *after]):
+            if before.get(key) != after.get(key) or (key in before) != (key in after):
+                marks[f"{ns}.{key}" if ns else key] = Mark(before.get(key), after.get(key))
+    return marks
+
+
+class RunTimeline:
+    """Read side of the store for one session: checkpoints (cached), lineages, row summaries."""
+
+    def __init__(self, store: CheckpointStore, names: StateNames):
+        self.store = store
+        self.names = names
+        self._cache: OrderedDict[int, tuple[Checkpoint, State]] = OrderedDict()
+        self._summaries: dict[int, str] = {}
+
+    def get(self, checkpoint_id: int) -> tuple[Checkpoint, State]:
+        """The checkpoint and its state by one name per value; `CheckpointError` if unknown."""
+        cached = self._cache.pop(checkpoint_id, None)
+        if cached is None:
+            try:
+                checkpoint = self.store.get(int(checkpoint_id))
+            except (StoreError, ValueError) as exc:
+                raise CheckpointError(str(exc)) from None
+            cached = (checkpoint, self.names.state(checkpoint.state))
+        self._cache[checkpoint_id] = cached
+        while len(self._cache) > CACHED:
+            self._cache.popitem(last=False)
+        return cached
+
+    def parent_state(self, checkpoint: CheckpointInfo) -> State | None:
+        return self.get(checkpoint.parent_id)[1] if checkpoint.parent_id is not None else None
+
+    def marks(self, checkpoint: CheckpointInfo) -> dict[str, Mark]:
+        """What the checkpoint holds that its parent did not (nothing for a run's first)."""
+        parent = self.parent_state(checkpoint)
+        return {} if parent is None else diff(parent, self.get(checkpoint.id)[1])
+
+    def lineage(self, checkpoint: CheckpointInfo | None, run_id: str | None, branch: str) -> Lineage:
+        """The lineage of a checkpoint, or (checkpoint None) of the head of `branch`, still growing."""
+        limits: dict[str, int | None] = {branch: None} if checkpoint is None else {}
+        if run_id is None:
+            return Lineage(run_id, branch, None, limits)
+        by_id = {info.id: info for info in self.store.list(run_id)}
+        current = checkpoint or self._last_of(by_id, branch)
+        while current is not None:
+            limits.setdefault(current.branch, current.event_position)
+            current = by_id.get(current.parent_id) if current.parent_id is not None else None
+        return Lineage(run_id, branch, checkpoint.tick if checkpoint is not None else None, limits)
+
+    @staticmethod
+    def _last_of(by_id: Mapping[int, CheckpointInfo], branch: str) -> CheckpointInfo | None:
+        mine = [info for info in by_id.values() if info.branch == branch]
+        return max(mine, key=lambda info: info.id) if mine else None
+
+    def summary(self, info: CheckpointInfo) -> str:
+        """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
+        cached = self._summaries.get(info.id)
+        if cached is None:
+            checkpoint, _ = self.get(info.id)
+            if info.parent_id is None:
+                cached = "input" if info.tick == 0 else f"{len(checkpoint.statuses)} nodes"
+            else:
+                parent, _ = self.get(info.parent_id)
+                nodes = sum(1 for path, status in checkpoint.statuses.items()
+                            if parent.statuses.get(path, "INVALID") != status)
+                keys = list(self.marks(info))  # in the state pane's order
+                shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
+                cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
+                cached += f"{nodes} nodes" + (f"; {shown}" if shown else "")
+            self._summaries[info.id] = cached
+        return cached
+
+
+__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "State", "StateNames", "diff"]
