@@ -26,9 +26,12 @@ from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
+from .frames import StampedEvent
 from .session import EVENT_BUFFER, EditError, NodeDetail, NodeView, PortView, RunState, StopReason
+from .timeline import Mark
 
 Listener = Callable[[str, Any], None]
+MAIN = "main"  # a remote run has one branch: forks and replays need the store, which stays local
 
 
 @dataclass
@@ -36,6 +39,17 @@ class Attached:
     """What the title bar shows in place of a tree file: where the run is."""
 
     path: str
+
+
+@dataclass(frozen=True)
+class _HeadFrame:
+    """The one frame an attached session shows: the head of the remote run (no store, no past)."""
+
+    key: tuple
+    tick: int
+    root_status: Status
+    tokens: int
+    branch: str = MAIN
 
 
 @dataclass
@@ -55,7 +69,10 @@ class RemoteSession:
     def __init__(self, client: DebugClient, address: str):
         self.client = client
         self.loaded = Attached(f"attached to ws://{address}")
-        self.events: deque[RuntimeEvent] = deque(maxlen=EVENT_BUFFER)
+        self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
+        self.viewing = None  # no checkpoint timeline to view the past in
+        self.recorded_run = None
+        self.staged: dict[tuple[str, str], Any] = {}
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
         self.last_stop: StopReason | None = None
@@ -161,7 +178,7 @@ class RemoteSession:
             mirror.approvals = update["approvals"]
         mirror.run_id, mirror.tick, mirror.status = update["run_id"], update["tick"], update["status"]
         for data in update.get("events", ()):
-            event = RuntimeEvent.validate(data)
+            event = StampedEvent(MAIN, RuntimeEvent.validate(data))
             self.events.append(event)
             self._notify("event", event)
         if "report" in update or changed or state_changes:
@@ -221,6 +238,27 @@ class RemoteSession:
             usage = values.get("llm.usage") or {}
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
         return total
+
+    @property
+    def frame(self) -> _HeadFrame:
+        return _HeadFrame((self.run_id, MAIN, None), self.tick, self.root_status, self.tokens)
+
+    def branches(self) -> list[str]:
+        return [MAIN]
+
+    def frame_events(self) -> list[StampedEvent]:
+        return list(self.events)
+
+    def marks(self) -> dict[str, Mark]:
+        """The keys the last tick changed (the remote run sends diffs, not checkpoints)."""
+        report = self.last_report
+        return {key: Mark(old, new) for key, (old, new) in report.state_changes.items()} if report else {}
+
+    def checkpoints(self) -> list:
+        return []
+
+    def refusal(self) -> str | None:
+        return None
 
     def waiting_on(self) -> list[str]:
         return self.running_nodes() if self.run_state == RunState.RUNNING else []
