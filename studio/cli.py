@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.memory.checkpoint import StoreError, export_run
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import Source, StoreError, export_run
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
 from .loader import TreeLoadError
@@ -211,6 +212,10 @@ async def run_headless(args: argparse.Namespace) -> int:
     while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
         left = None if args.max_ticks is None else args.max_ticks - session.tick
         stop = await session.continue_(max_ticks=left)
+    failure = stop.message if stop.kind == "error" else _unwritten_events(session)
+    if failure is not None:  # a run that could not be recorded is no success, whatever its tree says
+        print(f"jianmu-studio: the run stopped: {failure}", file=sys.stderr, flush=True)
+        print(f"jianmu-studio: {_record_end(session, failure)}", file=sys.stderr, flush=True)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
@@ -231,7 +236,27 @@ async def run_headless(args: argparse.Namespace) -> int:
         with replacing(args.trace) as out_file:
             count = export_run(session.store, session.run_id, out_file)
         print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
-    return 0 if session.root_status.value == "SUCCESS" else 1
+    return 0 if session.root_status.value == "SUCCESS" and failure is None else 1
+
+
+def _unwritten_events(session: DebugSession) -> str | None:
+    """Why the run's last events are not in its store, or None once they are."""
+    try:
+        session.runner.checkpoints.flush()
+    except StoreError as exc:
+        return f"its last events were not written: {exc}"
+    return None
+
+
+def _record_end(session: DebugSession, reason: str) -> str:
+    """Write how a stopped run ended into its store (a last checkpoint with status ERROR, after a
+    `run.failed` event and whatever was not written): the line that says whether it could."""
+    session.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": reason})
+    try:
+        session.runner.checkpoints.save(Source.UPDATE, status="ERROR")
+    except StoreError as exc:
+        return f"its end could not be recorded either: {exc}"
+    return f"its end is recorded in {session.store.location} (status ERROR)"
 
 
 def open_studio(args: argparse.Namespace) -> int:

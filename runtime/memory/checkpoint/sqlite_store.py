@@ -39,7 +39,7 @@ from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
 SCHEMA_VERSION = 2
-LOCK_TIMEOUT = 2.0  # seconds a write waits for another process's commit before it fails
+LOCK_TIMEOUT = 15.0  # seconds a write waits for another process's commit (longer than a large one) before it fails
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (a BLOB) when that is shorter
