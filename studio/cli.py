@@ -185,9 +185,11 @@ async def run_headless(args: argparse.Namespace) -> int:
         stop = await session.continue_(max_ticks=left)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
+    failure = session.failure
+    error = failure.line if failure else (stop.message if stop.kind == "error" else None)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
-               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
+               "error": error, "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
@@ -196,6 +198,8 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
+    if error:
+        print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
               f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)

@@ -41,6 +41,7 @@ from runtime.memory.checkpoint import (
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
 from .breakpoints import Breakpoint, BreakpointError, Condition
+from .failure import Failure, ToolFailure, ToolFailureLog, failure_of
 from .loader import LoadedTree, load_tree
 
 Listener = Callable[[str, Any], None]
@@ -91,6 +92,7 @@ class NodeDetail:
     history: list[tuple[int, str, str]]  # (tick, old, new)
     error: str | None
     traceback: str | None
+    failed_calls: list[ToolFailure] = field(default_factory=list)  # this run's failed tool calls
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ class DebugSession:
         self._event_hits: list[str] = []
         self._divergence: str | None = None
         self.bus.subscribe(self._on_event)
+        self.tool_failures = ToolFailureLog(self.bus)
+        self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -237,6 +241,16 @@ class DebugSession:
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
         return total
 
+    @property
+    def failure(self) -> Failure | None:
+        """Why the run failed (node, first error line, termination reason); None unless it did."""
+        if self._past is not None:
+            return None
+        key = (id(self.runner), self.run_id, self.tick, self.root_status)
+        if self._failure[0] != key:
+            self._failure = (key, failure_of(self.agent, self.runner))
+        return self._failure[1]
+
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
         return [path for path, node in self.runner.nodes.items()
@@ -274,8 +288,11 @@ class DebugSession:
                     key = resolve(port)
                     ports.append(PortView(port, key, direction, sm.get(key, node.namespace)))
         error = getattr(node, "last_error", None)
+        failure = self.failure
+        text = error.error if error else (failure.headline if failure and failure.node == path else None)
         return NodeDetail(self.node_view(path), ports, list(self._history.statuses.get(path, ())),
-                          error.error if error else None, error.traceback if error else None)
+                          text, error.traceback if error else None,
+                          self.tool_failures.of(path, self.run_id))
 
     def _status_of(self, path: str, node) -> Status:
         if self._past is None:
