@@ -49,24 +49,27 @@ def raw_py_trees(ticks: int) -> float:
     return time.perf_counter() - started
 
 
-async def _runner(ticks: int, record: bool) -> float:
+async def _runner(ticks: int, record: bool, stop_before: str | None) -> float:
     bus = RuntimeEventBus(history=0)
     recorded: list = []
     if record:
         bus.subscribe(recorded.append)
     runner = ReactiveRunner(build_tree(), Empty(), event_bus=bus)
+    if stop_before is not None:
+        runner.stop_before = {stop_before}
     runner.start_fresh()
     runner._go_live()
     started = time.perf_counter()
     for _ in range(ticks):  # the per-tick path of runner.run(): wake check, hooks, tick
-        await runner._step(detailed=False)
+        while not (await runner._step(detailed=False)).completed:
+            pass  # held before the node: resume at once
     elapsed = time.perf_counter() - started
     runner._go_idle()
     return elapsed
 
 
-def reactive(ticks: int, record: bool) -> float:
-    return asyncio.run(_runner(ticks, record))
+def reactive(ticks: int, record: bool, stop_before: str | None = None) -> float:
+    return asyncio.run(_runner(ticks, record, stop_before))
 
 
 def best(fn, repeats: int, *args) -> float:
@@ -82,14 +85,16 @@ def main() -> None:
 
     rows = []
     for _ in range(args.repeats):  # interleave so drift hits every configuration alike
-        rows.append((raw_py_trees(args.ticks), reactive(args.ticks, False), reactive(args.ticks, True)))
-    raw, bare, recorded = (min(col) for col in zip(*rows, strict=True))
+        rows.append((raw_py_trees(args.ticks), reactive(args.ticks, False), reactive(args.ticks, True),
+                     reactive(args.ticks, False, f"root/seq{BRANCHES // 2}/leaf{BRANCHES // 2}.0")))
+    raw, bare, recorded, stopped = (min(col) for col in zip(*rows, strict=True))
 
     print(f"tree: {NODES} nodes, {args.ticks} ticks, best of {args.repeats}")
     print(f"{'configuration':<44}{'us/node-tick':>14}{'ratio':>9}{'goal':>8}")
     print(f"{'raw py_trees BehaviourTree.tick()':<44}{raw / per:>14.3f}{1.0:>9.3f}{'':>8}")
     print(f"{'ReactiveRunner, bus on, no subscriber':<44}{bare / per:>14.3f}{bare / raw:>9.3f}{'<=1.05':>8}")
     print(f"{'ReactiveRunner, subscriber records events':<44}{recorded / per:>14.3f}{recorded / raw:>9.3f}{'<=2':>8}")
+    print(f"{'ReactiveRunner, stops before a leaf, resumes':<44}{stopped / per:>14.3f}{stopped / raw:>9.3f}{'':>8}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`jianmu-studio`: the studio, a headless runner and a recorded-run viewer.
 
     jianmu-studio TREE                         open the TUI on a tree file
-    jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl] [--json]
+    jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
     jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.memory.checkpoint import StoreError, export_run
+from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
 from .loader import TreeLoadError
 from .session import DebugSession, default_db_path
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-ticks", type=int, default=None)
     run.add_argument("--db", type=Path, help="record checkpoints into this SQLite file")
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
+    run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
                      help="approve pending calls of TOOL, or of every tool (repeatable)")
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "replay":
             return open_recorded(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -175,6 +177,8 @@ def _load(args: argparse.Namespace) -> DebugSession:
 
 async def run_headless(args: argparse.Namespace) -> int:
     rules = ApprovalRules.parse(args.approve, args.deny)
+    if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
+        check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
@@ -204,7 +208,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
               f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
     if args.trace is not None:
-        with args.trace.open("w") as out_file:
+        with replacing(args.trace) as out_file:
             count = export_run(session.store, session.run_id, out_file)
         print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
     return 0 if session.root_status.value == "SUCCESS" else 1

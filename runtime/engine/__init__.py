@@ -1,6 +1,7 @@
 """The engine: node base classes, injection, events and the ReactiveRunner."""
 
 from .behaviour import AsyncBehaviour, Behaviour, Decorator, JianmuNodeMixin, NodeError
+from .boundaries import NodeBoundary
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEvent, RuntimeEventBus
 from .runner import ReactiveRunner, TickReport
@@ -12,6 +13,7 @@ __all__ = [
     "EventType",
     "InjectPayload",
     "JianmuNodeMixin",
+    "NodeBoundary",
     "NodeError",
     "ReactiveRunner",
     "RunContext",

@@ -27,6 +27,7 @@ class EventType(StrEnum):
     RUN_FAILED = "run.failed"
     TICK_STARTED = "tick.started"
     TICK_COMPLETED = "tick.completed"
+    TICK_PAUSED = "tick.paused"  # the runner holds the tick before `node` (a node boundary)
     NODE_STATUS = "node.status"
     NODE_ERROR = "node.error"
     STATE_CHANGED = "state.changed"

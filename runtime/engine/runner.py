@@ -5,6 +5,11 @@ set by a state write with `signal=True`, an async node's task finishing, or an a
 arriving; it never polls. `step()` performs exactly one tick and reports what changed:
 the debugger's seam, together with the before/after tick hooks that can hold a tick.
 
+Node boundaries make a tick interruptible between nodes (see `runtime.engine.boundaries`):
+`stop_before` names nodes the runner stops before (their `initialise()`/`update()`/async
+work not started yet), `step_into()` runs to the next boundary of any node. A held tick
+is resumed from that exact point by the next `step()`, `step_into()` or `run()`.
+
 Work a tick does only for observers (the per-node status diff, events) is done only when
 someone observes: a step report, a hook, or a subscriber to the event type.
 """
@@ -17,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +32,7 @@ from pydantic import BaseModel
 
 from ..state import InteractionKeys, StateChange, StateManager
 from .behaviour import JianmuNodeMixin, report_node_error
+from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus
 from .interaction import InteractionController
@@ -46,10 +52,27 @@ class TickReport:
     ticked: list[str] = field(default_factory=list)  # paths visited by the traversal
     state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # "ns.key" -> (old, new)
     duration_ms: float = 0.0
+    paused_at: NodeBoundary | None = None  # the tick is held before this node; changes come when it ends
 
     @property
     def state_keys(self) -> list[str]:
         return list(self.state_changes)
+
+    @property
+    def completed(self) -> bool:
+        """False when the tick is held at a node boundary (the report then carries only `paused_at`)."""
+        return self.paused_at is None
+
+
+@dataclass
+class _HeldTick:
+    """A tick whose generator is driven step by step, so it can stop at node boundaries."""
+
+    generator: Any
+    detailed: bool
+    ticked: list[str] = field(default_factory=list)
+    elapsed: float = 0.0  # seconds spent traversing, pauses excluded
+    paused_at: NodeBoundary | None = None
 
 
 def _qualified(namespace: str | None, key: str) -> str:
@@ -92,6 +115,10 @@ class ReactiveRunner:
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
+        self._stop_before: frozenset[str] = frozenset()
+        self._into = False  # step_into() asked: every node is a boundary until the tick ends
+        self._wraps = BoundaryWraps()
+        self._held: _HeldTick | None = None
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
         self.refresh_tree()
@@ -123,6 +150,7 @@ class ReactiveRunner:
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
+            self._sync_boundaries()
 
     def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
         path = self._paths.get(id(node))
@@ -176,6 +204,59 @@ class ReactiveRunner:
         if bus.wants(EventType.STATE_CHANGED):
             bus.publish(EventType.STATE_CHANGED, {"namespace": change.namespace, "keys": change.keys})
 
+    # -- node boundaries -----------------------------------------------------------
+    @property
+    def stop_before(self) -> frozenset[str]:
+        """Paths of the nodes the runner stops before, inside a tick (node breakpoints).
+
+        Assign any iterable of paths (an empty one clears them). `step()`, `step_into()` and
+        `run()` return as soon as the traversal reaches one of these nodes, before its
+        `initialise()`/`update()`/async work starts, with `paused_at` saying where; the tick
+        resumes from that point on the next call. A path not in the tree yet (a deferred
+        subtree) takes effect once the node exists. No path, no cost: the tick is unchanged.
+        """
+        return self._stop_before
+
+    @stop_before.setter
+    def stop_before(self, paths: Iterable[str]) -> None:
+        self._stop_before = frozenset(paths)
+        self._sync_boundaries()
+
+    @property
+    def paused_at(self) -> NodeBoundary | None:
+        """Where the current tick is held, or None between ticks."""
+        held = self._held
+        return held.paused_at if held is not None else None
+
+    async def step_into(self) -> TickReport:
+        """Run to the next node boundary (any node) or to the end of the tick.
+
+        Between ticks this starts a tick (waiting for a wake like `step()`) and stops before
+        the root; while a tick is held, it resumes it and stops before the next node the
+        traversal reaches. The report's `paused_at` names that node; when the traversal ran
+        out first, the report is the whole tick's, as `step()` gives it.
+        """
+        self._into = True
+        self._sync_boundaries()
+        return await self._drive(into=True)
+
+    def _sync_boundaries(self) -> None:
+        if self._into:
+            self._wraps.sync(self._order)
+        elif self._stop_before or self._wraps:
+            self._wraps.sync(self.nodes[path] for path in self._stop_before if path in self.nodes)
+
+    def _drop_held(self) -> None:
+        """Abandon a held tick (a restore, a fresh run or a stop resets the tree anyway)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        held.generator.close()
+        self._state_changes.clear()
+        if self._into:
+            self._into = False
+            self._sync_boundaries()
+
     # -- hooks ---------------------------------------------------------------------
     def add_tick_hook(self, before: Hook | None = None, after: Hook | None = None) -> Callable[[], None]:
         """`before(runner, tick)` / `after(runner, report)`, sync or async; awaiting holds the tick."""
@@ -219,8 +300,9 @@ class ReactiveRunner:
 
     @property
     def can_tick_now(self) -> bool:
-        """False when a tick would only wait: the tree runs and nothing has woken it."""
-        return self.tick_count == 0 or self.root.status != Status.RUNNING or self._wake.is_set()
+        """False when a tick would only wait: the tree runs and nothing has woken it (a held tick never waits)."""
+        return (self.tick_count == 0 or self.root.status != Status.RUNNING or self._wake.is_set()
+                or self._held is not None)
 
     async def wait_until_ready(self) -> None:
         """Return once a tick would do something (at once if it already would)."""
@@ -230,6 +312,7 @@ class ReactiveRunner:
     # -- ticking -------------------------------------------------------------------
     def start_fresh(self, input_data: Mapping[str, Any] | None = None) -> None:
         """Reset the tree and the run-scoped state for a new run (a new run id)."""
+        self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
         self.run_id = uuid.uuid4().hex[:12]
@@ -250,28 +333,45 @@ class ReactiveRunner:
         self._state_changes.clear()
 
     async def step(self) -> TickReport:
-        """Exactly one tick, after waiting for a wake if nothing could run yet."""
+        """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
+
+        A held tick is resumed and run to its end instead of starting a new one. The tick
+        stops early at a node in `stop_before` (the report's `paused_at` says which).
+        """
+        return await self._drive(into=False)
+
+    async def _drive(self, into: bool) -> TickReport:
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        report = await self._step(detailed=True)
-        if self.finished:  # a run driven step by step ends with the same event as run()
+        report = await self._step(detailed=True, into=into)
+        if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
             finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
             self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
         return report
 
-    async def _step(self, detailed: bool) -> TickReport:
-        await self.wait_until_ready()
-        if self._before_hooks:
-            await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
-        report = self._tick(detailed or bool(self._after_hooks) or self.checkpoints is not None)
+    async def _step(self, detailed: bool, into: bool = False) -> TickReport:
+        if self._held is None:
+            await self.wait_until_ready()
+            if self._before_hooks:
+                await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
+            detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
+            report = self._tick(detailed) if not self._wraps else self._hold_tick(detailed, into)
+        else:
+            report = self._resume_held(into)
+        if not report.completed:
+            return report
+        if self._into:
+            self._into = False
+            self._sync_boundaries()
         if self.checkpoints is not None:
             self.checkpoints.after_tick(report)
         if self._after_hooks:
             await self._call_hooks(self._after_hooks, self, report)
         return report
 
-    def _tick(self, detailed: bool) -> TickReport:
+    def _open_tick(self, detailed: bool) -> bool:
+        """Start a tick's bookkeeping; returns whether it must build the detailed report."""
         self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
         self._restored = False
         self.tick_count += 1
@@ -279,7 +379,11 @@ class ReactiveRunner:
         bus.tick = self.tick_count
         if bus.wants(EventType.TICK_STARTED):
             bus.publish(EventType.TICK_STARTED, {})
-        detailed = detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.TICK_COMPLETED)
+        return detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.TICK_COMPLETED)
+
+    def _tick(self, detailed: bool) -> TickReport:
+        """A tick with no boundary anywhere: the generator consumed in one go."""
+        detailed = self._open_tick(detailed)
         started = time.perf_counter()
         try:
             if detailed:
@@ -288,11 +392,48 @@ class ReactiveRunner:
                 deque(self.root.tick(), maxlen=0)  # consume the generator whole (pitfall 2)
                 ticked = []
         except Exception as exc:
-            report_node_error(self.root, self.path_of(self.root), exc, bus)
-            self.root.stop(Status.INVALID)
+            self._tick_failed(exc)
             raise
-        report = TickReport(self.tick_count, self.root.status, ticked=ticked,
-                            duration_ms=(time.perf_counter() - started) * 1000)
+        return self._close_tick(detailed, ticked, time.perf_counter() - started)
+
+    def _hold_tick(self, detailed: bool, into: bool) -> TickReport:
+        self._held = _HeldTick(self.root.tick(), self._open_tick(detailed))
+        return self._resume_held(into)
+
+    def _resume_held(self, into: bool) -> TickReport:
+        """Drive the held tick to the next wanted boundary, or to its end."""
+        held = self._held
+        held.paused_at = None
+        stop, paths, ticked = self._stop_before, self._paths, held.ticked
+        started = time.perf_counter()
+        try:
+            for item in held.generator:
+                if type(item) is Marker:
+                    path = paths.get(id(item.node)) or self.path_of(item.node)
+                    if into or path in stop:
+                        held.elapsed += time.perf_counter() - started
+                        held.paused_at = NodeBoundary(self.tick_count, path)
+                        bus = self.event_bus
+                        if bus.wants(EventType.TICK_PAUSED):
+                            bus.publish(EventType.TICK_PAUSED, {}, node=path)
+                        return TickReport(self.tick_count, self.root.status, paused_at=held.paused_at,
+                                          duration_ms=held.elapsed * 1000)
+                elif held.detailed:
+                    ticked.append(paths.get(id(item)) or self.path_of(item))
+        except Exception as exc:
+            self._held = None
+            self._tick_failed(exc)
+            raise
+        self._held = None
+        return self._close_tick(held.detailed, ticked, held.elapsed + time.perf_counter() - started)
+
+    def _tick_failed(self, exc: Exception) -> None:
+        report_node_error(self.root, self.path_of(self.root), exc, self.event_bus)
+        self.root.stop(Status.INVALID)
+
+    def _close_tick(self, detailed: bool, ticked: list[str], elapsed: float) -> TickReport:
+        bus = self.event_bus
+        report = TickReport(self.tick_count, self.root.status, ticked=ticked, duration_ms=elapsed * 1000)
         if detailed:
             report.changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
@@ -320,14 +461,17 @@ class ReactiveRunner:
                 for i, (old, new) in enumerate(zip(previous, current, strict=True)) if old != new}
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
-        """Tick until SUCCESS/FAILURE, `max_ticks`, or suspension; returns the root's status.
+        """Tick until SUCCESS/FAILURE, `max_ticks`, suspension or a `stop_before` node; returns the root's status.
 
         A runner whose tree is RUNNING (paused, suspended) or that was just restored from a
         checkpoint carries on (a restored finished run reports its status without ticking);
         otherwise this is a fresh run: new run id, tree reset, run- and step-scoped state
-        reset, then `input_data` written.
+        reset, then `input_data` written. A tick held at a node boundary is resumed first;
+        stopping at one returns at once (`paused_at` says where, the status is RUNNING's
+        or the last tick's).
         """
-        fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored)
+        held = self._held is not None
+        fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
         self._restored = False
         if fresh:
             self.start_fresh(input_data)
@@ -340,8 +484,11 @@ class ReactiveRunner:
         ticks = 0
         try:
             while True:
-                if not self.finished:  # only a restored finished run is finished here
-                    await self._step(detailed=False)
+                if held or not self.finished:  # only a restored finished run is finished here
+                    report = await self._step(detailed=False)
+                    held = not report.completed
+                    if held:
+                        return self.root.status
                     ticks += 1
                 status = self.root.status
                 if status == Status.SUCCESS:
@@ -370,19 +517,24 @@ class ReactiveRunner:
 
     def restore(self, checkpoint_id: int) -> None:
         """Put back statuses, node resume data and state as they were at a checkpoint."""
-        self._require_checkpoints().restore(checkpoint_id)
+        checkpoints = self._require_checkpoints()
+        self._drop_held()
+        checkpoints.restore(checkpoint_id)
 
     def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
              binding_changes: Mapping[str, Any] | None = None) -> str:
         """Restore a checkpoint, apply edits, and continue on a new branch (returned)."""
-        return self._require_checkpoints().fork(checkpoint_id, state_updates=state_updates,
+        checkpoints = self._require_checkpoints()
+        self._drop_held()
+        return checkpoints.fork(checkpoint_id, state_updates=state_updates,
                                                 binding_changes=binding_changes)
 
     def stop(self) -> None:
-        """Stop the tree (cancels running async nodes); the state is kept."""
+        """Stop the tree (cancels running async nodes, abandons a held tick); the state is kept."""
+        self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
         self._statuses = [node.status for node in self._order]
 
 
-__all__ = ["ReactiveRunner", "TickReport"]
+__all__ = ["NodeBoundary", "ReactiveRunner", "TickReport"]

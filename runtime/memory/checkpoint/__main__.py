@@ -1,7 +1,9 @@
 """`python -m runtime.memory.checkpoint`: look into a checkpoint store file.
 
     list FILE                        the runs in a store
-    export FILE --run ID [-o OUT]    a run's events as JSON Lines (stdout by default)
+    export FILE --run ID [-o OUT]    a run's events as JSON Lines (stdout by default; OUT is never
+                                     the store, an SQLite file or a source file, and an existing
+                                     OUT is replaced only with --force)
     show FILE ID                     one checkpoint, as JSON
 
 Bad input (a missing, corrupt, locked or newer file, an unknown run or checkpoint) gives
@@ -17,6 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .output import OutputPathError, check_output_path, replacing
 from .sqlite_store import SQLiteCheckpointStore
 from .store import CheckpointError, StoreError
 from .trace import TraceError, export_run
@@ -41,7 +44,7 @@ def _export(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
     if args.output in (None, "-"):
         export_run(store, args.run, sys.stdout)
         return
-    with open(args.output, "w", encoding="utf-8") as out:
+    with replacing(check_output_path(args.output, store=args.file, force=args.force)) as out:
         count = export_run(store, args.run, out)
     print(f"{count} events of run {args.run} written to {args.output}", file=sys.stderr)
 
@@ -62,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("file")
     cmd.add_argument("--run", required=True)
     cmd.add_argument("-o", "--output")
+    cmd.add_argument("--force", action="store_true", help="replace an existing OUT")
     cmd.set_defaults(func=_export)
     cmd = commands.add_parser("show", help="print one checkpoint")
     cmd.add_argument("file")
@@ -74,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.func(store, args)
         finally:
             store.close()
-    except (StoreError, CheckpointError, TraceError, OSError) as exc:
+    except (StoreError, CheckpointError, TraceError, OutputPathError, OSError) as exc:
         if args.debug:
             raise
         print(f"error: {exc}", file=sys.stderr)
