@@ -27,6 +27,7 @@ from runtime.engine.runner import TickReport
 from .commands import StudioCommands
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
+from .screens.breakpoints import BreakpointsScreen
 from .screens.choice import ChoiceScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
@@ -49,11 +50,15 @@ class MainScreen(Screen):
     """Tree, node detail and state on top; events and timeline below; status line and keys."""
 
     BINDINGS = [
-        Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick"),
+        Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick (step over)"),
+        Binding("s,f11", "step_into", "Step into", id="step-into",
+                tooltip="Run to the next node inside the tick, stopping before it runs"),
         Binding("c,f5", "continue", "Continue", id="continue", tooltip="Tick until a breakpoint, a suspension or the end"),
         Binding("p", "pause", "Pause", id="pause", tooltip="Pause a continuing run after the current tick"),
         Binding("b,f9", "toggle_breakpoint", "Breakpoint", id="breakpoint",
-                tooltip="Toggle a breakpoint on the selected node"),
+                tooltip="Toggle a breakpoint on the selected node (stops before it runs)"),
+        Binding("B", "breakpoints", "Breakpoints", id="breakpoints",
+                tooltip="Every breakpoint with its hits: add, enable/disable, before/after, delete"),
         Binding("r", "restart", "Restart", id="restart", tooltip="A fresh run of the same tree and input"),
         Binding("e", "edit_bindings", "Bindings", id="edit-bindings",
                 tooltip="Edit the selected node's port bindings"),
@@ -178,7 +183,7 @@ class MainScreen(Screen):
         session = self.session
         viewing = getattr(session, "viewing", None) is not None
         busy = session.run_state in BUSY
-        if action in ("step", "continue", "restart", "toggle_breakpoint", "edit_bindings"):
+        if action in ("step", "step_into", "continue", "restart", "toggle_breakpoint", "edit_bindings"):
             return None if busy or (viewing and action != "toggle_breakpoint") else True
         if action == "pause":
             return True if busy else None
@@ -186,8 +191,6 @@ class MainScreen(Screen):
             return viewing
         if action == "replay_fork":
             return callable(getattr(session, "fork_from", None))
-        if action == "approvals":
-            return bool(session.pending_approvals())
         return True
 
     # -- intents -------------------------------------------------------------------
@@ -205,6 +208,9 @@ class MainScreen(Screen):
 
     def action_step(self) -> None:
         self._intent(self.session.step)
+
+    def action_step_into(self) -> None:
+        self._intent(self.session.step_into)
 
     def action_continue(self) -> None:
         self._intent(self.session.continue_)
@@ -225,8 +231,12 @@ class MainScreen(Screen):
         path = self._selected_path()
         if path is not None:
             on_now = self.session.toggle_node_breakpoint(path)
-            self.notify(f"breakpoint {'set on' if on_now else 'removed from'} {path}")
+            self.notify(f"breakpoint: stop before {path} runs (B lists them)" if on_now
+                        else f"breakpoint removed from {path}")
             self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
+
+    def action_breakpoints(self) -> None:
+        self.app.push_screen(BreakpointsScreen(self.session))  # its changes notify the session's listeners
 
     def action_edit_bindings(self) -> None:
         path = self._selected_path()
@@ -263,6 +273,8 @@ class MainScreen(Screen):
         pending = self.session.pending_approvals()
         if pending:
             self.app.push_screen(ApprovalScreen(pending[0]), self._decided)
+        else:
+            self.notify("no tool call is waiting for approval", title="approve")
 
     def _decided(self, decision: Decision | None) -> None:
         if decision is None:

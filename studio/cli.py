@@ -216,7 +216,7 @@ async def run_headless(args: argparse.Namespace) -> int:
 
 def open_studio(args: argparse.Namespace) -> int:
     session = _load(args)
-    for warning in session.apply_bindings_file():
+    for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
         print(f"jianmu-studio: {warning}", file=sys.stderr)
     from .app import StudioApp
 

@@ -40,9 +40,10 @@ from runtime.memory.checkpoint import (
 )
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
-from .breakpoints import Breakpoint, BreakpointError, Condition
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .failure import Failure, ToolFailure, ToolFailureLog, failure_of
 from .loader import LoadedTree, load_tree
+from .persist import read_json, tree_file, write_json
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
@@ -158,9 +159,10 @@ class DebugSession:
         self._listeners: list[Listener] = []
         self._history = _History()
         self._pause = asyncio.Event()
-        self._event_hits: list[str] = []
+        self._event_hits: list[Breakpoint] = []
         self._divergence: str | None = None
         self.bus.subscribe(self._on_event)
+        self.breakpoint_warnings = self._load_breakpoints()
         self.tool_failures = ToolFailureLog(self.bus)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
 
@@ -208,7 +210,7 @@ class DebugSession:
         self.events.append(event)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
-                self._event_hits.append(bp.label)
+                self._event_hits.append(bp)
         if event.type == EventType.NODE_ERROR and event.payload.get("error", "").startswith("ReplayDivergence"):
             self._divergence = event.payload["error"]
         self._notify("event", event)
@@ -345,9 +347,30 @@ class DebugSession:
             self._set_state(RunState.PAUSED, "paused")
             return None
         report = await self.runner.step()
-        self._after_tick(report)
-        self._settle(StopReason("step", f"tick {report.tick}"))
+        self._settle(self._after_tick(report) or StopReason("step", f"tick {report.tick}"))
         return report
+
+    async def step_into(self) -> TickReport | None:
+        """To the next node boundary inside the tick (before that node runs), or to the tick's end."""
+        if self.run_state in (RunState.RUNNING, RunState.WAITING) or self.viewing is not None \
+                or self.runner.finished or self.runner.suspended:
+            return await self.step()  # says why it cannot step
+        self._ensure_started()
+        self._pause.clear()
+        if not await self._wait_until_ready():
+            self._set_state(RunState.PAUSED, "paused")
+            return None
+        report = await self.runner.step_into()
+        hit = self._after_tick(report)
+        where = report.paused_at
+        self._settle(hit or StopReason("step", f"before {where.path} (tick {where.tick}, not run yet)" if where
+                                       else f"tick {report.tick}"))
+        return report
+
+    @property
+    def paused_at(self):
+        """The runner's `NodeBoundary` when a tick is held before a node, else None."""
+        return self.runner.paused_at
 
     async def continue_(self, max_ticks: int | None = None) -> StopReason:
         """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
@@ -406,6 +429,10 @@ class DebugSession:
         self._pause.set()
 
     def _after_tick(self, report: TickReport) -> StopReason | None:
+        if not report.completed:  # held before a node: its changes come when the tick ends
+            self._notify("changed")
+            hits = [bp for bp in self.breakpoints if bp.stops_before(report.paused_at.path)]
+            return self._hit(hits[0]) if hits else None
         self.last_report = report
         self._history.record(report)
         head = self.runner.checkpoints.head
@@ -418,23 +445,27 @@ class DebugSession:
             self._event_hits.clear()
             return StopReason("divergence", message)
         if self._event_hits:
-            label = self._event_hits[0]
+            bp = self._event_hits[0]
             self._event_hits.clear()
-            return StopReason("breakpoint", f"breakpoint: {label}")
+            return self._hit(bp)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_tick(report):
-                return StopReason("breakpoint", f"breakpoint: {bp.label}")
+                return self._hit(bp)
         conditions = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "condition"]
         if conditions:
             snapshot = {ns or "": self.runner.state_manager.view(ns) for ns in self.runner.state_manager.namespaces()}
             for bp in conditions:
                 try:
                     if bp.hit_by_state(snapshot):
-                        return StopReason("breakpoint", f"breakpoint: {bp.label}")
+                        return self._hit(bp)
                 except BreakpointError as exc:
                     bp.enabled = False
                     return StopReason("error", f"{exc} (breakpoint disabled)")
         return None
+
+    def _hit(self, bp: Breakpoint) -> StopReason:
+        bp.hits += 1
+        return StopReason("breakpoint", f"breakpoint: {bp.label}")
 
     def _settle(self, reason: StopReason) -> None:
         self.last_stop = reason
@@ -462,20 +493,61 @@ class DebugSession:
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
     # -- breakpoints ---------------------------------------------------------------
-    def toggle_node_breakpoint(self, path: str, on: str = "tick") -> bool:
+    @property
+    def breakpoints_file(self) -> Path:
+        """Where this tree's breakpoints are kept: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "breakpoints")
+
+    def _load_breakpoints(self) -> list[str]:
+        """The breakpoints saved for this tree; one warning per entry (or file) that cannot be used."""
+        try:
+            saved = read_json(self.breakpoints_file) or []
+        except ValueError as exc:
+            return [f"{exc}; breakpoints not loaded"]
+        warnings = []
+        for data in saved if isinstance(saved, list) else []:
+            try:
+                self.breakpoints.append(Breakpoint.from_json(data if isinstance(data, dict) else {}))
+            except BreakpointError as exc:
+                warnings.append(f"{self.breakpoints_file.name}: {exc}; skipped")
+        self._sync_stops()
+        return warnings
+
+    def _breakpoints_changed(self) -> None:
+        self._sync_stops()
+        try:
+            write_json(self.breakpoints_file, [bp.to_json() for bp in self.breakpoints])
+        except OSError as exc:
+            self.message = f"breakpoints not saved: {self.breakpoints_file}: {exc.strerror}"
+        self._notify("changed")
+
+    def _sync_stops(self) -> None:
+        """The runner stops before the nodes of enabled before-breakpoints (its node boundaries)."""
+        self.runner.stop_before = {bp.node for bp in self.breakpoints if bp.enabled and bp.kind == "node"
+                                   and bp.on == "before"}
+
+    def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
         """Add or remove a node breakpoint; True when one is now set."""
         self._node(path)
         existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
         if existing:
             for bp in existing:
                 self.breakpoints.remove(bp)
-            self._notify("changed")
+            self._breakpoints_changed()
             return False
-        if on not in ("tick", "status"):
-            raise BreakpointError(f"a node breakpoint fires on 'tick' or 'status', not {on!r}")
-        self.breakpoints.append(Breakpoint("node", node=path, on=on))
-        self._notify("changed")
+        self.add_node_breakpoint(path, on)
         return True
+
+    def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
+        """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
+        if on not in NODE_MOMENTS:
+            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
+        if path not in self.runner.nodes:
+            raise BreakpointError(f"no node at path {path!r}")
+        bp = Breakpoint("node", node=path, on=on)
+        self.breakpoints.append(bp)
+        self._breakpoints_changed()
+        return bp
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:
         event_type = event_type.strip()
@@ -483,7 +555,7 @@ class DebugSession:
             raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
         bp = Breakpoint("event", event_type=event_type)
         self.breakpoints.append(bp)
-        self._notify("changed")
+        self._breakpoints_changed()
         return bp
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
@@ -499,13 +571,23 @@ class DebugSession:
         bp = Breakpoint("condition", condition=condition)
         bp._was_true = condition.evaluate(snapshot)  # validates names now, and fires on the next change
         self.breakpoints.append(bp)
-        self._notify("changed")
+        self._breakpoints_changed()
         return bp
+
+    def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
+        """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
+        if enabled is not None:
+            bp.enabled = enabled
+        if on is not None:
+            if bp.kind != "node" or on not in NODE_MOMENTS:
+                raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
+            bp.on = on
+        self._breakpoints_changed()
 
     def remove_breakpoint(self, bp: Breakpoint) -> None:
         if bp in self.breakpoints:
             self.breakpoints.remove(bp)
-            self._notify("changed")
+            self._breakpoints_changed()
 
     # -- edits ---------------------------------------------------------------------
     def known_namespaces(self) -> set[str]:
