@@ -30,8 +30,10 @@ from .screens.bindings_editor import BindingsEditor
 from .screens.breakpoints import BreakpointsScreen
 from .screens.choice import ChoiceScreen
 from .screens.help import HelpScreen
+from .screens.model_call import ModelCallsScreen
 from .screens.prompt import PromptScreen
 from .screens.state_editor import StateEditor
+from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
 from .widgets.events_pane import FILTER_EXAMPLE, EventsPane
 from .widgets.node_detail import NodeDetailPane
@@ -64,6 +66,8 @@ class MainScreen(Screen):
                 tooltip="Edit the selected node's port bindings"),
         Binding("f", "replay_fork", "Replay/fork", id="replay-fork",
                 tooltip="Replay or fork from the selected checkpoint"),
+        Binding("m", "model_calls", "Model calls", id="model-calls",
+                tooltip="The model calls of the selected node (or of the run): messages, tools, response"),
         Binding("a", "approvals", "Approve", id="approvals", tooltip="Approve or deny a pending tool call"),
         Binding("slash", "filter_events", "Filter", id="filter-events", tooltip="Filter events by type, node, text"),
         Binding("escape", "live", "Live", id="live", tooltip="Leave the past checkpoint, back to the live run"),
@@ -238,6 +242,14 @@ class MainScreen(Screen):
     def action_breakpoints(self) -> None:
         self.app.push_screen(BreakpointsScreen(self.session))  # its changes notify the session's listeners
 
+    def action_model_calls(self) -> None:
+        path = self.query_one(TreePane).selected_path
+        calls = self.session.model_calls(path) if path else []
+        title = f"model calls of {path}"
+        if not calls:
+            calls, title = self.session.model_calls(), "model calls of this run"
+        self.app.push_screen(ModelCallsScreen(title, calls, self.session.model_call))
+
     def action_edit_bindings(self) -> None:
         path = self._selected_path()
         if path is None:
@@ -254,6 +266,11 @@ class MainScreen(Screen):
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:
         self.app.push_screen(StateEditor(self.session, event.namespace, event.key, event.value), self._edited_state)
+
+    @on(StatePane.ValueRequested)
+    def _show_value(self, event: StatePane.ValueRequested) -> None:
+        self.app.push_screen(ValueScreen(f"{event.namespace + '.' if event.namespace else ''}{event.key}",
+                                         event.value))
 
     def _edited_state(self, applied: bool | None) -> None:
         if applied:

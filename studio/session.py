@@ -43,6 +43,7 @@ from runtime.state import StateKeys, StateValidationError, normalize_namespace
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .failure import Failure, ToolFailure, ToolFailureLog, failure_of
 from .loader import LoadedTree, load_tree
+from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from .persist import read_json, tree_file, write_json
 
 Listener = Callable[[str, Any], None]
@@ -252,6 +253,16 @@ class DebugSession:
         if self._failure[0] != key:
             self._failure = (key, failure_of(self.agent, self.runner))
         return self._failure[1]
+
+    def model_calls(self, node: str | None = None) -> list[ModelCall]:
+        """This run's model calls (of one node, or all), from the events; `model_call()` adds the I/O."""
+        run_id = self.recorded_run or self.run_id
+        calls = collect([e for e in self.events if e.type in MODEL_EVENTS and e.run_id == run_id])
+        return [call for call in calls if node is None or call.node == node]
+
+    def model_call(self, call: ModelCall) -> ModelCall:
+        """The call with its recorded request (messages, tools, config) and response from the store."""
+        return fill_from_store(call, self.store)
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""

@@ -72,7 +72,7 @@ async def test_continue_stops_at_a_node_breakpoint():
         await pilot.press("c")
         await settle(app, pilot)
         assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
-        assert "breakpoint: node TextPipeline/Summarise" in status_line(app)
+        assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
         assert session.run_state == RunState.PAUSED
 
 
