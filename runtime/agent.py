@@ -33,6 +33,7 @@ from .engine.runner import ReactiveRunner
 from .guard import ApprovalManager
 from .messages import Message
 from .model import Usage
+from .node.composites import LoopUntilSuccess
 from .node.llm import AgentLLMNode
 from .node.presets import ReActState
 from .node.toolbox import ToolBox
@@ -62,24 +63,78 @@ class AgentResult:
         return self.result_type == "answer"
 
 
+@dataclass(frozen=True)
+class AgentLoop:
+    """One agent of a tree: its loop (what fails, and where termination is written) and the
+    node whose outputs are its result (`LoopUntilSuccess.answer_node`)."""
+
+    loop: py_trees.behaviour.Behaviour
+    answer: AgentLLMNode
+
+    @property
+    def namespace(self) -> str | None:
+        return self.answer.namespace
+
+
+def find_agents(root: py_trees.behaviour.Behaviour) -> list[AgentLoop]:
+    """The outermost agents of a tree, in tree order (a plan-execute's inner executor is part
+    of its plan, not an agent of its own).
+
+    An agent is a `LoopUntilSuccess` holding an `AgentLLMNode` (its `answer_node`, else the
+    first such node in it); an `AgentLLMNode` outside any loop is an agent by itself.
+    """
+    agents: list[AgentLoop] = []
+
+    def visit(node: py_trees.behaviour.Behaviour) -> None:
+        if isinstance(node, LoopUntilSuccess):
+            answer = node.answer_node or next((n for n in node.iterate() if isinstance(n, AgentLLMNode)), None)
+            if isinstance(answer, AgentLLMNode):
+                agents.append(AgentLoop(node, answer))
+                return
+        if isinstance(node, AgentLLMNode):
+            agents.append(AgentLoop(node, node))
+            return
+        for child in node.children:
+            visit(child)
+
+    visit(root)
+    return agents
+
+
 class Agent:
+    """Runs a tree as one agent. The input goes to the namespace of the tree's first agent
+    (the one that reads the request); the result is read from `result` (default: the last
+    agent, the one that answers), or from the agent that failed when the run failed."""
+
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
-                 context: RunContext | None = None):
+                 context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None):
         self.root = root
         self.state_schema = state_schema
         self.context = context or RunContext()
         self.runner: ReactiveRunner | None = None
-        self._llm = next((node for node in root.iterate() if isinstance(node, AgentLLMNode)), None)
+        self.agents = find_agents(root)
+        if result is not None:
+            found = find_agents(result)
+            if not found or not any(node is result for node in root.iterate()):
+                raise ValueError(f"Agent: result node {result.name!r} is not in the tree or holds no AgentLLMNode")
+            self._result: AgentLoop | None = found[-1]
+        else:
+            self._result = self.agents[-1] if self.agents else None
 
     @property
     def config(self) -> ReActConfig:
-        """The ReAct loop's config (defaults when the tree has no ReAct loop)."""
-        return self._llm.config if self._llm is not None else ReActConfig()
+        """The result agent's config (defaults when the tree has no agent)."""
+        return self._result.answer.config if self._result is not None else ReActConfig()
+
+    @property
+    def input_namespace(self) -> str | None:
+        return self.agents[0].namespace if self.agents else None
 
     def make_runner(self, event_bus: RuntimeEventBus | None = None, checkpointer: Any = None) -> ReactiveRunner:
         """A runner over this agent's root, state and context (an approval manager is added if missing)."""
         runner = ReactiveRunner(self.root, self.state_schema, self.context, event_bus=event_bus,
                                 checkpointer=checkpointer)
+        runner.input_namespace = self.input_namespace
         if self.context.approval_manager is None:
             self.context.approval_manager = ApprovalManager(runner.event_bus)
         if self._toolboxes():
@@ -99,10 +154,12 @@ class Agent:
 
     async def finalize(self, runner: ReactiveRunner) -> AgentResult:
         """The result, after the `on_max_iterations="final_answer"` call when it is due."""
-        if (self._llm is not None and self.config.on_max_iterations == "final_answer"
-                and self._termination(runner) == "max_iterations" and not self._read(runner, "final_answer")):
+        agent = self._answering(runner)
+        if (agent is not None and agent.answer.config.on_max_iterations == "final_answer"
+                and self._termination(runner, agent).get("reason") == "max_iterations"
+                and not self._read(runner, agent, "final_answer")):
             try:
-                await self._llm.conclude()
+                await agent.answer.conclude()
             finally:
                 await self.close()  # conclude() lists the tools again, which reopens their providers
         return self.result_from(runner)
@@ -125,10 +182,12 @@ class Agent:
     def result_from(self, runner: ReactiveRunner) -> AgentResult:
         """Read the result of a finished (or suspended) run off the runner's state and tree."""
         status = runner.status
-        answer = self._read(runner, "final_answer") or None
+        agent = self._answering(runner)
+        answer = self._read(runner, agent, "final_answer") or None
         result = AgentResult(status=status, result_type="answer", termination_reason="completed",
                              final_answer=answer, state=runner.state_manager.model.model_copy(deep=True),
-                             usage=Usage.model_validate(self._read(runner, "usage") or {}), run_id=runner.run_id)
+                             usage=Usage.model_validate(self._read(runner, agent, "usage") or {}),
+                             run_id=runner.run_id)
         if status == Status.SUCCESS:
             return result
         if status == Status.RUNNING:
@@ -137,36 +196,47 @@ class Agent:
             result.pending = runner.interaction.pending()
             return result
         result.result_type = "error"
-        reason = self._termination(runner)
+        reason = self._termination(runner, agent).get("reason")
+        config = agent.answer.config if agent is not None else ReActConfig()
         if reason == "max_iterations":
             result.termination_reason = reason
-            mode = self.config.on_max_iterations
+            mode = config.on_max_iterations
             if mode == "return_observations":
-                result.observations = self._observations(runner)
+                result.observations = self._observations(runner, agent)
             elif mode == "final_answer" and answer:
                 result.result_type, result.truncated = "answer", True
             return result
         result.final_answer = None
         failed = self._failed_node(runner)
-        budget = self.config.max_budget_tokens
-        if reason == "aborted" and failed is None and budget is not None and result.usage.total_tokens >= budget:
-            result.termination_reason = "budget_exhausted"
-            result.error = f"token budget spent: {result.usage.total_tokens} >= {budget} tokens"
+        if reason == "budget_exhausted":
+            result.termination_reason = reason
+            result.error = f"token budget spent: {result.usage.total_tokens} >= {config.max_budget_tokens} tokens"
         else:
             result.termination_reason = "error"
             result.error = f"{failed[0]}: {failed[1]}" if failed else f"the tree failed ({reason or 'no reason given'})"
         return result
 
     # -- reading the run ------------------------------------------------------------------
-    def _read(self, runner: ReactiveRunner, field_name: str) -> Any:
-        namespace = self._llm.namespace if self._llm is not None else None
-        return runner.state_manager.get(getattr(self.config.keys, field_name), namespace)
+    def _answering(self, runner: ReactiveRunner) -> AgentLoop | None:
+        """The agent the result comes from: the one that failed, if the run failed, else `result`."""
+        if runner.status == Status.FAILURE:
+            failed = next((agent for agent in self.agents if agent.loop.status == Status.FAILURE), None)
+            if failed is not None:
+                return failed
+        return self._result
 
-    def _termination(self, runner: ReactiveRunner) -> str | None:
-        if runner.status != Status.FAILURE:
-            return None
-        namespace = self._llm.namespace if self._llm is not None else None
-        return (runner.state_manager.get(InteractionKeys.TERMINATION, namespace) or {}).get("reason")
+    @staticmethod
+    def _read(runner: ReactiveRunner, agent: AgentLoop | None, field_name: str) -> Any:
+        keys = agent.answer.config.keys if agent is not None else ReActConfig().keys
+        return runner.state_manager.get(getattr(keys, field_name), agent.namespace if agent is not None else None)
+
+    @staticmethod
+    def _termination(runner: ReactiveRunner, agent: AgentLoop | None) -> dict[str, Any]:
+        """What the agent's loop wrote when it stopped early, in its own namespace ({} if nothing)."""
+        if runner.status != Status.FAILURE or agent is None:
+            return {}
+        loop = agent.loop
+        return runner.state_manager.get(InteractionKeys.TERMINATION, getattr(loop, "namespace", None)) or {}
 
     def _failed_node(self, runner: ReactiveRunner) -> tuple[str, str] | None:
         """(path, error) of a node that failed with an error in this run, deepest first."""
@@ -176,11 +246,11 @@ class Agent:
                 return path, error.error
         return None
 
-    def _observations(self, runner: ReactiveRunner) -> list[str]:
+    def _observations(self, runner: ReactiveRunner, agent: AgentLoop | None) -> list[str]:
         """The tool results of this turn: tool messages after the last user message."""
-        messages: list[Message] = self._read(runner, "messages") or []
+        messages: list[Message] = self._read(runner, agent, "messages") or []
         start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
         return [message.content or "" for message in messages[start + 1:] if message.role == "tool"]
 
 
-__all__ = ["Agent", "AgentResult", "ResultType"]
+__all__ = ["Agent", "AgentLoop", "AgentResult", "ResultType", "find_agents"]

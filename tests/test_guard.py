@@ -11,6 +11,7 @@ from runtime.guard import (
     ApprovalStatus,
     Budget,
     Decision,
+    DenyEffects,
     DenyList,
     GuardEnforcer,
     GuardRequest,
@@ -251,3 +252,43 @@ async def test_restore_wakes_waiters_of_requests_resolved_in_the_snapshot():
     other.approve(item.id)
     manager.restore(other.snapshot())
     assert (await asyncio.wait_for(waiter, timeout=1)).status == "approved"
+
+
+# -- effects (seed 000: tool_effects is read by guard checks) -----------------------------------
+
+def test_deny_effects_by_the_tools_own_tag_and_after_an_earlier_effect():
+    plain = DenyEffects(["network"])
+    assert plain.check(req(effect_tags=frozenset({"read"}))) is None
+    denied = plain.check(req(effect_tags=frozenset({"network", "read"})))
+    assert denied.decision is Decision.DENY and denied.reason == "tool 'search' has the denied effect network"
+    after = DenyEffects(["network"], after=["reads_secrets"])
+    assert after.check(req(effect_tags=frozenset({"network"}))) is None
+    late = after.check(req(effect_tags=frozenset({"network"}), tool_effects=frozenset({"reads_secrets"})))
+    assert late.decision is Decision.DENY and "after a tool with the effect reads_secrets" in late.reason
+
+
+async def test_the_executor_gives_policies_the_runs_tool_effects():
+    from runtime import ReactiveRunner, ReActState, RunContext, tool
+    from runtime.node import ToolExecutor
+
+    @tool(effect_tags=["reads_secrets"])
+    def read_vault(name: str) -> str:
+        """Read a secret."""
+        return "s3cr3t"
+
+    @tool(effect_tags=["network"])
+    def post(text: str) -> str:
+        """Post a message."""
+        return "posted"
+
+    executor = ToolExecutor(tools=[read_vault, post],
+                            constraints=GuardEnforcer([DenyEffects(["network"], after=["reads_secrets"])]))
+    runner = ReactiveRunner(executor, ReActState, RunContext(approval_manager=ApprovalManager()))
+    await runner.run(input_data={"actions": [ToolCall(id="a", name="post", arguments={"text": "hi"})]})
+    await runner.run(input_data={"actions": [ToolCall(id="b", name="read_vault", arguments={"name": "k"})]})
+    await runner.run(input_data={"actions": [ToolCall(id="c", name="post", arguments={"text": "s3cr3t"})]})
+    contents = [m.content for m in runner.state_manager.model.messages]
+    assert contents[:2] == ["posted", "s3cr3t"]
+    assert contents[2] == ("Error: tool 'post' was denied: tool 'post' (network) may not run after a tool with "
+                           "the effect reads_secrets")
+    assert "deny_effects" in str(pytest.raises(ValueError, GuardEnforcer, constraints={"deny_effect": []}).value)

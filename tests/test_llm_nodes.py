@@ -39,7 +39,7 @@ async def test_simple_llm_node_makes_one_call_and_persists_it():
     status, state = await run_node(node)
     assert status == Status.SUCCESS
     assert state.model_extra["text_output"] == "110"
-    assert [m.role for m in state.messages] == ["user", "assistant"]
+    assert (state.done, state.final_answer) == (True, "110")  # seed 001's port table    assert [m.role for m in state.messages] == ["user", "assistant"]
     assert state.usage["total_tokens"] > 0
     [request] = provider.requests
     assert request.messages[0] == system("Be brief.")  # plain preset: no ReAct protocol

@@ -67,19 +67,21 @@ async def test_loop_resets_step_scope_at_each_iteration():
     assert runner.state_manager.get("scratch") == ["try3"]
 
 
-async def test_loop_resets_step_scope_in_its_namespace_only():
+async def test_loop_resets_step_scope_in_every_namespace_under_it():
     loop = LoopUntilSuccess("loop", FailTimes("child", fail=1, namespace="agent"), max_iterations=5,
                             namespace="agent")
     runner = ReactiveRunner(loop, LoopState)
     assert await asyncio.wait_for(runner.run(), timeout=2) == Status.SUCCESS
-    sm = runner.state_manager
-    assert sm.get("seen_scratch", "agent") == [[], []]
+    assert runner.state_manager.get("seen_scratch", "agent") == [[], []]
 
+    # the child lives in another namespace than the loop: reset all the same (seed 000)
     other = LoopUntilSuccess("loop", FailTimes("child", fail=1, namespace="agent"), max_iterations=5,
                              namespace="other")
-    runner = ReactiveRunner(other, LoopState)
+    untouched = Sequence("outside", memory=True, children=[FailTimes("bystander", fail=0, namespace="side"), other])
+    runner = ReactiveRunner(untouched, LoopState)
     assert await asyncio.wait_for(runner.run(), timeout=2) == Status.SUCCESS
-    assert runner.state_manager.get("seen_scratch", "agent") == [[], ["try1"]]
+    assert runner.state_manager.get("seen_scratch", "agent") == [[], []]
+    assert runner.state_manager.get("scratch", "side") == ["try1"]  # not under the loop: kept
 
 
 async def test_loop_limit_writes_termination_and_fails():
@@ -93,11 +95,15 @@ async def test_loop_limit_writes_termination_and_fails():
     assert term["node"] == "loop"
 
 
-async def test_loop_termination_is_global_even_in_a_namespace():
+async def test_loop_termination_is_written_in_its_namespace_and_cleared_by_the_next_run():
     loop = LoopUntilSuccess("loop", FailTimes("child", fail=100), max_iterations=2, namespace="agent")
     runner = ReactiveRunner(loop, LoopState)
     assert await asyncio.wait_for(runner.run(), timeout=2) == Status.FAILURE
-    assert runner.state_manager.get(InteractionKeys.TERMINATION)["reason"] == "max_iterations"
+    assert runner.state_manager.get(InteractionKeys.TERMINATION) is None
+    assert runner.state_manager.get(InteractionKeys.TERMINATION, "agent")["reason"] == "max_iterations"
+    loop.decorated.fail = 0
+    assert await asyncio.wait_for(runner.run(), timeout=2) == Status.SUCCESS
+    assert runner.state_manager.get(InteractionKeys.TERMINATION, "agent") is None
 
 
 async def test_loop_abort_condition():
@@ -117,6 +123,32 @@ async def test_loop_abort_condition():
     term = runner.state_manager.get(InteractionKeys.TERMINATION)
     assert term["reason"] == "aborted"
     assert budget["left"] == 0
+
+
+async def test_loop_checks_abort_before_ticking_its_child(caplog):
+    """Seed 000: once the budget is spent, the sync node after the spender must not run again."""
+    spent = {"tokens": 0}
+    ticked: list[str] = []
+
+    class AsyncSpend(AsyncNode):
+        async def update_async(self) -> Status:
+            spent["tokens"] += 100
+            return Status.SUCCESS
+
+    class Check(Node):
+        def update(self) -> Status:
+            ticked.append(self.name)
+            return Status.FAILURE
+
+    body = Sequence("body", memory=True, children=[AsyncSpend("spend"), Check("check")])
+    loop = LoopUntilSuccess("loop", body, max_iterations=10,
+                            abort_condition=lambda: "budget_exhausted" if spent["tokens"] >= 100 else False)
+    runner = ReactiveRunner(loop, LoopState)
+    with caplog.at_level("ERROR", logger="runtime.node.composites"):
+        assert await asyncio.wait_for(runner.run(), timeout=2) == Status.FAILURE
+    assert ticked == []  # aborted before the sequence got to it
+    assert runner.state_manager.get(InteractionKeys.TERMINATION)["reason"] == "budget_exhausted"
+    assert [r.levelname for r in caplog.records] == ["ERROR"] and "loop" in caplog.records[0].getMessage()
 
 
 async def test_termination_of_previous_run_is_cleared_on_fresh_run():

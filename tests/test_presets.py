@@ -69,3 +69,31 @@ async def test_providers_are_resolved_on_the_first_round_and_static_tools_win():
     assert [t["function"]["name"] for t in script.requests[0].config.tools] == ["calculator", "echo"]
     await agent.run(QUESTION)
     assert provider.initialized == 2  # closed when the first run finished, opened again by the next
+
+
+def test_a_schema_breaking_the_state_contract_warns_once_naming_the_key():
+    import warnings
+    from typing import Annotated
+
+    import pytest
+    from pydantic import BaseModel
+
+    from runtime import ReactiveRunner, ReActState
+    from runtime.node.contract import StateContractWarning
+    from runtime.state import Ephemeral
+
+    class LooseState(BaseModel):
+        messages: list = []
+        rounds: int = 0  # persistent: tool_choice would be lost on the next run
+        actions: Annotated[list, Ephemeral(scope="run")] = []
+
+    root = create_react_node(model_client=ModelClient(ScriptedProvider([])))
+    with pytest.warns(StateContractWarning) as caught:
+        ReactiveRunner(root, LooseState)
+    assert sorted(str(w.message).split("'")[1] for w in caught) == ["actions", "rounds"]
+    assert "ReAct key 'rounds' is not Ephemeral; declare it as Annotated[..., Ephemeral(scope='run')]" in str(
+        next(w.message for w in caught if "'rounds'" in str(w.message)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ReactiveRunner(create_react_node(model_client=ModelClient(ScriptedProvider([]))), LooseState)  # once
+        ReactiveRunner(create_react_node(model_client=ModelClient(ScriptedProvider([]))), ReActState)  # keeps it

@@ -102,14 +102,17 @@ async def test_a_fresh_run_starts_from_round_zero_again():
     assert len(result.state.messages) == 8  # the conversation itself goes on
 
 
-async def test_token_budget_aborts_the_loop():
+async def test_token_budget_aborts_the_loop_with_an_error_log(caplog):
     agent, provider = react([calc_call("1+1", 60), calc_call("2+2", 60), calc_call("3+3", 60), "6"],
                             max_budget_tokens=100)
-    result = await agent.run(QUESTION)
+    with caplog.at_level("ERROR", logger="runtime.node.composites"):
+        result = await agent.run(QUESTION)
     assert (result.result_type, result.termination_reason) == ("error", "budget_exhausted")
     assert len(provider.requests) == 2 and result.usage.total_tokens == 120
     assert result.final_answer is None and "100" in result.error
-    assert result.state.model_extra[InteractionKeys.TERMINATION]["reason"] == "aborted"
+    assert result.state.model_extra[InteractionKeys.TERMINATION]["reason"] == "budget_exhausted"
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "ReActAgent" in record.getMessage() and "budget_exhausted" in record.getMessage()
 
 
 async def test_token_budget_never_discards_an_answer():
@@ -185,8 +188,25 @@ async def test_telemetry_events():
 async def test_namespaced_loop_keeps_its_state_apart():
     provider = ScriptedProvider([CALC, "110"])
     root = create_react_node(namespace="calc", model_client=ModelClient(provider), tools=[CalculatorTool()])
-    result = await Agent(root).run({"calc.messages": QUESTION["messages"]})
+    result = await Agent(root).run(QUESTION)  # the input goes to the agent's namespace
     assert (result.result_type, result.final_answer) == ("answer", "110")
     extra = result.state.model_extra
     assert extra["calc.rounds"] == 2 and len(extra["calc.messages"]) == 4
     assert result.state.rounds == 0 and result.state.messages == []
+
+
+async def test_react_config_resilience_applies_to_the_llm_nodes_calls():
+    class Flaky(ScriptedProvider):
+        async def complete(self, messages, config, on_delta=None):
+            self.seen.append(config.model)
+            if config.model == "main":
+                raise ModelConnectionError("connection reset")
+            return await super().complete(messages, config, on_delta)
+
+    provider = Flaky(["110"])
+    provider.seen = []
+    client = ModelClient(provider, model="main")  # its own resilience: 2 retries, no fallback
+    config = ReActConfig(model=None, resilience=ModelResilienceConfig(max_retries=0, fallback_models=["backup"]))
+    result = await Agent(create_react_node(model_client=client, config=config)).run(QUESTION)
+    assert result.final_answer == "110"
+    assert provider.seen == ["main", "backup"]

@@ -374,3 +374,23 @@ def test_the_sample_runs_headless():
                             text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "final answer: Draft: 3 hives" in result.stdout
+
+
+class SwarmInState(BaseModel):
+    swarm: object = None
+
+
+async def test_send_message_runtime_port_bound_to_state_holding_the_swarm():
+    """Seed 001's port table: SendMessage's `runtime` port, read from state like any other."""
+    swarm = swarm_with()
+    try:
+        root = Sequence("Host", memory=True, children=[
+            SpawnAgent("Hire", role="daemon", agent_id="a").bind(inputs={"runtime": "swarm"}),
+            SendMessage("Tell", to_agent_id="a", message="hello").bind(inputs={"runtime": "swarm"})])
+        agent = Agent(root, state_schema=SwarmInState)  # RunContext.runtime is empty
+        result = await asyncio.wait_for(agent.run({"swarm": swarm}), timeout=5)
+        assert result.ok, result.error
+        assert result.state.swarm is swarm  # a live handle: shared, not copied
+        assert (await swarm.receive("a")).content == "hello"
+    finally:
+        await swarm.shutdown()

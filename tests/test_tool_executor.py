@@ -227,12 +227,64 @@ async def test_a_restarted_executor_finds_its_pending_approval_again():
 
 # -- ToolNode ------------------------------------------------------------------------------
 
-async def test_tool_node_reads_input_ports_and_writes_result():
-    node = ToolNode(CalculatorTool()).bind(inputs={"expression": "formula"}, outputs={"result": "total"})
+async def test_tool_node_reads_input_ports_and_writes_output():
+    node = ToolNode(CalculatorTool()).bind(inputs={"expression": "formula"}, outputs={"output": "total"})
     runner = ReactiveRunner(node, ReActState)
     assert await runner.run(input_data={"formula": "25 * 4 + 10"}) == Status.SUCCESS
     assert runner.state_manager.get("total") == "110"
-    assert node.input_ports == ("expression",)
+    assert node.input_ports == ("input", "expression")
+
+
+@pytest.mark.parametrize("value", ["25 * 4 + 10", {"expression": "25 * 4 + 10"}])
+async def test_tool_node_input_key_and_output_key(value):
+    """Seed 001's port table: ToolNode reads `input_key`, writes `output_key`."""
+    node = ToolNode(CalculatorTool(), input_key="formula", output_key="total")
+    runner = ReactiveRunner(node, ReActState)
+    assert await runner.run(input_data={"formula": value}) == Status.SUCCESS
+    assert runner.state_manager.get("total") == "110"
+
+
+async def test_tool_node_input_key_of_the_wrong_shape_names_the_key():
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    runner = ReactiveRunner(ToolNode(add, input_key="pair"), ReActState)
+    assert await runner.run(input_data={"pair": [1, 2]}) == Status.FAILURE
+    assert runner.root.last_error.error == ("ToolArgumentsError: tool 'add': state key 'pair' must hold an object "
+                                            "of arguments (a, b), not list")
+
+
+class Sandbox:
+    """What a host puts in `RunContext.sandbox`: every tool call goes through `run`."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def run(self, tool, arguments):
+        self.calls.append((tool.name, dict(arguments)))
+        return "from the sandbox"
+
+
+async def test_run_context_sandbox_runs_the_tools_of_executor_and_tool_node():
+    sandbox = Sandbox()
+    context = RunContext(approval_manager=ApprovalManager(), sandbox=sandbox)
+    _, runner = await execute(ToolExecutor(tools=[CalculatorTool()]), [call("calculator", "a", expression="1+1")],
+                              context)
+    assert observations(runner) == [("a", "from the sandbox")]
+    node_runner = ReactiveRunner(ToolNode(CalculatorTool(), input_key="formula"), ReActState,
+                                 RunContext(sandbox=sandbox))
+    assert await node_runner.run(input_data={"formula": "2+2"}) == Status.SUCCESS
+    assert node_runner.state_manager.get("output") == "from the sandbox"
+    assert sandbox.calls == [("calculator", {"expression": "1+1"}), ("calculator", {"expression": "2+2"})]
+
+
+async def test_a_sandbox_that_cannot_run_tools_fails_in_one_line():
+    runner = ReactiveRunner(ToolNode(CalculatorTool(), input_key="formula"), ReActState, RunContext(sandbox=42))
+    assert await runner.run(input_data={"formula": "2+2"}) == Status.FAILURE
+    assert "RunContext.sandbox must be a ToolRunner or have a run(tool, arguments) method, not a int" in (
+        runner.root.last_error.error)
 
 
 async def test_tool_node_failure_names_the_tool_and_execute_false_skips():
@@ -241,4 +293,4 @@ async def test_tool_node_failure_names_the_tool_and_execute_false_skips():
     assert runner.root.last_error.error == "ToolError: calculator: division by zero"
     skipped = ReactiveRunner(ToolNode(CalculatorTool(), execute=False), ReActState)
     assert await skipped.run(input_data={"expression": "1+1"}) == Status.SUCCESS
-    assert skipped.state_manager.get("result") is None
+    assert skipped.state_manager.get("output") is None

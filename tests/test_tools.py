@@ -235,3 +235,12 @@ def test_describe_and_schemas_follow_tool_order():
     assert [s["function"]["name"] for s in toolset.schemas()] == ["add", "search"]
     assert [t.name for t in toolset] == ["add", "search"]
     assert len(toolset) == 2
+
+
+async def test_toolset_merge_later_wins_and_keeps_every_provider():
+    first, second = RecordingProvider(named("x", "first")), RecordingProvider(named("y", "second"))
+    merged = ToolSet.merge(await ToolSet.from_providers(first), await ToolSet.from_providers(second),
+                           [named("x", "static")], None)
+    assert merged.names() == ["x", "y"] and merged.get("x")() == "static" and merged.get("y")() == "second"
+    await merged.close()
+    assert first.log[-1] == second.log[-1] == "close"

@@ -115,6 +115,7 @@ class ReactiveRunner:
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
+        self.input_namespace: str | None = None  # where `input_data` is written (an agent's namespace)
         self._stop_before: frozenset[str] = frozenset()
         self._into = False  # step_into() asked: every node is a boundary until the tick ends
         self._wraps = BoundaryWraps()
@@ -328,7 +329,7 @@ class ReactiveRunner:
         if self.state_manager.get(InteractionKeys.TERMINATION) is not None:  # the last run's, not this one's
             self.state_manager.load({InteractionKeys.TERMINATION: None})
         if input_data:
-            self.state_manager.update(dict(input_data), signal=False)
+            self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]
         self._state_changes.clear()
 
@@ -476,7 +477,7 @@ class ReactiveRunner:
         if fresh:
             self.start_fresh(input_data)
         elif input_data:
-            self.state_manager.update(dict(input_data))
+            self.state_manager.update(dict(input_data), self.input_namespace)
         was_live = self._live
         self._go_live()
         bus = self.event_bus

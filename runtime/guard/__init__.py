@@ -9,7 +9,15 @@ from runtime.guard.approval import (
 )
 from runtime.guard.decision import Decision, GuardRequest, GuardResult
 from runtime.guard.enforcer import GuardEnforcer, policies_from_constraints
-from runtime.guard.policies import AllowList, Budget, DenyList, Policy, RateLimit, RequireConfirmation
+from runtime.guard.policies import (
+    AllowList,
+    Budget,
+    DenyEffects,
+    DenyList,
+    Policy,
+    RateLimit,
+    RequireConfirmation,
+)
 
 __all__ = [
     "AllowList",
@@ -19,6 +27,7 @@ __all__ = [
     "ApprovalStatus",
     "Budget",
     "Decision",
+    "DenyEffects",
     "DenyList",
     "GuardEnforcer",
     "GuardRequest",

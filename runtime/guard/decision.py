@@ -31,7 +31,9 @@ class GuardRequest:
     """One tool call about to run.
 
     `usage_tokens` is the run's token usage so far; `approved` is set once a human has
-    approved this very call, so confirmation policies stop asking.
+    approved this very call, so confirmation policies stop asking. `effect_tags` are the
+    tool's own effects, `tool_effects` those of the tools already run (the state key the
+    executor merges them into after each round), so a policy can refuse by effect.
     """
 
     tool: str
@@ -40,6 +42,8 @@ class GuardRequest:
     usage_tokens: int = 0
     node: str | None = None
     approved: bool = False
+    effect_tags: frozenset[str] = frozenset()
+    tool_effects: frozenset[str] = frozenset()
 
     @classmethod
     def from_call(cls, call: ToolCall, **kwargs: Any) -> GuardRequest:

@@ -6,9 +6,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime.guard.decision import Decision, GuardRequest, GuardResult
-from runtime.guard.policies import AllowList, Budget, DenyList, Policy, RateLimit, RequireConfirmation
+from runtime.guard.policies import (
+    AllowList,
+    Budget,
+    DenyEffects,
+    DenyList,
+    Policy,
+    RateLimit,
+    RequireConfirmation,
+)
 
-_CONSTRAINT_KEYS = ("allow", "deny", "require_confirmation", "rate_limits", "max_tool_calls", "max_tokens")
+_CONSTRAINT_KEYS = ("allow", "deny", "deny_effects", "require_confirmation", "rate_limits", "max_tool_calls",
+                    "max_tokens")
 
 
 class GuardEnforcer:
@@ -50,7 +59,7 @@ class GuardEnforcer:
 
 def policies_from_constraints(constraints: Mapping[str, Any]) -> list[Policy]:
     """Policies for a dict such as
-    `{"allow": [...], "deny": [...], "require_confirmation": [...],
+    `{"allow": [...], "deny": [...], "deny_effects": [tag, ...], "require_confirmation": [...],
     "rate_limits": {tool: (n, seconds)}, "max_tool_calls": n, "max_tokens": n}`.
     """
     unknown = set(constraints) - set(_CONSTRAINT_KEYS)
@@ -60,6 +69,8 @@ def policies_from_constraints(constraints: Mapping[str, Any]) -> list[Policy]:
     policies: list[Policy] = []
     if constraints.get("deny"):
         policies.append(DenyList(constraints["deny"]))
+    if constraints.get("deny_effects"):
+        policies.append(DenyEffects(constraints["deny_effects"]))
     if constraints.get("allow") is not None:
         policies.append(AllowList(constraints["allow"]))
     for tool, (max_calls, per_seconds) in constraints.get("rate_limits", {}).items():

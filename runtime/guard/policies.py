@@ -63,6 +63,27 @@ class RequireConfirmation(Policy):
         return self._result(Decision.PENDING, f"tool '{request.tool}' requires confirmation")
 
 
+class DenyEffects(Policy):
+    """Tools with any of the effect `tags` may not run; with `after`, only once the run's
+    `tool_effects` hold one of those (no `network` after `reads_secrets`, say)."""
+
+    def __init__(self, tags: Iterable[str], *, after: Iterable[str] | None = None):
+        self.tags = frozenset(tags)
+        self.after = frozenset(after) if after is not None else None
+
+    def check(self, request: GuardRequest) -> GuardResult | None:
+        hit = sorted(self.tags & request.effect_tags)
+        if not hit:
+            return None
+        if self.after is None:
+            return self._result(Decision.DENY, f"tool '{request.tool}' has the denied effect {', '.join(hit)}")
+        earlier = sorted(self.after & request.tool_effects)
+        if not earlier:
+            return None
+        return self._result(Decision.DENY, f"tool '{request.tool}' ({', '.join(hit)}) may not run after a tool "
+                                           f"with the effect {', '.join(earlier)}")
+
+
 class RateLimit(Policy):
     """At most `max_calls` calls of `tool` in any sliding window of `per_seconds`."""
 
@@ -111,4 +132,4 @@ class Budget(Policy):
         self.calls += 1
 
 
-__all__ = ["AllowList", "Budget", "DenyList", "Policy", "RateLimit", "RequireConfirmation"]
+__all__ = ["AllowList", "Budget", "DenyEffects", "DenyList", "Policy", "RateLimit", "RequireConfirmation"]

@@ -100,8 +100,11 @@ class ModelClient:
         event_bus: RuntimeEventBus | None = None,
         node: str | None = None,
         on_delta: DeltaCallback | None = None,
+        resilience: ModelResilienceConfig | None = None,
     ) -> ModelResponse:
         """One logical call: every attempt gets the same messages and config, only `model` changes.
+
+        `resilience` (a node's `ReActConfig.resilience`) replaces the client's own for this call.
 
         Raises the last error once retries and fallbacks are spent, or at once on an error
         that is not retryable. Streamed fragments go to `on_delta` and, as `text.delta`
@@ -111,7 +114,8 @@ class ModelClient:
         """
         config = _merge(self.defaults, config)
         messages = list(messages)
-        models = [config.model or self.model, *self.resilience.fallback_models]
+        resilience = resilience or self.resilience
+        models = [config.model or self.model, *resilience.fallback_models]
         started = time.monotonic()
 
         def emit(event_type: EventType, payload: dict[str, Any]) -> None:
@@ -123,7 +127,7 @@ class ModelClient:
                 on_delta(delta)
             emit(EventType.TEXT_DELTA, {"delta": delta})
 
-        plan = [(model, retry) for model in models for retry in range(self.resilience.max_retries + 1)]
+        plan = [(model, retry) for model in models for retry in range(resilience.max_retries + 1)]
         last_error: Exception | None = None
         for attempt, (model, retry) in enumerate(plan, start=1):
             emit(
@@ -141,7 +145,7 @@ class ModelClient:
                     messages, config.model_copy(update={"model": model}), forward
                 )
             except Exception as exc:
-                retryable = self._retryable(exc)
+                retryable = self._retryable(exc, resilience)
                 emit(
                     EventType.MODEL_CALL_FAILED,
                     {
@@ -154,8 +158,8 @@ class ModelClient:
                 if not retryable:
                     raise
                 last_error = exc
-                if retry < self.resilience.max_retries:  # the next attempt retries this model
-                    await asyncio.sleep(self.resilience.backoff(retry))
+                if retry < resilience.max_retries:  # the next attempt retries this model
+                    await asyncio.sleep(resilience.backoff(retry))
                 continue
             emit(
                 EventType.MODEL_CALL_COMPLETED,
@@ -171,12 +175,13 @@ class ModelClient:
         assert last_error is not None  # the plan is never empty
         raise last_error
 
-    def _retryable(self, exc: Exception) -> bool:
+    @staticmethod
+    def _retryable(exc: Exception, resilience: ModelResilienceConfig) -> bool:
         """Only model errors are retried (anything else is a bug, not a flaky endpoint)."""
         if isinstance(exc, ModelHTTPError):
-            return exc.status in self.resilience.retry_on_status
+            return exc.status in resilience.retry_on_status
         if isinstance(exc, ModelTimeoutError):
-            return self.resilience.retry_on_timeout
+            return resilience.retry_on_timeout
         return isinstance(exc, ModelError) and exc.retryable
 
     async def aclose(self) -> None:

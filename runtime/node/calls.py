@@ -21,6 +21,21 @@ ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
 """Runs a validated tool call in place of `tool.call(arguments)` (a sandbox, a remote worker)."""
 
 
+def tool_runner_of(node: Any, runner: ToolRunner | None) -> ToolRunner | None:
+    """The node's own runner, else the run's `RunContext.sandbox` (a `ToolRunner`, or an object
+    whose `run(tool, arguments)` is one), else None: the tool runs in process."""
+    if runner is not None:
+        return runner
+    sandbox = node.ctx.sandbox if node.ctx is not None else None
+    if sandbox is None or callable(sandbox):
+        return sandbox
+    run = getattr(sandbox, "run", None)
+    if not callable(run):
+        raise TypeError(f"RunContext.sandbox must be a ToolRunner or have a run(tool, arguments) method, "
+                        f"not a {type(sandbox).__name__}")
+    return run
+
+
 def _recorder(node: Any) -> Any:
     ctx = node.ctx
     return ctx.io_recorder if ctx is not None else None
@@ -28,13 +43,15 @@ def _recorder(node: Any) -> Any:
 
 async def call_model(node: Any, messages: list[Message], config: ModelConfig, *, round: int, attempt: int = 0,
                      path: str | None = None, on_delta: Callable[[str], None] | None = None) -> ModelResponse:
-    """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`)."""
+    """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`),
+    with the node's `resilience` when it has one."""
     client = node.model_client
     if client is None:
         raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
 
     async def call() -> ModelResponse:
-        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta)
+        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
+                                   resilience=getattr(node, "resilience", None))
 
     recorder = _recorder(node)
     if recorder is None:
@@ -44,7 +61,9 @@ async def call_model(node: Any, messages: list[Message], config: ModelConfig, *,
 
 async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, Any], *, round: int, index: int,
                    runner: ToolRunner | None = None) -> str:
-    """Execute one tool call and return its observation text; raises `ToolError` on any failure."""
+    """Execute one tool call (through `runner`, else the run's sandbox) and return its observation
+    text; raises `ToolError` on any failure."""
+    runner = tool_runner_of(node, runner)
     node.emit(EventType.TOOL_CALL_STARTED, {"tool": tool.name, "call_id": call_id, "arguments": dict(arguments),
                                             "index": index})
     started = time.monotonic()

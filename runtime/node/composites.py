@@ -1,59 +1,108 @@
 """`LoopUntilSuccess`, plus py_trees' own composites re-exported for one import line.
 
 LoopUntilSuccess turns its child's FAILURE into another iteration: it resets the child to
-INVALID, resets the step-scoped state of its namespace, wakes the runner itself (a
-decorator returning RUNNING with no task pending would otherwise deadlock an
-event-driven runner, pitfall 4) and returns RUNNING. It fails, writing structured
-termination metadata to `InteractionKeys.TERMINATION`, when `max_iterations` failures
-have happened or when `abort_condition()` says so (for example a spent token budget).
+INVALID, resets the step-scoped state of every namespace under it (its own and those of
+the nodes it holds), wakes the runner itself (a decorator returning RUNNING with no task
+pending would otherwise deadlock an event-driven runner, pitfall 4) and returns RUNNING.
+
+`abort_condition()` is asked before the child is ticked (seed 000: a spent budget must
+not run the child once more) and again when the child has just failed, before another
+iteration starts. It answers falsy (go on), True (reason `"aborted"`) or a reason string
+(`"budget_exhausted"`); an abort is logged at ERROR. The loop fails, writing structured
+termination metadata to `InteractionKeys.TERMINATION` in its own namespace, on an abort
+or when `max_iterations` failures have happened. The metadata is cleared when the loop
+starts again, so it always describes this run.
+
+`answer_node` names the node whose outputs are the loop's result (a ReAct loop's LLM
+node); `Agent` uses it to find the agents of a tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import py_trees
 from py_trees.common import Status
 from py_trees.composites import Parallel, Selector, Sequence
 
-from ..engine.behaviour import Decorator
+from ..engine.behaviour import Decorator, JianmuNodeMixin
 from ..state import InteractionKeys
+
+log = logging.getLogger(__name__)
+
+AbortCondition = Callable[[], bool | str | None]
 
 
 class LoopUntilSuccess(Decorator):
     def __init__(self, name: str, child: py_trees.behaviour.Behaviour, max_iterations: int = 10,
-                 abort_condition: Callable[[], bool] | None = None, namespace: str | None = None):
+                 abort_condition: AbortCondition | None = None, namespace: str | None = None):
         if max_iterations < 1:
             raise ValueError(f"LoopUntilSuccess {name!r}: max_iterations must be >= 1, not {max_iterations}")
         super().__init__(name=name, child=child, namespace=namespace)
         self.max_iterations = max_iterations
         self.abort_condition = abort_condition
         self.iteration_count = 0
+        self.answer_node: py_trees.behaviour.Behaviour | None = None
 
     def initialise(self) -> None:
         self.iteration_count = 0
+        if self.read_state(InteractionKeys.TERMINATION) is not None:  # a previous run's
+            self._require_state().load({InteractionKeys.TERMINATION: None}, self.namespace)
+
+    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
+        """Ask `abort_condition` before the child runs; an abort fails the loop without ticking it."""
+        if self.status == Status.RUNNING:
+            try:
+                reason = self._abort_reason()
+            except Exception as exc:
+                self._fail(exc)
+                reason = "aborted"
+            if reason is not None:
+                self.stop(self._terminate_with(reason))
+                yield self
+                return
+        yield from super().tick()
 
     def update(self) -> Status:
-        if self.abort_condition is not None and self.abort_condition():
-            return self._terminate_with("aborted")
         child = self.decorated.status
         if child == Status.SUCCESS:
             return Status.SUCCESS
         if child != Status.FAILURE:
             return Status.RUNNING
+        reason = self._abort_reason()
+        if reason is not None:
+            return self._terminate_with(reason)
         self.iteration_count += 1
         if self.iteration_count >= self.max_iterations:
             return self._terminate_with("max_iterations")
         self.decorated.stop(Status.INVALID)
-        self.state_manager.reset_ephemeral("step", self.namespace)
+        state = self._require_state()
+        for namespace in self.namespaces_within():
+            state.reset_ephemeral("step", namespace)
         self.emit("loop.iteration", {"iteration": self.iteration_count, "max_iterations": self.max_iterations})
-        self.state_manager.signal()
+        state.signal()
         return Status.RUNNING
 
+    def namespaces_within(self) -> list[str | None]:
+        """The namespaces of this loop and of every Jianmu node under it, each once."""
+        seen = dict.fromkeys(node.namespace for node in self.iterate() if isinstance(node, JianmuNodeMixin))
+        return list(seen)
+
+    def _abort_reason(self) -> str | None:
+        if self.abort_condition is None:
+            return None
+        verdict = self.abort_condition()
+        if not verdict:
+            return None
+        reason = verdict if isinstance(verdict, str) else "aborted"
+        log.error("loop %s aborted after %d of %d iterations: %s", self.path, self.iteration_count,
+                  self.max_iterations, reason)
+        return reason
+
     def _terminate_with(self, reason: str) -> Status:
-        # a global key the runtime owns, wherever the loop lives (InteractionKeys)
-        self.state_manager.update({InteractionKeys.TERMINATION: {
+        self.write_state({InteractionKeys.TERMINATION: {
             "reason": reason, "node": self.path,
             "iterations": self.iteration_count, "max_iterations": self.max_iterations}}, signal=False)
         return Status.FAILURE
@@ -66,4 +115,4 @@ class LoopUntilSuccess(Decorator):
         self.iteration_count = int(data.get("iteration_count", 0))
 
 
-__all__ = ["LoopUntilSuccess", "Parallel", "Selector", "Sequence"]
+__all__ = ["AbortCondition", "LoopUntilSuccess", "Parallel", "Selector", "Sequence"]

@@ -17,14 +17,16 @@ from typing import Any
 
 from py_trees.common import Status
 
-from ..config import ReActConfig
+from ..config import ModelResilienceConfig, ReActConfig
 from ..context import EMPTY_REPLY_NUDGE, FINAL_ANSWER_PROMPT, ContextBuilder, ContextBuilderProtocol
 from ..engine.behaviour import AsyncBehaviour
+from ..engine.deps import InjectPayload
 from ..engine.events import EventType
 from ..messages import Message, human
 from ..model import ModelConfig, ModelResponse, ModelResponseError, Usage
 from ..tools import Tool, ToolSet
 from .calls import call_model, elapsed_ms
+from .contract import check_react_contract
 from .keyed import KeyedPorts
 from .toolbox import ToolBox
 
@@ -40,12 +42,12 @@ def _is_empty(response: ModelResponse) -> bool:
 class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
     """One call: build the context from `messages`, invoke the model, append the reply.
 
-    Writes the assistant message to `messages`, its text to `text_output`, and adds the
-    call's tokens to `usage`.
+    Writes (seed 001's port table) the assistant message to `messages`, its text to
+    `text_output` and `final_answer`, `done = True`, and adds the call's tokens to `usage`.
     """
 
     input_ports = ("messages", "rounds", "usage")
-    output_ports = ("messages", "text_output", "usage", "streaming_output")
+    output_ports = ("messages", "text_output", "done", "final_answer", "usage", "streaming_output")
     prefer_react = False
 
     def __init__(self, name: str | None = None, *, model_client: Any = None, config: ReActConfig | None = None,
@@ -59,8 +61,14 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
 
     async def update_async(self) -> Status:
         response = await self.reply(self.build_context(), self.model_config(), round=self.read_key("rounds", 0))
-        self._persist(response, self._usage(), text_output=response.message.content or "")
+        text = response.message.content or ""
+        self._persist(response, self._usage(), text_output=text, final_answer=text, done=True)
         return Status.SUCCESS
+
+    @property
+    def resilience(self) -> ModelResilienceConfig | None:
+        """`ReActConfig.resilience` when the config sets it; else the model client's own applies."""
+        return self.config.resilience if "resilience" in self.config.model_fields_set else None
 
     def _usage(self) -> Usage:
         return Usage.model_validate(self.read_key("usage", {}))
@@ -146,6 +154,13 @@ class AgentLLMNode(SimpleLLMNode):
         super().__init__(name, model_client=model_client, config=config, context_builder=context_builder,
                          namespace=namespace)
         self.toolbox = ToolBox.of(tools)
+
+    def inject(self, payload: InjectPayload) -> None:
+        """Check the ReAct state contract once the node knows the run's state (warns, never fails)."""
+        new_state = payload.state_manager is not None and payload.state_manager is not self.state_manager
+        super().inject(payload)
+        if new_state:
+            check_react_contract(payload.state_manager, self.keys)
 
     @property
     def tool_choice(self) -> Any:

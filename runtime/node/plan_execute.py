@@ -26,8 +26,8 @@ Each step is a fresh ReAct run in its own namespace: its `messages` start with t
 its tokens join the plan's `usage` when the step ends. The executor's `rounds` go on
 across steps, so every model call of a run has its own (node, round) for recording and
 replay, and `tool_choice` applies to the first executor round of the run. The answer
-node is the tree's first `AgentLLMNode`, so `Agent` reads the final answer, usage and
-config from the plan's namespace.
+node is the loop's `answer_node`, so `Agent` reads the final answer, usage and config
+from the plan's namespace.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ class StepRunner(KeyedPorts, Decorator):
             return None
         error = next((node.last_error.error for node in self.decorated.iterate()
                       if node.status == Status.FAILURE and getattr(node, "last_error", None)), None)
-        stop = state.get(InteractionKeys.TERMINATION) or {}
+        stop = state.get(InteractionKeys.TERMINATION, self.executor_namespace) or {}
         return error or f"the executor stopped without an answer ({stop.get('reason', 'no reason given')})"
 
     def terminate(self, new_status: Status) -> None:
@@ -324,7 +324,7 @@ def create_plan_execute_node(
     done = StateCondition(f"{name}.done", key=keys.done, op="truthy", namespace=namespace)
     body = composites.Sequence(f"{name}.round", memory=True, children=[choose, done])
 
-    def abort() -> bool:
+    def abort() -> bool | str:
         """Stop when a node failed for good (its `last_error` says why), or on a spent budget."""
         if Status.FAILURE in (planner.status, step.status, answer.status):
             return True
@@ -332,10 +332,12 @@ def create_plan_execute_node(
         if budget is None or loop.read_state(keys.done):
             return False  # an answer already given is never thrown away
         spent = [loop.read_state(keys.usage), loop.state_manager.get(keys.usage, executor_namespace)]
-        return sum((usage or {}).get("total_tokens", 0) for usage in spent) >= budget
+        exhausted = sum((usage or {}).get("total_tokens", 0) for usage in spent) >= budget
+        return "budget_exhausted" if exhausted else False
 
     loop = composites.LoopUntilSuccess(name, body, max_iterations=(1 + max_replans) * (1 + max_steps) + 1,
                                        abort_condition=abort, namespace=namespace)
+    loop.answer_node = answer
     return loop
 
 

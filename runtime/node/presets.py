@@ -7,8 +7,9 @@
         └── StateCondition <name>.done  done → SUCCESS ends the loop; FAILURE → next round
 
 When the loop stops early it writes `InteractionKeys.TERMINATION` (in its namespace):
-reason `"max_iterations"` when the rounds ran out, `"aborted"` when the token budget
-was spent or the model call failed (the LLM node is then FAILURE with its `last_error`).
+reason `"max_iterations"` when the rounds ran out, `"budget_exhausted"` when the token
+budget was spent (logged at ERROR), `"aborted"` when the model call failed (the LLM node
+is then FAILURE with its `last_error`).
 """
 
 from __future__ import annotations
@@ -85,17 +86,19 @@ def create_react_node(
     done = StateCondition(f"{name}.done", key=keys.done, op="truthy", namespace=namespace)
     body = composites.Sequence(f"{name}.loop", memory=True, children=[llm, executor, done])
 
-    def abort() -> bool:
+    def abort() -> bool | str:
         """Stop on a failed model call (the client already retried), or on a spent budget."""
         if llm.status == Status.FAILURE:
             return True
         budget = config.max_budget_tokens
         if budget is None or loop.read_state(keys.done) or not loop.read_state(keys.rounds):
             return False  # an answer already given is never thrown away
-        return (loop.read_state(keys.usage) or {}).get("total_tokens", 0) >= budget
+        spent = (loop.read_state(keys.usage) or {}).get("total_tokens", 0) >= budget
+        return "budget_exhausted" if spent else False
 
     loop = composites.LoopUntilSuccess(name, body, max_iterations=config.effective_max_iterations,
                                        abort_condition=abort, namespace=namespace)
+    loop.answer_node = llm
     return loop
 
 

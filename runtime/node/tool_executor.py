@@ -37,7 +37,7 @@ _APPROVING_RESPONSES = (True, "approve", "approved")
 
 
 class ToolExecutor(KeyedPorts, AsyncBehaviour):
-    input_ports = ("actions", "rounds", "usage")
+    input_ports = ("actions", "rounds", "usage", "tool_effects")
     output_ports = ("messages", "tool_effects")
 
     def __init__(self, name: str | None = None, *, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
@@ -111,7 +111,8 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         tool.validate(call.arguments)
         usage = self.read_key("usage", {})
         verdict = self.enforcer.check(GuardRequest.from_call(
-            call, usage_tokens=usage.get("total_tokens", 0), node=self.path, approved=approved))
+            call, usage_tokens=usage.get("total_tokens", 0), node=self.path, approved=approved,
+            effect_tags=tool.effect_tags, tool_effects=frozenset(self.read_key("tool_effects", ()))))
         if verdict.decision is Decision.DENY:
             raise ToolError(f"tool '{call.name}' was denied: {verdict.reason or verdict.policy}")
         if verdict.decision is Decision.PENDING:

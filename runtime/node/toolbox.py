@@ -47,7 +47,7 @@ class ToolBox:
             async with self._lock:
                 if self._toolset is None:
                     provided = await ToolSet.from_providers(self._providers, **self._provider_context)
-                    self._toolset = provided.with_tools(self._tools)
+                    self._toolset = ToolSet.merge(provided, self._tools)
         return self._toolset
 
     async def close(self) -> None:

@@ -113,6 +113,9 @@ class SwarmMember:
         """An event's node for a path of this agent's tree (the host's paths stay as they are)."""
         return self.swarm.locate(self.agent_id, path)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> SwarmMember:
+        return self  # a handle on the live swarm (see SwarmRuntime.__deepcopy__)
+
 
 class Mailbox:
     """Messages waiting for one agent, in arrival order; `take()` selects by sender."""
@@ -185,6 +188,11 @@ class SwarmRuntime:
         self._message_ids = itertools.count(1)
         self._run_id: str | None = None
         self._clear()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SwarmRuntime:
+        """A live service (tasks, mailboxes) held in state is shared, never copied: state hands out
+        copies of what it holds, and a `runtime` port bound to a state key must reach this swarm."""
+        return self
 
     def _clear(self) -> None:
         self._agents: dict[str, SwarmAgent] = {self.host_id: SwarmAgent(self.host_id, role="host")}

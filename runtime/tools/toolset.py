@@ -41,9 +41,21 @@ class ToolSet:
                 raise ToolError(f"tool provider {type(provider).__name__} failed: {exc}") from exc
         return cls(tools, providers=started)
 
+    @classmethod
+    def merge(cls, *sources: ToolSet | Iterable[Tool] | None) -> ToolSet:
+        """One set from several (sets or plain tool lists, None skipped): a later tool replaces an
+        earlier one of the same name, and the sets' providers are all kept (closed together)."""
+        tools: list[Tool] = []
+        providers: list[ToolProvider] = []
+        for source in sources:
+            if isinstance(source, ToolSet):
+                providers.extend(p for p in source._providers if p not in providers)
+            tools.extend(source or ())
+        return cls(tools, providers=providers)
+
     def with_tools(self, tools: Iterable[Tool] | None) -> ToolSet:
         """A new set with `tools` added; they win over same-named provider tools."""
-        return ToolSet([*self, *(tools or ())], providers=self._providers)
+        return ToolSet.merge(self, tools)
 
     def get(self, name: str) -> Tool:
         try:
