@@ -114,7 +114,7 @@ class MainScreen(Screen):
         """Called from inside the run: only buffer, never draw here."""
         if kind == "event":
             self._events.append(data)
-        elif kind == "tick":
+        elif kind in ("tick", "subtick"):  # subtick: a swarm agent's tick, its paths @agent/…
             self._reports.append(data)
         else:
             self._dirty = True
@@ -143,7 +143,8 @@ class MainScreen(Screen):
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id)
+        shape = (field_of(viewing, "id") if viewing is not None else None, session.run_id,
+                 getattr(session, "tree_shape", None))
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape
             ticked = set(last.ticked) if last is not None and viewing is None else set()

@@ -41,6 +41,7 @@ from runtime.memory.checkpoint import (
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .children import SwarmChildren, child_path, split_child_path
 from .failure import Failure, ToolFailure, ToolFailureLog, failure_of
 from .loader import LoadedTree, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
@@ -162,6 +163,9 @@ class DebugSession:
         self._pause = asyncio.Event()
         self._event_hits: list[Breakpoint] = []
         self._divergence: str | None = None
+        self.children = SwarmChildren(self.runner, self._on_child_tick)
+        self._child_hit: StopReason | None = None
+        self._model_tokens: dict[str | None, int] = {}  # run id -> tokens of its model.call.completed
         self.bus.subscribe(self._on_event)
         self.breakpoint_warnings = self._load_breakpoints()
         self.tool_failures = ToolFailureLog(self.bus)
@@ -209,6 +213,12 @@ class DebugSession:
 
     def _on_event(self, event: RuntimeEvent) -> None:
         self.events.append(event)
+        if event.type == EventType.MODEL_CALL_COMPLETED:
+            usage = event.payload.get("usage") or {}
+            self._model_tokens[event.run_id] = self._model_tokens.get(event.run_id, 0) + int(
+                usage.get("total_tokens", 0))
+        elif event.type == EventType.SWARM_AGENT_SPAWNED:
+            self.children.on_event(event)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
                 self._event_hits.append(bp)
@@ -237,12 +247,17 @@ class DebugSession:
 
     @property
     def tokens(self) -> int:
-        """Total tokens used by every LLM node, all namespaces added up."""
+        """Tokens of every model call of this run: the host's, its skills' and its swarm agents'.
+
+        Counted from `model.call.completed` events, so a skill namespace cleared when it
+        ends keeps its share; a replay serves recorded answers without calling the model,
+        so the state's `llm.usage` (all namespaces added up) counts when it is larger.
+        """
         total = 0
         for ns in self.runner.state_manager.namespaces():
             usage = self.runner.state_manager.get("llm.usage", ns) or {}
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return total
+        return max(total, self._model_tokens.get(self.run_id, 0))
 
     @property
     def failure(self) -> Failure | None:
@@ -275,25 +290,53 @@ class DebugSession:
                 if node.status == Status.RUNNING and not node.children]
 
     def node_views(self) -> list[NodeView]:
-        return [self.node_view(path) for path in self.runner.nodes]
+        """The host's tree, then each swarm agent's tree (under the node that spawned it)."""
+        views = [self.node_view(path) for path in self.runner.nodes]
+        if self._past is None:
+            for agent_id, runner in self.children.runners().items():
+                views += [self.node_view(child_path(agent_id, path)) for path in runner.nodes]
+        return views
+
+    @property
+    def tree_shape(self) -> tuple:
+        """Changes when the tree pane must be rebuilt: the host's size, the agents and theirs."""
+        return len(self.runner.nodes), self.children.shape if self._past is None else ()
 
     def node_view(self, path: str) -> NodeView:
+        runner, inner = self._locate(path)
         node = self._node(path)
         counter = None
         if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
             counter = f"iter {node.iteration_count}/{node.max_iterations}"
+        children = [runner.path_of(child) for child in node.children]
+        agent = split_child_path(path)
+        if agent is None:
+            parent = path.rpartition("/")[0] or None
+            children += [child_path(a, next(iter(r.nodes))) for a, r in self.children.runners().items()
+                         if self.children.spawned_by.get(a) == path and r.nodes and self._past is None]
+        else:
+            children = [child_path(agent[0], child) for child in children]
+            parent = (child_path(agent[0], inner.rpartition("/")[0]) if "/" in inner
+                      else self.children.spawned_by.get(agent[0]))
         return NodeView(
-            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
-            parent=path.rpartition("/")[0] or None,
-            children=[self.runner.path_of(child) for child in node.children],
-            status=self._status_of(path, node), namespace=getattr(node, "namespace", None), counter=counter,
-            breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
+            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"), parent=parent,
+            children=children, status=self._status_of(path, node), namespace=getattr(node, "namespace", None),
+            counter=counter, breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
+
+    def _locate(self, path: str) -> tuple[ReactiveRunner, str]:
+        """The runner a node path belongs to (the host's, or a swarm agent's) and its path there."""
+        if split_child_path(path) is None:
+            return self.runner, path
+        found = self.children.resolve(path)
+        if found is None:
+            raise EditError(f"no node at path {path!r}")
+        return found
 
     def node_detail(self, path: str) -> NodeDetail:
         node = self._node(path)
         ports: list[PortView] = []
         if isinstance(node, JianmuNodeMixin):
-            sm = self.runner.state_manager
+            sm = self._locate(path)[0].state_manager
             for direction, declared, bound, resolve in (
                     ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
                     ("out", node.output_ports, node.output_bindings, node.resolve_output_port)):
@@ -308,7 +351,7 @@ class DebugSession:
                           self.tool_failures.of(path, self.run_id))
 
     def _status_of(self, path: str, node) -> Status:
-        if self._past is None:
+        if self._past is None or split_child_path(path) is not None:
             return node.status
         return Status(self._past.statuses.get(path, Status.INVALID.value))
 
@@ -320,13 +363,24 @@ class DebugSession:
                 ns, key = self._split_key(qualified)
                 past.setdefault(ns, {})[key] = value
             return to_jsonable_python(past, fallback=repr)
-        return self.runner.state_manager.snapshot()
+        return {**self.runner.state_manager.snapshot(), **self.children.snapshot()}
 
     def _node(self, path: str):
+        runner, inner = self._locate(path)
         try:
-            return self.runner.nodes[path]
+            return runner.nodes[inner]
         except KeyError:
             raise EditError(f"no node at path {path!r}") from None
+
+    def _on_child_tick(self, agent_id: str, report: TickReport) -> bool:
+        """A swarm agent ticked: redraw its nodes; True (hold the agent) when a breakpoint of its nodes hit."""
+        self._notify("subtick", report)
+        hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
+        if not hits or self.run_state not in (RunState.RUNNING, RunState.WAITING):
+            return False
+        self._child_hit = self._hit(hits[0])
+        self._pause.set()
+        return True
 
     # -- running -------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -354,6 +408,7 @@ class DebugSession:
             return None
         self._ensure_started()
         self._pause.clear()
+        self.children.release()
         if not await self._wait_until_ready():
             self._set_state(RunState.PAUSED, "paused")
             return None
@@ -391,6 +446,7 @@ class DebugSession:
             return StopReason("error", "viewing the past: back to live (esc), or replay/fork (f)")
         self._ensure_started()
         self._pause.clear()
+        self.children.release()
         self._set_state(RunState.RUNNING, "running")
         reason = StopReason("paused", "paused")
         ticks = 0
@@ -416,6 +472,8 @@ class DebugSession:
                 await asyncio.sleep(0)  # let the views draw between ticks
         except Exception as exc:
             reason = StopReason("error", f"{type(exc).__name__}: {exc}")
+        if self._child_hit is not None:  # a swarm agent is held at a breakpoint
+            reason, self._child_hit = self._child_hit, None
         self._settle(reason)
         return reason
 
@@ -440,6 +498,7 @@ class DebugSession:
         self._pause.set()
 
     def _after_tick(self, report: TickReport) -> StopReason | None:
+        self.children.runners()  # agents spawned by this tick are watched from now on
         if not report.completed:  # held before a node: its changes come when the tick ends
             self._notify("changed")
             hits = [bp for bp in self.breakpoints if bp.stops_before(report.paused_at.path)]
@@ -535,7 +594,7 @@ class DebugSession:
     def _sync_stops(self) -> None:
         """The runner stops before the nodes of enabled before-breakpoints (its node boundaries)."""
         self.runner.stop_before = {bp.node for bp in self.breakpoints if bp.enabled and bp.kind == "node"
-                                   and bp.on == "before"}
+                                   and bp.on == "before" and split_child_path(bp.node) is None}
 
     def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
         """Add or remove a node breakpoint; True when one is now set."""
@@ -546,15 +605,20 @@ class DebugSession:
                 self.breakpoints.remove(bp)
             self._breakpoints_changed()
             return False
-        self.add_node_breakpoint(path, on)
+        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
         """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
         if on not in NODE_MOMENTS:
             raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
-        if path not in self.runner.nodes:
-            raise BreakpointError(f"no node at path {path!r}")
+        try:
+            self._node(path)
+        except EditError:
+            raise BreakpointError(f"no node at path {path!r}") from None
+        if on == "before" and split_child_path(path) is not None:
+            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
+                                  "changes (after:)")
         bp = Breakpoint("node", node=path, on=on)
         self.breakpoints.append(bp)
         self._breakpoints_changed()

@@ -92,7 +92,7 @@ def _delta(event: RuntimeEvent) -> str:
 def format_event(event: RuntimeEvent) -> str:
     node = (event.node or "").rpartition("/")[2]
     payload = _delta(event) if event.type == EventType.TEXT_DELTA else preview(event.payload, 200)
-    return _CONTROL.sub("�", f"{event.seq:>6} t{event.tick:<4} {event.type:<20} {node:<18} {payload}")
+    return _CONTROL.sub("�", f"{event.seq:>6} t{event.tick:<4} {event.type:<22} {node:<18} {payload}")
 
 
 class _Row:
