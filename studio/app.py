@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+from platformdirs import user_downloads_path
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -35,7 +37,7 @@ from .screens.prompt import PromptScreen
 from .screens.state_editor import StateEditor
 from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
-from .widgets.events_pane import FILTER_EXAMPLE, EventsPane
+from .widgets.events_pane import EventsPane, filter_example
 from .widgets.node_detail import NodeDetailPane
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
@@ -181,7 +183,7 @@ class MainScreen(Screen):
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:
             self._offered.add(fresh[0].id)
-            self.app.push_screen(ApprovalScreen(fresh[0]), self._decided)
+            self.app.push_screen(ApprovalScreen(fresh[0], self.session.check_arguments), self._decided)
 
     # -- which keys apply now (the Footer shows only these) -----------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -279,18 +281,24 @@ class MainScreen(Screen):
 
     def action_filter_events(self) -> None:
         pane = self.query_one(EventsPane)
+        example = self.filter_example
         self.app.push_screen(
-            PromptScreen("filter events", f"for example: {FILTER_EXAMPLE}   (empty: show all)",
-                         value=pane.filter.text, placeholder=FILTER_EXAMPLE),
+            PromptScreen("filter events", f"for example: {example}   (empty: show all)",
+                         value=pane.filter.text, placeholder=example),
             lambda text: text is not None and pane.refilter(text, self.session.events))
 
+    @property
+    def filter_example(self) -> str:
+        """An events filter built from this tree's own node names."""
+        return filter_example([view.name for view in self.session.node_views()])
+
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
+        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)], self.filter_example))
 
     def action_approvals(self) -> None:
         pending = self.session.pending_approvals()
         if pending:
-            self.app.push_screen(ApprovalScreen(pending[0]), self._decided)
+            self.app.push_screen(ApprovalScreen(pending[0], self.session.check_arguments), self._decided)
         else:
             self.notify("no tool call is waiting for approval", title="approve")
 
@@ -299,7 +307,7 @@ class MainScreen(Screen):
             return
         try:
             if decision.approved:
-                self.session.approve(decision.approval_id)
+                self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:
@@ -367,6 +375,17 @@ class StudioApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's screenshot goes to ~/Downloads when there is one, else to the working directory.
+
+        Textual would write into a Downloads folder that does not exist (and fail); the
+        notification then names the file where it really is.
+        """
+        downloads = user_downloads_path()
+        return super().deliver_screenshot(filename, path or str(downloads if downloads.is_dir() else Path.cwd()),
+                                          time_format)
 
     @property
     def main(self) -> MainScreen:

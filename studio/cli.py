@@ -45,11 +45,15 @@ class UsageError(Exception):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
-    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
+    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)", parents=[debug])
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+                         parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
     run.add_argument("--max-ticks", type=int, default=None)
@@ -57,11 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    run.add_argument("--bindings", type=Path, metavar="FILE",
+                     help="apply a bindings file first (the studio's \"apply and save\" writes one beside the store)")
     run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
                      help="approve pending calls of TOOL, or of every tool (repeatable)")
     run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
-    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything")
+    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
+                            parents=[debug])
     replay.add_argument("db", type=Path)
     replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
     return parser
@@ -180,6 +187,12 @@ async def run_headless(args: argparse.Namespace) -> int:
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
+    if args.bindings is not None:
+        if not args.bindings.is_file():
+            raise UsageError(f"{args.bindings}: no such bindings file")
+        problems = session.apply_bindings_file(args.bindings)
+        if problems:
+            raise UsageError(problems[0])
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)

@@ -39,6 +39,7 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
+from runtime.tools import ToolError
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
@@ -714,28 +715,31 @@ class DebugSession:
 
     @property
     def bindings_file(self) -> Path:
-        return self.loaded.path.with_suffix(".bindings.json")
+        """Where "apply and save" keeps this tree's bindings: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "bindings")
 
     def save_bindings(self) -> Path:
-        self.bindings_file.write_text(json.dumps(self.bindings(), indent=2) + "\n")
-        return self.bindings_file
+        return write_json(self.bindings_file, self.bindings())
 
-    def apply_bindings_file(self) -> list[str]:
-        """Re-apply a saved bindings file; returns one warning per entry that no longer fits."""
-        if not self.bindings_file.exists():
-            return []
+    def apply_bindings_file(self, path: Path | None = None) -> list[str]:
+        """Apply a saved bindings file (this tree's by default); one line per entry that does not fit."""
+        path = path or self.bindings_file
         try:
-            data = json.loads(self.bindings_file.read_text())
-        except json.JSONDecodeError as exc:
-            return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
+            data = read_json(path)
+        except ValueError as exc:
+            return [f"{exc}; ignored"]
+        if data is None:
+            return []
+        if not isinstance(data, dict):
+            return [f"{path}: not a bindings file (a JSON object of node path -> inputs/outputs); ignored"]
         warnings = []
-        for path, ports in data.items():
+        for node_path, ports in data.items():
             for direction, field_name in (("in", "inputs"), ("out", "outputs")):
-                for port, key in (ports.get(field_name) or {}).items():
+                for port, key in ((ports if isinstance(ports, dict) else {}).get(field_name) or {}).items():
                     try:
-                        self.edit_binding(path, direction, port, key)
+                        self.edit_binding(node_path, direction, port, key)
                     except EditError as exc:
-                        warnings.append(f"{self.bindings_file.name}: {path} {port}: {exc}")
+                        warnings.append(f"{path.name}: {node_path} {port}: {exc}")
         return warnings
 
     def edit_state(self, namespace: str | None, key: str, value: Any) -> None:
@@ -839,9 +843,26 @@ class DebugSession:
     def pending_approvals(self) -> list[Any]:
         return list(self.approvals.pending()) if self.approvals is not None else []
 
-    def approve(self, approval_id: str) -> None:
-        self._require_approvals().approve(approval_id)
+    def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
+        """Approve a pending call; with `arguments` (checked against the tool's schema) it runs with those."""
+        approvals = self._require_approvals()
+        if arguments is not None:
+            self.check_arguments(approvals.get(approval_id), arguments)
+        approvals.approve(approval_id, arguments=arguments)
         self._after_approval()
+
+    def check_arguments(self, request: Any, arguments: Any) -> None:
+        """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
+        if not isinstance(arguments, dict):
+            raise EditError(f"tool '{request.tool}': arguments must be a JSON object")
+        toolbox = getattr(self.runner.nodes.get(request.node or ""), "toolbox", None)
+        toolset = toolbox.toolset if toolbox is not None else None
+        if toolset is None:
+            return  # the tool is not known here: the executor checks the arguments when the call runs
+        try:
+            toolset.get(request.tool).validate(arguments)
+        except ToolError as exc:
+            raise EditError(str(exc)) from None
 
     def deny(self, approval_id: str, reason: str) -> None:
         self._require_approvals().deny(approval_id, reason or "denied in the studio")

@@ -95,12 +95,12 @@ async def test_breakpoint_screen_adds_disables_and_removes(tmp_path):
         await pilot.press("B")
         await pilot.pause()
         assert isinstance(app.screen, BreakpointsScreen)
-        assert "no breakpoints" in rows(app)[0][2]
+        assert "no breakpoints" in rows(app)[0][3]
         for spec in ("Calculator.llm", "event:tool.call.failed", "after:Calculator.tools", "rounds >= 2"):
             await pilot.press("a")
             await pilot.pause()
             await type_in(pilot, "#prompt-input", spec)
-        assert [row[1:4] for row in rows(app)] == [
+        assert [row[2:5] for row in rows(app)] == [
             ["node", LLM, "before it runs"], ["event", "tool.call.failed", "after the tick that published it"],
             ["node", TOOLS, "after its status changes"], ["condition", "rounds >= 2", "when it becomes true"]]
         app.screen.query_one(DataTable).move_cursor(row=1)
@@ -110,9 +110,9 @@ async def test_breakpoint_screen_adds_disables_and_removes(tmp_path):
         assert "only a node breakpoint" in str(app.screen.query_one("#breakpoints-message").render())
         app.screen.query_one(DataTable).move_cursor(row=2)
         await pilot.press("o")  # after -> before
-        assert rows(app)[2][3] == "before it runs"
+        assert rows(app)[2][4] == "before it runs"
         await pilot.press("d")
-        assert [row[2] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
+        assert [row[3] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
         await pilot.press("a")
         await pilot.pause()
         await type_in(pilot, "#prompt-input", "after:Nowhere")
@@ -134,7 +134,7 @@ async def test_hit_counts_show_in_the_list(tmp_path):
             await settle(app, pilot)
         await pilot.press("B")
         await pilot.pause()
-        assert rows(app)[0][4] == "3"
+        assert rows(app)[0][1] == "3"
 
 
 async def test_a_disabled_breakpoint_does_not_stop(tmp_path):

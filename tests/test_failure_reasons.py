@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
 
+from runtime.memory.checkpoint import SQLiteCheckpointStore
 from studio.app import StudioApp
 from studio.session import DebugSession
 from studio.widgets.node_detail import NodeDetailPane
@@ -194,3 +195,34 @@ def test_a_401_from_the_model_endpoint_is_the_error_line():
     error_line = result.stderr.strip().splitlines()[-1]
     assert error_line.startswith("jianmu-studio: failed at Calculator/Calculator.loop/Calculator.llm: ")
     assert "HTTP 401" in error_line
+
+
+def test_debug_works_after_the_subcommand(raising_tree, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def build():\n    raise RuntimeError('boom')\n")
+    after = cli("run", str(bad), "--debug")
+    assert after.returncode == 2 and "Traceback" in after.stderr and "RuntimeError: boom" in after.stderr
+    before = cli("--debug", "run", str(bad))
+    assert "Traceback" in before.stderr
+    assert "Traceback" not in cli("run", str(bad)).stderr
+
+
+def test_run_bindings_applies_the_studios_saved_file_headless(tmp_path):
+    pipeline = str(ROOT / "sample_trees/text_pipeline.py")
+    session = DebugSession.load(pipeline, db=tmp_path / "runs.db")
+    session.edit_binding("TextPipeline/Normalize", "in", "source_text", "summary")
+    saved = session.save_bindings()  # what "apply and save" writes, beside the store
+    result = cli("run", pipeline, "--db", str(tmp_path / "runs.db"), "--bindings", str(saved), "--json")
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads(result.stdout.splitlines()[-1])["summary"]["run_id"]
+    store = SQLiteCheckpointStore(tmp_path / "runs.db", create=False)
+    last = store.get(store.list(run_id)[-1].id)
+    assert last.state[""]["normalized_text"] == ""  # Normalize read `summary` (empty), not `text`
+    bad = tmp_path / "bad.bindings.json"
+    bad.write_text(json.dumps({"TextPipeline/Normalize": {"inputs": {"source_text": "nope"}}}))
+    refused = cli("run", pipeline, "--bindings", str(bad))
+    assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("jianmu-studio: bad.bindings.json: TextPipeline/Normalize source_text: "
+                                     "no state field 'nope'")
+    missing = cli("run", pipeline, "--bindings", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "none.json: no such bindings file" in missing.stderr

@@ -128,14 +128,16 @@ def test_bad_bindings_are_rejected_with_a_reason(session):
 
 
 def test_bindings_file_round_trip(tmp_path):
-    tree = tmp_path / "pipeline.py"
+    tree = tmp_path / "src" / "pipeline.py"
+    tree.parent.mkdir()
     tree.write_text(Path(PIPELINE).read_text())
-    session = DebugSession.load(str(tree))
+    session = DebugSession.load(str(tree), db=tmp_path / "runs.db")
     session.edit_binding("TextPipeline/Normalize", "in", "source_text", "summary")
     saved = session.save_bindings()
-    assert saved == tmp_path / "pipeline.bindings.json"
+    assert saved.parent == tmp_path / "runs.studio" and saved.name.startswith("pipeline-")  # beside the store
+    assert list(tree.parent.iterdir()) == [tree]  # nothing written into the source tree
     assert json.loads(saved.read_text())["TextPipeline/Normalize"]["inputs"] == {"source_text": "summary"}
-    reopened = DebugSession.load(str(tree))
+    reopened = DebugSession.load(str(tree), db=tmp_path / "runs.db")
     assert reopened.apply_bindings_file() == []
     assert reopened.node_detail("TextPipeline/Normalize").ports[0].key == "summary"
 

@@ -70,14 +70,15 @@ class BreakpointsScreen(ModalScreen[None]):
         with Vertical(classes="dialog wide") as dialog:
             dialog.border_title = "breakpoints"
             dialog.border_subtitle = KEYS
-            yield Label(f"saved beside the store: {self.session.breakpoints_file}", classes="hint",
-                        id="breakpoints-file")
+            yield Label(f"kept beside the store, in {self.session.breakpoints_file.parent.name}/ "
+                        "(never in the source tree); they come back when this tree is opened again",
+                        classes="hint", id="breakpoints-file")
             yield DataTable(id="breakpoints-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="breakpoints-message", classes="error")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("on", "kind", "where", "stops", "hits")
+        table.add_columns("on", "hits", "kind", "where", "stops")  # hits early: a narrow screen keeps them
         self.refresh_rows()
         table.focus()
 
@@ -86,10 +87,10 @@ class BreakpointsScreen(ModalScreen[None]):
         row = table.cursor_row if cursor is None else cursor
         table.clear()
         for index, bp in enumerate(self.session.breakpoints):
-            table.add_row(Text("●", "bold red") if bp.enabled else Text("○", "dim"), bp.kind, bp.where,
-                          _stops(bp), str(bp.hits), key=str(index))
+            table.add_row(Text("●", "bold red") if bp.enabled else Text("○", "dim"), str(bp.hits), bp.kind,
+                          bp.where, _stops(bp), key=str(index))
         if not self.session.breakpoints:
-            table.add_row("", "", Text("no breakpoints: a adds one (b on a tree node, too)", "dim"), "", "")
+            table.add_row("", "", "", Text("no breakpoints: a adds one (b on a tree node, too)", "dim"), "")
         table.move_cursor(row=max(0, min(row, len(self.session.breakpoints) - 1)))
 
     def _selected(self) -> Breakpoint | None:
