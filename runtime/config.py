@@ -125,7 +125,9 @@ class ModelResilienceConfig(BaseModel):
 
     Each model gets `1 + max_retries` attempts with exponential backoff
     (`backoff_initial * backoff_multiplier**n`, capped at `backoff_max` seconds) on a
-    retryable error; then each of `fallback_models` is tried the same way, in order.
+    retryable error; then each of `fallback_models` is tried the same way, in order. When
+    the server says how long to wait (`Retry-After`, `retry-after-ms`), that wait is used
+    instead, capped at `backoff_max` too. 529 is an overloaded server (as 503).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -134,13 +136,15 @@ class ModelResilienceConfig(BaseModel):
     backoff_initial: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=8.0, ge=0)
     backoff_multiplier: float = Field(default=2.0, ge=1)
-    retry_on_status: list[int] = Field(default_factory=lambda: [429, 500, 502, 503, 504])
+    retry_on_status: list[int] = Field(default_factory=lambda: [429, 500, 502, 503, 504, 529])
     retry_on_timeout: bool = True
     fallback_models: list[str] = Field(default_factory=list)
 
-    def backoff(self, retry: int) -> float:
-        """Seconds to wait before retry number `retry` (0-based)."""
-        return min(self.backoff_max, self.backoff_initial * self.backoff_multiplier**retry)
+    def backoff(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number `retry` (0-based): the server's `retry_after`
+        when it gave one, else the exponential backoff; never more than `backoff_max`."""
+        wait = self.backoff_initial * self.backoff_multiplier**retry if retry_after is None else retry_after
+        return min(self.backoff_max, max(0.0, wait))
 
 
 class ReActConfig(BaseModel):

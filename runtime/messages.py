@@ -63,6 +63,10 @@ class Message(BaseModel):
     name: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
+        """The chat-completions shape; a tool message is exactly `role`, `content`, `tool_call_id`
+        (strict servers refuse anything else there, such as `name`)."""
+        if self.role == "tool":
+            return {"role": "tool", "content": self.content or "", "tool_call_id": self.tool_call_id}
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]

@@ -4,7 +4,9 @@ for streamable HTTP, an in-process server on a loopback port."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import logging
 import os
 import socket
 import subprocess
@@ -213,21 +215,16 @@ def test_provider_needs_exactly_one_of_command_and_url():
 
 
 # -- streamable HTTP ------------------------------------------------------------------------------
-async def test_streamable_http_round_trip_sends_the_headers():
+@contextlib.asynccontextmanager
+async def serve_http(mcp_server: MCPServer, seen: list | None = None):
+    """`mcp_server` over streamable HTTP on a loopback port (uvicorn, in this process); yields its URL
+    and the uvicorn server (set `should_exit` to stop it early). Requests' headers go to `seen`."""
     import uvicorn
 
-    mcp_server = MCPServer("loopback", log_level="WARNING")
-
-    @mcp_server.tool()
-    def shout(text: str) -> str:
-        """The text in capitals."""
-        return text.upper()
-
     app = mcp_server.streamable_http_app()
-    seen: list[dict[bytes, bytes]] = []
 
     async def recording(scope, receive, send):
-        if scope["type"] == "http":
+        if scope["type"] == "http" and seen is not None:
             seen.append(dict(scope["headers"]))
         await app(scope, receive, send)
 
@@ -236,21 +233,85 @@ async def test_streamable_http_round_trip_sends_the_headers():
     port = sock.getsockname()[1]
     http = uvicorn.Server(uvicorn.Config(recording, log_level="warning", lifespan="on"))
     serving = asyncio.create_task(http.serve(sockets=[sock]))
-    provider = MCPToolProvider(url=f"http://127.0.0.1:{port}/mcp", headers={"X-Api-Key": "secret"})
     try:
         async with asyncio.timeout(LIMIT):
             while not http.started:
                 await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}/mcp", http, serving
+    finally:
+        http.should_exit = True
+        await serving
+        sock.close()
+
+
+def shouting_server() -> MCPServer:
+    mcp_server = MCPServer("loopback", log_level="WARNING")
+
+    @mcp_server.tool()
+    def shout(text: str) -> str:
+        """The text in capitals."""
+        return text.upper()
+
+    return mcp_server
+
+
+async def test_streamable_http_round_trip_sends_the_headers():
+    seen: list[dict[bytes, bytes]] = []
+    async with serve_http(shouting_server(), seen) as (url, _, _):
+        provider = MCPToolProvider(url=url, headers={"X-Api-Key": "secret"})
+        async with asyncio.timeout(LIMIT):
             await provider.initialize()
             [shout_tool] = await provider.get_tools()
             assert shout_tool.name == "shout" and shout_tool.parameters()["required"] == ["text"]
             assert await shout_tool.call({"text": "hello"}) == "HELLO"
             await provider.close()
-    finally:
-        http.should_exit = True
-        await serving
-        sock.close()
     assert seen and all(headers.get(b"x-api-key") == b"secret" for headers in seen)
+
+
+def test_tools_that_require_task_support_are_not_offered(caplog):
+    """A 2025-11-25 server may list tools that only run as tasks; a plain tools/call cannot run them."""
+    from mcp.types import ToolExecution
+
+    specs = [ToolSpec(name=name, input_schema={"type": "object"}, execution=ToolExecution(task_support=support))
+             for name, support in (("render_video", "required"), ("resize", "optional"), ("crop", None))]
+    with caplog.at_level("INFO", logger="runtime.tools.mcp"):
+        offered = server()._offered([*specs, ToolSpec(name="plain", input_schema={"type": "object"})])
+    assert [tool.name for tool in offered] == ["resize", "crop", "plain"]
+    assert "MCP server demo: not offering render_video (task-augmented execution required" in caplog.text
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_closing_a_streamable_http_provider_whose_server_died_is_one_warning_line(caplog, capfd):
+    port = free_port()
+    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); from mcp_server import server; "
+            "uvicorn.run(server.streamable_http_app(), host='127.0.0.1', port=int(sys.argv[2]), log_level='warning')")
+    process = subprocess.Popen([sys.executable, "-c", code, str(SERVER.parent), str(port)])
+    provider = MCPToolProvider(url=f"http://127.0.0.1:{port}/mcp", name="gone")
+    try:
+        async with asyncio.timeout(LIMIT):
+            while True:
+                try:
+                    await provider.initialize()
+                    break
+                except ToolError:
+                    await asyncio.sleep(0.2)  # not listening yet
+            process.kill()  # the server dies with the session open
+            process.wait()
+            with caplog.at_level("WARNING"):
+                await provider.close()
+    finally:
+        process.kill()
+        process.wait()
+    loud = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(loud) <= 1 and all(record.exc_info is None for record in loud)
+    assert all(record.getMessage().startswith("MCP server gone did not close cleanly") for record in loud)
+    assert all("\n" not in record.getMessage() for record in loud)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 # -- the sample --------------------------------------------------------------------------------

@@ -1,12 +1,18 @@
 """OpenAICompatibleProvider against a real HTTP server on 127.0.0.1, scripted per test."""
 
-import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import pytest
+from openai_server import (
+    FakeServer,
+    completion,
+    delta_chunk,
+    json_reply,
+    raw_reply,
+    slow_reply,
+    sse_reply,
+)
 
 from runtime.config import ModelResilienceConfig
 from runtime.engine.events import EventType, RuntimeEventBus
@@ -26,127 +32,6 @@ from runtime.model import (
 API_KEY = "sk-test-SECRET-0123456789"
 TOOLS = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object"}}}]
 CHOICE = {"type": "function", "function": {"name": "calc"}}
-
-
-@dataclass
-class Request:
-    path: str
-    headers: dict[str, str]
-    body: dict
-
-
-Reply = Callable[[Request, asyncio.StreamWriter], Awaitable[None]]
-
-
-class FakeServer:
-    """A minimal HTTP/1.1 server: one request per connection, answered by `responder`."""
-
-    def __init__(self):
-        self.requests: list[Request] = []
-        self.responder: Callable[[Request], Reply] = lambda request: json_reply({})
-        self._tasks: set[asyncio.Task] = set()
-
-    def script(self, *replies: Reply) -> None:
-        queue = list(replies)
-        self.responder = lambda request: queue.pop(0)
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}/v1"
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._tasks.add(asyncio.current_task())
-        try:
-            _, path, _ = (await reader.readline()).decode().split(" ", 2)
-            headers = {}
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                name, value = line.decode().split(":", 1)
-                headers[name.strip().lower()] = value.strip()
-            body = await reader.readexactly(int(headers.get("content-length", 0)))
-            request = Request(path, headers, json.loads(body))
-            self.requests.append(request)
-            await self.responder(request)(request, writer)
-        except (asyncio.CancelledError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    @property
-    def models(self) -> list[str]:
-        return [request.body["model"] for request in self.requests]
-
-
-async def _head(writer, status: int, content_type: str, length: int | None = None) -> None:
-    lines = [f"HTTP/1.1 {status} X", f"Content-Type: {content_type}", "Connection: close"]
-    if length is not None:
-        lines.append(f"Content-Length: {length}")
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-    await writer.drain()
-
-
-def raw_reply(text: str, status: int = 200) -> Reply:
-    async def reply(request, writer):
-        data = text.encode()
-        await _head(writer, status, "application/json", len(data))
-        writer.write(data)
-        await writer.drain()
-
-    return reply
-
-
-def json_reply(obj: dict, status: int = 200) -> Reply:
-    return raw_reply(json.dumps(obj), status)
-
-
-def sse_reply(chunks: list[dict]) -> Reply:
-    async def reply(request, writer):
-        await _head(writer, 200, "text/event-stream")
-        for chunk in chunks:
-            writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            await writer.drain()
-            await asyncio.sleep(0.001)
-        writer.write(b"data: [DONE]\n\n")
-        await writer.drain()
-
-    return reply
-
-
-def slow_reply(seconds: float) -> Reply:
-    async def reply(request, writer):
-        await asyncio.sleep(seconds)
-        await json_reply(completion("too late"))(request, writer)
-
-    return reply
-
-
-def completion(content=None, tool_calls=None, usage=(10, 5), model="served-model") -> dict:
-    message = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    body = {
-        "id": "x",
-        "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
-        ],
-    }
-    if usage:
-        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
-    return body
-
-
-def delta_chunk(delta: dict, finish_reason=None) -> dict:
-    return {
-        "model": "served-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-    }
 
 
 @pytest.fixture
@@ -187,7 +72,6 @@ async def test_plain_json_completion_and_the_request_body(server, provider):
     assert request.body == {
         "model": "test-model",
         "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "2+2?"}],
-        "stream": False,
         "tools": TOOLS,
         "tool_choice": CHOICE,
         "temperature": 0.3,
@@ -202,8 +86,7 @@ async def test_unset_options_are_not_sent(server, provider):
     assert server.requests[0].body == {
         "model": "explicit",
         "messages": [{"role": "user", "content": "q"}],
-        "stream": False,
-    }
+    }  # no "stream": False either: only what the API defines, and only when set
 
 
 async def test_tool_calls_in_a_json_reply_keep_parse_errors(server, provider):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from runtime.config import ModelResilienceConfig
@@ -40,7 +40,9 @@ def _merge(defaults: ModelConfig, config: ModelConfig | None) -> ModelConfig:
 class ModelClient:
     """Calls a `ModelProvider` with retries, fallback models and events.
 
-    `model` names the model when neither the call's config nor `defaults` does.
+    `model` names the model when neither the call's config nor `defaults` does. Every
+    error `_retryable` accepts waits the same way before its retry: `Retry-After` if the
+    server sent one, else the backoff, capped at `backoff_max` (`ModelResilienceConfig.backoff`).
     """
 
     def __init__(
@@ -50,11 +52,13 @@ class ModelClient:
         model: str | None = None,
         resilience: ModelResilienceConfig | None = None,
         defaults: ModelConfig | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ):
         self.provider = provider
         self.model = model
         self.resilience = resilience or ModelResilienceConfig()
         self.defaults = defaults or ModelConfig()
+        self._sleep = sleep  # how the client waits between attempts (a test records the waits)
 
     @classmethod
     def resolve(
@@ -159,7 +163,7 @@ class ModelClient:
                     raise
                 last_error = exc
                 if retry < resilience.max_retries:  # the next attempt retries this model
-                    await asyncio.sleep(resilience.backoff(retry))
+                    await self._sleep(resilience.backoff(retry, getattr(exc, "retry_after", None)))
                 continue
             emit(
                 EventType.MODEL_CALL_COMPLETED,

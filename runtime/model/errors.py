@@ -15,10 +15,12 @@ class ModelError(Exception):
 
 
 class ModelHTTPError(ModelError):
-    """The endpoint answered with a non-2xx status."""
+    """The endpoint answered with a non-2xx status; `retry_after` is the wait in seconds it
+    asked for (`Retry-After` / `retry-after-ms`), if any."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None):
         self.status = status
+        self.retry_after = retry_after
         super().__init__(f"model endpoint answered HTTP {status}: {message}")
 
     @property

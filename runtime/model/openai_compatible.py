@@ -1,13 +1,28 @@
 """A provider for any OpenAI-compatible `/chat/completions` endpoint (OpenAI, vLLM, Ollama, ...).
 
 One attempt per `complete()`; failures become `ModelError`s whose text never holds the
-API key. When the server reports no usage, the usage is estimated with `Usage.estimate`
-rather than reported as zero, so token budgets still mean something.
+API key (see `runtime.model.secrets`). When the server reports no usage, the usage is
+estimated with `Usage.estimate` rather than reported as zero, so token budgets still mean
+something.
+
+The request carries only what the chat-completions API defines: `stream` only when true,
+no `top_k` (a server that takes it, vLLM say, gets it through `extra_params`), tool
+messages as `role` / `content` / `tool_call_id`. Every call is bounded: `timeout` is a
+deadline for the whole attempt (connect, response, every byte of a stream: a server
+dripping a byte a second or sending keep-alives forever still ends in time), the body may
+not exceed `max_response_bytes`, and a stream must end with `[DONE]` or a finish reason.
+A 4xx/5xx answer's `Retry-After` (seconds or an HTTP date) or `retry-after-ms` goes on the
+error for the client's backoff.
 """
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
+import logging
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -21,14 +36,27 @@ from runtime.model.errors import (
     ModelResponseError,
     ModelTimeoutError,
 )
+from runtime.model.secrets import Redactor, checked_api_key
 from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
 
-_SAMPLING = ("temperature", "max_tokens", "top_p", "top_k")
+log = logging.getLogger(__name__)
+
+_SAMPLING = ("temperature", "max_tokens", "top_p")
 _EXCERPT = 300
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    pass
 
 
 class OpenAICompatibleProvider:
-    """Talks HTTP to `{base_url}/chat/completions`, plain JSON or server-sent events."""
+    """Talks HTTP to `{base_url}/chat/completions`, plain JSON or server-sent events.
+
+    The API key is checked here, when the client is built: surrounding whitespace is
+    stripped, a key with control characters is refused (`ModelConfigurationError`, one
+    line that does not print it).
+    """
 
     def __init__(
         self,
@@ -38,13 +66,19 @@ class OpenAICompatibleProvider:
         timeout: float = 60.0,
         http_client: httpx.AsyncClient | None = None,
         default_model: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ):
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be >= 1, not {max_response_bytes}")
         self.url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key
+        self._api_key = checked_api_key(api_key)
+        self._redactor = Redactor(self._api_key)
         self.timeout = timeout
         self.default_model = default_model
+        self.max_response_bytes = max_response_bytes
         self._owns_client = http_client is None
         self._http = http_client or httpx.AsyncClient()
+        self._top_k_warned = False
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({self.url!r}, model={self.default_model!r})"
@@ -60,26 +94,24 @@ class OpenAICompatibleProvider:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = config.timeout or self.timeout
         try:
-            async with self._http.stream(
-                "POST", self.url, json=body, headers=headers, timeout=timeout
-            ) as resp:
-                if resp.status_code >= 300:
-                    await resp.aread()
-                    raise ModelHTTPError(resp.status_code, self._excerpt(resp.text) or resp.reason_phrase)
-                if config.stream:
-                    reply, usage, finish_reason, model = await self._read_stream(resp, on_delta)
-                else:
-                    await resp.aread()
-                    reply, usage, finish_reason, model = self._read_json(resp.text)
-        except (ValidationError, AttributeError, TypeError) as exc:  # JSON of an unexpected shape
+            async with asyncio.timeout(timeout):
+                reply, usage, finish_reason, model = await self._attempt(body, headers, timeout, on_delta)
+        except (ValidationError, AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of an odd shape
             raise ModelResponseError(
                 f"unexpected response shape from {self.url}: {self._excerpt(str(exc))}"
             ) from None
-        except httpx.TimeoutException:
+        except (TimeoutError, httpx.TimeoutException):
             raise ModelTimeoutError(f"model call to {self.url} timed out after {timeout:g}s") from None
+        except httpx.DecodingError as exc:
+            raise ModelResponseError(f"response from {self.url} cannot be decoded: {self._excerpt(str(exc))}") from None
+        except _TooLarge:
+            raise ModelResponseError(
+                f"response from {self.url} is larger than max_response_bytes={self.max_response_bytes:,} "
+                "(raise it with OpenAICompatibleProvider(max_response_bytes=...))"
+            ) from None
         except httpx.TransportError as exc:
             raise ModelConnectionError(
-                f"cannot reach {self.url}: {self._redact(str(exc)) or type(exc).__name__}"
+                f"cannot reach {self.url}: {self._redactor(str(exc)) or type(exc).__name__}"
             ) from None
         return ModelResponse(
             message=reply,
@@ -88,24 +120,52 @@ class OpenAICompatibleProvider:
             finish_reason=finish_reason,
         )
 
+    async def _attempt(
+        self, body: dict[str, Any], headers: dict[str, str], timeout: float, on_delta: DeltaCallback | None
+    ) -> tuple[Message, Usage | None, str | None, str | None]:
+        async with self._http.stream("POST", self.url, json=body, headers=headers, timeout=timeout) as resp:
+            if resp.status_code >= 300:
+                text = (await self._read_capped(resp, _EXCERPT * 20, cut=True)).decode(errors="replace")
+                raise ModelHTTPError(
+                    resp.status_code, self._excerpt(text) or resp.reason_phrase, retry_after=_retry_after(resp.headers)
+                )
+            if body.get("stream"):
+                return await self._read_stream(resp, on_delta)
+            return self._read_json((await self._read_capped(resp, self.max_response_bytes)).decode(errors="replace"))
+
+    async def _read_capped(self, resp: httpx.Response, limit: int, cut: bool = False) -> bytes:
+        """The (decoded) body, at most `limit` bytes: cut there (`cut`), else `_TooLarge`."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                if cut:
+                    chunks.append(chunk[: len(chunk) - (size - limit)])
+                    break
+                raise _TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def _body(self, messages: list[Message], config: ModelConfig) -> dict[str, Any]:
         model = config.model or self.default_model
         if not model:
             raise ModelConfigurationError(
                 "no model name: pass model= (or ModelConfig.model), or set JIANMU_MODEL (or OPENAI_MODEL)"
             )
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": [m.to_openai() for m in messages],
-            "stream": config.stream,
-        }
+        body: dict[str, Any] = {"model": model, "messages": [m.to_openai() for m in messages]}
         if config.stream:
+            body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         if config.tools:
             body["tools"] = config.tools
         if config.tool_choice is not None:
             body["tool_choice"] = config.tool_choice
         body.update({name: getattr(config, name) for name in _SAMPLING if getattr(config, name) is not None})
+        if config.top_k is not None and "top_k" not in config.extra_params and not self._top_k_warned:
+            self._top_k_warned = True
+            log.warning("%s: top_k=%s is not sent (chat completions has no top_k); a server that takes it "
+                        "gets it through extra_params={'top_k': %s}", self.url, config.top_k, config.top_k)
         body.update(config.extra_params)
         return body
 
@@ -117,12 +177,8 @@ class OpenAICompatibleProvider:
         if not isinstance(message, dict):
             raise ModelResponseError(f"choice has no message: {self._excerpt(text)}")
         calls = [
-            (
-                call.get("id"),
-                (call.get("function") or {}).get("name"),
-                (call.get("function") or {}).get("arguments"),
-            )
-            for call in message.get("tool_calls") or ()
+            (call.get("id"), (call.get("function") or {}).get("name"), (call.get("function") or {}).get("arguments"))
+            for call in _list(message.get("tool_calls"), "tool_calls")
         ]
         reply = ai(message.get("content"), self._tool_calls(calls))
         return reply, self._usage(data), choice.get("finish_reason"), data.get("model")
@@ -130,25 +186,28 @@ class OpenAICompatibleProvider:
     async def _read_stream(
         self, resp: httpx.Response, on_delta: DeltaCallback | None
     ) -> tuple[Message, Usage | None, str | None, str | None]:
-        """Merge SSE chunks: content in order, tool-call fragments by their `index`."""
+        """Merge SSE chunks: content in order, tool-call fragments by their `index`.
+
+        The stream must end with `[DONE]` or carry a finish reason: one that just stops
+        (a dropped connection, a proxy cutting it) is an error, never a shortened answer.
+        """
         content: list[str] = []
         calls: dict[int, list[Any]] = {}  # index -> [id, name, argument fragments]
         usage = finish_reason = model = None
-        seen_choice = False
-        async for line in resp.aiter_lines():
+        seen_choice = done = False
+        async for line in self._capped_lines(resp):
             if not line.startswith("data:"):
                 continue  # blank separators, comments (":"), "event:" lines
             payload = line[5:].strip()
             if payload == "[DONE]":
+                done = True
                 break
             chunk = self._parse(payload)
             if "error" in chunk:
-                raise ModelResponseError(
-                    f"stream reported an error: {self._excerpt(json.dumps(chunk['error']))}"
-                )
+                raise ModelResponseError(f"stream reported an error: {self._excerpt(json.dumps(chunk['error']))}")
             model = chunk.get("model") or model
             usage = self._usage(chunk) or usage
-            for choice in chunk.get("choices") or ():
+            for choice in _list(chunk.get("choices"), "choices"):
                 seen_choice = True
                 finish_reason = choice.get("finish_reason") or finish_reason
                 delta = choice.get("delta") or {}
@@ -156,7 +215,7 @@ class OpenAICompatibleProvider:
                     content.append(delta["content"])
                     if on_delta is not None:
                         on_delta(delta["content"])
-                for fragment in delta.get("tool_calls") or ():
+                for fragment in _list(delta.get("tool_calls"), "tool_calls"):
                     call = calls.setdefault(fragment.get("index", len(calls)), [None, None, []])
                     function = fragment.get("function") or {}
                     call[0] = fragment.get("id") or call[0]
@@ -164,16 +223,29 @@ class OpenAICompatibleProvider:
                     call[2].append(function.get("arguments") or "")
         if not seen_choice:
             raise ModelResponseError(f"stream from {self.url} ended without any choice")
+        if not done and finish_reason is None:
+            raise ModelResponseError(
+                f"stream from {self.url} stopped before its end (no [DONE], no finish reason) "
+                f"after {sum(map(len, content)):,} characters"
+            )
         merged = [(cid, name, "".join(parts)) for cid, name, parts in (calls[i] for i in sorted(calls))]
         return ai("".join(content) or None, self._tool_calls(merged)), usage, finish_reason, model
+
+    async def _capped_lines(self, resp: httpx.Response) -> AsyncIterator[str]:
+        size = 0
+        async for line in resp.aiter_lines():
+            size += len(line) + 1
+            if size > self.max_response_bytes:
+                raise _TooLarge
+            yield line
 
     def _tool_calls(self, calls: list[tuple[Any, Any, Any]]) -> list[ToolCall]:
         """Malformed argument JSON is kept on the call as `parse_error`, never raised."""
         result = []
         for n, (call_id, name, arguments) in enumerate(calls):
-            if not name:
+            if not name or not isinstance(name, str):
                 raise ModelResponseError(f"tool call #{n + 1} has no function name")
-            result.append(ToolCall.from_raw(call_id or f"call_{n + 1}", name, arguments))
+            result.append(ToolCall.from_raw(str(call_id or f"call_{n + 1}"), name, arguments))
         return result
 
     def _parse(self, text: str) -> dict[str, Any]:
@@ -181,14 +253,16 @@ class OpenAICompatibleProvider:
             data = json.loads(text)
         except json.JSONDecodeError:
             raise ModelResponseError(f"response is not JSON: {self._excerpt(text)}") from None
+        except RecursionError:
+            raise ModelResponseError(f"response from {self.url} is JSON nested too deeply to read") from None
         if not isinstance(data, dict):
             raise ModelResponseError(f"response is not a JSON object: {self._excerpt(text)}")
         return data
 
     def _first_choice(self, data: dict[str, Any]) -> dict[str, Any]:
         choices = data.get("choices")
-        if not choices or not isinstance(choices[0], dict):
-            raise ModelResponseError(f"response has no choices: {self._excerpt(json.dumps(data))}")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ModelResponseError(f"response has no list of choices: {self._excerpt(_dump(data))}")
         return choices[0]
 
     @staticmethod
@@ -197,22 +271,56 @@ class OpenAICompatibleProvider:
         if not isinstance(raw, dict):
             return None
         try:
-            usage = Usage.model_validate(
-                {k: v for k, v in raw.items() if k in Usage.model_fields and v is not None}
-            )
+            usage = Usage.model_validate({k: v for k, v in raw.items() if k in Usage.model_fields and v is not None})
         except ValidationError:
             return None
         if not usage.total_tokens:
             usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
         return usage
 
-    # -- keeping the key out of messages ---------------------------------------------
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
     def _excerpt(self, text: str) -> str:
-        text = " ".join(self._redact(text).split())
+        """One line of at most `_EXCERPT` characters, with the API key (and any trace of it) removed."""
+        text = " ".join(text[: _EXCERPT * 20].split())
+        text = self._redactor(text)
         return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
-__all__ = ["OpenAICompatibleProvider"]
+def _list(value: Any, what: str) -> list[Any]:
+    """A JSON list field that may be absent (None); anything else is an odd shape."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ModelResponseError(f"'{what}' must be a list, got {type(value).__name__}")
+    return value
+
+
+def _dump(data: Any) -> str:
+    try:
+        return json.dumps(data)
+    except (RecursionError, ValueError):
+        return "(unprintable)"
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked us to wait: `retry-after-ms`, else `Retry-After` (seconds or an HTTP date)."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAICompatibleProvider"]

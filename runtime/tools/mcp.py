@@ -90,7 +90,16 @@ class MCPToolProvider(ToolProvider):
         except BaseException:
             await self.close()
             raise
-        self._tools = [MCPTool(self, spec) for spec in specs]
+        self._tools = self._offered(specs)
+
+    def _offered(self, specs: list[ToolSpec]) -> list[MCPTool]:
+        """The tools a plain `tools/call` can run: one whose `execution.taskSupport` is "required"
+        (MCP 2025-11-25 tasks, which this client does not speak) is left out, and logged."""
+        skipped = [spec.name for spec in specs if _needs_tasks(spec)]
+        if skipped:
+            log.info("MCP server %s: not offering %s (task-augmented execution required, which this client "
+                     "does not support)", self.name, ", ".join(skipped))
+        return [MCPTool(self, spec) for spec in specs if not _needs_tasks(spec)]
 
     async def get_tools(self, **kwargs: Any) -> list[Tool]:
         if self._task is None:
@@ -105,8 +114,8 @@ class MCPToolProvider(ToolProvider):
         self._stop.set()
         try:
             await task
-        except Exception:
-            log.warning("MCP server %s did not close cleanly", self.name, exc_info=True)
+        except Exception as exc:  # a server that died first: nothing left to release, say so in one line
+            log.warning("MCP server %s did not close cleanly: %s", self.name, _reason(exc))
 
     async def _own_connection(self, ready: asyncio.Future[list[ToolSpec]]) -> None:
         """The connection's task: connect and list (within `connect_timeout`), then wait for `close()`."""
@@ -235,6 +244,7 @@ class MCPTool(Tool):
     def parameters(self) -> dict[str, Any]:
         params = copy.deepcopy(self.input_schema)
         params.pop("title", None)
+        params.pop("$schema", None)  # a JSON-schema dialect tag: strict model APIs refuse it
         return params
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
@@ -254,6 +264,12 @@ class MCPTool(Tool):
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         self.validate(arguments)
         return await self.provider.call_tool(self.remote_name, arguments)
+
+
+def _needs_tasks(spec: ToolSpec) -> bool:
+    """A tool whose `execution.taskSupport` is "required" cannot be called with a plain tools/call."""
+    execution = getattr(spec, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
 
 
 async def _list_tools(client: Client) -> list[ToolSpec]:
