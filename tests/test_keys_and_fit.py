@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,37 @@ def test_snapshot_breakpoints_screen(snap_compare, size, tmp_path):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+# -- the checkpoint CLI ------------------------------------------------------------------
+def checkpoint_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", *args], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, **kwargs)
+
+
+async def recorded_store(tmp_path: Path) -> tuple[Path, str]:
+    db = tmp_path / "runs.db"
+    session = DebugSession.load(str(REACT_CALCULATOR), db=db)
+    await session.continue_()
+    return db, session.run_id
+
+
+async def test_list_shows_the_ids_that_show_takes(tmp_path):
+    db, run_id = await recorded_store(tmp_path)
+    listing = checkpoint_cli("list", str(db))
+    (line,) = listing.stdout.splitlines()  # one line per run, its checkpoint ids at the end
+    assert line.startswith(f"{run_id}      6 checkpoints") and line.endswith("ids 1-6")
+    assert listing.stderr.strip() == f"(show {db} ID prints one checkpoint)"
+    shown = checkpoint_cli("show", str(db), "6")
+    assert shown.returncode == 0 and '"tick": 6' in shown.stdout
+
+
+async def test_export_into_a_closed_pipe_exits_quietly(tmp_path):
+    db, run_id = await recorded_store(tmp_path)
+    process = subprocess.Popen([sys.executable, "-m", "runtime.memory.checkpoint", "export", str(db), "--run", run_id],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    process.stdout.close()  # the reader is gone before the first line
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=60)
+    process.stderr.close()
+    assert stderr == "" and process.returncode == 1
