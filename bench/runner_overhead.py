@@ -1,100 +1,197 @@
 """Runner overhead: ReactiveRunner against raw py_trees ticking the same tree.
 
-The tree: a Parallel over 100 Sequences of 10 Success leaves (1,101 nodes, all sync).
-Each configuration ticks it the same number of times, best of several repeats, and
-prints microseconds per node-tick side by side with raw `BehaviourTree.tick()` measured
-in the same run, so the ratios hold on a noisy machine.
+Trees (all sync leaves, so raw py_trees can tick them too):
+- static: a Parallel over Sequences of 10 Success leaves; no status changes after the
+  first tick. 1,101 nodes (100 Sequences, the historical figure) and 10,101.
+- churn: a Parallel over Parallels of 10 Flip leaves that alternate SUCCESS and RUNNING,
+  so every node changes status every tick (every tick has a node.status event per node).
+  10,101 and 100,101 nodes.
 
-    .venv/bin/python bench/runner_overhead.py [--ticks 300] [--repeats 7]
+Configurations: raw `BehaviourTree.tick()`; a runner built with defaults (its bus keeps a
+history); a subscriber to every event; the SQLite store recording every tick (a
+checkpointer); a node boundary set on one leaf, stopped at and resumed every tick.
+Microseconds per node-tick, best of several interleaved repeats, each beside raw
+py_trees measured in the same run, so the ratios hold on a noisy machine.
+
+A ReAct-shaped tree (`create_react_node`, scripted model, one tool in a tool box) runs
+rounds through `Agent.make_runner` (which closes the tool box when the run finishes)
+and through a bare runner: the per-round time of both, so a per-tick cost of the
+agent's wiring shows.
+
+    .venv/bin/python bench/runner_overhead.py [--repeats 5] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import py_trees
+from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime import Agent, ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, tool
 from runtime.engine import ReactiveRunner, RuntimeEventBus
+from runtime.memory.checkpoint import SQLiteCheckpointStore
 
-BRANCHES, LEAVES = 100, 10
+LEAVES = 10
 
 
-def build_tree() -> py_trees.behaviour.Behaviour:
+def build_tree(branches: int = 100) -> py_trees.behaviour.Behaviour:
+    """The static tree: statuses settle after the first tick."""
     return py_trees.composites.Parallel(
         "root",
         policy=py_trees.common.ParallelPolicy.SuccessOnAll(synchronise=False),
         children=[
             py_trees.composites.Sequence(f"seq{b}", memory=False, children=[
                 py_trees.behaviours.Success(f"leaf{b}.{i}") for i in range(LEAVES)])
-            for b in range(BRANCHES)
+            for b in range(branches)
         ],
     )
 
 
-NODES = 1 + BRANCHES * (1 + LEAVES)
+class Flip(py_trees.behaviour.Behaviour):
+    """SUCCESS, RUNNING, SUCCESS, ...: a new status every tick."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.flips = 0
+
+    def update(self) -> Status:
+        self.flips += 1
+        return Status.SUCCESS if self.flips % 2 else Status.RUNNING
+
+
+def build_churn_tree(branches: int) -> py_trees.behaviour.Behaviour:
+    """Every node changes status every tick: the leaves flip, the Parallels follow them."""
+    policy = py_trees.common.ParallelPolicy.SuccessOnAll
+    return py_trees.composites.Parallel("root", policy=policy(synchronise=False), children=[
+        py_trees.composites.Parallel(f"par{b}", policy=policy(synchronise=False),
+                                     children=[Flip(f"flip{b}.{i}") for i in range(LEAVES)])
+        for b in range(branches)])
+
+
+def nodes_of(branches: int) -> int:
+    return 1 + branches * (1 + LEAVES)
 
 
 class Empty(BaseModel):
     pass
 
 
-def raw_py_trees(ticks: int) -> float:
-    tree = py_trees.trees.BehaviourTree(build_tree())
+def raw_py_trees(build: Callable, ticks: int) -> float:
+    tree = py_trees.trees.BehaviourTree(build())
     started = time.perf_counter()
     for _ in range(ticks):
         tree.tick()
     return time.perf_counter() - started
 
 
-async def _runner(ticks: int, record: bool, stop_before: str | None) -> float:
-    bus = RuntimeEventBus(history=0)
-    recorded: list = []
-    if record:
+async def _runner(build: Callable, ticks: int, config: str, store_dir: Path) -> float:
+    bus, store = None, None
+    if config == "subscriber":
+        bus = RuntimeEventBus(history=0)
+        recorded: list = []
         bus.subscribe(recorded.append)
-    runner = ReactiveRunner(build_tree(), Empty(), event_bus=bus)
-    if stop_before is not None:
-        runner.stop_before = {stop_before}
+    if config == "sqlite":
+        store = SQLiteCheckpointStore(store_dir / f"run-{time.perf_counter_ns()}.db")
+    runner = ReactiveRunner(build(), Empty(), event_bus=bus, checkpointer=store)
+    if config == "boundary":
+        runner.stop_before = {next(path for path in runner.nodes if "leaf" in path or "flip" in path)}
     runner.start_fresh()
     runner._go_live()
     started = time.perf_counter()
     for _ in range(ticks):  # the per-tick path of runner.run(): wake check, hooks, tick
+        runner._wake.set()  # a churn tree stays RUNNING with nothing pending: wake it as a write would
         while not (await runner._step(detailed=False)).completed:
             pass  # held before the node: resume at once
     elapsed = time.perf_counter() - started
     runner._go_idle()
+    if store is not None:
+        store.close()
     return elapsed
 
 
-def reactive(ticks: int, record: bool, stop_before: str | None = None) -> float:
-    return asyncio.run(_runner(ticks, record, stop_before))
+def reactive(build: Callable, ticks: int, config: str, store_dir: Path) -> float:
+    return asyncio.run(_runner(build, ticks, config, store_dir))
 
 
-def best(fn, repeats: int, *args) -> float:
-    return min(fn(*args) for _ in range(repeats))
+GOALS = {"defaults": "<=1.05", "subscriber": "<=2", "sqlite": ""}
+LABELS = {"defaults": "ReactiveRunner, built with defaults", "subscriber": "subscriber to every event",
+          "sqlite": "SQLite store recording every tick", "boundary": "stops before a leaf, resumes"}
+SQLITE_GOALS = {"static": "<=1.2", "churn": "<=2.5"}
+
+
+def measure(name: str, build: Callable, nodes: int, ticks: int, configs: list[str], repeats: int,
+            store_dir: Path) -> None:
+    rows = []
+    for _ in range(repeats):  # interleave so drift hits every configuration alike
+        rows.append([raw_py_trees(build, ticks)] + [reactive(build, ticks, c, store_dir) for c in configs])
+    raw, *others = (min(col) for col in zip(*rows, strict=True))
+    per = ticks * nodes / 1e6  # seconds -> microseconds per node-tick
+    print(f"\n{name}: {nodes:,} nodes, {ticks} ticks, best of {repeats}")
+    print(f"{'configuration':<44}{'us/node-tick':>14}{'ratio':>9}{'goal':>8}")
+    print(f"{'raw py_trees BehaviourTree.tick()':<44}{raw / per:>14.3f}{1.0:>9.3f}{'':>8}")
+    for config, elapsed in zip(configs, others, strict=True):
+        goal = SQLITE_GOALS.get(name.split()[0], "") if config == "sqlite" and nodes > 5000 else GOALS.get(config, "")
+        print(f"{LABELS[config]:<44}{elapsed / per:>14.3f}{elapsed / raw:>9.3f}{goal:>8}")
+
+
+# -- a ReAct-shaped tree -------------------------------------------------------------
+@tool
+def lookup(round: int) -> str:
+    """A short observation for a round."""
+    return f"observation {round}"
+
+
+def react_agent(rounds: int) -> Agent:
+    steps = [{"content": f"round {i}", "tool_calls": [{"name": "lookup", "arguments": {"round": i}}]}
+             for i in range(rounds)]
+    client = ModelClient.resolve(ScriptedProvider([*steps, {"content": "done"}]))
+    root = create_react_node(name="Bench", model_client=client, tools=[lookup],
+                             config=ReActConfig(max_iterations=rounds + 5))
+    return Agent(root, state_schema=ReActState)
+
+
+async def _react(rounds: int, through_agent: bool) -> float:
+    agent = react_agent(rounds)
+    runner = agent.make_runner() if through_agent else ReactiveRunner(agent.root, agent.state_schema, agent.context)
+    started = time.perf_counter()
+    status = await runner.run(input_data={"task": "bench"})
+    elapsed = time.perf_counter() - started
+    assert status == Status.SUCCESS, status
+    await agent.close()
+    return elapsed
+
+
+def measure_react(rounds: int, repeats: int) -> None:
+    rows = [(asyncio.run(_react(rounds, False)), asyncio.run(_react(rounds, True))) for _ in range(repeats)]
+    bare, agent = (min(col) for col in zip(*rows, strict=True))
+    print(f"\nReAct-shaped tree: {rounds} rounds (scripted model, one tool), best of {repeats}")
+    print(f"{'configuration':<44}{'us/round':>14}{'ratio':>9}")
+    print(f"{'bare ReactiveRunner':<44}{bare / rounds * 1e6:>14.1f}{1.0:>9.3f}")
+    print(f"{'Agent.make_runner (closes tools on finish)':<44}{agent / rounds * 1e6:>14.1f}{agent / bare:>9.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="skip the 100,000-node tree")
     args = parser.parse_args()
-    per = args.ticks * NODES / 1e6  # seconds -> microseconds per node-tick
-
-    rows = []
-    for _ in range(args.repeats):  # interleave so drift hits every configuration alike
-        rows.append((raw_py_trees(args.ticks), reactive(args.ticks, False), reactive(args.ticks, True),
-                     reactive(args.ticks, False, f"root/seq{BRANCHES // 2}/leaf{BRANCHES // 2}.0")))
-    raw, bare, recorded, stopped = (min(col) for col in zip(*rows, strict=True))
-
-    print(f"tree: {NODES} nodes, {args.ticks} ticks, best of {args.repeats}")
-    print(f"{'configuration':<44}{'us/node-tick':>14}{'ratio':>9}{'goal':>8}")
-    print(f"{'raw py_trees BehaviourTree.tick()':<44}{raw / per:>14.3f}{1.0:>9.3f}{'':>8}")
-    print(f"{'ReactiveRunner, bus on, no subscriber':<44}{bare / per:>14.3f}{bare / raw:>9.3f}{'<=1.05':>8}")
-    print(f"{'ReactiveRunner, subscriber records events':<44}{recorded / per:>14.3f}{recorded / raw:>9.3f}{'<=2':>8}")
-    print(f"{'ReactiveRunner, stops before a leaf, resumes':<44}{stopped / per:>14.3f}{stopped / raw:>9.3f}{'':>8}")
+    all_configs = ["defaults", "subscriber", "sqlite"]
+    with tempfile.TemporaryDirectory() as tmp:
+        store_dir = Path(tmp)
+        measure("static", build_tree, nodes_of(100), 300, [*all_configs, "boundary"], args.repeats, store_dir)
+        measure("static", lambda: build_tree(1000), nodes_of(1000), 30, all_configs, args.repeats, store_dir)
+        measure("churn", lambda: build_churn_tree(1000), nodes_of(1000), 30, all_configs, args.repeats, store_dir)
+        if not args.quick:
+            measure("churn", lambda: build_churn_tree(10_000), nodes_of(10_000), 4, ["defaults", "subscriber"],
+                    max(2, args.repeats // 2), store_dir)
+    measure_react(200, args.repeats)
 
 
 if __name__ == "__main__":

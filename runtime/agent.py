@@ -8,7 +8,7 @@ out of iterations with `on_max_iterations="final_answer"`, one extra model call 
 tools gives a best-effort answer marked `truncated`. A debugger drives the runner itself
 (`make_runner`, step, ...) and calls `finalize(runner)` or `result_from(runner)` at the end.
 Tool providers (an MCP server, say) are closed when the run finishes, however it is driven
-(a tick hook of the runner), and by `close()`; a later run opens them again.
+(the runner's finish hook), and by `close()`; a later run opens them again.
 
 `termination_reason` is one of: `"completed"` (the tree succeeded), `"max_iterations"`,
 `"budget_exhausted"` (the loop's token budget was spent), `"error"` (a model call or
@@ -27,6 +27,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from .config import ReActConfig
+from .debug import debugging
 from .engine.deps import RunContext
 from .engine.events import RuntimeEventBus
 from .engine.runner import ReactiveRunner
@@ -138,15 +139,20 @@ class Agent:
         if self.context.approval_manager is None:
             self.context.approval_manager = ApprovalManager(runner.event_bus)
         if self._toolboxes():
-            runner.add_tick_hook(after=self._close_when_finished)
+            runner.add_finish_hook(self._close_when_finished)
         return runner
 
-    async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None) -> AgentResult:
-        """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension."""
+    async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None,
+                  debug: str | int | None = None) -> AgentResult:
+        """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension.
+
+        `debug="127.0.0.1:7777"` (or $JIANMU_DEBUG) serves the run to a debugger (`runtime.debug`).
+        """
         if self.runner is None:
             self.runner = self.make_runner()
         try:
-            await self.runner.run(max_ticks, input_data=input_data)
+            async with debugging(self.runner, debug) as run:
+                await run(max_ticks, input_data=input_data)
         except BaseException:
             await self.close()
             raise
@@ -169,9 +175,8 @@ class Agent:
         for box in self._toolboxes():
             await box.close()
 
-    async def _close_when_finished(self, runner: ReactiveRunner, report: Any) -> None:
-        if runner.finished:
-            await self.close()
+    async def _close_when_finished(self, runner: ReactiveRunner, status: Any) -> None:
+        await self.close()
 
     def _toolboxes(self) -> list[ToolBox]:
         """The tree's tool boxes, each once (a ReAct loop's LLM node and executor share one)."""

@@ -44,15 +44,19 @@ def write_json(path: Path, data: Any) -> Path:
 def read_json(path: Path) -> Any:
     """The file's JSON, None when it does not exist; `ValueError` naming the file when it is not JSON."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ValueError(f"{path}: cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to read") from None
 
 
 __all__ = ["read_json", "settings_dir", "tree_file", "write_json"]

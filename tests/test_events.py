@@ -3,9 +3,11 @@
 import asyncio
 import json
 
+import pytest
 from py_trees.common import Status
 from py_trees.composites import Sequence
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from runtime.engine import EventType, ReactiveRunner, RunContext, RuntimeEvent, RuntimeEventBus
 from runtime.node import AsyncNode, Node, Wait
@@ -52,7 +54,35 @@ def test_events_are_stamped_and_json_serialisable():
     event = bus.publish("x", {"n": 1}, node="root/a")
     assert isinstance(event, RuntimeEvent)
     assert (event.run_id, event.tick, event.node) == ("r1", 4, "root/a")
-    assert json.loads(event.model_dump_json())["payload"] == {"n": 1}
+    assert json.loads(to_json(event))["payload"] == {"n": 1}
+
+
+def test_an_event_from_outside_is_validated_at_the_edge():
+    event = RuntimeEvent.validate({"seq": "3", "type": "log", "time": 1.5, "payload": {"a": 1}})
+    assert (event.seq, event.tick, event.node) == (3, 0, None)
+    with pytest.raises(ValidationError):
+        RuntimeEvent.validate({"seq": "three", "type": "log", "time": 1.5})
+    with pytest.raises(ValidationError):
+        RuntimeEvent.validate({"seq": 1, "type": "log", "time": 1.5, "payload": ["not", "a", "dict"]})
+
+
+async def test_default_history_keeps_the_story_and_node_statuses_go_only_to_who_asked():
+    runner = ReactiveRunner(Sequence("root", memory=False, children=[Write("w")]), EvState)
+    assert not runner.event_bus.wants(EventType.NODE_STATUS)  # nobody asked: the tick builds no diff
+    asked = []
+    runner.event_bus.subscribe(asked.append, types=[EventType.NODE_STATUS])
+    assert await runner.run() == Status.SUCCESS
+    kept = {e.type for e in runner.event_bus.history}
+    assert {"run.started", "state.changed", "run.completed"} <= kept
+    assert not kept & {"node.status", "tick.started", "tick.completed"}
+    assert [(e.node, e.payload["new"]) for e in asked] == [("root", "SUCCESS"), ("root/w", "SUCCESS")]
+
+
+def test_a_history_asked_to_keep_ticks_keeps_them():
+    bus = RuntimeEventBus(history=10, history_ticks=True)
+    assert bus.wants(EventType.NODE_STATUS)
+    bus.publish(EventType.NODE_STATUS, {"old": "INVALID", "new": "SUCCESS"}, node="a")
+    assert [e.type for e in bus.history] == ["node.status"]
 
 
 def test_history_is_bounded():
@@ -74,6 +104,7 @@ def test_wants_reflects_listeners():
     bus.subscribe(lambda e: None)
     assert bus.wants("anything")
     assert RuntimeEventBus(history=10).wants("anything")
+    assert not RuntimeEventBus(history=10).wants(EventType.NODE_STATUS)
 
 
 def test_failing_subscriber_does_not_stop_delivery():

@@ -1,5 +1,6 @@
 """OpenAICompatibleProvider against a real HTTP server on 127.0.0.1, scripted per test."""
 
+import dataclasses
 import json
 import time
 
@@ -267,7 +268,7 @@ async def test_api_key_is_sent_but_never_reported(server, provider):
     assert "invalid key" in str(info.value)
     assert API_KEY not in str(info.value) and API_KEY not in repr(info.value)
     assert API_KEY not in repr(provider)
-    assert API_KEY not in json.dumps([e.model_dump() for e in bus.history])
+    assert API_KEY not in json.dumps([dataclasses.asdict(e) for e in bus.history])
     assert len(server.requests) == 1  # 401 is not retried
 
 

@@ -266,3 +266,31 @@ async def test_wait_node_through_run_is_not_polled():
     await runner.run()
     assert len(ticks) == 2
     assert ticks[1] - ticks[0] >= 0.04
+
+
+# -- the finish hook -------------------------------------------------------------------------
+async def test_finish_hook_runs_once_when_the_run_ends_however_it_is_driven():
+    for drive in ("run", "step"):
+        runner = ReactiveRunner(Sequence("root", memory=False, children=[Sleeper("a", 0.0), Bump("b")]), RunState)
+        finished = []
+
+        async def hook(runner, status, finished=finished):
+            finished.append((runner.tick_count, status))
+
+        runner.add_finish_hook(hook)
+        if drive == "run":
+            await runner.run()
+        else:
+            while not runner.finished:
+                assert finished == []  # not called for ticks that leave the run going
+                await runner.step()
+        assert finished == [(runner.tick_count, Status.SUCCESS)], drive
+
+
+async def test_a_removed_finish_hook_is_not_called():
+    runner = ReactiveRunner(Bump("b"), RunState)
+    calls = []
+    remove = runner.add_finish_hook(lambda runner, status: calls.append(status))
+    remove()
+    await runner.run()
+    assert calls == []

@@ -2,6 +2,7 @@
 
 from .behaviour import AsyncBehaviour, Behaviour, Decorator, JianmuNodeMixin, NodeError
 from .boundaries import NodeBoundary
+from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEvent, RuntimeEventBus
 from .runner import ReactiveRunner, TickReport
@@ -9,6 +10,7 @@ from .runner import ReactiveRunner, TickReport
 __all__ = [
     "AsyncBehaviour",
     "Behaviour",
+    "Checkpointer",
     "Decorator",
     "EventType",
     "InjectPayload",
@@ -17,8 +19,10 @@ __all__ = [
     "NodeError",
     "ReactiveRunner",
     "RunContext",
+    "RunnerState",
     "RuntimeEvent",
     "RuntimeEventBus",
+    "TickRecorder",
     "TickReport",
     "inject_runtime_deps",
 ]

@@ -17,7 +17,7 @@ import asyncio
 import contextvars
 import logging
 import traceback
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -30,7 +30,7 @@ from .events import EventType
 
 log = logging.getLogger(__name__)
 
-_STATUSES = frozenset(Status)
+_STATUSES = tuple(Status)  # `in` a tuple tests identity first; Enum hashing is a Python call
 
 # (id(node), activation) of the async activation whose code is running, so that a
 # cancelled task's late writes can be told apart from the live one's (pitfall 6).
@@ -55,6 +55,23 @@ def report_node_error(node: py_trees.behaviour.Behaviour, path: str, exc: BaseEx
     if bus is not None:
         bus.publish(EventType.NODE_ERROR, {"error": error, "traceback": text}, node=path)
     return Status.FAILURE
+
+
+def tick_leaf(node: py_trees.behaviour.Behaviour,
+              fail: Callable[[Exception], Status]) -> Iterator[py_trees.behaviour.Behaviour]:
+    """py_trees' leaf tick, an exception turned into `fail(exc)` (FAILURE), without its debug logging."""
+    try:
+        if node.status != Status.RUNNING:
+            node.initialise()
+        new_status = node.update()
+        if new_status not in _STATUSES:
+            raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
+    except Exception as exc:
+        new_status = fail(exc)
+    if new_status != Status.RUNNING:
+        node.stop(new_status)
+    node.status = new_status
+    yield node
 
 
 def _normalize_binding_key(port: str, key: str | None) -> str:
@@ -204,7 +221,7 @@ class JianmuNodeMixin:
     @property
     def recovery(self):
         if self._recovery is None:
-            from ..memory.checkpoint.recovery import CheckpointRecoveryFacade
+            from .recovery import CheckpointRecoveryFacade
 
             self._recovery = CheckpointRecoveryFacade(self._require_state(), self)
         return self._recovery
@@ -221,19 +238,7 @@ class Behaviour(py_trees.behaviour.Behaviour, JianmuNodeMixin):
         self._init_jianmu_fields(namespace)
 
     def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
-        """py_trees' tick, with exceptions turned into FAILURE (and without its debug logging)."""
-        try:
-            if self.status != Status.RUNNING:
-                self.initialise()
-            new_status = self.update()
-            if new_status not in _STATUSES:
-                raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
-        except Exception as exc:
-            new_status = self._fail(exc)
-        if new_status != Status.RUNNING:
-            self.stop(new_status)
-        self.status = new_status
-        yield self
+        return tick_leaf(self, self._fail)
 
 
 class AsyncBehaviour(Behaviour):
@@ -330,4 +335,4 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
         yield self
 
 
-__all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "report_node_error"]
+__all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "report_node_error", "tick_leaf"]

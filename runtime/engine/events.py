@@ -2,7 +2,13 @@
 
 Events are built only when somebody listens (a subscriber whose filter accepts the type,
 or a history buffer): on the tick path the runner asks `wants(type)` first, so a run
-that nobody watches pays for a boolean test, not for the event.
+that nobody watches pays for a boolean test, not for the event. The per-node tick
+telemetry (`TICK_TELEMETRY`: one `node.status` per changed node) is built only for a
+subscriber that asked for it, never just for the default history.
+
+An event is a plain slotted dataclass, built without validation: its fields come from
+the runtime itself. Events from outside the process (a trace file, a store) are checked
+once, at that edge, by `RuntimeEvent.validate`.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import TypeAdapter
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,11 @@ class EventType(StrEnum):
     STATE_EDITED = "state.edited"
 
 
-class RuntimeEvent(BaseModel):
+TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS})
+
+
+@dataclass(slots=True)
+class RuntimeEvent:
     """One thing that happened in a run, stamped with where and when."""
 
     seq: int
@@ -63,7 +74,15 @@ class RuntimeEvent(BaseModel):
     tick: int = 0
     node: str | None = None
     run_id: str | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def validate(cls, data: Mapping[str, Any]) -> RuntimeEvent:
+        """An event from outside the process, its fields checked (`pydantic.ValidationError`)."""
+        return _EVENT.validate_python(dict(data))
+
+
+_EVENT = TypeAdapter(RuntimeEvent)
 
 
 EventFilter = Callable[[RuntimeEvent], bool]
@@ -91,13 +110,18 @@ class Subscription:
 class RuntimeEventBus:
     """Publish/subscribe for `RuntimeEvent`s, with an optional bounded history.
 
+    The history keeps the last `history` events of every type except the per-node tick
+    telemetry (`TICK_TELEMETRY`), which it keeps only with `history_ticks=True`: a large
+    tree would otherwise build thousands of events a tick for a buffer nobody reads.
+
     The runner stamps `run_id` and `tick` on the bus so that nodes can publish without
     knowing where in the run they are.
     """
 
-    def __init__(self, history: int = 1000):
+    def __init__(self, history: int = 1000, *, history_ticks: bool = False):
         self._history: deque[RuntimeEvent] = deque(maxlen=history) if history > 0 else deque(maxlen=0)
         self._keep_history = history > 0
+        self._history_ticks = history_ticks
         self._subscriptions: list[Subscription] = []
         self._wants: dict[str, bool] = {}
         self._seq = 0
@@ -109,9 +133,13 @@ class RuntimeEventBus:
         """True when publishing `event_type` would reach somebody (cached per type)."""
         cached = self._wants.get(event_type)
         if cached is None:
-            cached = self._keep_history or any(s.accepts_type(event_type) for s in self._subscriptions)
+            cached = self._keeps(event_type) or any(s.accepts_type(event_type) for s in self._subscriptions)
             self._wants[event_type] = cached
         return cached
+
+    def _keeps(self, event_type: str) -> bool:
+        """Whether the history takes events of this type."""
+        return self._keep_history and (self._history_ticks or event_type not in TICK_TELEMETRY)
 
     @property
     def position(self) -> int:
@@ -132,17 +160,26 @@ class RuntimeEventBus:
         if not self.wants(event_type):
             return None
         self._seq += 1
-        event = RuntimeEvent(seq=self._seq, type=str(event_type), time=time.time(), tick=self.tick,
-                             node=node, run_id=self.run_id, payload=payload or {})
+        event = RuntimeEvent(self._seq, str(event_type), time.time(), self.tick, node, self.run_id,
+                             {} if payload is None else payload)
         self.emit(event)
         return event
 
+    def publish_each(self, event_type: str, items: Iterable[tuple[str | None, dict[str, Any]]]) -> None:
+        """One event per `(node, payload)`, all of one type and one moment (a tick's node statuses)."""
+        if not self.wants(event_type):
+            return
+        event_type, now, tick, run_id, emit = str(event_type), time.time(), self.tick, self.run_id, self.emit
+        for node, payload in items:
+            self._seq += 1
+            emit(RuntimeEvent(self._seq, event_type, now, tick, node, run_id, payload))
+
     def emit(self, event: RuntimeEvent) -> None:
         """Deliver an already-built event (publish, or a trace being imported)."""
-        if self._keep_history:
+        if self._keep_history and (self._history_ticks or event.type not in TICK_TELEMETRY):
             self._history.append(event)
-        for sub in tuple(self._subscriptions):
-            if not sub.accepts_type(event.type):
+        for sub in self._subscriptions:
+            if sub.types is not None and event.type not in sub.types:
                 continue
             try:
                 if sub.predicate is None or sub.predicate(event):
@@ -154,13 +191,13 @@ class RuntimeEventBus:
     def subscribe(self, callback: Callable[[RuntimeEvent], Any], *, types: Iterable[str] | None = None,
                   filter: EventFilter | None = None) -> Subscription:
         sub = Subscription(self, callback, frozenset(str(t) for t in types) if types is not None else None, filter)
-        self._subscriptions.append(sub)
+        self._subscriptions = [*self._subscriptions, sub]  # replaced, never changed: emit() iterates it
         self._wants.clear()
         return sub
 
     def _remove(self, sub: Subscription) -> None:
         if sub in self._subscriptions:
-            self._subscriptions.remove(sub)
+            self._subscriptions = [s for s in self._subscriptions if s is not sub]
             self._wants.clear()
 
     def stream(self, *, types: Iterable[str] | None = None,
@@ -203,4 +240,5 @@ class EventStream:
         self.close()
 
 
-__all__ = ["EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus", "Subscription"]
+__all__ = ["TICK_TELEMETRY", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
+           "Subscription"]

@@ -17,6 +17,7 @@ someone observes: a step report, a hook, or a subscriber to the event type.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 import time
@@ -31,8 +32,9 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from ..state import InteractionKeys, StateChange, StateManager
-from .behaviour import JianmuNodeMixin, report_node_error
+from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
+from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus
 from .interaction import InteractionController
@@ -80,25 +82,35 @@ def _qualified(namespace: str | None, key: str) -> str:
 
 
 def _guard_foreign(node: py_trees.behaviour.Behaviour, runner: ReactiveRunner) -> None:
-    """Catch exceptions of a user's plain py_trees node per node (pitfall 3)."""
-    for method_name in ("initialise", "update"):
-        original = getattr(node, method_name)
+    """Catch exceptions of a user's plain py_trees node per node (pitfall 3).
 
-        def guarded(original=original, method_name=method_name):
-            try:
-                return original()
-            except Exception as exc:
-                status = report_node_error(node, runner.path_of(node), exc, runner.event_bus)
-                return status if method_name == "update" else None
+    A plain leaf gets the Jianmu leaf tick (one guarded generator, cheaper than py_trees'
+    own tick); a node with its own tick has its `initialise`/`update` guarded instead.
+    """
+    def fail(exc: Exception) -> Status:
+        return report_node_error(node, runner.path_of(node), exc, runner.event_bus)
 
-        setattr(node, method_name, guarded)
+    if type(node).tick is py_trees.behaviour.Behaviour.tick and not node.children:
+        node.tick = functools.partial(tick_leaf, node, fail)
+    else:
+        for method_name in ("initialise", "update"):
+            original = getattr(node, method_name)
+
+            def guarded(original=original, method_name=method_name):
+                try:
+                    return original()
+                except Exception as exc:
+                    status = fail(exc)
+                    return status if method_name == "update" else None
+
+            setattr(node, method_name, guarded)
     node._jianmu_guarded = True
 
 
 class ReactiveRunner:
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
-                 checkpointer: Any = None):
+                 checkpointer: Checkpointer | None = None):
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()
@@ -114,6 +126,7 @@ class ReactiveRunner:
         self._live = False
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
+        self._finish_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
         self.input_namespace: str | None = None  # where `input_data` is written (an agent's namespace)
         self._stop_before: frozenset[str] = frozenset()
@@ -122,13 +135,12 @@ class ReactiveRunner:
         self._held: _HeldTick | None = None
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
+        self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
         self.refresh_tree()
         self._inject(None)
-        self.checkpoints = None
+        self.checkpoints: TickRecorder | None = None
         if checkpointer is not None:
-            from ..memory.checkpoint.runner_checkpoints import RunnerCheckpoints
-
-            self.checkpoints = RunnerCheckpoints(self, checkpointer)
+            self.checkpoints = checkpointer.attach(self)
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:
@@ -148,6 +160,9 @@ class ReactiveRunner:
             elif not type(node).__module__.startswith("py_trees.") and not getattr(node, "_jianmu_guarded", False):
                 _guard_foreign(node, self)
         self._order = list(self.nodes.values())
+        self._order_paths = list(self.nodes)
+        self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
+        self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
@@ -274,6 +289,16 @@ class ReactiveRunner:
 
         return remove
 
+    def add_finish_hook(self, hook: Hook) -> Callable[[], None]:
+        """`hook(runner, status)`, sync or async, once a tick ends the run (SUCCESS or FAILURE).
+
+        For work done once per run (closing tool providers): unlike an after-tick hook it
+        costs a tick nothing, and it runs however the run is driven (`run()` or `step()`).
+        Returns a function that removes the hook.
+        """
+        self._finish_hooks.append(hook)
+        return lambda: self._finish_hooks.remove(hook) if hook in self._finish_hooks else None
+
     @staticmethod
     async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
         for hook in tuple(hooks):
@@ -369,6 +394,8 @@ class ReactiveRunner:
             self.checkpoints.after_tick(report)
         if self._after_hooks:
             await self._call_hooks(self._after_hooks, self, report)
+        if self._finish_hooks and report.status in _FINISHED:
+            await self._call_hooks(self._finish_hooks, self, report.status)
         return report
 
     def _open_tick(self, detailed: bool) -> bool:
@@ -436,14 +463,15 @@ class ReactiveRunner:
         bus = self.event_bus
         report = TickReport(self.tick_count, self.root.status, ticked=ticked, duration_ms=elapsed * 1000)
         if detailed:
-            report.changed = self._status_changes()
+            report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
-            for path, (old, new) in report.changed.items():
-                bus.publish(EventType.NODE_STATUS, {"old": old.value, "new": new.value}, node=path)
+            if changed and bus.wants(EventType.NODE_STATUS):  # `_value_`: Enum.value is a descriptor call
+                bus.publish_each(EventType.NODE_STATUS, ((path, {"old": old._value_, "new": new._value_})
+                                                         for path, (old, new) in changed.items()))
             if bus.wants(EventType.TICK_COMPLETED):
                 bus.publish(EventType.TICK_COMPLETED, {
                     "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
-                    "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
+                    "changed": {p: [o._value_, n._value_] for p, (o, n) in changed.items()},
                     "state_keys": report.state_keys, "ticked": len(ticked)})
         else:
             self._state_changes.clear()
@@ -458,8 +486,8 @@ class ReactiveRunner:
         if len(previous) != len(current):
             known = dict(zip(map(id, order), previous, strict=False))
             previous = [known.get(id(node), Status.INVALID) for node in order]
-        return {self._paths[id(order[i])]: (old, new)
-                for i, (old, new) in enumerate(zip(previous, current, strict=True)) if old != new}
+        return {path: (old, new) for path, old, new in zip(self._order_paths, previous, current, strict=True)
+                if old is not new}
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
         """Tick until SUCCESS/FAILURE, `max_ticks`, suspension or a `stop_before` node; returns the root's status.
@@ -510,6 +538,70 @@ class ReactiveRunner:
             if not was_live:
                 self._go_idle()
 
+    # -- capture and load (the seam of runtime.memory.checkpoint) -------------------
+    def capture(self, paths: Iterable[str] | None = None) -> RunnerState:
+        """The runner's own state now: statuses and composite positions of `paths` (every
+        node when None: pass a tick's `changed` and `ticked` to capture only what it touched),
+        and the resume data of every node that keeps some (few nodes do)."""
+        nodes = self.nodes
+        selected = nodes.items() if paths is None else ((p, nodes[p]) for p in paths if p in nodes)
+        captured = RunnerState(self.tick_count, self.run_id, self.event_bus.position, self._wake.is_set())
+        composites = self._composites
+        for path, node in selected:
+            captured.statuses[path] = node.status._value_
+            if path in composites and node.current_child is not None:
+                captured.positions[path] = node.children.index(node.current_child)
+        for path, node in self._resumable.items():
+            captured.resume[path] = node.dump_resume_state()
+        return captured
+
+    def load(self, captured: RunnerState) -> None:
+        """Put a captured runner state back (load the state manager's values first).
+
+        Stops the tree (cancelling async work in flight), then sets every node's status
+        (INVALID where `captured` has none), composite positions and resume data, the tick
+        count, run id and event position. A RUNNING leaf becomes INVALID and runs again
+        (pitfall 8); an async one has its work started again just before the next tick,
+        which waits for that work when the captured tick did (no wake pending). The next
+        `run()` continues from here, even at tick 0 or when finished.
+        """
+        self._drop_restart()
+        self.stop()
+        self._state_changes.clear()
+        restart = []
+        for path, node in self.nodes.items():
+            status = Status(captured.statuses.get(path, Status.INVALID.value))
+            if path in captured.positions:
+                node.current_child = node.children[captured.positions[path]]
+            if path in captured.resume:
+                node.restore_resume_state(captured.resume[path])
+            if status == Status.RUNNING and not node.children:
+                status = Status.INVALID
+                if isinstance(node, AsyncBehaviour):
+                    restart.append(node)
+            node.status = status
+        self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
+        self.tick_count = self.event_bus.tick = captured.tick
+        self.run_id = self.event_bus.run_id = captured.run_id
+        self.event_bus.seek(captured.event_position)
+        self._wake.set()  # reach the first tick, where the restart below decides whether it waits
+        self._restored = True
+        if restart:
+            self._restart_before_next_tick(restart, captured.wake)
+
+    def _restart_before_next_tick(self, nodes: list[AsyncBehaviour], wake: bool) -> None:
+        async def restart(_runner: Any, _tick: int) -> None:
+            remove()
+            for node in nodes:
+                if node.status == Status.INVALID:
+                    node.initialise()
+                    node.status = Status.RUNNING
+            if not wake:  # the captured tick waited for this work: so does this one
+                self._wake.clear()
+                await self._wake.wait()
+
+        remove = self._drop_restart = self.add_tick_hook(before=restart)
+
     # -- time travel (see runtime.memory.checkpoint) -------------------------------
     def _require_checkpoints(self):
         if self.checkpoints is None:
@@ -538,4 +630,4 @@ class ReactiveRunner:
         self._statuses = [node.status for node in self._order]
 
 
-__all__ = ["NodeBoundary", "ReactiveRunner", "TickReport"]
+__all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport"]

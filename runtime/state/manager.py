@@ -150,6 +150,13 @@ class StateManager:
             return self._model.__pydantic_extra__.get(key, _MISSING)
         return self._model.__pydantic_extra__.get(f"{namespace}.{key}", _MISSING)
 
+    def stored(self, key: str, namespace: str | None = None, default: Any = None) -> Any:
+        """The value as stored, not copied (read it, never mutate it: values are replaced, not
+        changed in place), or `default` when never written: for observers that compare by
+        identity what changed, such as a checkpointer."""
+        value = self._raw(key, normalize_namespace(namespace))
+        return default if value is _MISSING else value
+
     def get(self, key: str, namespace: str | None = None, default: Any = None) -> Any:
         """A copy of the value; a schema field never written in this namespace gives its default."""
         namespace = normalize_namespace(namespace)

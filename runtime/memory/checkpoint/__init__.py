@@ -1,9 +1,9 @@
 """Checkpoints of a run, the stores that keep them, recorded I/O, traces and the recovery facade."""
 
+from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
-from .recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE

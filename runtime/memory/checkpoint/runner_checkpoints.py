@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import py_trees
-from py_trees.common import Status
-
-from ...engine.behaviour import AsyncBehaviour, JianmuNodeMixin
+from ...engine.behaviour import JianmuNodeMixin
+from ...engine.capture import RunnerState
 from ...engine.events import EventType, RuntimeEvent
 from ...state import GLOBAL, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
@@ -49,15 +47,15 @@ class RunnerCheckpoints:
         self._since_full = 0
         self._lists = ListTracker()
         self._values: dict[tuple[str, str], Any] = {}
-        self._statuses: dict[str, str] = {}
-        self._resume: dict[str, Any] = {}
+        self._statuses: dict[str, str] = {}  # path -> status, as saved
+        self._resume: dict[str, Any] = {}  # path -> {"child": index, "data": resume data}, as saved
+        self._touched: set[str] = set()  # nodes a tick changed or visited since the last save
         self._bindings: dict[str, dict[str, dict[str, str]]] = {}  # edited by a fork
         self._baseline: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._indexed: dict | None = None
         self._events: list[tuple[str, RuntimeEvent]] = []
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
-        self._drop_resume: Callable[[], None] = lambda: None  # removes the hook of a restore not run yet
         runner.event_bus.subscribe(self._on_event)
         if runner.context.io_recorder is None:
             from .io import IORecorder
@@ -86,6 +84,8 @@ class RunnerCheckpoints:
 
     # -- saving ----------------------------------------------------------------------
     def after_tick(self, report: TickReport) -> None:
+        self._touched.update(report.changed)
+        self._touched.update(report.ticked)
         self.save(Source.LOOP)
         take = getattr(self.runner.context.io_recorder, "take_divergence", None)
         divergence = take() if take is not None else None
@@ -98,6 +98,7 @@ class RunnerCheckpoints:
         self._base_id = None
         self._lists = ListTracker()
         self._values.clear()
+        self._touched = set()
 
     def save(self, source: str = Source.UPDATE) -> int:
         """Write a checkpoint of the runner as it is now; returns its id."""
@@ -106,11 +107,13 @@ class RunnerCheckpoints:
             self._start_session(runner.run_id, "main", None)
         self._index()
         full = self._base_id is None or self._since_full >= self.full_every
+        captured = runner.capture(None if full else self._touched)
+        self._touched = set()
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
-            wake=runner._wake.is_set(), statuses=self._status_delta(full), resume=self._resume_delta(full),
+            wake=captured.wake, statuses=self._status_delta(captured, full), resume=self._resume_delta(captured, full),
             state={}, bindings=self._bindings)
         record.state = self._state_delta(full, record.chunks)
         checkpoint_id = self.store.save(record, self._events)
@@ -129,29 +132,43 @@ class RunnerCheckpoints:
         if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
-        self._composites = [(p, n) for p, n in nodes.items() if isinstance(n, py_trees.composites.Composite)]
-        self._resumable = [(p, n) for p, n in nodes.items() if hasattr(n, "dump_resume_state")]
+        self._touched.update(nodes.keys() - self._statuses.keys())  # nodes new since the last save
         for path, node in nodes.items():
             if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
                 self._baseline[path] = (node.input_bindings, node.output_bindings)
 
-    def _status_delta(self, full: bool) -> dict[str, str]:
-        now = {path: node.status.value for path, node in self.runner.nodes.items()}
-        old, self._statuses = self._statuses, now
-        return now if full else {p: s for p, s in now.items() if old.get(p) != s}
-
-    def _resume_delta(self, full: bool) -> dict[str, Any]:
-        now: dict[str, Any] = {}
-        for path, node in self._composites:
-            if node.current_child is not None:
-                now[path] = {"child": node.children.index(node.current_child)}
-        for path, node in self._resumable:
-            now.setdefault(path, {})["data"] = jsonable(node.dump_resume_state())
-        old, self._resume = self._resume, now
+    def _status_delta(self, captured: RunnerState, full: bool) -> dict[str, str]:
+        """Every status (full), or those of the touched nodes that differ from the last save."""
         if full:
-            return now
-        delta: dict[str, Any] = {p: v for p, v in now.items() if old.get(p) != v}
-        delta.update(dict.fromkeys(old.keys() - now.keys()))
+            self._statuses = dict(captured.statuses)
+            return captured.statuses
+        delta = {p: s for p, s in captured.statuses.items() if self._statuses.get(p) != s}
+        self._statuses.update(delta)
+        return delta
+
+    def _resume_delta(self, captured: RunnerState, full: bool) -> dict[str, Any]:
+        """Composite positions and resume data: all (full), or the entries that changed
+        among the touched composites and the nodes with resume data (None: entry gone)."""
+        old = self._resume
+        entries: dict[str, Any] = {}
+        for path in captured.statuses.keys() | captured.resume.keys():
+            entry = {}
+            if path in captured.positions:
+                entry["child"] = captured.positions[path]
+            elif path not in captured.statuses and "child" in (old.get(path) or {}):
+                entry["child"] = old[path]["child"]  # not touched: its position is as saved
+            if path in captured.resume:
+                entry["data"] = jsonable(captured.resume[path])
+            entries[path] = entry or None
+        if full:
+            self._resume = {p: e for p, e in entries.items() if e is not None}
+            return dict(self._resume)
+        delta = {p: e for p, e in entries.items() if old.get(p) != e}
+        for path, entry in delta.items():
+            if entry is None:
+                old.pop(path, None)
+            else:
+                old[path] = entry
         return delta
 
     def _state_delta(self, full: bool, chunks: list) -> dict[str, dict[str, list]]:
@@ -168,7 +185,7 @@ class RunnerCheckpoints:
                 self._lists.forget(slot)
                 delta.setdefault(ns, {})[key] = ["d"]
                 continue
-            value = sm._raw(key, ns or None)
+            value = sm.stored(key, ns or None)
             if not full and slot in values and values[slot] is value:
                 continue
             values[slot] = value
@@ -239,7 +256,6 @@ class RunnerCheckpoints:
 
     def _apply(self, cp: Checkpoint) -> None:
         runner = self.runner
-        self._drop_resume()  # an earlier restore that never ran: its hook would wait for a spent wake
         self._flush()
         self._restoring = True
         try:
@@ -247,44 +263,11 @@ class RunnerCheckpoints:
             runner.state_manager.restore(cp.state, trusted=cp.lists)
         finally:
             self._restoring = False
-        runner._state_changes.clear()
         self._apply_bindings(cp.bindings)
-        restart = []
-        for path, node in runner.nodes.items():
-            status = Status(cp.statuses.get(path, Status.INVALID.value))
-            resume = cp.resume.get(path, {})
-            if "child" in resume:
-                node.current_child = node.children[resume["child"]]
-            if "data" in resume:
-                node.restore_resume_state(resume["data"])
-            if status == Status.RUNNING and not node.children:
-                status = Status.INVALID  # a RUNNING leaf starts its work again (pitfall 8)
-                if isinstance(node, AsyncBehaviour):
-                    restart.append(node)
-            node.status = status
-        runner._statuses = [Status(cp.statuses.get(runner._paths[id(n)], "INVALID")) for n in runner._order]
-        runner.tick_count = runner.event_bus.tick = cp.tick
-        runner.run_id = runner.event_bus.run_id = cp.run_id
-        runner.event_bus.seek(cp.event_position)
-        runner._wake.set()  # reach the first tick, where `resume` decides whether it waits
-        runner._restored = True  # the next run() continues from here, even at tick 0 or finished
-        if restart:
-            self._resume_before_first_tick(restart, cp.wake)
-
-    def _resume_before_first_tick(self, nodes: list[AsyncBehaviour], wake: bool) -> None:
-        runner = self.runner
-
-        async def resume(_runner: Any, _tick: int) -> None:
-            remove()
-            for node in nodes:
-                if node.status == Status.INVALID:
-                    node.initialise()
-                    node.status = Status.RUNNING
-            if not wake:  # the original tick waited for this work: so does this one
-                runner._wake.clear()
-                await runner._wake.wait()
-
-        remove = self._drop_resume = runner.add_tick_hook(before=resume)
+        runner.load(RunnerState(
+            cp.tick, cp.run_id, cp.event_position, cp.wake, statuses=cp.statuses,
+            positions={p: r["child"] for p, r in cp.resume.items() if "child" in r},
+            resume={p: r["data"] for p, r in cp.resume.items() if "data" in r}))
 
     def _apply_bindings(self, overrides: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
         for path, (inputs, outputs) in self._baseline.items():
@@ -358,4 +341,11 @@ class RunnerCheckpoints:
         return dict(changes)
 
 
-__all__ = ["LIST_MIN", "RunnerCheckpoints"]
+class RecordsRuns:
+    """For a store: `ReactiveRunner(..., checkpointer=store)` records the runner into it."""
+
+    def attach(self, runner: ReactiveRunner) -> RunnerCheckpoints:
+        return RunnerCheckpoints(runner, self)
+
+
+__all__ = ["LIST_MIN", "RecordsRuns", "RunnerCheckpoints"]

@@ -66,7 +66,7 @@ def read_trace(path: str | Path) -> list[tuple[str, RuntimeEvent]]:
                 raise TraceError(f"{path} line {number}: schema_version {version!r} is newer than this version "
                                  f"reads ({TRACE_SCHEMA_VERSION})")
             branch = obj.get("branch") or "main"
-            event = RuntimeEvent.model_validate({k: obj[k] for k in FIELDS[3:] if k in obj} | {"run_id": obj.get("run_id")})
+            event = RuntimeEvent.validate({k: obj[k] for k in FIELDS[3:] if k in obj} | {"run_id": obj.get("run_id")})
         except TraceError:
             raise
         except (ValueError, KeyError, TypeError, ValidationError) as exc:

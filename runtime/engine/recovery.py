@@ -4,6 +4,8 @@ Business progress belongs in ordinary state. Only a non-idempotent external effe
 payment, an email, a file write outside the run) needs a record: `begin()` before it,
 `complete()` after it. A node restored mid-effect asks `status()` and reconciles instead
 of doing the effect twice. The records live in state, so every checkpoint carries them.
+It lives in the engine because every node reaches it (`node.recovery`); the checkpoint
+package re-exports it under the seed's name (`runtime.memory.checkpoint`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from ...state import StateManager
+from ..state import StateManager
 
 EFFECTS_KEY = "recovery.effects"
 

@@ -1,0 +1,49 @@
+"""Debug a run from another process: a WebSocket server in the runtime, spoken to by the studio.
+
+`Agent.run(..., debug="127.0.0.1:7777")` (or `$JIANMU_DEBUG=host:port`) serves the run for
+its length; a runner is served with `async with DebugServer(runner, address) as server:
+await server.run()`. The protocol is `docs/protocol.md`; `DebugClient` speaks it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from py_trees.common import Status
+
+from ..engine.runner import ReactiveRunner
+from .client import DebugClient, DebugError
+from .protocol import DEFAULT_HEARTBEAT, PROTOCOL_VERSION, ProtocolError, parse_address
+from .server import DebugServer
+
+RunFunction = Callable[..., Awaitable[Status]]
+
+
+def _seconds(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"${name}={text!r}: expected a number of seconds") from None
+
+
+@asynccontextmanager
+async def debugging(runner: ReactiveRunner, debug: str | int | None = None) -> AsyncIterator[RunFunction]:
+    """Yield the function that runs `runner`: served for a debugger when `debug` or $JIANMU_DEBUG names
+    an address (heartbeat $JIANMU_DEBUG_HEARTBEAT, wait for a client $JIANMU_DEBUG_WAIT seconds),
+    plain `runner.run` otherwise."""
+    address = debug if debug is not None else os.environ.get("JIANMU_DEBUG") or None
+    if address is None:
+        yield runner.run
+        return
+    async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT),
+                           wait=_seconds("JIANMU_DEBUG_WAIT", 0.0)) as server:
+        yield server.run
+
+
+__all__ = ["PROTOCOL_VERSION", "DebugClient", "DebugError", "DebugServer", "ProtocolError", "debugging", "parse_address"]
+

@@ -1,0 +1,420 @@
+"""`DebugController`: the runtime side of one attached debugger.
+
+It holds the runner at tick boundaries (pause, step, breakpoints) through the runner's
+tick hooks, which exist only while a client is attached: with nobody attached the runner
+runs exactly as without a debugger. What changed is accumulated (state keys written, node
+statuses, events) and sealed into one `update` message only when the connection is free
+to send, so a slow client gets coalesced diffs instead of slowing the agent down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.behaviour import JianmuNodeMixin
+from ..engine.events import EventType, RuntimeEvent
+from ..engine.runner import ReactiveRunner, TickReport
+from ..state import StateChange, StateValidationError, normalize_namespace
+from .conditions import Condition, ConditionError
+from .protocol import ProtocolError
+
+EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
+
+
+@dataclass
+class ServerBreakpoint:
+    """One breakpoint set by the client: a node (before it starts, after a tick that ran it), an event
+    type or a condition."""
+
+    id: int
+    kind: str
+    node: str | None = None
+    when: str = "after"
+    event: str | None = None
+    condition: Condition | None = None
+    was_true: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.kind == "node":
+            out.update(node=self.node, when=self.when)
+        elif self.kind == "event":
+            out["event"] = self.event
+        else:
+            out["condition"] = self.condition.source
+        return out
+
+    @property
+    def label(self) -> str:
+        if self.kind == "node":
+            return f"{self.when} {self.node}"
+        return f"event {self.event}" if self.kind == "event" else f"when {self.condition.source}"
+
+
+def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
+    """What a front end draws of one node: shape, status, namespace, ports, loop counter."""
+    node = runner.nodes[path]
+    out: dict[str, Any] = {"path": path, "name": node.name, "class": type(node).__name__,
+                           "parent": path.rpartition("/")[0] or None,
+                           "children": [runner.path_of(child) for child in node.children],
+                           "status": node.status.value, "namespace": getattr(node, "namespace", None),
+                           "counter": _counter(node), "ports": []}
+    if isinstance(node, JianmuNodeMixin):
+        for direction, declared, bound, resolve in (
+                ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
+                ("out", node.output_ports, node.output_bindings, node.resolve_output_port)):
+            out["ports"] += [[direction, port, resolve(port)] for port in dict.fromkeys([*declared, *bound])]
+    error = getattr(node, "last_error", None)
+    if error is not None:
+        out["error"] = {"error": error.error, "traceback": error.traceback}
+    return out
+
+
+def _counter(node: Any) -> str | None:
+    if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
+        return f"iter {node.iteration_count}/{node.max_iterations}"
+    return None
+
+
+class DebugController:
+    """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
+
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None]):
+        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once."""
+        self.runner = runner
+        self._wakeup = wakeup
+        self.breakpoints: dict[int, ServerBreakpoint] = {}
+        self.paused: dict[str, Any] | None = None  # the stop the run is held at, if any
+        self._next_id = 1
+        self._resume = asyncio.Event()
+        self._pause_requested = False
+        self._stepping = False
+        self._attached = False
+        self._detachers: list[Callable[[], Any]] = []
+        self.outbox: deque[dict[str, Any]] = deque()
+        self._dirty_state: set[tuple[str, str]] = set()
+        self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
+        self._dropped = 0
+        self._event_hit: str | None = None
+        self._approvals_dirty = False
+        self._sent_statuses: dict[str, str] = {}
+        self._sent_counters: dict[str, str | None] = {}
+        self._indexed: object = None
+        self._report: dict[str, Any] | None = None
+
+    # -- attaching -----------------------------------------------------------------
+    def attach(self, *, paused: bool = False) -> dict[str, Any]:
+        """Install the hooks and subscriptions; returns the full picture the client starts from."""
+        runner = self.runner
+        self._attached = True
+        self._pause_requested = paused
+        self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
+                           runner.state_manager.subscribe(self._on_state_change),
+                           runner.event_bus.subscribe(self._on_event)]
+        approvals = runner.context.approval_manager
+        if approvals is not None:
+            self._detachers.append(approvals.on_change(self._on_approval))
+        return self.picture()
+
+    def detach(self) -> None:
+        """Forget the client: hooks removed, breakpoints cleared, a held run released."""
+        self._attached = False
+        for undo in self._detachers:
+            undo()
+        self._detachers = []
+        self.breakpoints.clear()
+        self._sync_stop_before()
+        self._pause_requested = self._stepping = False
+        self._resume.set()
+
+    def picture(self) -> dict[str, Any]:
+        """The whole run as the client first sees it (and again after `resync`); updates follow from here."""
+        runner = self.runner
+        self.outbox.clear()
+        self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
+        self._events.clear()
+        tree = [describe_node(runner, path) for path in runner.nodes]
+        self._sent_statuses = {node["path"]: node["status"] for node in tree}
+        self._sent_counters = {node["path"]: node["counter"] for node in tree}
+        return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
+                "finished": runner.finished, "paused": self.paused,
+                "tree": tree,
+                "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
+                "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
+
+    # -- what changed --------------------------------------------------------------
+    def _on_state_change(self, change: StateChange) -> None:
+        namespace = change.namespace or ""
+        self._dirty_state.update((namespace, key) for key in change.changes)
+        self._wakeup(False)
+
+    def _on_event(self, event: RuntimeEvent) -> None:
+        if len(self._events) == self._events.maxlen:
+            self._dropped += 1
+        self._events.append(event)
+        if self._event_hit is None:
+            for bp in self.breakpoints.values():
+                if bp.kind == "event" and bp.event == event.type:
+                    self._event_hit = bp.label
+                    break
+        self._wakeup(False)
+
+    def _on_approval(self, request: Any) -> None:
+        self._approvals_dirty = True
+        self._wakeup(False)
+
+    def _approvals(self) -> list[dict[str, Any]]:
+        approvals = self.runner.context.approval_manager
+        return [item.model_dump(mode="json") for item in approvals.pending()] if approvals is not None else []
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Queue a message, after an update that brings the client up to this moment."""
+        self.seal()
+        self.outbox.append(message)
+        self._wakeup(True)
+
+    def seal(self) -> None:
+        """Turn what changed since the last update into one `update` message (none if nothing did)."""
+        update = self._take_update()
+        if update is not None:
+            self.outbox.append(update)
+
+    def _take_update(self) -> dict[str, Any] | None:
+        runner = self.runner
+        update: dict[str, Any] = {}
+        if runner.nodes is not self._indexed:  # the tree was re-indexed (a subtree compiled)
+            self._indexed = runner.nodes
+            update["tree"] = [describe_node(runner, path) for path in runner.nodes]
+            self._sent_statuses = {node["path"]: node["status"] for node in update["tree"]}
+            self._sent_counters = {node["path"]: node["counter"] for node in update["tree"]}
+        statuses = {}
+        for path, node in runner.nodes.items():
+            status = node.status.value
+            old = self._sent_statuses.get(path)
+            if old != status:
+                statuses[path] = [old, status]
+                self._sent_statuses[path] = status
+            counter = _counter(node)
+            if counter is not None and self._sent_counters.get(path) != counter:
+                update.setdefault("counters", {})[path] = self._sent_counters[path] = counter
+        if statuses:
+            update["nodes"] = statuses
+            errors = {path: describe_node(runner, path)["error"] for path in statuses
+                      if getattr(runner.nodes[path], "last_error", None) is not None}
+            if errors:
+                update["errors"] = errors
+        if self._dirty_state:
+            sm, dirty, self._dirty_state = runner.state_manager, self._dirty_state, set()
+            for namespace, key in sorted(dirty):
+                ns = namespace or None
+                if sm.contains(key, ns):
+                    update.setdefault("state", []).append([namespace, key, sm.get(key, ns)])
+                else:
+                    update.setdefault("removed", []).append([namespace, key])
+        if self._events:
+            update["events"] = list(self._events)
+            self._events.clear()
+        if self._dropped:
+            update["dropped_events"], self._dropped = self._dropped, 0
+        if self._approvals_dirty:
+            self._approvals_dirty = False
+            update["approvals"] = self._approvals()
+        if self._report is not None:
+            update["report"], self._report = self._report, None
+        if not update:
+            return None
+        update.update(type="update", run_id=runner.run_id, tick=runner.tick_count, status=runner.status.value)
+        return update
+
+    # -- holding the run -----------------------------------------------------------
+    async def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
+        if self._pause_requested:
+            self._pause_requested = False
+            await self.hold("paused", f"paused before tick {tick}")
+
+    async def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
+        self._report = {"tick": report.tick, "status": report.status.value,
+                        "duration_ms": round(report.duration_ms, 3),
+                        "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
+                        "state_keys": report.state_keys}
+        self._wakeup(False)
+        stop = self._stop_after(report)
+        if runner.finished:
+            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count})
+        elif stop is not None:
+            await self.hold(*stop)
+        await asyncio.sleep(0)  # let the connection read and send between ticks of a busy tree
+
+    def _stop_after(self, report: TickReport) -> tuple[str, str] | None:
+        if self._event_hit is not None:
+            label, self._event_hit = self._event_hit, None
+            return "breakpoint", f"breakpoint: {label}"
+        for bp in self.breakpoints.values():
+            if bp.kind == "node" and bp.when == "after" and bp.node in report.ticked:
+                return "breakpoint", f"breakpoint: {bp.label}"
+        conditions = [bp for bp in self.breakpoints.values() if bp.kind == "condition"]
+        if conditions:
+            snapshot = self._condition_scope()
+            for bp in conditions:
+                try:
+                    now = bp.condition.evaluate(snapshot)
+                except ConditionError as exc:
+                    del self.breakpoints[bp.id]
+                    return "error", f"{exc} (breakpoint {bp.id} removed)"
+                hit, bp.was_true = now and not bp.was_true, now
+                if hit:
+                    return "breakpoint", f"breakpoint: {bp.label}"
+        if self._stepping:
+            self._stepping = False
+            return "step", f"tick {report.tick}"
+        if self._pause_requested:
+            self._pause_requested = False
+            return "paused", f"paused after tick {report.tick}"
+        return None
+
+    def _condition_scope(self) -> dict[str, dict[str, Any]]:
+        sm = self.runner.state_manager
+        return {ns or "": sm.view(ns) for ns in sm.namespaces()}
+
+    async def hold(self, kind: str, message: str, **where: Any) -> None:
+        """Keep the run here until the client continues, steps, or goes away."""
+        if not self._attached:
+            return
+        self.paused = {"kind": kind, "message": message, "tick": self.runner.tick_count, **where}
+        self._resume.clear()
+        self.post({"type": "paused", **self.paused})
+        try:
+            await self._resume.wait()
+        finally:
+            self.paused = None
+        if self._attached:
+            self.post({"type": "resumed", "tick": self.runner.tick_count})
+
+    # -- what the client asks ------------------------------------------------------
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Serve one request; returns the `ok` fields, or raises `ProtocolError`."""
+        kind = message["type"]
+        handler = getattr(self, "_do_" + kind, None)
+        if handler is None:
+            raise ProtocolError("unknown_type", f"{kind!r} is not allowed here")
+        return handler(message) or {}
+
+    def _do_ping(self, message):
+        return {"tick": self.runner.tick_count}
+
+    def _do_resync(self, message):
+        return {"picture": self.picture()}
+
+    def _do_pause(self, message):
+        if self.paused is None:
+            self._pause_requested = True
+        return {"paused": self.paused is not None}
+
+    def _do_continue(self, message):
+        self._pause_requested = self._stepping = False
+        self._resume.set()
+
+    def _do_step(self, message):
+        if self.paused is None:
+            raise ProtocolError("not_paused", "step needs a paused run: pause first")
+        self._stepping = True
+        self._resume.set()
+
+    def _do_break(self, message):
+        kind = message["kind"]
+        bp = ServerBreakpoint(self._next_id, kind)
+        if kind == "node":
+            bp.node, bp.when = str(message.get("node")), message.get("when", "after")
+            if bp.node not in self.runner.nodes:
+                raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
+            if bp.when not in ("before", "after"):
+                raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
+        elif kind == "event":
+            bp.event = str(message.get("event") or "").strip()
+            if not bp.event:
+                raise ProtocolError("bad_request", "an event breakpoint needs 'event', for example tool.call.failed")
+        elif kind == "condition":
+            try:
+                bp.condition = Condition(str(message.get("condition") or ""))
+                bp.was_true = bp.condition.evaluate(self._condition_scope())  # fires on the next change to true
+            except ConditionError as exc:
+                raise ProtocolError("bad_request", str(exc)) from None
+        else:
+            raise ProtocolError("bad_request", f"breakpoint kind is node, event or condition, not {kind!r}")
+        self._next_id += 1
+        self.breakpoints[bp.id] = bp
+        self._sync_stop_before()
+        return {"breakpoint": bp.describe()}
+
+    def _do_unbreak(self, message):
+        if self.breakpoints.pop(message["breakpoint"], None) is None:
+            raise ProtocolError("bad_request", f"no breakpoint {message['breakpoint']!r}")
+        self._sync_stop_before()
+
+    def _sync_stop_before(self) -> None:
+        """The runner's node boundaries are exactly the client's before-breakpoints."""
+        self.runner.stop_before = self.before_paths()
+
+    def before_paths(self) -> set[str]:
+        return {bp.node for bp in self.breakpoints.values() if bp.kind == "node" and bp.when == "before"}
+
+    def _require_paused(self, what: str) -> None:
+        if self.paused is None:
+            raise ProtocolError("not_paused", f"pause the run before {what}")
+
+    def _do_edit_state(self, message):
+        self._require_paused("editing state")
+        key, value = str(message["key"]), message["value"]
+        try:
+            namespace = normalize_namespace(message.get("namespace"))
+            sm = self.runner.state_manager
+            old = sm.get(key, namespace)
+            sm.load({key: value}, namespace, signal=True)
+        except (StateValidationError, ValueError) as exc:
+            raise ProtocolError("bad_request", str(exc)) from None
+        self.runner.event_bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
+                                                               "old": old, "new": value})
+
+    def _do_edit_binding(self, message):
+        self._require_paused("rebinding a port")
+        path, direction, port = str(message["node"]), message["direction"], str(message["port"])
+        node = self.runner.nodes.get(path)
+        if node is None:
+            raise ProtocolError("bad_request", f"no node at path {path!r}")
+        if not isinstance(node, JianmuNodeMixin):
+            raise ProtocolError("bad_request", f"{path} is a plain py_trees node: it has no ports")
+        if direction not in ("in", "out"):
+            raise ProtocolError("bad_request", f"direction must be 'in' or 'out', not {direction!r}")
+        key = str(message["key"]).strip().removeprefix("state.")
+        if not key:
+            raise ProtocolError("bad_request", "a binding needs a state key")
+        old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
+        node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
+        self.runner.event_bus.publish(EventType.BINDING_CHANGED,
+                                      {"direction": direction, "port": port, "old": old, "new": key}, node=path)
+        return {"node": describe_node(self.runner, path)}
+
+    def _approval_manager(self):
+        approvals = self.runner.context.approval_manager
+        if approvals is None:
+            raise ProtocolError("bad_request", "this agent has no approval manager")
+        return approvals
+
+    def _do_approve(self, message):
+        try:
+            self._approval_manager().approve(str(message["approval"]), message.get("reason"))
+        except KeyError as exc:
+            raise ProtocolError("bad_request", str(exc)) from None
+
+    def _do_deny(self, message):
+        try:
+            self._approval_manager().deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
+        except KeyError as exc:
+            raise ProtocolError("bad_request", str(exc)) from None
+
+
+__all__ = ["DebugController", "ServerBreakpoint", "describe_node"]

@@ -1,0 +1,96 @@
+"""The debug protocol's vocabulary: version, message types, error codes, limits, parsing.
+
+Everything here is what `docs/protocol.md` specifies; the server and the client both use
+it so the two sides cannot drift apart. A message is one JSON object per WebSocket text
+frame with a `type`; requests may carry an `id` that the answer (`ok` / `error`) echoes
+as `re`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
+MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
+DEFAULT_PORT = 7777
+DEFAULT_HEARTBEAT = 10.0  # seconds without a pong before a client is dropped and the agent released
+
+# what a client may send, with the fields each one requires
+REQUESTS: dict[str, tuple[str, ...]] = {
+    "hello": ("protocol", "token"),
+    "ping": (),
+    "pause": (),
+    "continue": (),
+    "step": (),
+    "break": ("kind",),
+    "unbreak": ("breakpoint",),
+    "edit_state": ("key", "value"),
+    "edit_binding": ("node", "direction", "port", "key"),
+    "approve": ("approval",),
+    "deny": ("approval",),
+    "resync": (),
+}
+
+
+class ProtocolError(Exception):
+    """A message that cannot be served; `code` is one of the protocol's error codes."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_request(text: str | bytes) -> dict[str, Any]:
+    """One client message, checked for shape (not meaning); raises `ProtocolError`."""
+    if len(text) > MAX_MESSAGE:
+        raise ProtocolError("too_large", f"message of {len(text)} bytes exceeds the limit of {MAX_MESSAGE}")
+    try:
+        message = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError("bad_json", f"not JSON: {exc}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError("bad_message", "a message is a JSON object with a string 'type'")
+    kind = message["type"]
+    if kind not in REQUESTS:
+        raise ProtocolError("unknown_type", f"unknown message type {kind!r}")
+    missing = [name for name in REQUESTS[kind] if name not in message]
+    if missing:
+        raise ProtocolError("bad_message", f"{kind}: missing field {missing[0]!r}")
+    return message
+
+
+def encode(message: dict[str, Any]) -> str:
+    """JSON text of a server message; values JSON cannot hold are sent as their repr."""
+    return json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False, separators=(",", ":"))
+
+
+def error(code: str, message: str, re: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "error", "code": code, "message": message}
+    if re is not None:
+        out["re"] = re
+    return out
+
+
+def parse_address(address: str | int) -> tuple[str, int]:
+    """`host:port`, `:port` or a bare port (loopback); raises `ValueError` with the reason."""
+    text = str(address).strip()
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"debug address {text!r}: expected host:port, for example 127.0.0.1:{DEFAULT_PORT}") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"debug address {text!r}: port {number} is out of range")
+    return host, number
+
+
+__all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "PROTOCOL_VERSION", "REQUESTS",
+           "ProtocolError", "encode", "error", "parse_address", "parse_request"]

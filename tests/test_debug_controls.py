@@ -1,0 +1,169 @@
+"""The debug server's controls, served in this process: step, pause, breakpoints, edits, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from runtime import Agent
+from runtime.debug import DebugClient, DebugError, DebugServer
+from runtime.engine.behaviour import Behaviour
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "t0ken"
+
+
+def sample(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "sample_trees" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build(), getattr(module, "INPUT", None)
+
+
+class Count(BaseModel):
+    count: int = -10**9
+
+
+class CountToZero(Behaviour):
+    """One state write (and wake) per tick until the count reaches 0: a run too long to end by itself here."""
+
+    def update(self) -> Status:
+        count = self.read_state("count") + 1
+        self.write_state({"count": count})
+        return Status.SUCCESS if count >= 0 else Status.RUNNING
+
+
+@contextlib.asynccontextmanager
+async def served(agent: Agent, input_data=None, heartbeat: float = 30.0):
+    """An agent's run served on a free port; yields (runner, client, run task) with the run held at its start."""
+    runner = agent.make_runner()
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, heartbeat=heartbeat, wait=30)
+    await server.listen()
+
+    async def run() -> Status:
+        await server.wait_for_client()
+        try:
+            return await server.run(input_data=input_data)
+        finally:
+            await server.close()
+
+    task = asyncio.create_task(run())
+    client = await DebugClient.connect(f"127.0.0.1:{server.port}", TOKEN)
+    try:
+        await until(client, "paused")
+        yield runner, client, task
+    finally:
+        await client.close()
+        await asyncio.wait([task], timeout=30)
+
+
+async def until(client: DebugClient, message_type: str, **fields) -> dict:
+    while (message := await asyncio.wait_for(client.next_message(), 30)) is not None:
+        if message["type"] == message_type and fields.items() <= message.items():
+            return message
+    raise AssertionError(f"closed before a {message_type!r} message")
+
+
+async def test_step_runs_one_tick_and_holds_after_it():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        await client.request("step")
+        assert (await until(client, "paused"))["tick"] == 1
+        assert runner.tick_count == 1
+        await client.request("step")
+        assert (await until(client, "paused"))["tick"] == 2
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+
+
+async def test_after_event_and_condition_breakpoints_each_stop_the_run():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        tools = "Calculator/Calculator.loop/Calculator.tools"
+        await client.request("break", kind="event", event="tool.call.completed")
+        await client.request("break", kind="condition", condition="len(messages) >= 4")
+        after = (await client.request("break", kind="node", node=tools, when="after"))["breakpoint"]
+        await client.request("continue")
+        assert (await until(client, "paused"))["message"] == f"breakpoint: after {tools}"
+        await client.request("unbreak", breakpoint=after["id"])
+        await client.request("continue")
+        assert (await until(client, "paused"))["message"] == "breakpoint: event tool.call.completed"
+        await client.request("continue")
+        assert (await until(client, "paused"))["message"] == "breakpoint: when len(messages) >= 4"
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+
+
+async def test_pause_holds_a_busy_run_and_edits_need_it_held():
+    agent = Agent(CountToZero("counter"), state_schema=Count)
+    async with served(agent) as (runner, client, task):
+        await client.request("continue")
+        await until(client, "resumed")
+        with pytest.raises(DebugError, match="not_paused"):
+            await client.request("edit_state", key="count", value=0)
+        with pytest.raises(DebugError, match="not_paused"):
+            await client.request("step")
+        await client.request("pause")
+        paused = await until(client, "paused")
+        assert paused["kind"] == "paused" and runner.tick_count == paused["tick"] > 0
+        await client.request("edit_state", key="count", value=-100)
+        with pytest.raises(DebugError, match="bad_request"):  # the schema says int
+            await client.request("edit_state", key="count", value="many")
+        await client.request("break", kind="condition", condition="count == -90")
+        await client.request("continue")
+        assert (await until(client, "paused"))["message"] == "breakpoint: when count == -90"
+        assert runner.state_manager.get("count") == -90
+        await client.close()  # going away releases the run, breakpoints and all
+        assert await asyncio.wait_for(task, 30) == Status.SUCCESS
+        assert runner.stop_before == frozenset() and runner.state_manager.get("count") == 0
+
+
+async def test_an_approval_answered_by_the_debugger_lets_the_run_finish():
+    agent, data = sample("approval_guard")
+    async with served(agent, data) as (runner, client, task):
+        await client.request("continue")
+        while not (update := await until(client, "update")).get("approvals"):
+            pass
+        request = update["approvals"][0]
+        assert request["tool"] == "send_email"
+        assert runner.suspended  # the run waits for the answer instead of returning
+        await client.request("approve", approval=request["id"])
+        assert (await until(client, "finished"))["status"] == "SUCCESS"
+        assert await task == Status.SUCCESS
+    assert "notified" in agent.result_from(runner).final_answer
+
+
+async def test_a_binding_edit_rebinds_the_port_and_is_recorded():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        llm = "Calculator/Calculator.loop/Calculator.llm"
+        port = runner.nodes[llm].input_ports[0]
+        reply = await client.request("edit_binding", node=llm, direction="in", port=port, key="state.scratch")
+        assert ["in", port, "scratch"] in reply["node"]["ports"]
+        assert runner.nodes[llm].resolve_input_port(port) == "scratch"
+        with pytest.raises(DebugError, match="no node"):
+            await client.request("edit_binding", node="nope", direction="in", port=port, key="x")
+        update = await until(client, "update")
+        assert [e["type"] for e in update["events"]] == ["binding.changed"]
+        await client.request("edit_binding", node=llm, direction="in", port=port, key=port)
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+
+
+async def test_resync_sends_the_whole_picture_again():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        await client.request("step")
+        await until(client, "paused")
+        picture = (await client.request("resync"))["picture"]
+        assert picture["tick"] == 1 and picture["paused"]["kind"] == "step"
+        assert {node["path"] for node in picture["tree"]} == set(runner.nodes)
+        assert picture["state"][""]["messages"][0]["content"] == "What is 25 * 4 + 10?"
+        await client.request("continue")
+        assert await task == Status.SUCCESS
