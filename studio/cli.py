@@ -4,6 +4,7 @@
     jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
     jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
+    jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
 is one line on stderr; `--debug` shows the traceback as well.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -88,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
                             parents=[debug])
     replay.add_argument("db", type=Path)
     replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
+    attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
+    attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
+    attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     return parser
 
 
@@ -96,7 +101,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "run", "replay"):
+        if arg not in ("open", "run", "replay", "attach"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -113,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
+        if args.command == "attach":
+            return asyncio.run(attach(args))
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
         if args.debug:
@@ -269,6 +276,29 @@ def open_recorded(args: argparse.Namespace) -> int:
     from .app import StudioApp
 
     StudioApp(session).run()
+    return 0
+
+
+async def attach(args: argparse.Namespace) -> int:
+    """The TUI on a remote run: connected here, in the loop the app then runs in."""
+    from runtime.debug import DebugError
+
+    from .app import StudioApp
+    from .remote_session import RemoteSession
+
+    token = args.token or os.environ.get("JIANMU_DEBUG_TOKEN") or ""
+    try:
+        session = await RemoteSession.connect(args.address, token)
+    except ValueError as exc:  # a malformed address
+        raise UsageError(str(exc)) from exc
+    except DebugError as exc:
+        raise UsageError(f"{args.address}: {exc.message}") from exc
+    except OSError as exc:
+        raise UsageError(f"{args.address}: no debug server there ({exc.strerror or exc})") from exc
+    try:
+        await StudioApp(session).run_async()
+    finally:
+        await session.close()
     return 0
 
 
