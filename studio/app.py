@@ -183,7 +183,7 @@ class MainScreen(Screen):
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:
             self._offered.add(fresh[0].id)
-            self.app.push_screen(ApprovalScreen(fresh[0], self.session.check_arguments), self._decided)
+            self.app.push_screen(ApprovalScreen(fresh[0], getattr(self.session, "check_arguments", None)), self._decided)
 
     # -- which keys apply now (the Footer shows only these) -----------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -298,7 +298,7 @@ class MainScreen(Screen):
     def action_approvals(self) -> None:
         pending = self.session.pending_approvals()
         if pending:
-            self.app.push_screen(ApprovalScreen(pending[0], self.session.check_arguments), self._decided)
+            self.app.push_screen(ApprovalScreen(pending[0], getattr(self.session, "check_arguments", None)), self._decided)
         else:
             self.notify("no tool call is waiting for approval", title="approve")
 
@@ -307,7 +307,10 @@ class MainScreen(Screen):
             return
         try:
             if decision.approved:
-                self.session.approve(decision.approval_id, decision.arguments)
+                if decision.arguments is None:  # a remote session approves as asked
+                    self.session.approve(decision.approval_id)
+                else:
+                    self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:
