@@ -4,6 +4,7 @@
     jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
     jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
+    jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
 is one line on stderr; `--debug` shows the traceback as well.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -63,11 +65,15 @@ def _tick_count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
-    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
+    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)", parents=[debug])
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+                         parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
     run.add_argument("--max-ticks", type=_tick_count, default=None)
@@ -75,13 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    run.add_argument("--bindings", type=Path, metavar="FILE",
+                     help="apply a bindings file first (the studio's \"apply and save\" writes one beside the store)")
     run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
                      help="approve pending calls of TOOL, or of every tool (repeatable)")
     run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
-    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything")
+    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
+                            parents=[debug])
     replay.add_argument("db", type=Path)
     replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
+    attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
+    attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
+    attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     return parser
 
 
@@ -90,7 +102,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "run", "replay"):
+        if arg not in ("open", "run", "replay", "attach"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -107,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
+        if args.command == "attach":
+            return asyncio.run(attach(args))
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
         if args.debug:
@@ -205,6 +219,12 @@ async def run_headless(args: argparse.Namespace) -> int:
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
+    if args.bindings is not None:
+        if not args.bindings.is_file():
+            raise UsageError(f"{args.bindings}: no such bindings file")
+        problems = session.apply_bindings_file(args.bindings)
+        if problems:
+            raise UsageError(problems[0])
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
@@ -218,9 +238,11 @@ async def run_headless(args: argparse.Namespace) -> int:
         print(f"jianmu-studio: {_record_end(session, failure)}", file=sys.stderr, flush=True)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
+    failure = session.failure
+    error = failure.line if failure else (stop.message if stop.kind == "error" else None)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
-               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
+               "error": error, "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
@@ -229,6 +251,8 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
+    if error:
+        print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
               f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
@@ -261,7 +285,7 @@ def _record_end(session: DebugSession, reason: str) -> str:
 
 def open_studio(args: argparse.Namespace) -> int:
     session = _load(args)
-    for warning in session.apply_bindings_file():
+    for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
         print(f"jianmu-studio: {warning}", file=sys.stderr)
     from .app import StudioApp
 
@@ -277,6 +301,29 @@ def open_recorded(args: argparse.Namespace) -> int:
     from .app import StudioApp
 
     StudioApp(session).run()
+    return 0
+
+
+async def attach(args: argparse.Namespace) -> int:
+    """The TUI on a remote run: connected here, in the loop the app then runs in."""
+    from runtime.debug import DebugError
+
+    from .app import StudioApp
+    from .remote_session import RemoteSession
+
+    token = args.token or os.environ.get("JIANMU_DEBUG_TOKEN") or ""
+    try:
+        session = await RemoteSession.connect(args.address, token)
+    except ValueError as exc:  # a malformed address
+        raise UsageError(str(exc)) from exc
+    except DebugError as exc:
+        raise UsageError(f"{args.address}: {exc.message}") from exc
+    except OSError as exc:
+        raise UsageError(f"{args.address}: no debug server there ({exc.strerror or exc})") from exc
+    try:
+        await StudioApp(session).run_async()
+    finally:
+        await session.close()
     return 0
 
 

@@ -26,11 +26,13 @@ def run_state_text(session: DebugSession) -> str:
 
 
 class StatusLine(Static):
-    """Run state · tick · root status · tokens · branch · the session's last message."""
+    """Run state · why it failed · tick · root status · tokens · branch · the session's last message."""
 
     def show(self, session: DebugSession) -> None:
         sep = (" │ ", "dim")
+        failure = getattr(session, "failure", None)  # first, so a narrow screen keeps it
         line = Text.assemble((f" {run_state_text(session)} ", f"reverse {STATE_STYLES[session.run_state]}"),
+                             *((sep, (f"✘ {failure.headline}", "bold red")) if failure else ()),
                              sep, f"tick {session.tick}", sep, "root ", status_text(session.root_status),
                              sep, f"tokens {session.tokens}", sep,
                              f"branch {getattr(session, 'branch', None) or 'main'}")
@@ -38,6 +40,6 @@ class StatusLine(Static):
         if viewing is not None:
             line.append_text(Text.assemble(sep, (f" PAST: tick {field_of(viewing, 'tick')} (read-only) · "
                                                  "esc: back to live ", "reverse bold yellow")))
-        if session.message:
+        if session.message and not failure:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
         self.update(line)
