@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+from platformdirs import user_downloads_path
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -27,12 +29,15 @@ from runtime.engine.runner import TickReport
 from .commands import StudioCommands
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
+from .screens.breakpoints import BreakpointsScreen
 from .screens.choice import ChoiceScreen
 from .screens.help import HelpScreen
+from .screens.model_call import ModelCallsScreen
 from .screens.prompt import PromptScreen
 from .screens.state_editor import StateEditor
+from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
-from .widgets.events_pane import FILTER_EXAMPLE, EventsPane
+from .widgets.events_pane import EventsPane, filter_example
 from .widgets.node_detail import NodeDetailPane
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
@@ -49,16 +54,22 @@ class MainScreen(Screen):
     """Tree, node detail and state on top; events and timeline below; status line and keys."""
 
     BINDINGS = [
-        Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick"),
+        Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick (step over)"),
+        Binding("s,f11", "step_into", "Step into", id="step-into",
+                tooltip="Run to the next node inside the tick, stopping before it runs"),
         Binding("c,f5", "continue", "Continue", id="continue", tooltip="Tick until a breakpoint, a suspension or the end"),
         Binding("p", "pause", "Pause", id="pause", tooltip="Pause a continuing run after the current tick"),
         Binding("b,f9", "toggle_breakpoint", "Breakpoint", id="breakpoint",
-                tooltip="Toggle a breakpoint on the selected node"),
+                tooltip="Toggle a breakpoint on the selected node (stops before it runs)"),
+        Binding("B", "breakpoints", "Breakpoints", id="breakpoints",
+                tooltip="Every breakpoint with its hits: add, enable/disable, before/after, delete"),
         Binding("r", "restart", "Restart", id="restart", tooltip="A fresh run of the same tree and input"),
         Binding("e", "edit_bindings", "Bindings", id="edit-bindings",
                 tooltip="Edit the selected node's port bindings"),
         Binding("f", "replay_fork", "Replay/fork", id="replay-fork",
                 tooltip="Replay or fork from the selected checkpoint"),
+        Binding("m", "model_calls", "Model calls", id="model-calls",
+                tooltip="The model calls of the selected node (or of the run): messages, tools, response"),
         Binding("a", "approvals", "Approve", id="approvals", tooltip="Approve or deny a pending tool call"),
         Binding("slash", "filter_events", "Filter", id="filter-events", tooltip="Filter events by type, node, text"),
         Binding("escape", "live", "Live", id="live", tooltip="Leave the past checkpoint, back to the live run"),
@@ -106,7 +117,7 @@ class MainScreen(Screen):
         """Called from inside the run: only buffer, never draw here."""
         if kind == "event":
             self._events.append(data)
-        elif kind == "tick":
+        elif kind in ("tick", "subtick"):  # subtick: a swarm agent's tick, its paths @agent/…
             self._reports.append(data)
         else:
             self._dirty = True
@@ -143,8 +154,9 @@ class MainScreen(Screen):
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        if frame.key != self._shape or not tree.knows(touched):
-            self._shape = frame.key
+        shape = getattr(session, "tree_shape", frame.key)  # a remote session has one frame
+        if shape != self._shape or not tree.knows(touched):
+            self._shape = shape
             ticked = set(last.ticked) if last is not None and viewing is None else set()
             tree.sync(session.node_views(), ticked)
         else:
@@ -177,14 +189,14 @@ class MainScreen(Screen):
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:
             self._offered.add(fresh[0].id)
-            self.app.push_screen(ApprovalScreen(fresh[0]), self._decided)
+            self.app.push_screen(ApprovalScreen(fresh[0], getattr(self.session, "check_arguments", None)), self._decided)
 
     # -- which keys apply now (the Footer shows only these) -----------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         session = self.session
         viewing = session.viewing is not None
         busy = session.run_state in BUSY
-        if action in ("step", "continue", "toggle_breakpoint"):
+        if action in ("step", "step_into", "continue", "toggle_breakpoint"):
             return None if busy else True  # in the past or a recording they say why they cannot run
         if action in ("restart", "edit_bindings"):
             return None if busy or viewing or session.recorded_run is not None else True
@@ -193,9 +205,7 @@ class MainScreen(Screen):
         if action == "live":
             return viewing and session.recorded_run is None  # a recording has no live run to go back to
         if action == "replay_fork":
-            return True
-        if action == "approvals":
-            return bool(session.pending_approvals())
+            return callable(getattr(session, "fork_from", None))
         return True
 
     # -- intents -------------------------------------------------------------------
@@ -214,6 +224,9 @@ class MainScreen(Screen):
     def action_step(self) -> None:
         if not self._refused():
             self._intent(self.session.step)
+
+    def action_step_into(self) -> None:
+        self._intent(self.session.step_into)
 
     def action_continue(self) -> None:
         if not self._refused():
@@ -244,8 +257,20 @@ class MainScreen(Screen):
         path = self._selected_path()
         if path is not None:
             on_now = self.session.toggle_node_breakpoint(path)
-            self.notify(f"breakpoint {'set on' if on_now else 'removed from'} {path}")
+            self.notify(f"breakpoint: stop before {path} runs (B lists them)" if on_now
+                        else f"breakpoint removed from {path}")
             self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
+
+    def action_breakpoints(self) -> None:
+        self.app.push_screen(BreakpointsScreen(self.session))  # its changes notify the session's listeners
+
+    def action_model_calls(self) -> None:
+        path = self.query_one(TreePane).selected_path
+        calls = self.session.model_calls(path) if path else []
+        title = f"model calls of {path}"
+        if not calls:
+            calls, title = self.session.model_calls(), "model calls of this run"
+        self.app.push_screen(ModelCallsScreen(title, calls, self.session.model_call))
 
     def action_edit_bindings(self) -> None:
         path = self._selected_path()
@@ -264,31 +289,47 @@ class MainScreen(Screen):
     def _edit_state(self, event: StatePane.EditRequested) -> None:
         self.app.push_screen(StateEditor(self.session, event.namespace, event.key, event.value), self._edited_state)
 
+    @on(StatePane.ValueRequested)
+    def _show_value(self, event: StatePane.ValueRequested) -> None:
+        self.app.push_screen(ValueScreen(f"{event.namespace + '.' if event.namespace else ''}{event.key}",
+                                         event.value))
+
     def _edited_state(self, applied: bool | None) -> None:
         if applied:
             self.notify("state edited" + (" (staged): f forks with it" if self.session.viewing is not None else ""))
 
     def action_filter_events(self) -> None:
         pane = self.query_one(EventsPane)
+        example = self.filter_example
         self.app.push_screen(
-            PromptScreen("filter events", f"for example: {FILTER_EXAMPLE}   (empty: show all)",
-                         value=pane.filter.text, placeholder=FILTER_EXAMPLE),
+            PromptScreen("filter events", f"for example: {example}   (empty: show all)",
+                         value=pane.filter.text, placeholder=example),
             lambda text: text is not None and pane.refilter(text, self.session.frame_events()))
 
+    @property
+    def filter_example(self) -> str:
+        """An events filter built from this tree's own node names."""
+        return filter_example([view.name for view in self.session.node_views()])
+
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
+        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)], self.filter_example))
 
     def action_approvals(self) -> None:
         pending = self.session.pending_approvals()
         if pending:
-            self.app.push_screen(ApprovalScreen(pending[0]), self._decided)
+            self.app.push_screen(ApprovalScreen(pending[0], getattr(self.session, "check_arguments", None)), self._decided)
+        else:
+            self.notify("no tool call is waiting for approval", title="approve")
 
     def _decided(self, decision: Decision | None) -> None:
         if decision is None:
             return
         try:
             if decision.approved:
-                self.session.approve(decision.approval_id)
+                if decision.arguments is None:  # a remote session approves as asked
+                    self.session.approve(decision.approval_id)
+                else:
+                    self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:
@@ -362,6 +403,17 @@ class StudioApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's screenshot goes to ~/Downloads when there is one, else to the working directory.
+
+        Textual would write into a Downloads folder that does not exist (and fail); the
+        notification then names the file where it really is.
+        """
+        downloads = user_downloads_path()
+        return super().deliver_screenshot(filename, path or str(downloads if downloads.is_dir() else Path.cwd()),
+                                          time_format)
 
     @property
     def main(self) -> MainScreen:

@@ -1,4 +1,5 @@
-"""Breakpoints: on a node, on an event type, or on a condition over state.
+"""Breakpoints: on a node (before it runs, or after its status changes), on an event type,
+or on a condition over state; each counts its hits and can be disabled without being lost.
 
 Conditions are small Python expressions (`rounds >= 2`, `len(messages) > 3 and not done`,
 `agent.rounds == 1` for a namespaced key), compiled by `runtime.debug.conditions` (shared
@@ -16,31 +17,51 @@ from runtime.debug.conditions import ConditionError as BreakpointError
 from runtime.engine.events import RuntimeEvent
 from runtime.engine.runner import TickReport
 
+NodeMoment = Literal["before", "after"]
+NODE_MOMENTS: tuple[NodeMoment, ...] = ("before", "after")
+
 
 @dataclass
 class Breakpoint:
-    """One breakpoint. `kind` says which of `node` / `event_type` / `condition` applies."""
+    """One breakpoint. `kind` says which of `node` / `event_type` / `condition` applies.
+
+    A node breakpoint stops *before* the node runs (inside the tick, at the runner's node
+    boundary: its update and async work not started, so state and bindings can be edited
+    first), or *after* its status changes (at the end of that tick).
+    """
 
     kind: Literal["node", "event", "condition"]
     node: str | None = None
-    on: Literal["tick", "status"] = "tick"
+    on: NodeMoment = "before"
     event_type: str | None = None
     condition: Condition | None = None
     enabled: bool = True
+    hits: int = 0
     _was_true: bool = field(default=False, repr=False)
 
     @property
     def label(self) -> str:
         if self.kind == "node":
-            return f"node {self.node} ({'ticked' if self.on == 'tick' else 'status changes'})"
+            return f"{self.on} {self.node}" if self.on == "before" else f"after {self.node} changes status"
         if self.kind == "event":
             return f"event {self.event_type}"
         return f"when {self.condition.source}"
 
+    @property
+    def where(self) -> str:
+        """What it watches: a node path, an event type, a condition's text."""
+        if self.kind == "node":
+            return self.node or ""
+        if self.kind == "event":
+            return self.event_type or ""
+        return self.condition.source
+
+    def stops_before(self, path: str) -> bool:
+        return self.enabled and self.kind == "node" and self.on == "before" and self.node == path
+
     def hit_by_tick(self, report: TickReport) -> bool:
-        if self.kind != "node":
-            return False
-        return self.node in (report.ticked if self.on == "tick" else report.changed)
+        """An after-breakpoint: its node's status changed in this (completed) tick."""
+        return self.kind == "node" and self.on == "after" and self.node in report.changed
 
     def hit_by_event(self, event: RuntimeEvent) -> bool:
         return self.kind == "event" and event.type == self.event_type
@@ -55,4 +76,29 @@ class Breakpoint:
         return hit
 
 
-__all__ = ["Breakpoint", "BreakpointError", "Condition"]
+    # -- kept across restarts (see `studio.persist`) -----------------------------------
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "enabled": self.enabled}
+        if self.kind == "node":
+            data.update(node=self.node, on=self.on)
+        elif self.kind == "event":
+            data["event_type"] = self.event_type
+        else:
+            data["condition"] = self.condition.source
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Breakpoint:
+        """One saved breakpoint; `BreakpointError` when it is not one."""
+        kind = data.get("kind")
+        enabled = bool(data.get("enabled", True))
+        if kind == "node" and isinstance(data.get("node"), str) and data.get("on", "before") in NODE_MOMENTS:
+            return cls("node", node=data["node"], on=data.get("on", "before"), enabled=enabled)
+        if kind == "event" and isinstance(data.get("event_type"), str):
+            return cls("event", event_type=data["event_type"], enabled=enabled)
+        if kind == "condition" and isinstance(data.get("condition"), str):
+            return cls("condition", condition=Condition(data["condition"]), enabled=enabled)
+        raise BreakpointError(f"not a breakpoint: {dict(data)!r}")
+
+
+__all__ = ["NODE_MOMENTS", "Breakpoint", "BreakpointError", "Condition", "NodeMoment"]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.memory.checkpoint import StoreError, export_run
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import Source, StoreError, export_run
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
 from .loader import TreeLoadError
@@ -64,11 +65,15 @@ def _tick_count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
-    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
+    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)", parents=[debug])
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+                         parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
     run.add_argument("--max-ticks", type=_tick_count, default=None)
@@ -76,11 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    run.add_argument("--bindings", type=Path, metavar="FILE",
+                     help="apply a bindings file first (the studio's \"apply and save\" writes one beside the store)")
     run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
                      help="approve pending calls of TOOL, or of every tool (repeatable)")
     run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
-    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything")
+    replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
+                            parents=[debug])
     replay.add_argument("db", type=Path)
     replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
@@ -211,6 +219,12 @@ async def run_headless(args: argparse.Namespace) -> int:
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
+    if args.bindings is not None:
+        if not args.bindings.is_file():
+            raise UsageError(f"{args.bindings}: no such bindings file")
+        problems = session.apply_bindings_file(args.bindings)
+        if problems:
+            raise UsageError(problems[0])
     out = sys.stdout
     session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
@@ -218,11 +232,17 @@ async def run_headless(args: argparse.Namespace) -> int:
     while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
         left = None if args.max_ticks is None else args.max_ticks - session.tick
         stop = await session.continue_(max_ticks=left)
+    failure = stop.message if stop.kind == "error" else _unwritten_events(session)
+    if failure is not None:  # a run that could not be recorded is no success, whatever its tree says
+        print(f"jianmu-studio: the run stopped: {failure}", file=sys.stderr, flush=True)
+        print(f"jianmu-studio: {_record_end(session, failure)}", file=sys.stderr, flush=True)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
+    failure = session.failure
+    error = failure.line if failure else (stop.message if stop.kind == "error" else None)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
-               "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
+               "error": error, "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
@@ -231,6 +251,8 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
+    if error:
+        print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
               f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
@@ -238,12 +260,32 @@ async def run_headless(args: argparse.Namespace) -> int:
         with replacing(args.trace) as out_file:
             count = export_run(session.store, session.run_id, out_file)
         print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
-    return 0 if session.root_status.value == "SUCCESS" else 1
+    return 0 if session.root_status.value == "SUCCESS" and failure is None else 1
+
+
+def _unwritten_events(session: DebugSession) -> str | None:
+    """Why the run's last events are not in its store, or None once they are."""
+    try:
+        session.runner.checkpoints.flush()
+    except StoreError as exc:
+        return f"its last events were not written: {exc}"
+    return None
+
+
+def _record_end(session: DebugSession, reason: str) -> str:
+    """Write how a stopped run ended into its store (a last checkpoint with status ERROR, after a
+    `run.failed` event and whatever was not written): the line that says whether it could."""
+    session.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": reason})
+    try:
+        session.runner.checkpoints.save(Source.UPDATE, status="ERROR")
+    except StoreError as exc:
+        return f"its end could not be recorded either: {exc}"
+    return f"its end is recorded in {session.store.location} (status ERROR)"
 
 
 def open_studio(args: argparse.Namespace) -> int:
     session = _load(args)
-    for warning in session.apply_bindings_file():
+    for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
         print(f"jianmu-studio: {warning}", file=sys.stderr)
     from .app import StudioApp
 

@@ -15,6 +15,8 @@ from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import EventType
 from runtime.state import StateKeys, StateValidationError, normalize_namespace
 
+from .persist import read_json, tree_file, write_json
+
 if TYPE_CHECKING:
     from .session import DebugSession
 
@@ -81,39 +83,38 @@ class EditsMixin:
 
     @property
     def bindings_file(self: DebugSession) -> Path:
-        return self.loaded.path.with_suffix(".bindings.json")
+        """Where "apply and save" keeps this tree's bindings: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "bindings")
 
     def save_bindings(self: DebugSession) -> Path:
-        self.bindings_file.write_text(json.dumps(self.bindings(), indent=2) + "\n")
-        return self.bindings_file
+        return write_json(self.bindings_file, self.bindings())
 
-    def apply_bindings_file(self: DebugSession) -> list[str]:
-        """Re-apply a saved bindings file; returns one warning per entry that no longer fits."""
-        if not self.bindings_file.exists():
-            return []
+    def apply_bindings_file(self: DebugSession, path: Path | None = None) -> list[str]:
+        """Apply a saved bindings file (this tree's by default); one line per entry that does not fit."""
+        path = path or self.bindings_file
         try:
-            data = json.loads(self.bindings_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
-        except (OSError, UnicodeDecodeError, RecursionError) as exc:
-            return [f"{self.bindings_file}: cannot be read ({type(exc).__name__}); ignored"]
+            data = read_json(path)
+        except ValueError as exc:
+            return [f"{exc}; ignored"]
+        if data is None:
+            return []
         if not isinstance(data, dict):
-            return [f"{self.bindings_file}: not an object of node paths ({type(data).__name__}); ignored"]
+            return [f"{path}: not an object of node paths ({type(data).__name__}); ignored"]
         warnings = []
-        for path, ports in data.items():
+        for node_path, ports in data.items():
             if not isinstance(ports, dict):
-                warnings.append(f"{self.bindings_file.name}: {path}: not an object of inputs/outputs; ignored")
+                warnings.append(f"{path.name}: {node_path}: not an object of inputs/outputs; ignored")
                 continue
             for direction, field_name in (("in", "inputs"), ("out", "outputs")):
                 entries = ports.get(field_name) or {}
                 if not isinstance(entries, dict):
-                    warnings.append(f"{self.bindings_file.name}: {path} {field_name}: not an object; ignored")
+                    warnings.append(f"{path.name}: {node_path} {field_name}: not an object; ignored")
                     continue
                 for port, key in entries.items():
                     try:
-                        self.edit_binding(path, direction, port, key)
+                        self.edit_binding(node_path, direction, port, key)
                     except EditError as exc:
-                        warnings.append(f"{self.bindings_file.name}: {path} {port}: {exc}")
+                        warnings.append(f"{path.name}: {node_path} {port}: {exc}")
         return warnings
 
     def edit_state(self: DebugSession, namespace: str | None, key: str, value: Any) -> None:

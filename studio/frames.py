@@ -10,7 +10,7 @@ checkpoint (a subtree compiled later is not drawn).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from py_trees.common import Status
@@ -21,6 +21,7 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
 from runtime.state import StateManager
 
+from .failure import ToolFailure
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
@@ -126,6 +127,7 @@ class NodeDetail:
     history: list[tuple[int, str, str]]  # (tick, old, new), this branch, up to the frame's tick
     error: str | None  # the last error as of the frame's tick
     traceback: str | None
+    failed_calls: list[ToolFailure] = field(default_factory=list)  # live: this run's failed tool calls
 
 
 class Frame:

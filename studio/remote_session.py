@@ -467,7 +467,9 @@ class RemoteSession:
     def pending_approvals(self) -> list[ApprovalRequest]:
         return [ApprovalRequest.model_validate(item) for item in self._mirror.approvals]
 
-    def approve(self, approval_id: str) -> None:
+    def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
+        if arguments is not None:
+            raise EditError("a remote run is approved as asked: corrected arguments are not sent over the protocol")
         self._send("approve", approval=approval_id)
         self._say("approval sent: the run goes on")
 

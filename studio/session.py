@@ -42,11 +42,16 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.state import StateValidationError
+from runtime.tools import ToolError
 
-from .breakpoints import Breakpoint, BreakpointError, Condition
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin
+from .failure import Failure, ToolFailureLog, failure_of
 from .frames import EventLog, Frame, HeadFrame, NodeDetail, NodeView, PastFrame, PortView, StampedEvent
 from .loader import LoadedTree, TreeLoadError, load_tree
+from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from .persist import read_json, tree_file, write_json
 from .timeline import Lineage, Mark, RunTimeline, StateNames
 
 Listener = Callable[[str, Any], None]
@@ -112,12 +117,15 @@ class DebugSession(EditsMixin):
         self.message = ""  # the last thing worth telling the user (an error, a stop reason)
         self._listeners: list[Listener] = []
         self._pause = asyncio.Event()
-        self._event_hits: list[str] = []
+        self._event_hits: list[Breakpoint] = []
         self._divergence: str | None = None
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
+        self._child_hit: StopReason | None = None
+        self._model_tokens: dict[str | None, int] = {}  # run id -> tokens of its model.call.completed
         self._attach(loaded)
+        self.breakpoint_warnings = self._load_breakpoints()
 
     def _attach(self, loaded: LoadedTree) -> None:
         """Drive the agent a tree file built: a runner of its own, on a bus of its own."""
@@ -127,7 +135,10 @@ class DebugSession(EditsMixin):
         self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
         self.runner.add_tick_hook(after=self._saved)
         self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
+        self.children = SwarmChildren(self.runner, self._on_child_tick)
+        self.tool_failures = ToolFailureLog(self.bus)
         self.bus.subscribe(self._on_event)
+        self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -179,9 +190,15 @@ class DebugSession(EditsMixin):
         stamped = StampedEvent(branch, event, self._saved_at == (branch, event.tick))
         self.log.add(stamped)
         self.events.append(stamped)
+        if event.type == EventType.MODEL_CALL_COMPLETED:
+            usage = event.payload.get("usage") or {}
+            self._model_tokens[event.run_id] = self._model_tokens.get(event.run_id, 0) + int(
+                usage.get("total_tokens", 0))
+        elif event.type == EventType.SWARM_AGENT_SPAWNED:
+            self.children.on_event(event)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
-                self._event_hits.append(bp.label)
+                self._event_hits.append(bp)
         if event.type == EventType.NODE_ERROR and event.payload.get("error", "").startswith("ReplayDivergence"):
             self._divergence = event.payload["error"]
         self._notify("event", stamped)
@@ -219,19 +236,84 @@ class DebugSession(EditsMixin):
         return {bp.node for bp in self.breakpoints if bp.kind == "node" and bp.node}
 
     def node_views(self) -> list[NodeView]:
-        return self.frame.node_views(self._breakpoint_paths())
+        """The frame's tree; live, each swarm agent's tree too (under the node that spawned it)."""
+        views = self.frame.node_views(self._breakpoint_paths())
+        if self.viewing is None:
+            views += [self._child_view(child_path(agent_id, path))
+                      for agent_id, runner in self.children.runners().items() for path in runner.nodes]
+        return views
+
+    @property
+    def tree_shape(self) -> tuple:
+        """Changes when the tree pane must be rebuilt: the frame, the swarm agents and their trees."""
+        return self.frame.key, self.children.shape if self.viewing is None else ()
 
     def node_view(self, path: str) -> NodeView:
         self._node(path)
-        return self.frame.node_view(path, self._breakpoint_paths())
+        if split_child_path(path) is not None:
+            return self._child_view(path)
+        view = self.frame.node_view(path, self._breakpoint_paths())
+        if self.viewing is None:  # the agents this node spawned hang under it
+            view.children += [child_path(a, next(iter(r.nodes))) for a, r in self.children.runners().items()
+                              if self.children.spawned_by.get(a) == path and r.nodes]
+        return view
+
+    def _child_view(self, path: str) -> NodeView:
+        """A swarm agent's node: always live (agents' runners keep no checkpoints)."""
+        runner, inner = self._locate(path)
+        node = runner.nodes[inner]
+        agent_id = split_child_path(path)[0]
+        counter = None
+        if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
+            counter = f"iter {node.iteration_count}/{node.max_iterations}"
+        parent = (child_path(agent_id, inner.rpartition("/")[0]) if "/" in inner
+                  else self.children.spawned_by.get(agent_id))
+        return NodeView(
+            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"), parent=parent,
+            children=[child_path(agent_id, runner.path_of(child)) for child in node.children],
+            status=node.status, namespace=getattr(node, "namespace", None), counter=counter,
+            breakpoint=path in self._breakpoint_paths())
+
+    def _locate(self, path: str) -> tuple[ReactiveRunner, str]:
+        """The runner a node path belongs to (the host's, or a swarm agent's) and its path there."""
+        if split_child_path(path) is None:
+            return self.runner, path
+        found = self.children.resolve(path)
+        if found is None:
+            raise EditError(f"no node at path {path!r}")
+        return found
 
     def node_detail(self, path: str) -> NodeDetail:
-        self._node(path)
-        return self.frame.node_detail(path, self._breakpoint_paths())
+        node = self._node(path)
+        if split_child_path(path) is not None:
+            return self._child_detail(path, node)
+        detail = self.frame.node_detail(path, self._breakpoint_paths())
+        failure = self.failure
+        if detail.error is None and failure is not None and failure.node == path:
+            detail.error = failure.headline
+        if self.viewing is None:
+            detail.failed_calls = self.tool_failures.of(path, self.run_id)
+        return detail
+
+    def _child_detail(self, path: str, node) -> NodeDetail:
+        ports: list[PortView] = []
+        if isinstance(node, JianmuNodeMixin):
+            sm = self._locate(path)[0].state_manager
+            for direction, declared, bound, resolve in (
+                    ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
+                    ("out", node.output_ports, node.output_bindings, node.resolve_output_port)):
+                for port in dict.fromkeys([*declared, *bound]):
+                    key = resolve(port)
+                    ports.append(PortView(port, key, direction, sm.get(key, node.namespace)))
+        error = getattr(node, "last_error", None)
+        return NodeDetail(self._child_view(path), ports, [], error.error if error else None,
+                          error.traceback if error else None)
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
-        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in)."""
-        return self.frame.state()
+        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in);
+        live, each swarm agent's namespaces too."""
+        state = self.frame.state()
+        return {**state, **self.children.snapshot()} if self.viewing is None else state
 
     def marks(self) -> dict[str, Mark]:
         """Keys whose value differs from the previous checkpoint of the frame's branch."""
@@ -264,12 +346,37 @@ class DebugSession(EditsMixin):
 
     @property
     def tokens(self) -> int:
-        """Total tokens used by every LLM node of the live run, all namespaces added up."""
+        """Tokens of every model call of this run: the host's, its skills' and its swarm agents'.
+
+        Counted from `model.call.completed` events, so a skill namespace cleared when it
+        ends keeps its share; a replay serves recorded answers without calling the model,
+        so the state's `llm.usage` (all namespaces added up) counts when it is larger.
+        """
         total = 0
         for ns in self.runner.state_manager.namespaces():
             usage = self.runner.state_manager.get("llm.usage", ns) or {}
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return total
+        return max(total, self._model_tokens.get(self.run_id, 0))
+
+    @property
+    def failure(self) -> Failure | None:
+        """Why the run failed (node, first error line, termination reason); None unless it did."""
+        if self.viewing is not None:
+            return None
+        key = (id(self.runner), self.run_id, self.tick, self.root_status)
+        if self._failure[0] != key:
+            self._failure = (key, failure_of(self.agent, self.runner))
+        return self._failure[1]
+
+    def model_calls(self, node: str | None = None) -> list[ModelCall]:
+        """This run's model calls (of one node, or all), from the events; `model_call()` adds the I/O."""
+        run_id = self.recorded_run or self.run_id
+        calls = collect([e for e in self.events if e.type in MODEL_EVENTS and e.run_id == run_id])
+        return [call for call in calls if node is None or call.node == node]
+
+    def model_call(self, call: ModelCall) -> ModelCall:
+        """The call with its recorded request (messages, tools, config) and response from the store."""
+        return fill_from_store(call, self.store)
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
@@ -282,15 +389,28 @@ class DebugSession(EditsMixin):
                 if node.status == Status.RUNNING and not node.children]
 
     def _node(self, path: str):
+        runner, inner = self._locate(path)
         try:
-            return self.runner.nodes[path]
+            return runner.nodes[inner]
         except KeyError:
             raise EditError(f"no node at path {path!r}") from None
 
+    def _on_child_tick(self, agent_id: str, report: TickReport) -> bool:
+        """A swarm agent ticked: redraw its nodes; True (hold the agent) when a breakpoint of its nodes hit."""
+        self._notify("subtick", report)
+        hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
+        if not hits or self.run_state not in (RunState.RUNNING, RunState.WAITING):
+            return False
+        self._child_hit = self._hit(hits[0])
+        self._pause.set()
+        return True
+
     # -- running -------------------------------------------------------------------
     def _ensure_started(self) -> None:
+        """Before the run moves: a fresh run if none yet, stops matching the enabled breakpoints."""
         if self.runner.run_id is None:
             self._start_run()
+        self._sync_stops()
 
     def _start_run(self) -> None:
         """A fresh run, remembered in the store with its tree file so it can be reopened; its
@@ -326,13 +446,35 @@ class DebugSession(EditsMixin):
             return None
         self._ensure_started()
         self._pause.clear()
+        self.children.release()
         if not await self._wait_until_ready():
             self._set_state(RunState.PAUSED, "paused")
             return None
         report = await self.runner.step()
-        self._after_tick(report)
-        self._settle(StopReason("step", f"tick {report.tick}"))
+        self._settle(self._after_tick(report) or StopReason("step", f"tick {report.tick}"))
         return report
+
+    async def step_into(self) -> TickReport | None:
+        """To the next node boundary inside the tick (before that node runs), or to the tick's end."""
+        if self.run_state in (RunState.RUNNING, RunState.WAITING) or self.viewing is not None \
+                or self.runner.finished or self.runner.suspended:
+            return await self.step()  # says why it cannot step
+        self._ensure_started()
+        self._pause.clear()
+        if not await self._wait_until_ready():
+            self._set_state(RunState.PAUSED, "paused")
+            return None
+        report = await self.runner.step_into()
+        hit = self._after_tick(report)
+        where = report.paused_at
+        self._settle(hit or StopReason("step", f"before {where.path} (tick {where.tick}, not run yet)" if where
+                                       else f"tick {report.tick}"))
+        return report
+
+    @property
+    def paused_at(self):
+        """The runner's `NodeBoundary` when a tick is held before a node, else None."""
+        return self.runner.paused_at
 
     async def continue_(self, max_ticks: int | None = None) -> StopReason:
         """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
@@ -344,6 +486,7 @@ class DebugSession(EditsMixin):
             return StopReason("refused", refusal)
         self._ensure_started()
         self._pause.clear()
+        self.children.release()
         self._set_state(RunState.RUNNING, "running")
         reason = StopReason("paused", "paused")
         ticks = 0
@@ -373,6 +516,8 @@ class DebugSession(EditsMixin):
                 await asyncio.sleep(0)  # let the views draw between ticks
         except Exception as exc:
             reason = StopReason("error", f"{type(exc).__name__}: {exc}")
+        if self._child_hit is not None:  # a swarm agent is held at a breakpoint
+            reason, self._child_hit = self._child_hit, None
         self._settle(reason)
         return reason
 
@@ -397,6 +542,11 @@ class DebugSession(EditsMixin):
         self._pause.set()
 
     def _after_tick(self, report: TickReport) -> StopReason | None:
+        self.children.runners()  # agents spawned by this tick are watched from now on
+        if not report.completed:  # held before a node: its changes come when the tick ends
+            self._notify("changed")
+            hits = [bp for bp in self.breakpoints if bp.stops_before(report.paused_at.path)]
+            return self._hit(hits[0]) if hits else None
         self.last_report = report
         self._notify("tick", report)
         if self._divergence is not None:
@@ -408,7 +558,7 @@ class DebugSession(EditsMixin):
             return hit
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_tick(report):
-                return StopReason("breakpoint", f"breakpoint: {bp.label}")
+                return self._hit(bp)
         return self._condition_hit()
 
     def _hit_between_ticks(self) -> StopReason | None:
@@ -419,9 +569,9 @@ class DebugSession(EditsMixin):
     def _event_hit(self) -> StopReason | None:
         if not self._event_hits:
             return None
-        label = self._event_hits[0]
+        bp = self._event_hits[0]
         self._event_hits.clear()
-        return StopReason("breakpoint", f"breakpoint: {label}")
+        return self._hit(bp)
 
     def _condition_hit(self) -> StopReason | None:
         conditions = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "condition"]
@@ -430,11 +580,15 @@ class DebugSession(EditsMixin):
             for bp in conditions:
                 try:
                     if bp.hit_by_state(snapshot):
-                        return StopReason("breakpoint", f"breakpoint: {bp.label}")
+                        return self._hit(bp)
                 except BreakpointError as exc:
                     bp.enabled = False
                     return StopReason("error", f"{exc} (breakpoint disabled)")
         return None
+
+    def _hit(self, bp: Breakpoint) -> StopReason:
+        bp.hits += 1
+        return StopReason("breakpoint", f"breakpoint: {bp.label}")
 
     def _settle(self, reason: StopReason) -> None:
         self.last_stop = reason
@@ -477,20 +631,66 @@ class DebugSession(EditsMixin):
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
     # -- breakpoints ---------------------------------------------------------------
-    def toggle_node_breakpoint(self, path: str, on: str = "tick") -> bool:
+    @property
+    def breakpoints_file(self) -> Path:
+        """Where this tree's breakpoints are kept: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "breakpoints")
+
+    def _load_breakpoints(self) -> list[str]:
+        """The breakpoints saved for this tree; one warning per entry (or file) that cannot be used."""
+        try:
+            saved = read_json(self.breakpoints_file) or []
+        except ValueError as exc:
+            return [f"{exc}; breakpoints not loaded"]
+        warnings = []
+        for data in saved if isinstance(saved, list) else []:
+            try:
+                self.breakpoints.append(Breakpoint.from_json(data if isinstance(data, dict) else {}))
+            except BreakpointError as exc:
+                warnings.append(f"{self.breakpoints_file.name}: {exc}; skipped")
+        self._sync_stops()
+        return warnings
+
+    def _breakpoints_changed(self) -> None:
+        self._sync_stops()
+        try:
+            write_json(self.breakpoints_file, [bp.to_json() for bp in self.breakpoints])
+        except OSError as exc:
+            self.message = f"breakpoints not saved: {self.breakpoints_file}: {exc.strerror}"
+        self._notify("changed")
+
+    def _sync_stops(self) -> None:
+        """The runner stops before the nodes of enabled before-breakpoints (its node boundaries)."""
+        self.runner.stop_before = {bp.node for bp in self.breakpoints if bp.enabled and bp.kind == "node"
+                                   and bp.on == "before" and split_child_path(bp.node) is None}
+
+    def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
         """Add or remove a node breakpoint; True when one is now set."""
         self._node(path)
         existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
         if existing:
             for bp in existing:
                 self.breakpoints.remove(bp)
-            self._notify("changed")
+            self._breakpoints_changed()
             return False
-        if on not in ("tick", "status"):
-            raise BreakpointError(f"a node breakpoint fires on 'tick' or 'status', not {on!r}")
-        self.breakpoints.append(Breakpoint("node", node=path, on=on))
-        self._notify("changed")
+        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
+
+    def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
+        """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
+        if on not in NODE_MOMENTS:
+            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
+        try:
+            self._node(path)
+        except EditError:
+            raise BreakpointError(f"no node at path {path!r}") from None
+        if on == "before" and split_child_path(path) is not None:
+            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
+                                  "changes (after:)")
+        bp = Breakpoint("node", node=path, on=on)
+        self.breakpoints.append(bp)
+        self._breakpoints_changed()
+        return bp
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:
         event_type = event_type.strip()
@@ -498,7 +698,7 @@ class DebugSession(EditsMixin):
             raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
         bp = Breakpoint("event", event_type=event_type)
         self.breakpoints.append(bp)
-        self._notify("changed")
+        self._breakpoints_changed()
         return bp
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
@@ -514,13 +714,23 @@ class DebugSession(EditsMixin):
         bp = Breakpoint("condition", condition=condition)
         bp._was_true = condition.evaluate(snapshot)  # validates names now, and fires on the next change
         self.breakpoints.append(bp)
-        self._notify("changed")
+        self._breakpoints_changed()
         return bp
+
+    def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
+        """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
+        if enabled is not None:
+            bp.enabled = enabled
+        if on is not None:
+            if bp.kind != "node" or on not in NODE_MOMENTS:
+                raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
+            bp.on = on
+        self._breakpoints_changed()
 
     def remove_breakpoint(self, bp: Breakpoint) -> None:
         if bp in self.breakpoints:
             self.breakpoints.remove(bp)
-            self._notify("changed")
+            self._breakpoints_changed()
 
     # -- timeline: checkpoints, the past, replay and fork -------------------------------
     @property
@@ -611,12 +821,29 @@ class DebugSession(EditsMixin):
     def pending_approvals(self) -> list[Any]:
         return list(self.approvals.pending()) if self.approvals is not None else []
 
-    def approve(self, approval_id: str) -> None:
+    def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
+        """Approve a pending call; with `arguments` (checked against the tool's schema) it runs with those."""
+        approvals = self._require_approvals()
         try:
-            self._require_approvals().approve(approval_id)
+            if arguments is not None:
+                self.check_arguments(approvals.get(approval_id), arguments)
+            approvals.approve(approval_id, arguments=arguments)
         except ApprovalError as exc:
             raise EditError(str(exc)) from None
         self._after_approval()
+
+    def check_arguments(self, request: Any, arguments: Any) -> None:
+        """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
+        if not isinstance(arguments, dict):
+            raise EditError(f"tool '{request.tool}': arguments must be a JSON object")
+        toolbox = getattr(self.runner.nodes.get(request.node or ""), "toolbox", None)
+        toolset = toolbox.toolset if toolbox is not None else None
+        if toolset is None:
+            return  # the tool is not known here: the executor checks the arguments when the call runs
+        try:
+            toolset.get(request.tool).validate(arguments)
+        except ToolError as exc:
+            raise EditError(str(exc)) from None
 
     def deny(self, approval_id: str, reason: str) -> None:
         try:

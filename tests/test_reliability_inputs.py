@@ -88,10 +88,11 @@ def test_a_malformed_bindings_file_is_a_warning_and_the_tree_still_opens(tmp_pat
     shutil.copy(TREE, tree)
     for content in ("[1, 2]", '{"TextPipeline/Normalize": 5}', '{"TextPipeline/Normalize": {"inputs": [1]}}',
                     '{"TextPipeline/Normalize": {"inputs": {"source_text": 7}}}', "{not json", "\udcff"):
-        tree.with_suffix(".bindings.json").write_bytes(content.encode("utf-8", "surrogateescape"))
         session = DebugSession.load(str(tree), db=tmp_path / "s.db")
+        session.bindings_file.parent.mkdir(exist_ok=True)  # kept beside the store (issue 11)
+        session.bindings_file.write_bytes(content.encode("utf-8", "surrogateescape"))
         warnings = session.apply_bindings_file()
-        assert len(warnings) == 1 and "pipeline.bindings.json" in warnings[0], (content, warnings)
+        assert len(warnings) == 1 and session.bindings_file.name in warnings[0], (content, warnings)
         assert "\n" not in warnings[0]
         assert session.node_views()  # the tree is open
 

@@ -45,21 +45,22 @@ async def test_continue_runs_to_the_end(session):
     assert session.run_state == RunState.READY and session.tick == 0
 
 
-async def test_node_breakpoint_stops_when_the_node_is_ticked(session):
+async def test_node_breakpoint_stops_before_the_node_runs(session):
     assert session.toggle_node_breakpoint("TextPipeline/Summarise")
     assert session.node_view("TextPipeline/Summarise").breakpoint
     stop = await session.continue_()
-    assert stop.kind == "breakpoint" and "TextPipeline/Summarise" in stop.message
-    assert session.last_report.ticked.count("TextPipeline/Summarise") == 1
+    assert stop.kind == "breakpoint" and stop.message == "breakpoint: before TextPipeline/Summarise"
+    assert session.paused_at.path == "TextPipeline/Summarise"  # inside the tick, before its update
+    assert session.node_view("TextPipeline/Summarise").status == Status.INVALID
     assert session.run_state == RunState.PAUSED
     first = session.tick
     assert (await session.continue_()).kind == "breakpoint"  # an async node is ticked again when it finishes
-    assert session.tick == first + 1
+    assert session.tick == first + 1 and session.breakpoints[0].hits == 2
     assert (await session.continue_()).kind == "finished"
 
 
 async def test_status_breakpoint_and_toggle_off(session):
-    session.toggle_node_breakpoint("TextPipeline/Count", on="status")
+    session.toggle_node_breakpoint("TextPipeline/Count", on="after")
     stop = await session.continue_()
     assert stop.kind == "breakpoint"
     assert "TextPipeline/Count" in session.last_report.changed
@@ -127,14 +128,16 @@ def test_bad_bindings_are_rejected_with_a_reason(session):
 
 
 def test_bindings_file_round_trip(tmp_path):
-    tree = tmp_path / "pipeline.py"
+    tree = tmp_path / "src" / "pipeline.py"
+    tree.parent.mkdir()
     tree.write_text(Path(PIPELINE).read_text())
-    session = DebugSession.load(str(tree))
+    session = DebugSession.load(str(tree), db=tmp_path / "runs.db")
     session.edit_binding("TextPipeline/Normalize", "in", "source_text", "summary")
     saved = session.save_bindings()
-    assert saved == tmp_path / "pipeline.bindings.json"
+    assert saved.parent == tmp_path / "runs.studio" and saved.name.startswith("pipeline-")  # beside the store
+    assert list(tree.parent.iterdir()) == [tree]  # nothing written into the source tree
     assert json.loads(saved.read_text())["TextPipeline/Normalize"]["inputs"] == {"source_text": "summary"}
-    reopened = DebugSession.load(str(tree))
+    reopened = DebugSession.load(str(tree), db=tmp_path / "runs.db")
     assert reopened.apply_bindings_file() == []
     assert reopened.node_detail("TextPipeline/Normalize").ports[0].key == "summary"
 

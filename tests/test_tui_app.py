@@ -72,7 +72,7 @@ async def test_continue_stops_at_a_node_breakpoint():
         await pilot.press("c")
         await settle(app, pilot)
         assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
-        assert "breakpoint: node TextPipeline/Summarise" in status_line(app)
+        assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
         assert session.run_state == RunState.PAUSED
 
 
@@ -149,7 +149,8 @@ async def test_edit_a_binding_and_the_next_tick_reads_the_new_key(tmp_path):
         await pilot.pause()
         assert app.screen is app.main
         assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "summary"}
-        assert (tmp_path / "text_pipeline.bindings.json").exists()
+        assert session.bindings_file.exists() and session.bindings_file.name.endswith(".bindings.json")
+        assert not (tmp_path / "text_pipeline.bindings.json").exists()  # beside the store, not the tree file
         assert any(e.type == "binding.changed" and e.payload["new"] == "summary" for e in session.events)
         await pilot.press("n")
         await settle(app, pilot)

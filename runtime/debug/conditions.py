@@ -14,6 +14,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .bounded import TooLarge, binary, call, parse_expression
+
 
 class ConditionError(ValueError):
     """A condition that cannot be compiled or evaluated; the message says why."""
@@ -62,7 +64,9 @@ class Condition:
         if not self.source:
             raise ConditionError("empty condition")
         try:
-            self._tree = ast.parse(self.source, mode="eval").body
+            self._tree = parse_expression(self.source)
+        except TooLarge as exc:
+            raise ConditionError(f"condition {self.source[:60]!r}…: {exc}") from None
         except SyntaxError as exc:
             raise ConditionError(f"condition {self.source!r}: syntax error at column {exc.offset}: {exc.msg}") from None
         self._check(self._tree)
@@ -122,7 +126,7 @@ class Condition:
             case ast.UnaryOp(op=ast.UAdd(), operand=operand):
                 return +self._eval(operand, scope)
             case ast.BinOp(left=left, op=op, right=right):
-                return _BINARY[type(op)](self._eval(left, scope), self._eval(right, scope))
+                return binary(type(op), _BINARY[type(op)], self._eval(left, scope), self._eval(right, scope))
             case ast.Compare(left=left, ops=ops, comparators=comparators):
                 current = self._eval(left, scope)
                 for op, comparator in zip(ops, comparators, strict=True):
@@ -132,7 +136,7 @@ class Condition:
                     current = other
                 return True
             case ast.Call(func=ast.Name(id=name), args=args):
-                return _FUNCTIONS[name](*(self._eval(a, scope) for a in args))
+                return call(name, _FUNCTIONS[name], [self._eval(a, scope) for a in args])
             case ast.List(elts=elts) | ast.Tuple(elts=elts):
                 return [self._eval(e, scope) for e in elts]
         raise ConditionError(f"condition {self.source!r}: cannot evaluate {type(node).__name__}")

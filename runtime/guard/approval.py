@@ -78,8 +78,10 @@ class ApprovalManager:
         self._announce(EventType.APPROVAL_REQUESTED, item, item.reason)
         return item
 
-    def approve(self, approval_id: str, reason: str | None = None) -> ApprovalRequest:
-        return self._resolve(approval_id, ApprovalStatus.APPROVED, reason)
+    def approve(self, approval_id: str, reason: str | None = None, *,
+                arguments: dict[str, Any] | None = None) -> ApprovalRequest:
+        """Approve; with `arguments`, the call runs with these instead (a human corrected them)."""
+        return self._resolve(approval_id, ApprovalStatus.APPROVED, reason, arguments)
 
     def deny(self, approval_id: str, reason: str | None = None) -> ApprovalRequest:
         return self._resolve(approval_id, ApprovalStatus.DENIED, reason)
@@ -118,11 +120,15 @@ class ApprovalManager:
             if item.resolved:
                 self._wake(item.id)
 
-    def _resolve(self, approval_id: str, status: ApprovalStatus, reason: str | None) -> ApprovalRequest:
+    def _resolve(self, approval_id: str, status: ApprovalStatus, reason: str | None,
+                 arguments: dict[str, Any] | None = None) -> ApprovalRequest:
         item = self.get(approval_id)
         if item.resolved:
             raise ApprovalError(f"approval '{approval_id}' for tool '{item.tool}' is already {item.status}")
-        item = item.model_copy(update={"status": status, "decision_reason": reason})
+        update: dict[str, Any] = {"status": status, "decision_reason": reason}
+        if arguments is not None:
+            update["arguments"] = dict(arguments)
+        item = item.model_copy(update=update)
         self._requests[approval_id] = item
         self._wake(approval_id)
         self._announce(EventType.APPROVAL_RESOLVED, item, reason)

@@ -5,7 +5,8 @@ For each call in `actions`, in order, a pre-flight decides its fate:
 - arguments that are not a JSON object, an unknown tool, arguments that fail the tool's
   schema, or a guard DENY: an error observation (and `tool.call.failed`), nothing runs;
 - a guard PENDING: an approval is requested and the node stays RUNNING (the run is
-  suspended) until a human approves (the call runs) or denies (an error observation);
+  suspended) until a human approves (the call runs, with the arguments the approval carries)
+  or denies (an error observation);
 - ALLOW: the call runs.
 
 Execution mode: `serial` runs one after another; `parallel` runs all at once; `auto`
@@ -88,6 +89,8 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                     if approval.status is not ApprovalStatus.APPROVED:
                         why = f": {approval.decision_reason}" if approval.decision_reason else ""
                         raise ToolError(f"tool '{call.name}' was not approved{why}")
+                    if approval.arguments != call.arguments:  # approved with corrected arguments
+                        call = actions[index] = call.model_copy(update={"arguments": dict(approval.arguments)})
                     ready.append((index, self._preflight(call, toolset, approved=True)[0]))
                 except ToolError as exc:
                     observations[index] = self._refuse(call, exc)

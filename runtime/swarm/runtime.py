@@ -39,6 +39,7 @@ from ..messages import human
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..engine.runner import ReactiveRunner
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,7 @@ class SwarmRuntime:
         self._agents: dict[str, SwarmAgent] = {self.host_id: SwarmAgent(self.host_id, role="host")}
         self._mailboxes: dict[str, Mailbox] = {self.host_id: Mailbox()}
         self._tasks: dict[str, asyncio.Task] = {}
+        self._children: dict[str, Agent] = {}
         self._groups: dict[str, list[str]] = {}
         self._topics: dict[str, list[str]] = {}
 
@@ -240,6 +242,14 @@ class SwarmRuntime:
             raise SwarmError(f"no agent {agent_id!r} in the swarm (agents: {', '.join(self._agents)})")
         return found
 
+    def runners(self) -> dict[str, ReactiveRunner]:
+        """The runner of each spawned agent that has started (its tree, statuses and state), by id.
+
+        A debugger's seam: it shows the agents' trees beside the host's and watches their
+        ticks (`add_tick_hook`); the swarm itself never reads them.
+        """
+        return {agent_id: child.runner for agent_id, child in self._children.items() if child.runner is not None}
+
     def mailbox_size(self, agent_id: str) -> int:
         """Messages queued for an agent and not yet received."""
         self.agent(agent_id)
@@ -271,6 +281,7 @@ class SwarmRuntime:
                              f"{type(exc).__name__}: {exc}") from exc
         self._wire(record, child)
         self._agents[record.id] = record
+        self._children[record.id] = child
         self._mailboxes[record.id] = Mailbox()
         for group in groups:
             self.join(record.id, group)

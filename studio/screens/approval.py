@@ -1,16 +1,24 @@
-"""A tool call waiting for a human: what it would do, and approve or deny (with a reason)."""
+"""A tool call waiting for a human: what it would do, and approve (maybe with corrected
+arguments, checked against the tool's schema) or deny (with a reason the model reads).
+
+ctrl+a approves and ctrl+d denies wherever the focus is (they win over the text boxes'
+own keys); Enter in the reason box denies with that reason; esc decides later.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+KEYS = "ctrl+a approve · ctrl+d deny · enter in the reason box denies · esc later"
 
 
 @dataclass
@@ -18,29 +26,38 @@ class Decision:
     approval_id: str
     approved: bool
     reason: str = ""
+    arguments: dict[str, Any] | None = None  # set when the human changed them
 
 
 class ApprovalScreen(ModalScreen[Decision | None]):
-    """Shows one pending `ApprovalRequest`; dismisses with a `Decision`, or None for "later"."""
+    """Shows one pending `ApprovalRequest`; dismisses with a `Decision`, or None for "later".
+
+    `check(request, arguments)` raises `ValueError` when edited arguments do not fit the tool.
+    """
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Later", id="approval-later"),
-                Binding("ctrl+a", "decide(True)", "Approve", id="approval-approve"),
-                Binding("ctrl+d", "decide(False)", "Deny", id="approval-deny")]
+                Binding("ctrl+a", "decide(True)", "Approve", id="approval-approve", priority=True),
+                Binding("ctrl+d", "decide(False)", "Deny", id="approval-deny", priority=True)]
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, check: Callable[[Any, Any], None] | None = None) -> None:
         super().__init__()
         self.request = request
+        self._check = check
+        self._original = json.dumps(request.arguments, indent=2, ensure_ascii=False, default=str)
 
     def compose(self) -> ComposeResult:
         request = self.request
-        with Vertical(classes="dialog wide") as dialog:
+        with VerticalScroll(classes="dialog wide") as dialog:  # scrolls on a small terminal
             dialog.border_title = f"approve tool call: {request.tool}"
+            dialog.border_subtitle = KEYS
             yield Label(f"tool       {request.tool}")
             yield Label(f"node       {request.node or '-'}")
             yield Label(f"why asked  {request.reason or '-'}")
-            yield Static(json.dumps(request.arguments, indent=2, ensure_ascii=False, default=str),
-                         id="approval-arguments")
-            yield Input(placeholder="reason (for a denial)", id="approval-reason")
+            yield Label("arguments (edit them to approve a corrected call; checked against the tool's schema)",
+                        classes="hint")
+            yield TextArea(self._original, language="json", id="approval-arguments")
+            yield Static("", id="approval-error", classes="error")
+            yield Input(placeholder="reason (for a denial; enter denies)", id="approval-reason")
             with Horizontal(classes="buttons"):
                 yield Button("Approve", variant="success", id="approve")
                 yield Button("Deny", variant="error", id="deny")
@@ -52,6 +69,32 @@ class ApprovalScreen(ModalScreen[Decision | None]):
         else:
             self.action_decide(event.button.id == "approve")
 
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_decide(False)
+
     def action_decide(self, approved: bool) -> None:
         reason = self.query_one("#approval-reason", Input).value.strip()
-        self.dismiss(Decision(self.request.id, approved, reason))
+        arguments = None
+        if approved:
+            try:
+                arguments = self._edited_arguments()
+            except ValueError as exc:
+                self.query_one("#approval-error", Static).update(f"✘ {exc}")
+                return
+        self.dismiss(Decision(self.request.id, approved, reason, arguments))
+
+    def _edited_arguments(self) -> dict[str, Any] | None:
+        """The arguments when the human changed them (checked), None when they did not."""
+        text = self.query_one("#approval-arguments", TextArea).text
+        if text.strip() == self._original.strip():
+            return None
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"arguments are not JSON: {exc.msg} (line {exc.lineno})") from None
+        if self._check is not None:
+            self._check(self.request, arguments)
+        elif not isinstance(arguments, dict):
+            raise ValueError("arguments must be a JSON object")
+        return arguments

@@ -9,22 +9,25 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..widgets.events_pane import FILTER_EXAMPLE
-
-ABOUT = f"""\
+ABOUT = """\
+Moving: tab / shift+tab go from pane to pane; arrows move inside one; enter opens what is under the cursor
 Tree: ✔ success  ✘ failure  ● running  ○ not ticked   ◆ breakpoint   highlighted: ticked by the last tick
-State: ● marks keys the last tick changed (old → new); enter opens long values; e edits the selected key
-Events: / filters — {FILTER_EXAMPLE}
+Node: its last error and failed tool calls first, then ports, status history and the traceback
+State: ● marks keys the last tick changed (old → new); enter shows a value whole; space opens a structure;
+  e edits the selected key
+Events: / filters — {example}
 Timeline: enter on a checkpoint views the past (read-only); f replays or forks from it; esc returns live
-ctrl+p: jump to a node or checkpoint, add a conditional or event breakpoint, change theme"""
+Breakpoints: b stops before the selected node runs; B lists them all (hits, enable/disable, before/after)
+ctrl+p: jump to a node or checkpoint, add a conditional or event breakpoint, change theme, screenshot"""
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
 
-    def __init__(self, bindings: list[Binding]) -> None:
+    def __init__(self, bindings: list[Binding], filter_example: str) -> None:
         super().__init__()
         self.keys = bindings
+        self.filter_example = filter_example
 
     def compose(self) -> ComposeResult:
         table = Table.grid(padding=(0, 2))
@@ -36,4 +39,4 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(classes="dialog wide") as dialog:
             dialog.border_title = "Jianmu Studio — help (esc to close)"
             yield Static(table)
-            yield Static(ABOUT, classes="hint")
+            yield Static(ABOUT.format(example=self.filter_example), classes="hint")

@@ -11,15 +11,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from runtime.debug.bounded import TooLarge, parse_value
+
 from ..session import DebugSession, EditError
-
-
-def parse_value(text: str) -> Any:
-    """JSON when it parses (`3`, `true`, `["a"]`), otherwise the text itself."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 class StateEditor(ModalScreen[bool]):
@@ -53,10 +47,10 @@ class StateEditor(ModalScreen[bool]):
         self._apply()
 
     def _apply(self) -> None:
-        value = parse_value(self.query_one("#state-value", Input).value)
         try:
+            value = parse_value(self.query_one("#state-value", Input).value)  # JSON, or the text itself
             self.session.edit_state(self.namespace or None, self.key, value)
-        except EditError as exc:
+        except (EditError, TooLarge) as exc:
             self.query_one("#state-error", Static).update(f"✘ {exc}")
             return
         self.dismiss(True)

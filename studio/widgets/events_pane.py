@@ -30,8 +30,14 @@ from runtime.engine.events import EventType
 from ..frames import StampedEvent
 from .values import preview
 
-FILTER_EXAMPLE = "type:tool. -type:node.status node:Normalize branch:fork-1 run:3f2a words -noise"
 FIELDS = ("type", "node", "branch", "run")
+
+def filter_example(node_names: list[str]) -> str:
+    """A filter naming two of the tree's own leaf-most nodes (`node:` terms cannot hold spaces)."""
+    names = [name for name in reversed(dict.fromkeys(node_names)) if name and " " not in name][:2]
+    if len(names) < 2:
+        return "type:tool. -type:node.status -noise"
+    return f"type:tool. -type:node.status node:{names[1]} -node:{names[0]} -noise"
 MAX_ROWS = 20_000  # the oldest rows drop off; the session keeps a longer history for refiltering
 SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
@@ -40,7 +46,8 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")  # would move the terminal's cursor
 
 @dataclass
 class EventFilter:
-    """Parsed from terms like FILTER_EXAMPLE: `-` excludes; terms of one field OR, fields AND."""
+    """Parsed from terms like `type:tool. -node:Count words` (see `filter_example`): `-` excludes;
+    terms of one field OR, fields AND."""
 
     text: str = ""
     include: dict[str, list[str]] = field(default_factory=dict)
@@ -104,7 +111,7 @@ def format_event(event: StampedEvent, branch: bool = False) -> str:
     payload = _delta(event) if event.type == EventType.TEXT_DELTA else preview(event.payload, 200)
     tick = f"t{event.tick}{'+' if event.between else ''}"
     where = f"{event.branch:<10} " if branch else ""
-    return _CONTROL.sub("�", f"{event.seq:>6} {where}{tick:<5} {event.type:<20} {node:<18} {payload}")
+    return _CONTROL.sub("�", f"{event.seq:>6} {where}{tick:<5} {event.type:<22} {node:<18} {payload}")
 
 
 class _Row:

@@ -1,5 +1,5 @@
 """Everything about the selected node: where it is, what its ports read and write now,
-how its status moved, and its last error with the traceback."""
+how its status moved; its last error and failed tool calls come first, the traceback last."""
 
 from __future__ import annotations
 
@@ -21,6 +21,22 @@ def _grid() -> Table:
     return grid
 
 
+def render_failures(detail: NodeDetail) -> list:
+    """The node's last error and its failed tool calls: first, because they are why one looks."""
+    parts: list = []
+    if detail.error:
+        parts += [Text("✘ last error", "bold red"), Text(detail.error, "red")]
+    if detail.failed_calls:
+        calls = _grid()
+        for failed in detail.failed_calls[-5:]:
+            arguments = preview(failed.arguments, 40) if failed.arguments is not None else ""
+            call = Text.assemble((failed.tool, "bold"), ("(", "dim"), arguments, (")", "dim"))
+            calls.add_row(f"tick {failed.tick}", Text.assemble(call, "  ", (failed.error, "red")))
+        title = f"✘ tool calls that failed ({len(detail.failed_calls)})"
+        parts += [Text(title, "bold red"), calls]
+    return parts
+
+
 def render_detail(detail: NodeDetail) -> Group:
     view = detail.view
     facts = _grid()
@@ -31,7 +47,7 @@ def render_detail(detail: NodeDetail) -> Group:
     if view.counter:
         status.append(f"   {view.counter}", "cyan")
     facts.add_row("status", status)
-    parts: list = [facts]
+    parts: list = [*render_failures(detail), facts]
     for direction, title in (("in", "inputs"), ("out", "outputs")):
         ports = [p for p in detail.ports if p.direction == direction]
         if ports:
@@ -45,10 +61,8 @@ def render_detail(detail: NodeDetail) -> Group:
         for tick, old, new in detail.history[-8:]:
             history.add_row(f"tick {tick}", Text.assemble(status_text(old), " → ", status_text(new)))
         parts += [Text("status history", "bold underline"), history]
-    if detail.error:
-        parts += [Text("last error", "bold underline red"), Text(detail.error, "red")]
-        if detail.traceback:
-            parts.append(Text(detail.traceback.rstrip(), "dim"))
+    if detail.traceback:
+        parts += [Text("traceback of the last error", "bold underline"), Text(detail.traceback.rstrip(), "dim")]
     return Group(*parts)
 
 

@@ -51,9 +51,17 @@ class StatePane(Tree[Key]):
             self.namespace, self.key, self.value = namespace, key, value
             super().__init__()
 
+    class ValueRequested(Message):
+        """Enter on a key: show its value whole (space opens and closes a structure in place)."""
+
+        def __init__(self, namespace: str, key: str, value: Any) -> None:
+            self.namespace, self.key, self.value = namespace, key, value
+            super().__init__()
+
     def __init__(self, **kwargs) -> None:
         super().__init__("state", **kwargs)
         self.show_root = False
+        self.auto_expand = False  # enter opens the full value; space expands
         self._namespace_nodes: dict[str, TreeNode[Key]] = {}
         self._key_nodes: dict[Key, TreeNode[Key]] = {}
         self._values: dict[Key, Any] = {}
@@ -106,11 +114,21 @@ class StatePane(Tree[Key]):
             if long:
                 _add_children(node, value)
 
-    def action_edit_value(self) -> None:
+    def _key_at_cursor(self) -> Key | None:
         node = self.cursor_node
         while node is not None and node.data is None:
             node = node.parent
-        if node is None or node.data not in self._values:
+        return node.data if node is not None and node.data in self._values else None
+
+    def action_edit_value(self) -> None:
+        key = self._key_at_cursor()
+        if key is None:
             self.notify("put the cursor on a state key to edit it", severity="warning")
             return
-        self.post_message(self.EditRequested(*node.data, self._values[node.data]))
+        self.post_message(self.EditRequested(*key, self._values[key]))
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        key = self._key_at_cursor()
+        if key is not None:
+            event.stop()
+            self.post_message(self.ValueRequested(*key, self._values[key]))

@@ -26,20 +26,24 @@ def run_state_text(session: DebugSession) -> str:
 
 
 class StatusLine(Static):
-    """Run state · tick · root status · tokens · branch · the session's last message."""
+    """Run state · why it failed · tick · root status · tokens · branch · the session's last message."""
 
     def show(self, session: DebugSession) -> None:
         """The run state, then tick, root status, tokens and branch of the frame shown."""
         sep = (" │ ", "dim")
         frame = session.frame
+        viewing = session.viewing
+        failure = getattr(session, "failure", None)  # first, so a narrow screen keeps it
+        tokens = session.tokens if viewing is None else frame.tokens  # live: every model call counted
         line = Text.assemble((f" {run_state_text(session)} ", f"reverse {STATE_STYLES[session.run_state]}"),
+                             *((sep, (f"✘ {failure.headline}", "bold red")) if failure else ()),
                              sep, f"tick {frame.tick}", sep, "root ", status_text(frame.root_status),
-                             sep, f"tokens {frame.tokens}", sep, f"branch {frame.branch}")
-        if session.viewing is not None:
+                             sep, f"tokens {tokens}", sep, f"branch {frame.branch}")
+        if viewing is not None:
             what = "RECORDING" if session.recorded_run is not None else "PAST"
             line.append_text(Text.assemble(sep, (f" {what}: tick {frame.tick} (read-only) · "
                                                  + ("f: replay/fork " if what == "RECORDING" else "esc: back to live "),
                                                  "reverse bold yellow")))
-        if session.message:
+        if session.message and not failure:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
         self.update(line)

@@ -1,6 +1,6 @@
 """`python -m runtime.memory.checkpoint`: look into a checkpoint store file.
 
-    list FILE                        the runs in a store
+    list FILE                        the runs in a store, with the checkpoint ids `show` takes
     export FILE --run ID [-o OUT]    a run's events as JSON Lines (stdout by default; OUT is never
                                      the store, an SQLite file or a source file, and an existing
                                      OUT is replaced only with --force)
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -35,7 +36,21 @@ def _list(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
         print(f"{store.location}: no runs")
     for run in runs:
         print(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {run.last_status:<8}  "
-              f"{_when(run.first_time)} .. {_when(run.last_time)}  branches: {', '.join(run.branches)}")
+              f"{_when(run.first_time)} .. {_when(run.last_time)}  branches: {', '.join(run.branches)}  "
+              f"ids {_ranges([info.id for info in store.list(run.run_id)])}")
+    if runs:
+        print(f"(show {store.location} ID prints one checkpoint)", file=sys.stderr)
+
+
+def _ranges(ids: list[int]) -> str:
+    """`1-6, 9, 12-13`: checkpoint ids, runs of consecutive ones folded."""
+    spans: list[list[int]] = []
+    for i in sorted(ids):
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
 
 
 def _export(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
@@ -73,11 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.set_defaults(func=_show)
     args = parser.parse_args(argv)
     try:
+        return _run(args)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not complain either
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         store = SQLiteCheckpointStore(args.file, create=False)
         try:
             args.func(store, args)
         finally:
             store.close()
+    except BrokenPipeError:
+        raise
     except (StoreError, CheckpointError, TraceError, OutputPathError, OSError) as exc:
         if args.debug:
             raise

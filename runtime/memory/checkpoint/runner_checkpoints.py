@@ -25,7 +25,7 @@ from ...engine.capture import RunnerState
 from ...engine.events import EventType, RuntimeEvent
 from ...state import GLOBAL, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
-from .store import CheckpointError, CheckpointStore
+from .store import CheckpointError, CheckpointStore, StoreError
 
 if TYPE_CHECKING:
     from ...engine.runner import ReactiveRunner, TickReport
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 LIST_MIN = 8  # lists at least this long are stored as chunks (appends cost only the new items)
 DECODED_LISTS = 16  # stored lists kept decoded and validated, for restores that read them again
 _FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
+SPILL_EVENTS = 2_000  # events held before they are written ahead of their tick's checkpoint (memory stays bounded)
 
 
 class RunnerCheckpoints:
@@ -56,6 +57,7 @@ class RunnerCheckpoints:
         self._events: list[tuple[str, RuntimeEvent]] = []
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
+        self._unwritten = False  # a write of events failed: the next save() tries again, and raises
         runner.event_bus.subscribe(self._on_event)
         if runner.context.io_recorder is None:
             from .io import IORecorder
@@ -69,18 +71,26 @@ class RunnerCheckpoints:
     def _on_event(self, event: RuntimeEvent) -> None:
         if self._restoring:
             return
-        if event.type == EventType.RUN_STARTED and event.payload.get("fresh"):
-            self._events.append(("main", event))
-            self.save(Source.INPUT)
-            return
-        self._events.append((self.branch, event))
-        if event.type in _FLUSH_ON:
-            self._flush()
+        try:
+            if event.type == EventType.RUN_STARTED and event.payload.get("fresh"):
+                self._events.append(("main", event))
+                self.save(Source.INPUT)
+                return
+            self._events.append((self.branch, event))
+            if event.type in _FLUSH_ON or (len(self._events) >= SPILL_EVENTS and not self._unwritten):
+                self.flush()
+        except StoreError:  # kept: the next save() writes them, or raises why it cannot and stops the run
+            self._unwritten = True
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write the events not written yet (what ends a run); `StoreError` if the store refuses."""
         if self._events:
             events, self._events = self._events, []
-            self.store.add_events(events)
+            try:
+                self.store.add_events(events)
+            except StoreError:
+                self._events[:0] = events
+                raise
 
     # -- saving ----------------------------------------------------------------------
     def after_tick(self, report: TickReport) -> None:
@@ -100,8 +110,9 @@ class RunnerCheckpoints:
         self._values.clear()
         self._touched = set()
 
-    def save(self, source: str = Source.UPDATE) -> int:
-        """Write a checkpoint of the runner as it is now; returns its id."""
+    def save(self, source: str = Source.UPDATE, status: str | None = None) -> int:
+        """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
+        returns its id. A store that cannot write it raises `StoreError`: the run must stop."""
         runner = self.runner
         if runner.run_id != self._run_id:
             self._start_session(runner.run_id, "main", None)
@@ -112,12 +123,16 @@ class RunnerCheckpoints:
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
-            status=runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
+            status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=self._status_delta(captured, full), resume=self._resume_delta(captured, full),
             state={}, bindings=self._bindings)
         record.state = self._state_delta(full, record.chunks)
-        checkpoint_id = self.store.save(record, self._events)
-        self._events = []
+        try:
+            checkpoint_id = self.store.save(record, self._events)
+        except StoreError as exc:  # the deltas just taken were never stored: the next save starts afresh, full
+            self._start_session(self._run_id, self.branch, self.head)
+            raise StoreError(f"checkpoint of tick {record.tick} not written: {exc}") from exc
+        self._events, self._unwritten = [], False
         self.head = checkpoint_id
         if full:
             self._base_id, self._since_full = checkpoint_id, 0
@@ -259,7 +274,7 @@ class RunnerCheckpoints:
 
     def _apply(self, cp: Checkpoint) -> None:
         runner = self.runner
-        self._flush()
+        self.flush()
         self._restoring = True
         try:
             runner.stop()  # cancels tasks in flight; their late writes are dropped (pitfall 6)

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
 from .store import StoreError
 
-LOCK_TIMEOUT = 2.0  # seconds a write waits for another process's commit before it fails
+LOCK_TIMEOUT = 15.0  # seconds a write waits for another process's commit (longer than a large one) before it fails
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _POLL = 0.1  # seconds between looks at another writer's commits (`wait_for_change`)
 

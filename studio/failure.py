@@ -1,0 +1,126 @@
+"""Why a run failed, in one line, and which tool calls failed on the way.
+
+The status line, the node pane, the headless CLI's error line and its `--json` `error`
+all read the same `Failure`, so a run tells one story everywhere: the failing node, the
+first line of its error, and the run's termination reason (`error`, `max_iterations`,
+`budget_exhausted`) as `AgentResult` names it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from py_trees.common import Status
+
+from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
+from runtime.state import InteractionKeys
+
+TOOL_FAILURES_KEPT = 20  # per node
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed run: where (`node`), why (`error`, maybe several lines) and its termination `reason`."""
+
+    node: str | None
+    error: str
+    reason: str
+
+    @property
+    def first_line(self) -> str:
+        text = self.error.strip()
+        return text.splitlines()[0] if text else self.reason
+
+    @property
+    def line(self) -> str:
+        """`node: first line of the error` (what a user reads first)."""
+        return f"{self.node}: {self.first_line}" if self.node else self.first_line
+
+    @property
+    def headline(self) -> str:
+        """`budget_exhausted at Squares: token budget spent…` (the status line and the CLI's stderr)."""
+        reason = "failed" if self.reason in ("error", "completed") else self.reason
+        where = f" at {self.node}" if self.node else ""
+        return f"{reason}{where}: {self.first_line}"
+
+
+def failure_of(agent: Any, runner: Any) -> Failure | None:
+    """The failure of a finished run, or None when the root did not fail."""
+    if runner.status != Status.FAILURE:
+        return None
+    result = agent.result_from(runner)
+    failed = _deepest_error(runner)
+    if failed is not None:
+        return Failure(failed[0], failed[1], result.termination_reason)
+    termination = _termination(runner)
+    node = termination.get("node") or _deepest_failure(runner)
+    if result.error:
+        error = result.error
+    elif termination.get("reason") == "max_iterations":
+        error = f"max_iterations: {termination.get('iterations')} of {termination.get('max_iterations')} used"
+    else:
+        error = f"{node or 'the tree'} returned FAILURE"
+    return Failure(node, error, result.termination_reason)
+
+
+def _deepest_error(runner: Any) -> tuple[str, str] | None:
+    """(path, error) of the deepest FAILURE node that raised (its `last_error`)."""
+    for path, node in reversed(runner.nodes.items()):
+        error = getattr(node, "last_error", None)
+        if node.status == Status.FAILURE and error is not None:
+            return path, error.error
+    return None
+
+
+def _deepest_failure(runner: Any) -> str | None:
+    """The deepest node that returned FAILURE without raising (a condition, a plain py_trees node)."""
+    return next((path for path, node in reversed(runner.nodes.items()) if node.status == Status.FAILURE), None)
+
+
+def _termination(runner: Any) -> dict[str, Any]:
+    """The termination metadata a loop wrote (in any namespace); {} when none did."""
+    sm = runner.state_manager
+    for namespace in sm.namespaces():
+        found = sm.get(InteractionKeys.TERMINATION, namespace)
+        if isinstance(found, dict) and found:
+            return found
+    return {}
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """One tool call that failed or was refused: which call, with what arguments, and why."""
+
+    run_id: str | None
+    tick: int
+    tool: str
+    call_id: str | None
+    arguments: Any
+    error: str
+
+
+class ToolFailureLog:
+    """The failed tool calls of each node, collected from `tool.call.*` events as they happen."""
+
+    def __init__(self, bus: RuntimeEventBus):
+        self._arguments: dict[str | None, Any] = {}
+        self._failures: dict[str, deque[ToolFailure]] = {}
+        bus.subscribe(self._on_event, types={EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})
+
+    def _on_event(self, event: RuntimeEvent) -> None:
+        payload = event.payload
+        if event.type == EventType.TOOL_CALL_STARTED:
+            self._arguments[payload.get("call_id")] = payload.get("arguments")
+            return
+        failure = ToolFailure(event.run_id, event.tick, str(payload.get("tool")), payload.get("call_id"),
+                              self._arguments.pop(payload.get("call_id"), None), str(payload.get("error", "")))
+        self._failures.setdefault(event.node or "", deque(maxlen=TOOL_FAILURES_KEPT)).append(failure)
+
+    def of(self, path: str, run_id: str | None) -> list[ToolFailure]:
+        """The failed calls of the node at `path` in run `run_id`, oldest first."""
+        return [failure for failure in self._failures.get(path, ()) if failure.run_id == run_id]
+
+
+__all__ = ["Failure", "ToolFailure", "ToolFailureLog", "failure_of"]

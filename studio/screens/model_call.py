@@ -1,0 +1,149 @@
+"""One model call, readable: the conversation sent, the tools offered, the config, the
+response, usage, latency and attempts. Enter on any item opens it whole (`ValueScreen`).
+
+`ModelCallsScreen` lists the calls of a node (or of the run) and opens one with Enter.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from ..model_calls import ModelCall
+from .value import ValueScreen
+
+SHOWN_LINES = 6  # of a long message in the list; Enter shows all of it
+SHOWN_CHARS = 480
+ROLE_STYLES = {"system": "bold magenta", "user": "bold cyan", "assistant": "bold green", "tool": "bold yellow"}
+
+
+def _clip(text: str) -> Text:
+    shown = "\n".join(text.splitlines()[:SHOWN_LINES])[:SHOWN_CHARS]
+    clipped = Text(shown)
+    if len(shown) < len(text.rstrip()):
+        clipped.append(f" … {len(text) - len(shown)} more characters (enter shows all)", "dim")
+    return clipped
+
+
+def _arguments(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def message_block(message: dict[str, Any]) -> Group:
+    """One message of the conversation: its role, its text, the tools it called or answered."""
+    role = str(message.get("role", "?"))
+    head = Text(role, ROLE_STYLES.get(role, "bold"))
+    if role == "tool":
+        head.append(f"  result of {message.get('name') or 'a tool'} ({message.get('tool_call_id') or '-'})", "dim")
+    parts: list = [head]
+    if message.get("content"):
+        parts.append(_clip(str(message["content"])))
+    for call in message.get("tool_calls") or ():
+        line = Text.assemble(("→ calls ", "dim"), (str(call.get("name")), "bold"),
+                             f"({_arguments(call.get('arguments'))})", (f"  {call.get('id') or ''}", "dim"))
+        if call.get("parse_error"):
+            line.append(f"  ✘ {call['parse_error']}", "red")
+        parts.append(line)
+    return Group(*parts)
+
+
+def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
+    """(title, what the list shows, the full value Enter opens) for each part of a call."""
+    facts = Text.assemble(
+        ("node ", "dim"), call.node, ("   round ", "dim"), str(call.round), ("   tick ", "dim"), str(call.tick),
+        ("\nmodel ", "dim"), str(call.model or "-"), ("   latency ", "dim"),
+        f"{call.duration_ms} ms" if call.duration_ms is not None else "-", ("   usage ", "dim"),
+        ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-",
+        ("\noutcome ", "dim"), (call.outcome, "red" if call.error else "green"))
+    out: list[tuple[str, Any, Any]] = [("call", facts, _summary(call))]
+    attempts = Text()
+    for attempt in call.attempts:
+        attempts.append(f"attempt {attempt.number}  {attempt.model or '-'}  ")
+        attempts.append(f"✘ {attempt.error}{' (retried)' if attempt.will_retry else ''}\n" if attempt.error
+                        else "✔ answered\n", "red" if attempt.error else "green")
+    if call.empty_retry:
+        attempts.append("the first reply was empty: asked again with a nudge\n", "yellow")
+    attempts.rstrip()
+    out.append(("attempts", attempts or Text("no attempt seen", "dim"), [vars(a) for a in call.attempts]))
+    if call.messages is None:
+        out.append(("messages sent", Text("not recorded (only a run recorded into a store keeps the request; "
+                                          "a swarm agent's own runner records nothing)", "dim"), None))
+    else:
+        out += [(f"message {i}: {m.get('role')}", message_block(m), m) for i, m in enumerate(call.messages)]
+    for tool in call.tools:
+        out.append((f"tool offered: {tool.get('name')}",
+                    Text.assemble(("tool offered ", "dim"), (str(tool.get("name")), "bold"), "  ",
+                                  str(tool.get("description") or "")), tool))
+    if call.settings:
+        out.append(("config", Text.assemble(("config ", "dim"), ", ".join(f"{k}={v}" for k, v in call.settings.items())),
+                    call.settings))
+    if call.response is not None:
+        reply = dict(call.response.get("message") or {})
+        out.append(("response", Group(Text("response", "bold underline"), message_block(reply)), call.response))
+    return out
+
+
+def _summary(call: ModelCall) -> dict[str, Any]:
+    return {"node": call.node, "round": call.round, "tick": call.tick, "model": call.model, "usage": call.usage,
+            "duration_ms": call.duration_ms, "finish_reason": call.finish_reason, "error": call.error}
+
+
+class ModelCallScreen(ModalScreen[None]):
+    """The parts of one call as a list; Enter opens the highlighted part in full."""
+
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="model-call-close")]
+
+    def __init__(self, call: ModelCall) -> None:
+        super().__init__()
+        self.call = call
+        self._items = items(call)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide tall") as dialog:
+            dialog.border_title = f"model call: {self.call.title}"
+            dialog.border_subtitle = "enter: the whole item · esc: close"
+            options: list[Option | None] = []
+            for i, (_, shown, _) in enumerate(self._items):
+                options += [Option(shown, id=str(i)), None]  # None: a separator line
+            yield OptionList(*options[:-1], id="model-call-items")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        title, _, value = self._items[int(event.option.id)]
+        if value is not None:
+            self.app.push_screen(ValueScreen(f"{self.call.title}: {title}", value))
+
+
+class ModelCallsScreen(ModalScreen[None]):
+    """The model calls of a node (or of the whole run); Enter opens one."""
+
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="model-calls-close")]
+
+    def __init__(self, title: str, calls: list[ModelCall], open_call) -> None:
+        super().__init__()
+        self._title, self.calls, self._open = title, calls, open_call
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide") as dialog:
+            dialog.border_title = self._title
+            dialog.border_subtitle = "enter: open the call · esc: close"
+            if not self.calls:
+                yield Label("no model call yet: step or continue the run first", classes="hint")
+            yield OptionList(*(Option(Text.assemble((call.title, "bold"), "  ", (call.outcome, "dim")), id=str(i))
+                               for i, call in enumerate(self.calls)), id="model-calls-list")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.app.push_screen(ModelCallScreen(self._open(self.calls[int(event.option.id)])))
+
+
+__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block"]

@@ -1,0 +1,178 @@
+"""Breakpoints a user sets and finds again: before a node runs, step into, the list screen, kept beside the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.widgets import DataTable, Input
+from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal  # noqa: F401
+
+from studio.app import StudioApp
+from studio.breakpoints import Breakpoint
+from studio.screens.breakpoints import BreakpointsScreen
+from studio.session import DebugSession
+
+LLM = "Calculator/Calculator.loop/Calculator.llm"
+TOOLS = "Calculator/Calculator.loop/Calculator.tools"
+
+
+def calculator(tmp_path: Path) -> DebugSession:
+    return DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
+
+
+def model_calls(session: DebugSession) -> list[str]:
+    return [e.type for e in session.events if e.type.startswith("model.call")]
+
+
+def rows(app: StudioApp) -> list[list[str]]:
+    table = app.screen.query_one(DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def type_in(pilot, selector: str, text: str) -> None:
+    pilot.app.screen.query_one(selector, Input).value = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+# -- before / after / step into ----------------------------------------------------------
+async def test_a_before_breakpoint_on_the_llm_stops_with_no_model_call_made(tmp_path):
+    session = calculator(tmp_path)
+    session.toggle_node_breakpoint(LLM)
+    stop = await session.continue_()
+    assert stop.message == f"breakpoint: before {LLM}"
+    assert model_calls(session) == []  # nothing sent yet: the input can still be changed
+    session.edit_state(None, "messages", [{"role": "user", "content": "What is 6 * 7?"}])
+    await session.continue_()  # the model call starts with the edited messages
+    assert model_calls(session) == ["model.call.started", "model.call.completed"]
+    sent = session.agent.root.children[0].children[0].model_client.provider.requests[0].messages
+    assert sent[-1].content == "What is 6 * 7?"
+
+
+async def test_pilot_before_breakpoint_key_b_then_continue(tmp_path):
+    app = StudioApp(calculator(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.query_one("#tree").jump(LLM)
+        await pilot.press("b", "c")
+        await settle(app, pilot)
+        assert f"breakpoint: before {LLM}" in str(app.main.query_one("#status").render())
+        assert model_calls(app.session) == []
+
+
+async def test_after_breakpoint_stops_once_the_status_changed(tmp_path):
+    session = calculator(tmp_path)
+    session.add_node_breakpoint(TOOLS, on="after")
+    stop = await session.continue_()
+    assert stop.message == f"breakpoint: after {TOOLS} changes status"
+    assert TOOLS in session.last_report.changed and session.paused_at is None
+
+
+async def test_step_into_goes_node_by_node_and_n_finishes_the_tick(tmp_path):
+    app = StudioApp(calculator(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        seen = []
+        for _ in range(3):
+            await pilot.press("s")
+            await settle(app, pilot)
+            seen.append(app.session.paused_at.path)
+        assert seen == ["Calculator", "Calculator/Calculator.loop", LLM]
+        assert "before Calculator/Calculator.loop/Calculator.llm (tick 1, not run yet)" in app.session.message
+        assert model_calls(app.session) == []
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert app.session.paused_at is None and app.session.tick == 1  # one tick, finished: step over
+        assert app.session.last_report.completed
+
+
+# -- the list screen -------------------------------------------------------------------
+async def test_breakpoint_screen_adds_disables_and_removes(tmp_path):
+    app = StudioApp(calculator(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        assert isinstance(app.screen, BreakpointsScreen)
+        assert "no breakpoints" in rows(app)[0][3]
+        for spec in ("Calculator.llm", "event:tool.call.failed", "after:Calculator.tools", "rounds >= 2"):
+            await pilot.press("a")
+            await pilot.pause()
+            await type_in(pilot, "#prompt-input", spec)
+        assert [row[2:5] for row in rows(app)] == [
+            ["node", LLM, "before it runs"], ["event", "tool.call.failed", "after the tick that published it"],
+            ["node", TOOLS, "after its status changes"], ["condition", "rounds >= 2", "when it becomes true"]]
+        app.screen.query_one(DataTable).move_cursor(row=1)
+        await pilot.press("space")  # disable the event breakpoint
+        assert rows(app)[1][0] == "○" and not app.session.breakpoints[1].enabled
+        await pilot.press("o")  # an event breakpoint has no before/after: said, not crashed
+        assert "only a node breakpoint" in str(app.screen.query_one("#breakpoints-message").render())
+        app.screen.query_one(DataTable).move_cursor(row=2)
+        await pilot.press("o")  # after -> before
+        assert rows(app)[2][4] == "before it runs"
+        await pilot.press("d")
+        assert [row[3] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
+        await pilot.press("a")
+        await pilot.pause()
+        await type_in(pilot, "#prompt-input", "after:Nowhere")
+        assert "no node named 'Nowhere'" in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("escape")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+        assert app.session.runner.stop_before == {LLM}
+
+
+async def test_hit_counts_show_in_the_list(tmp_path):
+    app = StudioApp(calculator(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.session.toggle_node_breakpoint(LLM)
+        for _ in range(3):
+            await pilot.press("c")
+            await settle(app, pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        assert rows(app)[0][1] == "3"
+
+
+async def test_a_disabled_breakpoint_does_not_stop(tmp_path):
+    session = calculator(tmp_path)
+    session.set_breakpoint(session.add_node_breakpoint(LLM), enabled=False)
+    assert (await session.continue_()).kind == "finished"
+    assert session.breakpoints[0].hits == 0
+
+
+# -- kept across restart, beside the store ---------------------------------------------
+async def test_breakpoints_are_kept_beside_the_store_and_come_back(tmp_path):
+    session = calculator(tmp_path)
+    session.add_node_breakpoint(LLM)
+    session.add_condition_breakpoint("rounds >= 2")
+    session.set_breakpoint(session.add_event_breakpoint("tool.call.failed"), enabled=False)
+    saved = session.breakpoints_file
+    assert saved.parent == tmp_path / "runs.studio"  # beside runs.db
+    assert not list(REACT_CALCULATOR.parent.glob("*.breakpoints.json"))  # never in the source tree
+    assert json.loads(saved.read_text())[0] == {"kind": "node", "enabled": True, "node": LLM, "on": "before"}
+    again = calculator(tmp_path)
+    assert [(bp.kind, bp.where, bp.enabled) for bp in again.breakpoints] == [
+        ("node", LLM, True), ("condition", "rounds >= 2", True), ("event", "tool.call.failed", False)]
+    assert again.runner.stop_before == {LLM}
+    assert (await again.continue_()).message == f"breakpoint: before {LLM}"
+
+
+async def test_a_damaged_breakpoints_file_is_one_warning_not_a_crash(tmp_path):
+    session = calculator(tmp_path)
+    session.breakpoints_file.parent.mkdir(parents=True)
+    session.breakpoints_file.write_text('[{"kind": "node", "node": "X", "on": "sideways"}, {"kind": "event", '
+                                        '"event_type": "log"}]')
+    again = calculator(tmp_path)
+    assert [bp.where for bp in again.breakpoints] == ["log"]
+    assert len(again.breakpoint_warnings) == 1 and "not a breakpoint" in again.breakpoint_warnings[0]
+    session.breakpoints_file.write_text("{not json")
+    assert "not valid JSON" in calculator(tmp_path).breakpoint_warnings[0]
+
+
+def test_breakpoint_json_round_trip():
+    for bp in (Breakpoint("node", node="A/B", on="after", enabled=False), Breakpoint("event", event_type="log")):
+        assert Breakpoint.from_json(bp.to_json()).to_json() == bp.to_json()

@@ -1,0 +1,109 @@
+"""Model calls a user can read (request as a conversation, tools, config, response, attempts), and full values."""
+
+from __future__ import annotations
+
+from textual.widgets import OptionList, Static
+from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal  # noqa: F401
+
+from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
+from runtime.config import ModelResilienceConfig
+from runtime.model.errors import ModelHTTPError
+from studio.app import StudioApp
+from studio.loader import LoadedTree
+from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
+from studio.screens.value import ValueScreen
+from studio.session import DebugSession
+from studio.widgets.state_pane import StatePane
+from studio.widgets.tree_pane import TreePane
+
+LLM = "Calculator/Calculator.loop/Calculator.llm"
+
+
+def option_texts(app: StudioApp, selector: str) -> list[str]:
+    from test_tui_app import plain
+
+    options = app.screen.query_one(selector, OptionList)
+    texts = []
+    for i in range(options.option_count):
+        static = Static(options.get_option_at_index(i).prompt)
+        texts.append(plain(static))
+    return texts
+
+
+async def finished_calculator(app: StudioApp, pilot) -> None:
+    await settle(app, pilot)
+    await pilot.press("c")
+    await settle(app, pilot)
+
+
+async def test_the_model_call_view_shows_request_and_response(tmp_path):
+    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_calculator(app, pilot)
+        app.main.query_one(TreePane).jump(LLM)
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelCallsScreen)
+        listed = option_texts(app, "#model-calls-list")
+        assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
+                                                             "Calculator.llm round 1 (tick 4)"]
+        await pilot.press("down", "enter")  # the second round: after the tool answered
+        await pilot.pause()
+        assert isinstance(app.screen, ModelCallScreen)
+        text = "\n".join(option_texts(app, "#model-call-items"))
+        assert "model scripted" in text and "usage prompt 171, completion 5, total 176" in text
+        assert "attempt 1  scripted  ✔ answered" in text
+        # the conversation, not JSON: roles, the tool call and the tool's result
+        assert "user\nWhat is 25 * 4 + 10?" in text
+        assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
+        assert "tool  result of calculator (call_1)\n110" in text
+        assert "tool offered calculator  Evaluate an arithmetic expression" in text
+        assert "config temperature=0.2" in text
+        assert "response\nassistant\n25 * 4 + 10 = 110" in text
+        assert '"role"' not in text
+        # enter on the system message: the whole of it
+        app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ValueScreen)
+        assert app.screen.value["role"] == "system"
+        body = str(app.screen.query_one("#value-body").render())
+        assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
+
+
+async def test_a_failed_call_shows_its_retried_attempts(tmp_path):
+    class Flaky(ScriptedProvider):
+        async def complete(self, messages, config, on_delta=None):
+            if not self.requests:
+                self.requests.append(None)
+                raise ModelHTTPError(429, "slow down")
+            return await super().complete(messages, config, on_delta)
+
+    client = ModelClient(Flaky(["done"]), resilience=ModelResilienceConfig(max_retries=2, backoff_initial=0))
+    root = create_react_node(name="Calculator", model_client=client, tools=[CalculatorTool()])
+    loaded = LoadedTree(Agent(root), tmp_path / "flaky.py", "build", {"messages": [human("hi")]})
+    session = DebugSession(loaded, store=None)
+    await session.continue_()
+    (call,) = session.model_calls(LLM)
+    call = session.model_call(call)
+    assert [(a.number, a.error, a.will_retry) for a in call.attempts] == [
+        (1, "ModelHTTPError: model endpoint answered HTTP 429: slow down", True), (2, None, False)]
+    assert call.response["message"]["content"] == "done" and call.messages[-1]["content"] == "hi"
+
+
+async def test_enter_on_a_state_value_opens_it_whole(tmp_path):
+    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_calculator(app, pilot)
+        state = app.main.query_one(StatePane)
+        state.focus()
+        state.move_cursor(state._key_nodes[("", "messages")])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ValueScreen)
+        assert [m["role"] for m in app.screen.value] == ["user", "assistant", "tool", "assistant"]
+        body = str(app.screen.query_one("#value-body").render())
+        assert '"content": "What is 25 * 4 + 10?"' in body
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
