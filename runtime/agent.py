@@ -10,6 +10,12 @@ tools gives a best-effort answer marked `truncated`. A debugger drives the runne
 Tool providers (an MCP server, say) are closed when the run finishes, however it is driven
 (the runner's finish hook), and by `close()`; a later run opens them again.
 
+The tree's agents are found by `find_agents` (each `LoopUntilSuccess` with an
+`answer_node`, outermost first): `input_data` is written into the first agent's namespace
+(`runner.input_namespace`), the result read from the last one's (or `result=`), and each
+loop's termination from its own namespace, so a namespaced ReAct loop behaves like a
+global one.
+
 `termination_reason` is one of: `"completed"` (the tree succeeded), `"max_iterations"`,
 `"budget_exhausted"` (the loop's token budget was spent), `"error"` (a model call or
 another node failed; `error` says which and why), `"suspended"` (waiting for an

@@ -24,7 +24,7 @@ from runtime.memory.checkpoint import StoreError, export_run
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
 from .loader import TreeLoadError
-from .session import DebugSession, default_db_path
+from .session import DebugSession, EditError, default_db_path
 
 MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
 ALL = "all"
@@ -42,8 +42,25 @@ class UsageError(Exception):
     """Bad input that is not a tree file problem (a flag, a store, a run id)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one line too (argparse would print the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def _tick_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of ticks: {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"a number of ticks is 0 or more, not {count}")
+    return count
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
+    parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
     studio = sub.add_parser("open", help="open the studio on a tree file (the default command)")
@@ -52,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
-    run.add_argument("--max-ticks", type=int, default=None)
+    run.add_argument("--max-ticks", type=_tick_count, default=None)
     run.add_argument("--db", type=Path, help="record checkpoints into this SQLite file")
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
@@ -90,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "replay":
             return open_recorded(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -169,10 +186,17 @@ def _arguments(arguments: dict[str, Any], limit: int = 80) -> str:
 
 
 def _load(args: argparse.Namespace) -> DebugSession:
+    """The session a run or the studio records into: its store must be writable."""
     try:
-        return DebugSession.load(args.tree, db=args.db)
+        session = DebugSession.load(args.tree, db=args.db)
     except StoreError as exc:
         raise UsageError(str(exc)) from exc
+    except OSError as exc:  # the store's folder cannot be created
+        raise UsageError(f"{args.db}: cannot create the store ({exc.strerror}: {exc.filename})") from exc
+    if getattr(session.store, "read_only", False):
+        raise UsageError(f"{session.store.location}: read-only: a run records into its store; "
+                         "view this one with `jianmu-studio replay`, or pass another --db")
+    return session
 
 
 async def run_headless(args: argparse.Namespace) -> int:
@@ -223,7 +247,7 @@ def open_studio(args: argparse.Namespace) -> int:
 def open_recorded(args: argparse.Namespace) -> int:
     try:
         session = DebugSession.open_recorded(args.db, args.run_id)
-    except StoreError as exc:
+    except (StoreError, EditError) as exc:
         raise UsageError(str(exc)) from exc
     from .app import StudioApp
 

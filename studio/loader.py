@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from runtime import Agent
+from runtime.config import ConfigError
+from runtime.state import StateKeys, StateManager, StateValidationError
 
 
 class TreeLoadError(Exception):
@@ -53,9 +55,10 @@ def load_tree(target: str) -> LoadedTree:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        raise TreeLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    except Exception as exc:
-        raise TreeLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+        where = f"{path}:{exc.lineno}" if exc.lineno is not None else str(path)  # a NUL byte has no line
+        raise TreeLoadError(f"{where}: syntax error: {exc.msg}") from exc
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a tree file never ends the studio
+        raise TreeLoadError(f"{path}: import failed: {_raised(exc)}") from exc
     builder = getattr(module, function, None)
     if builder is None:
         raise TreeLoadError(f"{path}: no function {function}() (a tree file defines build() returning an Agent)")
@@ -63,14 +66,42 @@ def load_tree(target: str) -> LoadedTree:
         raise TreeLoadError(f"{path}: {function} is not a function")
     try:
         agent = builder()
-    except Exception as exc:
-        raise TreeLoadError(f"{path}: {function}() raised {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
     input_data = getattr(module, "INPUT", None) or {}
     if not isinstance(input_data, dict):
         raise TreeLoadError(f"{path}: INPUT must be a dict, not {type(input_data).__name__}")
-    return LoadedTree(agent, path, function, dict(input_data))
+    try:
+        agent.config  # noqa: B018 - reads jianmu.yaml now, not after the run
+    except ConfigError as exc:
+        raise TreeLoadError(str(exc)) from exc
+    return LoadedTree(agent, path, function, _checked_input(path, agent, input_data))
+
+
+def _raised(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit (sys.exit({exc.code!r}))"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _checked_input(path: Path, agent: Agent, input_data: dict[str, Any]) -> dict[str, Any]:
+    """INPUT as the run will write it: every key a state field, every value one its schema accepts."""
+    state = StateManager(agent.state_schema)
+    owned = set(StateKeys().model_dump().values())
+    for key, value in input_data.items():
+        if not isinstance(key, str) or not (state.has_field(key) or key in owned):
+            fields = ", ".join(state.schema.model_fields)
+            raise TreeLoadError(f"{path}: INPUT key {key!r} is not a field of {state.schema.__name__} "
+                                f"(fields: {fields})")
+        try:
+            state.validate(key, value)
+        except StateValidationError as exc:
+            raise TreeLoadError(f"{path}: INPUT: {exc}") from exc
+        except Exception as exc:  # a value that cannot even be copied
+            raise TreeLoadError(f"{path}: INPUT key {key!r}: {type(exc).__name__}: {exc}") from exc
+    return dict(input_data)
 
 
 __all__ = ["LoadedTree", "TreeLoadError", "load_tree", "split_target"]

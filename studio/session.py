@@ -30,6 +30,7 @@ from pydantic_core import to_jsonable_python
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
+from runtime.guard.approval import ApprovalError
 from runtime.memory.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -503,6 +504,8 @@ class DebugSession:
         runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
         """
         node = self._node(path)
+        if not isinstance(key, str):
+            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
         key = key.strip()
         if key.startswith("state."):
             key = key[len("state."):]
@@ -523,6 +526,10 @@ class DebugSession:
             raise EditError(f"{path} is a plain py_trees node: it has no ports")
         if direction not in ("in", "out"):
             raise EditError(f"direction must be 'in' or 'out', not {direction!r}")
+        declared = node.input_ports if direction == "in" else node.output_ports
+        bound = node.input_bindings if direction == "in" else node.output_bindings
+        if port not in (*declared, *bound):
+            raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
         key = self.validate_binding_key(path, key)
         old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
         node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
@@ -551,13 +558,24 @@ class DebugSession:
         if not self.bindings_file.exists():
             return []
         try:
-            data = json.loads(self.bindings_file.read_text())
+            data = json.loads(self.bindings_file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             return [f"{self.bindings_file}: not valid JSON ({exc.msg}); ignored"]
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            return [f"{self.bindings_file}: cannot be read ({type(exc).__name__}); ignored"]
+        if not isinstance(data, dict):
+            return [f"{self.bindings_file}: not an object of node paths ({type(data).__name__}); ignored"]
         warnings = []
         for path, ports in data.items():
+            if not isinstance(ports, dict):
+                warnings.append(f"{self.bindings_file.name}: {path}: not an object of inputs/outputs; ignored")
+                continue
             for direction, field_name in (("in", "inputs"), ("out", "outputs")):
-                for port, key in (ports.get(field_name) or {}).items():
+                entries = ports.get(field_name) or {}
+                if not isinstance(entries, dict):
+                    warnings.append(f"{self.bindings_file.name}: {path} {field_name}: not an object; ignored")
+                    continue
+                for port, key in entries.items():
                     try:
                         self.edit_binding(path, direction, port, key)
                     except EditError as exc:
@@ -568,11 +586,11 @@ class DebugSession:
         """Set one state value (validated by the schema); recorded as a `state.edited` event."""
         if self.run_state in (RunState.RUNNING, RunState.WAITING):
             raise EditError("pause the run before editing state")
+        namespace = self._editable(namespace, key)
         if self._past is not None:
             self._stage_edit(namespace, key, value)
             return
         try:
-            namespace = normalize_namespace(namespace)
             sm = self.runner.state_manager
             old = sm.get(key, namespace)
             sm.load({key: value}, namespace, signal=True)
@@ -648,9 +666,25 @@ class DebugSession:
                 return ns, qualified[len(ns) + 1:]
         return "", qualified
 
-    def _stage_edit(self, namespace: str | None, key: str, value: Any) -> None:
+    def _editable(self, namespace: str | None, key: str) -> str | None:
+        """The normalised namespace of an edit to `key`, or `EditError`: only keys the state
+        schema declares, the runtime owns, or the state already holds can be edited."""
+        if not isinstance(key, str) or not key:
+            raise EditError(f"a state key is non-empty text, not {key!r:.40}")
         try:
             namespace = normalize_namespace(namespace)
+        except ValueError as exc:
+            raise EditError(str(exc)) from None
+        if namespace is not None and namespace not in self.known_namespaces():
+            raise EditError(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(self.known_namespaces()))})")
+        sm = self.runner.state_manager
+        if not (sm.has_field(key) or key in StateKeys().model_dump().values() or sm.contains(key, namespace)):
+            where = f"{namespace}.{key}" if namespace else key
+            raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
+        return namespace
+
+    def _stage_edit(self, namespace: str | None, key: str, value: Any) -> None:
+        try:
             value = self.runner.state_manager.validate(key, value, namespace)
         except (StateValidationError, ValueError) as exc:
             raise EditError(str(exc)) from None
@@ -666,11 +700,17 @@ class DebugSession:
         return list(self.approvals.pending()) if self.approvals is not None else []
 
     def approve(self, approval_id: str) -> None:
-        self._require_approvals().approve(approval_id)
+        try:
+            self._require_approvals().approve(approval_id)
+        except ApprovalError as exc:
+            raise EditError(str(exc)) from None
         self._after_approval()
 
     def deny(self, approval_id: str, reason: str) -> None:
-        self._require_approvals().deny(approval_id, reason or "denied in the studio")
+        try:
+            self._require_approvals().deny(approval_id, reason or "denied in the studio")
+        except ApprovalError as exc:
+            raise EditError(str(exc)) from None
         self._after_approval()
 
     def _require_approvals(self):

@@ -16,7 +16,7 @@ from runtime.config import ModelResilienceConfig
 from runtime.engine.events import EventType, RuntimeEventBus
 from runtime.messages import Message
 from runtime.model.errors import ModelConfigurationError, ModelError, ModelHTTPError, ModelTimeoutError
-from runtime.model.openai_compatible import OpenAICompatibleProvider
+from runtime.model.openai_compatible import DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleProvider
 from runtime.model.types import DeltaCallback, ModelConfig, ModelProvider, ModelResponse
 
 ENV_PREFIXES = ("JIANMU_", "OPENAI_")
@@ -71,6 +71,7 @@ class ModelClient:
         env_override: bool = False,
         resilience: ModelResilienceConfig | None = None,
         timeout: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> ModelClient:
         """Build a client from arguments and, with `env_override`, from the environment.
 
@@ -78,7 +79,7 @@ class ModelClient:
         (each falling back to its `OPENAI_*` twin) win over the arguments, and a base URL
         found in the environment replaces `provider`: a sample passes its scripted
         provider and runs live wherever an endpoint is configured. An API key alone
-        means the OpenAI endpoint.
+        means the OpenAI endpoint. `max_response_bytes` caps each answer of that endpoint.
         """
         env_base_url = None
         if env_override:
@@ -93,7 +94,8 @@ class ModelClient:
                     "(or OPENAI_BASE_URL) and JIANMU_API_KEY (or OPENAI_API_KEY), optionally "
                     "JIANMU_MODEL (or OPENAI_MODEL), and call resolve(env_override=True)"
                 )
-            provider = OpenAICompatibleProvider(base_url or DEFAULT_BASE_URL, api_key, default_model=model)
+            provider = OpenAICompatibleProvider(base_url or DEFAULT_BASE_URL, api_key, default_model=model,
+                                                max_response_bytes=max_response_bytes)
         return cls(provider, model=model, resilience=resilience, defaults=ModelConfig(timeout=timeout))
 
     async def invoke(

@@ -18,9 +18,11 @@ What makes a file small (schema 2):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ...engine.events import RuntimeEvent
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
@@ -36,6 +39,7 @@ from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
 SCHEMA_VERSION = 2
+LOCK_TIMEOUT = 2.0  # seconds a write waits for another process's commit before it fails
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (a BLOB) when that is shorter
@@ -62,6 +66,21 @@ CREATE INDEX io_call ON io(run_id, kind, node, round, idx);
 """
 
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
+
+
+def _decoding(method):
+    """A read whose stored bytes do not decode (a damaged page, item or header) raises a
+    `StoreError` naming the store, never an `IndexError` or `zlib.error` from deep inside."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError) as exc:
+            raise StoreError(f"{self.location}: corrupt checkpoint store "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+    return read
 
 
 def _hash(text: str) -> bytes:
@@ -116,19 +135,38 @@ class SQLiteCheckpointStore(RecordsRuns):
         self._lock = threading.RLock()
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
         self._streams = _Streams()
+        self.read_only = False  # a store this process may not write opens for viewing only
         if self.location != ":memory:":
             self._check_file(Path(path), create)
         try:
-            self._conn = sqlite3.connect(self.location, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(self._explain(exc)) from None
-        with self._guard():
-            self._conn.execute("PRAGMA busy_timeout = 2000")
-            self._open_schema()
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._open(self.location, uri=False)
+        except StoreError:
+            if self.location == ":memory:" or not Path(path).exists() or os.access(path, os.W_OK):
+                raise
+            self.read_only = True  # a file (or folder) this process may only read: open it for viewing
+            uri = f"file:{quote(str(Path(path).resolve()))}"
+            try:
+                self._open(f"{uri}?mode=ro", uri=True)  # sees a live writer's WAL, if it can share its -shm
+            except StoreError:
+                self._open(f"{uri}?immutable=1", uri=True)  # a read-only folder: the file as it is
 
     # -- opening -------------------------------------------------------------------
+    def _open(self, target: str, uri: bool) -> None:
+        try:
+            self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=uri)
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        try:
+            with self._guard():
+                self._conn.execute(f"PRAGMA busy_timeout = {int(LOCK_TIMEOUT * 1000)}")
+                self._open_schema()
+                if not uri:
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                    self._conn.execute("PRAGMA synchronous = NORMAL")
+        except StoreError:
+            self._conn.close()
+            raise
+
     def _check_file(self, path: Path, create: bool) -> None:
         if path.is_dir():
             raise StoreError(f"{path}: is a directory, not a checkpoint store")
@@ -144,6 +182,7 @@ class SQLiteCheckpointStore(RecordsRuns):
         if head and head != _SQLITE_MAGIC:
             raise StoreError(f"{path}: not a checkpoint store (not an SQLite database)")
 
+    @_decoding
     def _open_schema(self) -> None:
         conn = self._conn
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -178,7 +217,10 @@ class SQLiteCheckpointStore(RecordsRuns):
             return f"{self.location}: locked by another process ({text})"
         if "not a database" in text or "malformed" in text or "corrupt" in text:
             return f"{self.location}: corrupt checkpoint store ({text})"
-        if "unable to open" in text or "readonly" in text:
+        if "readonly" in text or "read-only" in text:
+            return (f"{self.location}: read-only ({text}): it opens for viewing (list, show, replay), "
+                    "not for recording")
+        if "unable to open" in text:
             return f"{self.location}: cannot be opened ({text})"
         return f"{self.location}: {text}"
 
@@ -307,6 +349,7 @@ class SQLiteCheckpointStore(RecordsRuns):
                 raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
         return out
 
+    @_decoding
     def read_list(self, list_id: str, length: int) -> list[Any]:
         with self._guard() as conn:
             texts = [_item_text(row[0]) for row in conn.execute(
@@ -317,11 +360,13 @@ class SQLiteCheckpointStore(RecordsRuns):
                              f"({len(texts)} of {length} items)")
         return json.loads("[" + ",".join(texts[:length]) + "]")
 
+    @_decoding
     def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
         """The whole checkpoint; with `read_lists=False` its stored lists are left out of `state`
         (`lists` says where they are) for a caller that keeps them decoded."""
         with self._guard() as conn:
-            row = conn.execute("SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+            row = None if checkpoint_id.bit_length() > 63 else conn.execute(  # beyond SQLite's integers
+                "SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
             if row is None:
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
             rows = conn.execute(f"SELECT {_INFO}, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? "
@@ -406,6 +451,7 @@ class SQLiteCheckpointStore(RecordsRuns):
             return [row[0] for row in conn.execute(
                 "SELECT branch FROM checkpoints WHERE run_id = ? GROUP BY branch ORDER BY min(id)", (run_id,))]
 
+    @_decoding
     def runs(self) -> list[RunSummary]:
         with self._guard() as conn:
             rows = conn.execute(
@@ -415,6 +461,7 @@ class SQLiteCheckpointStore(RecordsRuns):
         return [RunSummary(run_id, sorted(branches.split(",")), n, first, last, status)
                 for run_id, branches, n, first, last, status in rows]
 
+    @_decoding
     def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
         with self._guard() as conn:
             rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? ORDER BY id",
@@ -439,6 +486,7 @@ class SQLiteCheckpointStore(RecordsRuns):
             value[key] = self._item(conn, item_id)
         return value
 
+    @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
                branch: str | None = None) -> IORecord | None:
         with self._guard() as conn:
