@@ -1,9 +1,66 @@
 """Every test records into its own store: the studio's default store lives under the
-user's cache directory, which each test points at its own temporary folder."""
+user's cache directory, which each test points at its own temporary folder.
+
+Store contract tests run once per kind of store: `store` is an open store in memory, in an
+SQLite file or in a database of a throw-away PostgreSQL server (`postgres_server.py`, which
+skips with the reason when this machine cannot start one); `store_name` names a new
+persistent one (a file or a URL) for tests that reopen it."""
 
 import pytest
+from postgres_server import PostgresServer, why_not
+
+from runtime.memory.checkpoint import InMemoryCheckpointStore, open_store
+
+PERSISTENT = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
 def private_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("JIANMU_DB", raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    if reason := why_not():
+        pytest.skip(reason)
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh, empty database of the test server."""
+    return postgres_server.new_database()
+
+
+@pytest.fixture(params=PERSISTENT)
+def store_name(request, tmp_path):
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return str(tmp_path / "s.db")
+
+
+@pytest.fixture(params=["memory", *PERSISTENT])
+def store(request, tmp_path):
+    if request.param == "memory":
+        made = InMemoryCheckpointStore()
+    elif request.param == "postgres":
+        made = open_store(request.getfixturevalue("postgres_url"))
+    else:
+        made = open_store(tmp_path / "s.db")
+    yield made
+    made.close()
+
+
+def rows(store, sql: str, params: tuple = ()) -> list[tuple]:
+    """Rows of a store's own tables (any kind), read through its connection: what it really keeps."""
+    with store._guard() as conn:
+        return list(conn.execute(sql, params).fetchall())
+
+
+def tamper(store, sql: str, params: tuple = ()) -> None:
+    """Change a store's tables behind its back (damage it), through its connection."""
+    with store._guard() as conn:
+        conn.execute(sql, params)

@@ -18,7 +18,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import CheckpointError, InMemoryCheckpointStore, SQLiteCheckpointStore
+from runtime.memory.checkpoint import CheckpointError, InMemoryCheckpointStore, open_store
 from runtime.node import AsyncNode, LoopUntilSuccess, Node, Selector, Sequence, StateCondition
 from runtime.state import Ephemeral, StateValidationError
 
@@ -130,13 +130,12 @@ async def test_restoring_any_tick_and_running_on_retraces_the_run(spec):
     store.close()
 
 
-async def test_restore_puts_back_loop_counts_positions_and_restarts_running_async_work():
+async def test_restore_puts_back_loop_counts_positions_and_restarts_running_async_work(store):
     def tree():
         return LoopUntilSuccess("loop", Sequence("seq", memory=True, children=[
             Count("c0", 100), AsyncCount("c1", 100), StateCondition("enough", key="c1", op=">=", value=3)]),
             max_iterations=5)
 
-    store = InMemoryCheckpointStore()
     runner = ReactiveRunner(tree(), State, checkpointer=store)
     await runner.run()
     assert runner.state_manager.get("c1") == 3  # three iterations
@@ -158,7 +157,7 @@ async def test_restore_puts_back_loop_counts_positions_and_restarts_running_asyn
     assert again.state_manager.snapshot() == runner.state_manager.snapshot()
 
 
-async def test_restore_loads_raw_values_and_keeps_run_scoped_fields():
+async def test_restore_loads_raw_values_and_keeps_run_scoped_fields(store):
     class Bump(Node):
         def update(self) -> Status:
             self.write_state({"trace": ["x"], "total": self.read_state("total") + 1})
@@ -167,7 +166,6 @@ async def test_restore_loads_raw_values_and_keeps_run_scoped_fields():
     def tree():
         return Sequence("s", memory=True, children=[Bump("b1"), AsyncCount("c1", 100), Bump("b2")])
 
-    store = InMemoryCheckpointStore()
     runner = ReactiveRunner(tree(), State, checkpointer=store)
     await runner.run()
     assert runner.state_manager.get("trace") == ["x", "b1", "x"] or runner.state_manager.get("trace")
@@ -185,8 +183,7 @@ async def test_restore_loads_raw_values_and_keeps_run_scoped_fields():
     assert history[-1].source == "input"
 
 
-async def test_fork_edits_state_and_bindings_on_a_new_branch():
-    store = InMemoryCheckpointStore()
+async def test_fork_edits_state_and_bindings_on_a_new_branch(store):
     tree = Sequence("s", memory=True, children=[
         AsyncCount("c1", 100), Count("c0", 100), StateCondition("check", key="c0", op=">=", value=5)])
     runner = ReactiveRunner(tree, State, checkpointer=store)
@@ -213,8 +210,7 @@ async def test_fork_edits_state_and_bindings_on_a_new_branch():
     assert runner.nodes["s/check"].input_bindings == {}
 
 
-async def test_a_bad_edit_is_refused_before_anything_changes():
-    store = InMemoryCheckpointStore()
+async def test_a_bad_edit_is_refused_before_anything_changes(store):
     runner = ReactiveRunner(Count("c0", 100), State, checkpointer=store)
     await runner.run()
     before = runner.state_manager.snapshot()
@@ -228,8 +224,7 @@ async def test_a_bad_edit_is_refused_before_anything_changes():
     assert store.branches(runner.run_id) == ["main"]
 
 
-async def test_a_checkpoint_of_another_tree_is_refused():
-    store = InMemoryCheckpointStore()
+async def test_a_checkpoint_of_another_tree_is_refused(store):
     runner = ReactiveRunner(Sequence("s", memory=False, children=[Count("c0", 100)]), State, checkpointer=store)
     await runner.run()
     other = ReactiveRunner(Count("c1", 100), State, checkpointer=store)
@@ -237,7 +232,7 @@ async def test_a_checkpoint_of_another_tree_is_refused():
         other.restore(store.latest(runner.run_id).id)
 
 
-async def test_recovery_facade_answers_across_a_restore(tmp_path):
+async def test_recovery_facade_answers_across_a_restore(store_name):
     payments: list[int] = []
     gate = asyncio.Event()  # never set in the first process: it "dies" mid-effect
 
@@ -255,8 +250,7 @@ async def test_recovery_facade_answers_across_a_restore(tmp_path):
     def tree():
         return Sequence("s", memory=True, children=[Pay("pay"), Count("c0", 100)])
 
-    path = tmp_path / "run.db"
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     runner = ReactiveRunner(tree(), State, checkpointer=store)
     await runner.run(max_ticks=1)
     for _ in range(3):
@@ -266,7 +260,7 @@ async def test_recovery_facade_answers_across_a_restore(tmp_path):
     runner.stop()
     store.close()
 
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     again = ReactiveRunner(tree(), State, checkpointer=store)
     again.restore(mid)
     assert again.nodes["s/pay"].recovery.status("pay") == "started"

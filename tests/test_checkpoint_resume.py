@@ -11,7 +11,7 @@ from test_checkpoint_restore import AsyncCount, Count, State
 from test_checkpoint_store import Chat, chat_tree
 
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
+from runtime.memory.checkpoint import open_store
 from runtime.node import AsyncNode, Sequence, StateCondition, Timeout
 
 
@@ -23,8 +23,7 @@ async def _events_of(runner: ReactiveRunner) -> list:
     return events
 
 
-async def test_a_restored_finished_run_reports_its_status_without_ticking_then_runs_fresh():
-    store = InMemoryCheckpointStore()
+async def test_a_restored_finished_run_reports_its_status_without_ticking_then_runs_fresh(store):
     runner = ReactiveRunner(Sequence("s", memory=True, children=[Count("c0", 100), AsyncCount("c1", 100)]),
                             State, checkpointer=store)
     assert await runner.run() == Status.SUCCESS
@@ -44,8 +43,7 @@ async def test_a_restored_finished_run_reports_its_status_without_ticking_then_r
     assert runner.run_id != run_id and runner.state_manager.get("c0") == 2
 
 
-async def test_restoring_and_forking_tick_0_run_on_with_the_restored_state():
-    store = InMemoryCheckpointStore()
+async def test_restoring_and_forking_tick_0_run_on_with_the_restored_state(store):
     tree = Sequence("s", memory=True, children=[
         AsyncCount("c1", 100), Count("c0", 100), StateCondition("check", key="c0", op=">=", value=5)])
     runner = ReactiveRunner(tree, State, checkpointer=store)
@@ -79,8 +77,7 @@ class Hold(AsyncNode):
         return Status.SUCCESS
 
 
-async def test_a_restored_running_timeout_goes_on_with_the_time_it_had_left():
-    store = InMemoryCheckpointStore()
+async def test_a_restored_running_timeout_goes_on_with_the_time_it_had_left(store):
     runner = ReactiveRunner(Timeout("limit", Hold("hold", asyncio.Event()), duration=30), State, checkpointer=store)
     await runner.run(max_ticks=1)
     await asyncio.sleep(0.05)
@@ -101,9 +98,8 @@ async def test_a_restored_running_timeout_goes_on_with_the_time_it_had_left():
     assert await asyncio.wait_for(again.run(), timeout=5) == Status.SUCCESS
 
 
-async def test_a_restored_timeout_still_expires():
+async def test_a_restored_timeout_still_expires(store):
     """Its timer, armed at the restore, ends the wait for the restarted child that never finishes."""
-    store = InMemoryCheckpointStore()
     runner = ReactiveRunner(Timeout("limit", Hold("hold", asyncio.Event()), duration=0.2), State,
                             checkpointer=store)
     await runner.run(max_ticks=1)
@@ -134,18 +130,17 @@ def test_a_timeout_restored_outside_an_event_loop_arms_at_its_next_tick():
     assert timeout.dump_resume_state() == {}
 
 
-async def test_restores_in_any_order_give_each_checkpoint_its_stored_state(tmp_path):
+async def test_restores_in_any_order_give_each_checkpoint_its_stored_state(store_name):
     """The runner keeps restored lists decoded; any checkpoint still comes back exactly as stored,
     also after a restored run appended to its history and after the store was reopened."""
-    path = tmp_path / "chat.db"
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     runner = ReactiveRunner(chat_tree(40), Chat, checkpointer=store)
     runner.checkpoints.full_every = 7
     await runner.run()
     run_id = runner.run_id
     store.close()
 
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     again = ReactiveRunner(chat_tree(40), Chat, checkpointer=store)
     infos = store.list(run_id)
     order = random.Random(4).sample(infos, len(infos))

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import random
-import sqlite3
+import re
 import string
 import time
 
 import pytest
+from conftest import rows, tamper
 
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.events import RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import CheckpointRecord, SQLiteCheckpointStore, StoreError
+from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
 
 ROUNDS = 5
 
@@ -36,9 +37,7 @@ def _react():
                              config=ReActConfig(max_iterations=ROUNDS + 2))
 
 
-async def test_messages_replies_tool_results_and_configs_are_stored_once(tmp_path):
-    path = tmp_path / "react.db"
-    store = SQLiteCheckpointStore(path)
+async def test_messages_replies_tool_results_and_configs_are_stored_once(store):
     runner = ReactiveRunner(_react(), ReActState, checkpointer=store)
     await runner.run(input_data={"messages": [human("Look it all up.")]})
     messages = runner.state_manager.get("messages")
@@ -47,10 +46,7 @@ async def test_messages_replies_tool_results_and_configs_are_stored_once(tmp_pat
     assert reply.response["message"] == messages[2 * 2 + 1].model_dump(mode="json")
     observation = store.get_io(runner.run_id, "tool", "A/A.loop/A.tools", 3, 0).response  # the reply's call
     assert observation == _text("observation 2") == messages[2 * 2 + 2].content
-    store.close()
-    conn = sqlite3.connect(path)
-    items = conn.execute("SELECT count(*) FROM items").fetchone()[0]
-    conn.close()
+    (items,), = rows(store, "SELECT count(*) FROM items")
     # each message once (a recorded reply is the same item as the history's message), the system
     # prompt the node sends with every call once, each tool result once, one config for all calls
     assert items == len(messages) + 1 + ROUNDS + 1
@@ -68,27 +64,26 @@ def _event(tick: int) -> tuple[str, RuntimeEvent]:
                                 payload={"text": _text(f"event {tick}")})
 
 
-def test_a_failed_save_leaves_every_later_checkpoint_and_event_readable(tmp_path, monkeypatch):
+def test_a_failed_save_leaves_every_later_checkpoint_and_event_readable(store_name, monkeypatch):
     """Deltas and events are compressed as streams continued row by row: a save whose
     transaction failed must not leave the next row continuing a segment never stored."""
-    path = tmp_path / "s.db"
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     first = store.save(_record(1, None, None), [_event(1)])
     second = store.save(_record(2, first, first), [_event(2)])
     original = store._write_events
 
     def failing(conn, streams, events):
         original(conn, streams, events)
-        raise sqlite3.OperationalError("disk I/O error")
+        raise store._DRIVER_ERROR("disk I/O error")
 
     monkeypatch.setattr(store, "_write_events", failing)
-    with pytest.raises(StoreError, match=r"s\.db: disk I/O error"):
+    with pytest.raises(StoreError, match=re.escape(f"{store.location}: disk I/O error")):
         store.save(_record(3, first, second), [_event(3)])
     monkeypatch.undo()
     fourth = store.save(_record(4, first, second), [_event(4)])
     store.close()
 
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
     assert [c.id for c in store.list("r")] == [first, second, fourth]
     assert store.get(fourth).state[""] == {f"note{t}": _text(f"note {t}") for t in (1, 2, 4)}
     assert [(e.tick, e.payload["text"]) for _, e in store.events("r")] == [
@@ -96,21 +91,18 @@ def test_a_failed_save_leaves_every_later_checkpoint_and_event_readable(tmp_path
     store.close()
 
 
-def test_a_damaged_row_is_named(tmp_path):
-    path = tmp_path / "damaged.db"
-    store = SQLiteCheckpointStore(path)
+def test_a_damaged_row_is_named(store_name):
+    store = open_store(store_name)
     first = store.save(_record(1, None, None), [_event(1)])
     second = store.save(_record(2, first, first), [_event(2)])
+    tamper(store, "UPDATE checkpoints SET data = ? WHERE id = ?", (b"\xff" * 40, second))
+    tamper(store, "UPDATE events SET data = ? WHERE id = (SELECT max(id) FROM events)", (b"\xff" * 40,))
     store.close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE checkpoints SET data = ? WHERE id = ?", (b"\xff" * 40, second))
-    conn.execute("UPDATE events SET data = ? WHERE id = (SELECT max(id) FROM events)", (b"\xff" * 40,))
-    conn.commit()
-    conn.close()
-    store = SQLiteCheckpointStore(path)
+    store = open_store(store_name)
+    where = re.escape(store.location)
     assert store.get(first).tick == 1  # rows before the damage read back
-    with pytest.raises(StoreError, match=rf"damaged\.db: checkpoint {second} is corrupt"):
+    with pytest.raises(StoreError, match=rf"{where}: checkpoint {second} is corrupt"):
         store.get(second)
-    with pytest.raises(StoreError, match=r"damaged\.db: event batch \d+ is corrupt"):
+    with pytest.raises(StoreError, match=rf"{where}: event batch \d+ is corrupt"):
         store.events("r")
     store.close()

@@ -6,6 +6,7 @@ import asyncio
 import operator
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -14,13 +15,13 @@ import time
 from typing import Annotated
 
 import pytest
+from conftest import rows
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import (
     CheckpointError,
-    InMemoryCheckpointStore,
     SQLiteCheckpointStore,
     StoreError,
 )
@@ -51,13 +52,6 @@ def _Seq(turns: int):
                                                                                  value=turns)])
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    made = InMemoryCheckpointStore() if request.param == "memory" else SQLiteCheckpointStore(tmp_path / "s.db")
-    yield made
-    made.close()
-
-
 async def test_checkpoints_store_what_changed_and_restore_through_a_bounded_chain(store):
     runner = ReactiveRunner(chat_tree(60), Chat, checkpointer=store)
     runner.checkpoints.full_every = 10
@@ -71,13 +65,10 @@ async def test_checkpoints_store_what_changed_and_restore_through_a_bounded_chai
     middle = store.get(infos[len(infos) // 2].id)
     assert middle.state[""]["messages"] == [f"message {i}" for i in range(1, middle.state[""]["turns"] + 1)]
     assert middle.statuses["loop/seq/say"] in ("RUNNING", "INVALID", "SUCCESS")
-    if store.location != ":memory:":
-        conn = sqlite3.connect(store.location)
-        sizes = [len(row[0]) for row in conn.execute("SELECT data FROM checkpoints WHERE base_id != id")]
-        chain = max(row[0] for row in conn.execute("SELECT count(*) FROM checkpoints GROUP BY base_id"))
-        conn.close()
-        assert max(sizes) < 1000  # a delta never repeats the 10 KB field nor the whole message list
-        assert chain <= 11
+    sizes = [len(row[0]) for row in rows(store, "SELECT data FROM checkpoints WHERE base_id != id")]
+    chain = max(row[0] for row in rows(store, "SELECT count(*) FROM checkpoints GROUP BY base_id"))
+    assert max(sizes) < 1000  # a delta never repeats the 10 KB field nor the whole message list
+    assert chain <= 11
 
 
 async def test_list_latest_and_history_newest_first(store):
@@ -92,6 +83,20 @@ async def test_list_latest_and_history_newest_first(store):
     assert store.latest("no such run") is None and store.history("no such run") == []
     with pytest.raises(CheckpointError, match="unknown checkpoint id 12345"):
         store.get(12345)
+
+
+async def test_runs_say_where_they_ran_since_when_and_how_they_ended(store):
+    runner = ReactiveRunner(chat_tree(2), Chat, checkpointer=store)
+    before = time.time()
+    await runner.run()
+    failing = ReactiveRunner(StateCondition("never", key="turns", op=">", value=5), Chat, checkpointer=store)
+    await failing.run()
+    store.set_meta(f"tree:{runner.run_id}", "/trees/chat.py:build")
+    done, failed = store.runs()
+    assert (done.run_id, done.ended, done.tree, failed.ended, failed.tree) == (
+        runner.run_id, "completed", "/trees/chat.py:build", "failed", None)
+    assert done.host == failed.host == socket.gethostname() and done.pid == os.getpid()
+    assert before <= done.started <= failed.started <= time.time()
 
 
 def test_a_missing_store_is_named_and_never_created_when_reading(tmp_path):

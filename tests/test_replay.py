@@ -8,12 +8,10 @@ from pathlib import Path
 import pytest
 
 from runtime.memory.checkpoint import (
-    InMemoryCheckpointStore,
     IORecorder,
     IOReplayer,
     ReplayDivergence,
     ReplayedModelError,
-    SQLiteCheckpointStore,
 )
 from runtime.messages import ai, human
 from runtime.model import ModelClient, ModelConfig, ModelResponse, ModelTimeoutError, ScriptedProvider
@@ -30,8 +28,7 @@ def _never():
     raise AssertionError("a replay must not call the model or the tool")
 
 
-async def test_replay_serves_recorded_answers_without_calling_anything():
-    store = InMemoryCheckpointStore()
+async def test_replay_serves_recorded_answers_without_calling_anything(store):
     recorder = IORecorder(store, run_id="r1")
     history = [human("hi")]
 
@@ -56,8 +53,7 @@ async def test_replay_serves_recorded_answers_without_calling_anything():
     assert await replay.tool_call("agent/tools", 0, 0, "calc", {"x": 1}, _never) == "42"
 
 
-async def test_a_differing_request_names_node_and_first_differing_message():
-    store = InMemoryCheckpointStore()
+async def test_a_differing_request_names_node_and_first_differing_message(store):
     recorder = IORecorder(store, run_id="r1")
 
     async def answer():
@@ -83,8 +79,7 @@ def _tool(result: str):
     return call
 
 
-async def test_going_live_calls_for_real_and_records_under_the_current_run():
-    store = InMemoryCheckpointStore()
+async def test_going_live_calls_for_real_and_records_under_the_current_run(store):
 
     async def answer():
         return _response("recorded")
@@ -102,8 +97,7 @@ async def test_going_live_calls_for_real_and_records_under_the_current_run():
     assert store.get_io("r1", "model", "n", 0, 0, branch="main").response["message"]["content"] == "recorded"
 
 
-async def test_recorded_failures_are_raised_again():
-    store = InMemoryCheckpointStore()
+async def test_recorded_failures_are_raised_again(store):
     recorder = IORecorder(store, run_id="r1")
 
     async def timeout():
@@ -149,9 +143,8 @@ def _offline_agent(sample, store, source_run_id, strict=True):
     return agent, agent.make_runner(checkpointer=store)
 
 
-async def test_react_calculator_replays_from_every_checkpoint_offline(tmp_path):
+async def test_react_calculator_replays_from_every_checkpoint_offline(store):
     sample = _load_sample()
-    store = SQLiteCheckpointStore(tmp_path / "calc.db")
     agent = sample.build()
     runner = agent.make_runner(checkpointer=store)
     await runner.run(input_data=sample.INPUT)

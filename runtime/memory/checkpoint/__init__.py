@@ -4,6 +4,8 @@ from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
+from .naming import chosen_store, display_name, open_store
+from .postgres_store import PostgresCheckpointStore
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
@@ -24,6 +26,7 @@ __all__ = [
     "IORecorder",
     "IOReplayer",
     "InMemoryCheckpointStore",
+    "PostgresCheckpointStore",
     "ReplayDivergence",
     "ReplayedModelError",
     "ReplayedToolError",
@@ -35,4 +38,7 @@ __all__ = [
     "export_run",
     "read_trace",
     "write_trace",
+    "chosen_store",
+    "display_name",
+    "open_store",
 ]

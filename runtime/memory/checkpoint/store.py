@@ -23,12 +23,19 @@ class StoreError(OSError):
 
 @dataclass(frozen=True)
 class RunSummary:
+    """A run as a run picker lists it: its checkpoints, and what its writer recorded about it."""
+
     run_id: str
     branches: list[str]
     checkpoints: int
     first_time: float
     last_time: float
     last_status: str
+    tree: str | None = None  # the tree file it came from, when a session recorded it
+    host: str | None = None  # where it ran, and the writing process
+    pid: int | None = None
+    started: float | None = None
+    ended: str | None = None  # "completed", "failed", "suspended"; None: still running (or its writer died)
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,9 @@ class CheckpointStore(Protocol):
         """The whole checkpoint; `CheckpointError` for an unknown id. With `read_lists=False`
         stored lists are left out of `state` (`lists` says where they are)."""
 
-    def list(self, run_id: str | None = None, branch: str | None = None) -> list[CheckpointInfo]:
-        """Headers, oldest first."""
+    def list(self, run_id: str | None = None, branch: str | None = None, *,
+             after: int | None = None) -> list[CheckpointInfo]:
+        """Headers, oldest first; `after`: only those with a greater id."""
 
     def latest(self, run_id: str, branch: str | None = None) -> CheckpointInfo | None: ...
 
@@ -86,6 +94,9 @@ class CheckpointStore(Protocol):
         """The latest matching record, preferring `branch`."""
 
     def read_list(self, list_id: str, length: int) -> list[Any]: ...
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until another writer may have changed the store (or `timeout` seconds pass)."""
 
     def close(self) -> None: ...
 

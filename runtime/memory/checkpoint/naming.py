@@ -1,0 +1,40 @@
+"""One way to name a checkpoint store everywhere: a file (`runs.db`) or a PostgreSQL URL
+(`postgresql://user:password@host/db`), given with `--db` or in `$JIANMU_DB`.
+
+What a name shows in messages is `display_name`: a URL loses its password there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .postgres_store import PostgresCheckpointStore, is_postgres_url, redacted
+from .sql_store import SQLCheckpointStore
+from .sqlite_store import SQLiteCheckpointStore
+
+ENVIRONMENT = "JIANMU_DB"
+
+
+def chosen_store(given: str | Path | None, default: str | Path | None = None) -> str | None:
+    """The store a command uses: the one it was given, else `$JIANMU_DB`, else `default`."""
+    for name in (given, os.environ.get(ENVIRONMENT), default):
+        if name:
+            return str(name)
+    return None
+
+
+def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
+    """The store `name` names; raises `StoreError` (one line, no password) when it cannot be opened.
+    With `create=False` a store that does not exist yet is refused instead of created."""
+    name = str(name)
+    if is_postgres_url(name):
+        return PostgresCheckpointStore(name, create=create)
+    return SQLiteCheckpointStore(name, create=create)
+
+
+def display_name(name: str | Path) -> str:
+    return redacted(str(name)) if is_postgres_url(str(name)) else str(name)
+
+
+__all__ = ["ENVIRONMENT", "chosen_store", "display_name", "open_store"]

@@ -1,0 +1,192 @@
+"""`PostgresCheckpointStore`: one store for runs written by many processes on many machines.
+
+The same records, encoding and queries as the SQLite store (`sql_store.py`), in tables of
+their own schema (`jianmu`) of a PostgreSQL database, created on first use under an advisory
+lock (ten writers may start at once) and versioned like the SQLite format: another
+version is refused in one line. A save is one transaction that also `NOTIFY`s
+`jianmu_checkpoints` with the run id, so a studio following the run hears of each
+checkpoint as it commits. A writer whose connection is lost raises `StoreError` at its
+next save: the run stops rather than going on unrecorded.
+
+The store is named by a `postgresql://user:password@host:port/database` URL; its
+`location` (what messages show) is that URL without the password.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+import psycopg
+from psycopg import conninfo
+
+from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _item_data
+from .store import StoreError
+
+SCHEMA = "jianmu"
+CHANNEL = "jianmu_checkpoints"
+_SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key: one process creates the tables
+
+_TABLES = """
+CREATE SCHEMA IF NOT EXISTS jianmu;
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE checkpoints(
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id TEXT NOT NULL, branch TEXT NOT NULL,
+    parent_id BIGINT, base_id BIGINT, tick INTEGER NOT NULL, time DOUBLE PRECISION NOT NULL,
+    status TEXT NOT NULL, source TEXT NOT NULL, event_position BIGINT NOT NULL,
+    stream BIGINT, data BYTEA NOT NULL);
+CREATE INDEX checkpoints_run ON checkpoints(run_id, branch, id);
+CREATE INDEX checkpoints_base ON checkpoints(base_id, id);
+CREATE TABLE items(id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, hash BYTEA NOT NULL UNIQUE,
+    text TEXT, packed BYTEA, CHECK ((text IS NULL) <> (packed IS NULL)));
+CREATE TABLE chunks(list_id TEXT NOT NULL, start INTEGER NOT NULL, items TEXT NOT NULL,
+    PRIMARY KEY(list_id, start));
+CREATE TABLE events(id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id TEXT NOT NULL,
+    branch TEXT NOT NULL, stream BIGINT, data BYTEA NOT NULL);
+CREATE INDEX events_run ON events(run_id, id);
+CREATE TABLE io(id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id TEXT NOT NULL,
+    branch TEXT NOT NULL, kind TEXT NOT NULL, node TEXT NOT NULL, round INTEGER NOT NULL,
+    idx INTEGER NOT NULL, request TEXT NOT NULL, response TEXT, error TEXT, time DOUBLE PRECISION NOT NULL);
+CREATE INDEX io_call ON io(run_id, kind, node, round, idx);
+"""
+
+
+def is_postgres_url(name: str) -> bool:
+    return name.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(url: str) -> str:
+    """The URL as messages show it: `postgresql://user@host:port/database`, never a password."""
+    try:
+        parts = conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(an unreadable URL)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+
+
+@functools.lru_cache(maxsize=256)
+def _dialect(sql: str) -> str:
+    """A shared query (`?` placeholders) as psycopg takes it (`%s`, literal `%` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _Connection:
+    """A psycopg connection that speaks the shared queries' placeholders."""
+
+    def __init__(self, raw: psycopg.Connection):
+        self.raw = raw
+
+    def execute(self, sql: str, params: tuple = ()) -> psycopg.Cursor:
+        return self.raw.execute(_dialect(sql), params)
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        with self.raw.cursor() as cursor:
+            cursor.executemany(_dialect(sql), rows)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class PostgresCheckpointStore(SQLCheckpointStore):
+    _DRIVER_ERROR = psycopg.Error
+    _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+    _INSERT_ITEM = ("INSERT INTO items (hash, text, packed) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING "
+                    "RETURNING id")
+    _ITEM_COLUMNS = "i.text, i.packed"
+    _LIST_ITEMS = ("SELECT i.text, i.packed FROM chunks c "
+                   "CROSS JOIN LATERAL json_array_elements_text(c.items::json) WITH ORDINALITY AS j(value, n) "
+                   "JOIN items i ON i.id = j.value::bigint WHERE c.list_id = ? AND c.start < ? "
+                   "ORDER BY c.start, j.n")
+    _BRANCHES = "string_agg(DISTINCT branch, ',')"
+
+    def __init__(self, url: str, *, create: bool = True):
+        super().__init__()
+        self.location = redacted(url)
+        self._url = url
+        self._secrets = [s for s in (self._password(url), os.environ.get("PGPASSWORD")) if s]
+        self._listener: psycopg.Connection | None = None
+        self._conn = _Connection(self._connect())
+        with self._guard():
+            self._open_schema(create)
+
+    def _password(self, url: str) -> str | None:
+        try:
+            return conninfo.conninfo_to_dict(url).get("password")
+        except psycopg.ProgrammingError:
+            return None
+
+    def _connect(self) -> psycopg.Connection:
+        try:
+            raw = psycopg.connect(self._url, autocommit=True)
+            raw.execute(f"SET search_path TO {SCHEMA}")
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
+        return raw
+
+    def _open_schema(self, create: bool) -> None:
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+            found = conn.execute("SELECT to_regclass('jianmu.meta'), to_regnamespace('jianmu')").fetchone()
+            if found[0] is None:
+                if found[1] is not None and conn.execute(
+                        "SELECT 1 FROM pg_tables WHERE schemaname = 'jianmu' LIMIT 1").fetchone():
+                    raise StoreError(f"{self.location}: not a checkpoint store "
+                                     "(schema jianmu holds other tables)")
+                if not create:
+                    raise StoreError(f"{self.location}: no checkpoint store in this database")
+                for statement in filter(str.strip, _TABLES.split(";")):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.execute("INSERT INTO meta VALUES ('created', ?)", (repr(time.time()),))
+            else:
+                self._check_version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    def _first_line(self, exc: Exception) -> str:
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0].strip()
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _explain(self, exc: Exception) -> str:
+        if self._conn.raw.broken or self._conn.raw.closed:
+            return f"{self.location}: lost the connection to the PostgreSQL server ({self._first_line(exc)})"
+        return f"{self.location}: {self._first_line(exc)}"
+
+    @staticmethod
+    def _item_values(text: str) -> tuple[str | None, bytes | None]:
+        data = _item_data(text)
+        return (data, None) if isinstance(data, str) else (None, data)
+
+    def _announce(self, conn: _Connection, run_id: str) -> None:
+        conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Waits for a `NOTIFY` on the channel saves announce on (its own connection, opened
+        on first use: call once before reading what is there, so nothing lands unheard)."""
+        try:
+            if self._listener is None:
+                self._listener = self._connect()
+                self._listener.execute(f"LISTEN {CHANNEL}")
+                return True
+            return any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.location}: lost the connection to the PostgreSQL server "
+                             f"({self._first_line(exc)})") from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._listener is not None:
+                self._listener.close()
+            self._conn.close()
+
+
+__all__ = ["CHANNEL", "PostgresCheckpointStore", "is_postgres_url", "redacted"]

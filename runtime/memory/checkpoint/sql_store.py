@@ -1,0 +1,481 @@
+"""`SQLCheckpointStore`: what the SQLite and PostgreSQL stores share — records, encoding, queries.
+
+The concrete stores (`sqlite_store.py`, `postgres_store.py`) only connect, create and check
+their schema, explain their driver's errors in one line, and give the few statements their
+SQL dialects spell differently. Queries here are written with `?` placeholders.
+
+What makes a store small:
+
+- Message-sized values are items, stored once by content (and deflated): a list's chunks, a
+  recorded model reply (also the next message of the history), a tool result, a model config
+  sent with every call all point at the same rows.
+- Checkpoint deltas and event batches are deflate streams continued row by row (`_Streams`):
+  a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
+  before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
+  record, so a restore inflates exactly the rows it reads anyway.
+
+Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
+itself from the run's lifecycle events, in the same transaction, so every writer records it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import itertools
+import json
+import os
+import socket
+import threading
+import time
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from ...engine.events import EventType, RuntimeEvent
+from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
+from .runner_checkpoints import RecordsRuns
+from .store import CheckpointError, IORecord, RunSummary, StoreError
+
+SCHEMA_VERSION = 2  # of the tables and their encoding, in either store
+_BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
+_DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
+_INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
+_ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
+            EventType.RUN_SUSPENDED: "suspended"}
+
+
+def _decoding(method):
+    """A read whose stored bytes do not decode (a damaged page, item or header) raises a
+    `StoreError` naming the store, never an `IndexError` or `zlib.error` from deep inside."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError) as exc:
+            raise StoreError(f"{self.location}: corrupt checkpoint store "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+    return read
+
+
+def _hash(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=10).digest()
+
+
+def _item_data(text: str) -> str | bytes:
+    """How an item (a JSON text) is stored: the text, or its raw deflate when shorter."""
+    if len(text) < _DEFLATE:
+        return text
+    raw = text.encode()
+    packed = zlib.compress(raw, 6, -15)
+    return packed if len(packed) < len(raw) else text
+
+
+def _item_text(row: Sequence[str | bytes | None]) -> str:
+    """The JSON text of an item row: its one non-null column, a text or deflated bytes."""
+    data = next(value for value in row if value is not None)
+    return zlib.decompress(data, -15).decode() if isinstance(data, bytes) else data
+
+
+class _Streams:
+    """Open deflate streams, one per key (a run's events, a chain of deltas), continued row by row.
+
+    Each row is one sync-flushed segment, so the rows of a stream, inflated in order from
+    its first, give back exactly what was written. A stream lives as long as this store object
+    (a reopened store starts new ones). A write takes its stream out and puts it back only
+    once committed: after a failed transaction the next row starts a new stream instead of
+    continuing a segment that was never stored.
+    """
+
+    LIMIT = 8  # open streams kept (a compressor holds about 256 KB)
+
+    def __init__(self) -> None:
+        self._open: dict[Any, tuple[int, Any]] = {}  # key -> (id of the stream's first row, compressor)
+
+    def deflate(self, key: Any, data: bytes, pending: dict) -> tuple[int | None, bytes, Any]:
+        """Continue stream `key` (None: start one) with `data`, taking it from `pending` (this
+        transaction's streams) or the open ones: (its first row id, None for a new stream;
+        the row's bytes; the compressor)."""
+        found = key is not None and (pending.pop(key, None) or self._open.pop(key, None))
+        stream, compressor = found or (None, zlib.compressobj(6, zlib.DEFLATED, -15))
+        return stream, compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH), compressor
+
+    def keep(self, pending: dict) -> None:
+        self._open.update(pending)
+        while len(self._open) > self.LIMIT:
+            del self._open[next(iter(self._open))]
+
+
+class SQLCheckpointStore(RecordsRuns, ABC):
+    """The `CheckpointStore` over a DB-API connection; subclasses connect and give their dialect."""
+
+    location: str
+    _conn: Any
+    _DRIVER_ERROR: ClassVar[type[Exception] | tuple[type[Exception], ...]]
+    _RETRY: ClassVar[tuple[type[Exception], ...]] = ()  # errors after which a transaction is run again
+    _BEGIN: ClassVar[str] = "BEGIN"
+    _INSERT_ITEM: ClassVar[str]  # (hash, *item columns) -> RETURNING id
+    _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
+    _LIST_ITEMS: ClassVar[str]  # (list id, length) -> the item columns of a stored list, in order
+    _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
+        self._streams = _Streams()
+        self._host = socket.gethostname()
+
+    # -- dialect -------------------------------------------------------------------
+    @abstractmethod
+    def _explain(self, exc: Exception) -> str:
+        """One line for a driver error, naming the store."""
+
+    @staticmethod
+    @abstractmethod
+    def _item_values(text: str) -> tuple[str | bytes | None, ...]:
+        """The item columns `_INSERT_ITEM` takes after the hash."""
+
+    @abstractmethod
+    def _announce(self, conn: Any, run_id: str) -> None:
+        """Tell followers that run `run_id` has a new checkpoint (inside the saving transaction)."""
+
+    @abstractmethod
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until another writer may have changed the store, or `timeout` seconds pass;
+        True if something changed (a follower then reads what is new)."""
+
+    def _check_version(self, row: tuple[str] | None) -> None:
+        """Refuse, in one line, a store whose `schema_version` row says another format."""
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.location}: written by a newer version (schema {version}; "
+                             f"this version reads up to {SCHEMA_VERSION})")
+        if version < 1:
+            raise StoreError(f"{self.location}: not a checkpoint store (no schema version)")
+        if version < SCHEMA_VERSION:
+            raise StoreError(f"{self.location}: written by an older version (schema {version}; this version "
+                             f"reads schema {SCHEMA_VERSION}): open it with that version, or move it aside")
+
+    # -- connection ----------------------------------------------------------------
+    @contextmanager
+    def _guard(self) -> Iterator[Any]:
+        with self._lock:
+            try:
+                yield self._conn
+            except self._DRIVER_ERROR as exc:
+                raise StoreError(self._explain(exc)) from None
+
+    def _transaction(self, body: Callable[[Any, dict, dict], Any]) -> Any:
+        """Run `body(connection, items added, streams continued)` in one transaction (again after
+        a deadlock); what it added is known to this object once committed."""
+        with self._guard() as conn:
+            for attempt in itertools.count(1):
+                items: dict[bytes, int] = {}
+                streams: dict[Any, tuple[int, Any]] = {}
+                conn.execute(self._BEGIN)
+                try:
+                    result = body(conn, items, streams)
+                    conn.execute("COMMIT")
+                except BaseException as exc:
+                    self._rollback(conn)
+                    if isinstance(exc, self._RETRY) and attempt < 5:
+                        continue
+                    raise
+                self._items.update(items)
+                self._streams.keep(streams)
+                return result
+
+    def _rollback(self, conn: Any) -> None:
+        with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
+            conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- writing -------------------------------------------------------------------
+    def _item_ids(self, conn: Any, texts: Iterable[str], added: dict[bytes, int]) -> list[int]:
+        """The ids of items (JSON texts), storing those not stored yet."""
+        ids = []
+        for text in texts:
+            key = _hash(text)
+            item_id = self._items.get(key) or added.get(key)
+            if item_id is None:
+                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(text))).fetchone()
+                if row is None:  # stored by another store object
+                    row = conn.execute("SELECT id FROM items WHERE hash = ?", (key,)).fetchone()
+                item_id = added[key] = row[0]
+            ids.append(item_id)
+        return ids
+
+    def _write_chunks(self, conn: Any, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> None:
+        conn.executemany("INSERT INTO chunks VALUES (?, ?, ?)", [
+            (chunk.list_id, chunk.start, json.dumps(self._item_ids(conn, chunk.items, added))) for chunk in chunks])
+
+    def _streamed(self, conn: Any, streams: dict, key: Any, sql: str, params: tuple,
+                  data: bytes) -> tuple[int, tuple[int, Any]]:
+        """Insert a row whose last two columns are (stream, data), continuing the stream `key`
+        (None: a new one); returns the row id and the stream, for the caller to keep under the
+        key its next row will continue."""
+        stream, blob, compressor = self._streams.deflate(key, data, streams)
+        row_id = conn.execute(sql + " RETURNING id", (*params, stream, blob)).fetchone()[0]
+        return row_id, (stream or row_id, compressor)
+
+    def _write_events(self, conn: Any, streams: dict, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
+        for (run_id, branch), group in itertools.groupby(events, lambda pair: (pair[1].run_id or "", pair[0])):
+            batch = [event for _, event in group]
+            data = dumpb([[e.seq, e.type, e.tick, e.node, e.time, e.payload] for e in batch])
+            key = ("events", run_id)
+            _, streams[key] = self._streamed(conn, streams, key, "INSERT INTO events (run_id, branch, stream, data) "
+                                             "VALUES (?, ?, ?, ?)", (run_id, branch), data)
+            self._note_lifecycle(conn, run_id, batch)
+
+    def _note_lifecycle(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent]) -> None:
+        """Keep `run:<id>` up to date: who runs it (host, pid) and since when, and how it ended."""
+        lifecycle = [e for e in batch if e.type == EventType.RUN_STARTED or e.type in _ENDINGS]
+        if not lifecycle:
+            return
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
+        meta = json.loads(row[0]) if row else {}
+        for event in lifecycle:
+            if event.type == EventType.RUN_STARTED:
+                meta.setdefault("started", event.time)
+                meta.update(host=self._host, pid=os.getpid(), ended=None, ended_at=None)
+            else:
+                meta.update(ended=_ENDINGS[event.type], ended_at=event.time)
+        self._put_meta(conn, f"run:{run_id}", json.dumps(meta))
+
+    @staticmethod
+    def _put_meta(conn: Any, key: str, value: str) -> None:
+        conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     (key, value))
+
+    def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
+        data = dumpb({"s": record.statuses, "r": record.resume, "st": record.state,
+                      "b": record.bindings, "w": record.wake})
+
+        def write(conn: Any, items: dict, streams: dict) -> int:
+            self._write_chunks(conn, record.chunks, items)
+            checkpoint_id, stream = self._streamed(
+                conn, streams, None if record.full else ("chain", record.base_id),
+                "INSERT INTO checkpoints (run_id, branch, parent_id, base_id, tick, time, status, source, "
+                "event_position, stream, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.run_id, record.branch, record.parent_id, record.base_id, record.tick, record.time,
+                 record.status, record.source, record.event_position), data)
+            if record.full:
+                conn.execute("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
+            streams[("chain", record.base_id or checkpoint_id)] = stream
+            self._write_events(conn, streams, events)
+            self._announce(conn, record.run_id)
+            return checkpoint_id
+
+        return self._transaction(write)
+
+    def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
+        if events:
+            self._transaction(lambda conn, _, streams: self._write_events(conn, streams, events))
+
+    def _pack(self, conn: Any, value: Any, added: dict[bytes, int]) -> str:
+        """JSON `[value, refs]` of a recorded value whose big parts are items: refs is the item id
+        of the whole value (then value is null) or {key: item id} for big values of a dict."""
+        if isinstance(value, dict):
+            texts = {key: dumps(part) for key, part in value.items()}
+            big = [key for key, text in texts.items() if len(text) >= _BIG]
+            ids = self._item_ids(conn, (texts[key] for key in big), added)
+            return dumps([{key: None if key in big else part for key, part in value.items()},
+                          dict(zip(big, ids, strict=True))])
+        text = dumps(value)
+        if len(text) >= _BIG:
+            return dumps([None, self._item_ids(conn, [text], added)[0]])
+        return dumps([value, {}])
+
+    def put_io(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
+        def write(conn: Any, items: dict, _: dict) -> None:
+            self._write_chunks(conn, chunks, items)
+            conn.execute(
+                "INSERT INTO io (run_id, branch, kind, node, round, idx, request, response, error, time) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.run_id, record.branch, record.kind, record.node, record.round, record.index,
+                 self._pack(conn, record.request, items),
+                 None if record.response is None else self._pack(conn, record.response, items),
+                 None if record.error is None else dumps(record.error), time.time()))
+
+        self._transaction(write)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Remember a fact about the store's runs (for example which tree file a run came from)."""
+        self._transaction(lambda conn, _, __: self._put_meta(conn, key, value))
+
+    # -- reading -------------------------------------------------------------------
+    def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str) -> list[Any]:
+        """The JSON values written into (row id, stream, data) rows, read in id order from each
+        stream's first; a damaged row is named (`what` and its id)."""
+        decoders: dict[int, Any] = {}
+        out = []
+        for row_id, stream, data in rows:
+            try:
+                decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
+                out.append(json.loads(decoder.decompress(data)))
+            except (KeyError, zlib.error, ValueError):
+                raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
+        return out
+
+    @_decoding
+    def read_list(self, list_id: str, length: int) -> list[Any]:
+        with self._guard() as conn:
+            texts = [_item_text(row) for row in conn.execute(self._LIST_ITEMS, (list_id, length))]
+        if len(texts) < length:
+            raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
+                             f"({len(texts)} of {length} items)")
+        return json.loads("[" + ",".join(texts[:length]) + "]")
+
+    @_decoding
+    def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
+        """The whole checkpoint; with `read_lists=False` its stored lists are left out of `state`
+        (`lists` says where they are) for a caller that keeps them decoded."""
+        with self._guard() as conn:
+            row = None if checkpoint_id.bit_length() > 63 else conn.execute(  # beyond 64-bit integers
+                "SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+            if row is None:
+                raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
+            rows = conn.execute(f"SELECT {_INFO}, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? "
+                                "ORDER BY id", (row[0], checkpoint_id)).fetchall()
+        statuses: dict[str, str] = {}
+        resume: dict[str, Any] = {}
+        entries: dict[str, dict[str, list]] = {}
+        data: dict[str, Any] = {}
+        for data in self._inflate(((r[0], r[-2], r[-1]) for r in rows), "checkpoint"):
+            statuses.update(data["s"])
+            for path, value in data["r"].items():
+                if value is None:
+                    resume.pop(path, None)
+                else:
+                    resume[path] = value
+            for ns, changes in data["st"].items():
+                target = entries.setdefault(ns, {})
+                for key, entry in changes.items():
+                    if entry[0] == "d":
+                        target.pop(key, None)
+                    else:
+                        target[key] = entry
+        state: dict[str, dict[str, Any]] = {}
+        lists: dict[str, dict[str, list]] = {}
+        for ns, values in entries.items():
+            state[ns] = {}
+            for key, entry in values.items():
+                if entry[0] == "v":
+                    state[ns][key] = entry[1]
+                else:
+                    lists.setdefault(ns, {})[key] = entry[1:]
+                    if read_lists:
+                        state[ns][key] = self.read_list(entry[1], entry[2])
+        return Checkpoint(*rows[-1][:-2], statuses=statuses, resume=resume, state=state,
+                          bindings=data["b"], wake=data["w"], lists=lists)
+
+    def _infos(self, where: str, params: tuple, order: str = "id") -> list[CheckpointInfo]:
+        with self._guard() as conn:
+            rows = conn.execute(f"SELECT {_INFO} FROM checkpoints {where} ORDER BY {order}", params).fetchall()
+        return [CheckpointInfo(*row) for row in rows]
+
+    def list(self, run_id: str | None = None, branch: str | None = None, *,
+             after: int | None = None) -> list[CheckpointInfo]:
+        """Headers, oldest first; `after`: only those with a greater id (what a follower has not seen)."""
+        clauses, params = [], []
+        for clause, value in (("run_id = ?", run_id), ("branch = ?", branch), ("id > ?", after)):
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        return self._infos("WHERE " + " AND ".join(clauses) if clauses else "", tuple(params))
+
+    def latest(self, run_id: str, branch: str | None = None) -> CheckpointInfo | None:
+        where = "WHERE run_id = ?" + (" AND branch = ?" if branch is not None else "")
+        params = (run_id,) if branch is None else (run_id, branch)
+        found = self._infos(where, params, "id DESC LIMIT 1")
+        return found[0] if found else None
+
+    def history(self, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
+        head = self.latest(run_id, branch)
+        if head is None:
+            return []
+        by_id = {info.id: info for info in self.list(run_id)}
+        out = []
+        current: CheckpointInfo | None = head
+        while current is not None:
+            out.append(current)
+            current = by_id.get(current.parent_id) if current.parent_id is not None else None
+        return out
+
+    def get_meta(self, key: str) -> str | None:
+        with self._guard() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def branches(self, run_id: str) -> list[str]:
+        with self._guard() as conn:
+            return [row[0] for row in conn.execute(
+                "SELECT branch FROM checkpoints WHERE run_id = ? GROUP BY branch ORDER BY min(id)", (run_id,))]
+
+    @_decoding
+    def runs(self) -> list[RunSummary]:
+        """Every run, oldest first, with what its writer recorded about it (tree, host, pid, end)."""
+        with self._guard() as conn:
+            rows = conn.execute(
+                f"SELECT run_id, {self._BRANCHES}, count(*), min(time), max(time), "
+                "(SELECT status FROM checkpoints l WHERE l.run_id = c.run_id ORDER BY id DESC LIMIT 1) "
+                "FROM checkpoints c GROUP BY run_id ORDER BY min(id)").fetchall()
+            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'run:%' OR key LIKE 'tree:%'"))
+        out = []
+        for run_id, branches, n, first, last, status in rows:
+            facts = json.loads(meta.get(f"run:{run_id}", "{}"))
+            out.append(RunSummary(run_id, sorted(branches.split(",")), n, first, last, status,
+                                  tree=meta.get(f"tree:{run_id}"), host=facts.get("host"), pid=facts.get("pid"),
+                                  started=facts.get("started"), ended=facts.get("ended")))
+        return out
+
+    @_decoding
+    def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
+        with self._guard() as conn:
+            rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? ORDER BY id",
+                                (run_id,)).fetchall()
+        batches = self._inflate(((r[0], r[2], r[3]) for r in rows), "event batch")
+        return [(branch, RuntimeEvent(seq=seq, type=type_, tick=tick, node=node, time=t, run_id=run_id,
+                                      payload=payload))
+                for (_, branch, _, _), batch in zip(rows, batches, strict=True)
+                for seq, type_, tick, node, t, payload in batch]
+
+    def _item(self, conn: Any, item_id: int) -> Any:
+        row = conn.execute(f"SELECT {self._ITEM_COLUMNS} FROM items i WHERE id = ?", (item_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.location}: recorded item {item_id} is missing")
+        return json.loads(_item_text(row))
+
+    def _unpack(self, conn: Any, text: str) -> Any:
+        value, refs = json.loads(text)
+        if isinstance(refs, int):
+            return self._item(conn, refs)
+        for key, item_id in refs.items():
+            value[key] = self._item(conn, item_id)
+        return value
+
+    @_decoding
+    def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
+               branch: str | None = None) -> IORecord | None:
+        with self._guard() as conn:
+            row = conn.execute(
+                "SELECT branch, request, response, error FROM io WHERE run_id = ? AND kind = ? AND node = ? "
+                "AND round = ? AND idx = ? ORDER BY branch = ? DESC, id DESC LIMIT 1",
+                (run_id, kind, node, round, index, branch)).fetchone()
+            if row is None:
+                return None
+            found_branch, request, response, error = row
+            return IORecord(run_id, found_branch, kind, node, round, index, self._unpack(conn, request),
+                            None if response is None else self._unpack(conn, response),
+                            None if error is None else json.loads(error))
+
+
+__all__ = ["SCHEMA_VERSION", "SQLCheckpointStore"]

@@ -1,0 +1,175 @@
+"""The PostgreSQL store on a real (throw-away) server: its schema, bad URLs, many writers at once,
+and a writer that loses its connection."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import postgres_server
+import psycopg
+import pytest
+from postgres_server import PASSWORD
+
+from runtime.memory.checkpoint import PostgresCheckpointStore, StoreError, open_store
+
+TESTS = os.path.dirname(__file__)
+
+
+def _sql(url: str, sql: str, params: tuple = ()) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def test_the_schema_is_created_on_first_use_in_its_own_namespace(postgres_url):
+    _sql(postgres_url, "CREATE TABLE items(mine TEXT)")  # the user's own table of the same name stays theirs
+    store = open_store(postgres_url)
+    assert isinstance(store, PostgresCheckpointStore)
+    store.close()
+    tables = {row[0] for row in _sql(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'jianmu'")}
+    assert tables == {"meta", "checkpoints", "items", "chunks", "events", "io"}
+    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [("2",)]
+    assert _sql(postgres_url, "SELECT count(*) FROM public.items") == [(0,)]
+
+
+@pytest.mark.parametrize("version, message", [
+    ("99", "written by a newer version (schema 99; this version reads up to 2)"),
+    ("1", "written by an older version (schema 1; this version reads schema 2)"),
+])
+def test_another_schema_version_is_refused_in_one_line_and_left_untouched(postgres_url, version, message):
+    open_store(postgres_url).close()
+    _sql(postgres_url, "UPDATE jianmu.meta SET value = %s WHERE key = 'schema_version'", (version,))
+    with pytest.raises(StoreError) as caught:
+        open_store(postgres_url)
+    text = str(caught.value)
+    assert "\n" not in text and PASSWORD not in text
+    assert text.startswith(re.sub(r":[^:@/]+@", "@", postgres_url) + ": " + message)
+    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [(version,)]
+
+
+def test_a_schema_of_someone_elses_tables_is_refused(postgres_url):
+    _sql(postgres_url, "CREATE SCHEMA jianmu; CREATE TABLE jianmu.other(x int)")
+    with pytest.raises(StoreError, match=r"not a checkpoint store \(schema jianmu holds other tables\)"):
+        open_store(postgres_url)
+
+
+def test_reading_a_database_without_a_store_creates_nothing(postgres_url):
+    with pytest.raises(StoreError, match=r"/t\d+: no checkpoint store in this database$"):
+        open_store(postgres_url, create=False)
+    assert _sql(postgres_url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'jianmu'") == [(0,)]
+
+
+def test_a_wrong_password_or_no_server_is_one_line_without_the_password(postgres_server):
+    wrong = postgres_server.url().replace(PASSWORD, "not-the-" + PASSWORD)
+    with pytest.raises(StoreError) as caught:
+        open_store(wrong)
+    text = str(caught.value)
+    assert text.startswith(f"postgresql://jianmu@127.0.0.1:{postgres_server.port}/postgres: cannot connect (")
+    assert "password authentication failed" in text and PASSWORD not in text and "\n" not in text
+
+    port = _port_nothing_listens_on()
+    with pytest.raises(StoreError) as caught:
+        open_store(f"postgresql://jianmu:{PASSWORD}@127.0.0.1:{port}/db")
+    assert str(caught.value).startswith(f"postgresql://jianmu@127.0.0.1:{port}/db: cannot connect (")
+    assert PASSWORD not in str(caught.value)
+
+
+def _port_nothing_listens_on() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+_WRITER = textwrap.dedent("""
+    import asyncio, os, sys, time
+    sys.path.insert(0, {tests!r})
+    from test_checkpoint_store import Chat, chat_tree
+    from runtime.engine.runner import ReactiveRunner
+    from runtime.memory.checkpoint import open_store
+
+    store = open_store(sys.argv[1])
+    while not os.path.exists(sys.argv[2]):  # every writer starts at the same moment
+        time.sleep(0.01)
+    runner = ReactiveRunner(chat_tree(int(sys.argv[3])), Chat, checkpointer=store)
+    asyncio.run(runner.run())
+    print(runner.run_id, os.getpid(), flush=True)
+""")
+
+WRITERS, TURNS = 10, 40
+
+
+def test_ten_processes_record_at_once_and_nothing_is_lost(store_name, tmp_path):
+    go = tmp_path / "go"
+    code = _WRITER.format(tests=TESTS)
+    children = [subprocess.Popen([sys.executable, "-c", code, store_name, str(go), str(TURNS)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(WRITERS)]
+    time.sleep(0.5)
+    go.touch()
+    finished = {}
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        run_id, pid = out.split()
+        finished[run_id] = int(pid)
+    store = open_store(store_name)
+    runs = {run.run_id: run for run in store.runs()}
+    assert runs.keys() == finished.keys()
+    for run_id, pid in finished.items():
+        infos = store.list(run_id)
+        ticks = [info.tick for info in infos]
+        assert ticks == list(range(len(ticks))) and infos[-1].status == "SUCCESS"
+        final = store.get(infos[-1].id).state[""]
+        assert final["messages"] == [f"message {i}" for i in range(1, TURNS + 1)]
+        events = [event for _, event in store.events(run_id)]
+        assert [e.seq for e in events] == sorted({e.seq for e in events}) and events[-1].type == "run.completed"
+        assert runs[run_id].pid == pid and runs[run_id].ended == "completed"
+    total = sum(run.checkpoints for run in runs.values())
+    assert total == sum(len(store.list(run_id)) for run_id in finished) >= WRITERS * (TURNS + 1)
+    store.close()
+
+
+_FOREVER = textwrap.dedent("""
+    import asyncio, sys
+    sys.path.insert(0, {tests!r})
+    from test_checkpoint_store import Chat, chat_tree
+    from runtime.engine.runner import ReactiveRunner
+    from runtime.memory.checkpoint import open_store
+
+    runner = ReactiveRunner(chat_tree(10**9), Chat, checkpointer=open_store(sys.argv[1]))
+    asyncio.run(runner.run())
+    print("finished as if nothing happened")
+""")
+
+
+def test_a_writer_that_loses_its_connection_stops_with_a_clear_error(postgres_url):
+    child = subprocess.Popen([sys.executable, "-c", _FOREVER.format(tests=TESTS), postgres_url],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = _sql(postgres_url, "SELECT to_regclass('jianmu.checkpoints')")
+        if found[0][0] and _sql(postgres_url, "SELECT count(*) FROM jianmu.checkpoints")[0][0] > 50:
+            break
+    _sql(postgres_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    out, err = child.communicate(timeout=30)
+    assert child.returncode != 0 and "finished" not in out
+    last = err.strip().splitlines()[-1]
+    assert "StoreError: postgresql://jianmu@127.0.0.1:" in last
+    assert "lost the connection to the PostgreSQL server" in last
+    assert PASSWORD not in err
+
+
+def test_without_postgresql_binaries_the_tests_skip_saying_how_to_get_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JIANMU_PG_BIN", raising=False)
+    monkeypatch.setattr(postgres_server, "DEBIAN_DIRS", str(tmp_path / "*" / "bin"))
+    reason = postgres_server.why_not()
+    assert reason is not None and "apt-get install postgresql" in reason and "$JIANMU_PG_BIN" in reason
