@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine import EventType, NodeBoundary, ReactiveRunner, RuntimeEventBus
-from runtime.memory.checkpoint import InMemoryCheckpointStore
+from runtime.memory.checkpoint import CheckpointError, InMemoryCheckpointStore
 from runtime.node import AsyncNode, Node, Sequence
 
 
@@ -203,3 +204,21 @@ async def test_a_runner_with_no_boundary_runs_exactly_as_before():
     plain_steps = await _trajectory(plain)
     assert all(step[2] for step in plain_steps)
     assert await _trajectory(cleared) == plain_steps
+
+
+async def test_restoring_a_checkpoint_abandons_the_held_tick_and_a_refused_restore_keeps_it():
+    store = InMemoryCheckpointStore()
+    runner = runner_for(tree(), checkpointer=store)
+    assert await runner.run() == Status.SUCCESS
+    first = store.list(runner.run_id)[0].id
+    runner.start_fresh()
+    runner.stop_before = {"root/inner/answer"}
+    await runner.step()
+    with pytest.raises(CheckpointError):
+        runner.restore(10_000)
+    assert runner.paused_at is not None  # nothing lost by a restore that did not fit
+    runner.restore(first)
+    assert runner.paused_at is None and runner.tick_count == 0
+    runner.stop_before = ()
+    assert await runner.run() == Status.SUCCESS
+    assert runner.state_manager.get("log") == ["first", "answer", "last"]

@@ -610,16 +610,12 @@ class ReactiveRunner:
 
     def restore(self, checkpoint_id: int) -> None:
         """Put back statuses, node resume data and state as they were at a checkpoint."""
-        checkpoints = self._require_checkpoints()
-        self._drop_held()
-        checkpoints.restore(checkpoint_id)
+        self._require_checkpoints().restore(checkpoint_id)  # a held tick is abandoned once it fits
 
     def fork(self, checkpoint_id: int, *, state_updates: Mapping[str, Any] | None = None,
              binding_changes: Mapping[str, Any] | None = None) -> str:
         """Restore a checkpoint, apply edits, and continue on a new branch (returned)."""
-        checkpoints = self._require_checkpoints()
-        self._drop_held()
-        return checkpoints.fork(checkpoint_id, state_updates=state_updates,
+        return self._require_checkpoints().fork(checkpoint_id, state_updates=state_updates,
                                                 binding_changes=binding_changes)
 
     def stop(self) -> None:
