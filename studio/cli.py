@@ -4,7 +4,8 @@
     jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store and open it
-                                               (nothing executes); follows a run still written
+                                               (nothing executes)
+    jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -92,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
                                        "(a run written by a service, not by jianmu-studio)")
+    attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
+    attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
+    attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     return parser
 
 
@@ -100,7 +105,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "run", "replay"):
+        if arg not in ("open", "run", "replay", "attach"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -118,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
+        if args.command == "attach":
+            return asyncio.run(attach(args))
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
         if args.debug:
@@ -130,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _store_of(args: argparse.Namespace) -> str | None:
     """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file."""
-    given = args.db
+    given = getattr(args, "db", None)
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")
@@ -298,6 +305,29 @@ def _pick_run(name: str) -> str | None:
         return RunPickerApp(store).run()
     finally:
         store.close()
+
+
+async def attach(args: argparse.Namespace) -> int:
+    """The TUI on a remote run: connected here, in the loop the app then runs in."""
+    from runtime.debug import DebugError
+
+    from .app import StudioApp
+    from .remote_session import RemoteSession
+
+    token = args.token or os.environ.get("JIANMU_DEBUG_TOKEN") or ""
+    try:
+        session = await RemoteSession.connect(args.address, token)
+    except ValueError as exc:  # a malformed address
+        raise UsageError(str(exc)) from exc
+    except DebugError as exc:
+        raise UsageError(f"{args.address}: {exc.message}") from exc
+    except OSError as exc:
+        raise UsageError(f"{args.address}: no debug server there ({exc.strerror or exc})") from exc
+    try:
+        await StudioApp(session).run_async()
+    finally:
+        await session.close()
+    return 0
 
 
 if __name__ == "__main__":

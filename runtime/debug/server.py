@@ -113,7 +113,7 @@ class DebugServer:
         self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
         ping = max(self.heartbeat / 2, 0.05)
         self._server = await serve(self._serve, self.host, self.port, max_size=MAX_FRAME, ping_interval=ping,
-                                   ping_timeout=ping, logger=log)
+                                   ping_timeout=ping, close_timeout=ping, logger=log)
         self.port = self._server.sockets[0].getsockname()[1]
         where = f"jianmu debug server on {self.url}"
         print(f"{where} token {self.token}" if self._show_token else where, file=sys.stderr, flush=True)
