@@ -1,6 +1,6 @@
 """How checkpoints grow: a 200-round scripted ReAct run adding two 1 KB messages per round.
 
-    .venv/bin/python bench/checkpoint_growth.py [--rounds 200]
+    .venv/bin/python bench/checkpoint_growth.py [--rounds 200] [--postgres URL] [--writers 10]
 
 Prints, side by side: bytes stored versus the final state's size, save time per tick
 versus the tick's own time, and restore time at the first, middle and last checkpoint:
@@ -9,8 +9,12 @@ as when stepping through a timeline), and the first restore by a new runner (whi
 and validates the whole message list). Items are the messages, recorded replies and tool
 results, stored once by content. The message texts are random words, which compress
 about as badly as any real text, so the ratio owes nothing to a repeated letter.
-Reference column: LangGraph's SQLite checkpointer on the same workload (full message list
-in every checkpoint), QUOTED, not measured by this script: 84 MB for a 418 KB final state
+One column per store: an SQLite file, and a database of a PostgreSQL server on loopback
+(`--postgres URL`, else a throw-away server started as the tests start theirs). Then the
+concurrency figure: N processes recording one run each into one store at the same time,
+checkpoints per second in total, beside one process alone on the same store kind.
+Reference: LangGraph's SQLite checkpointer on the same workload (full message list in
+every checkpoint), QUOTED, not measured by this script: 84 MB for a 418 KB final state
 (202x), 1.3 ms per step (bench/RESULTS.md, 2026-12-01); cold restore of the first /
 middle / last checkpoint 1.3 / 5.0 / 7.6 ms (issue #14, LangGraph 1.2.24, measured by
 the session that filed it). Goals here: bytes <= 3x, save <= 0.5 ms per tick, restore
@@ -27,13 +31,15 @@ import random
 import sqlite3
 import statistics
 import string
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import SQLiteCheckpointStore
+from runtime.memory.checkpoint import open_store
 
 KB = 1000
 
@@ -65,10 +71,12 @@ def build(rounds: int):
                              config=ReActConfig(max_iterations=rounds + 5))
 
 
-def breakdown(path: Path) -> dict[str, int]:
-    """Bytes on disk (pages, indexes included) of checkpoints, items, events and recorded I/O."""
-    groups = {"checkpoints, chunks": ("checkpoints", "chunks"), "items": ("items",), "events": ("events",),
-              "recorded I/O rows": ("io",)}
+TABLES = {"checkpoints, chunks": ("checkpoints", "chunks"), "items": ("items",), "events": ("events",),
+          "recorded I/O rows": ("io",)}
+
+
+def sqlite_sizes(path: Path) -> dict[str, int]:
+    """Bytes on disk (pages, indexes included) of each group of tables; {} without dbstat."""
     conn = sqlite3.connect(path)
     try:
         sizes = dict(conn.execute("SELECT tbl_name, sum(pgsize) FROM dbstat JOIN sqlite_schema USING (name) "
@@ -77,10 +85,21 @@ def breakdown(path: Path) -> dict[str, int]:
         return {}
     finally:
         conn.close()
-    return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in groups.items()}
+    return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}
 
 
-def _first_restore_ms(store: SQLiteCheckpointStore, rounds: int, checkpoint_id: int) -> float:
+def postgres_sizes(url: str) -> dict[str, int]:
+    """Bytes of each group of tables (heap, indexes and TOAST: `pg_total_relation_size`)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        sizes = dict(conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                                  "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                  "WHERE n.nspname = 'jianmu' AND c.relkind = 'r'").fetchall())
+    return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}
+
+
+def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> float:
     runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
     started = time.perf_counter()
     runner.restore(checkpoint_id)
@@ -96,10 +115,10 @@ def _median_ms(fn, repeat: int = 21) -> float:
     return statistics.median(times)
 
 
-async def main(rounds: int) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="jianmu-bench-"))
-    path = folder / "bench.db"
-    store = SQLiteCheckpointStore(path)
+async def measure(name: str, rounds: int, sizes) -> dict:
+    """Record the workload into the store `name` (a file or a URL), then restore from a fresh
+    store object; `sizes()` gives the bytes stored by table group."""
+    store = open_store(name)
     runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
     checkpoints = runner.checkpoints
     save_ms: list[float] = []
@@ -117,44 +136,135 @@ async def main(rounds: int) -> None:
     await runner.run(input_data={"messages": [human("Look everything up.")]})
     wall = time.perf_counter() - started
     final = runner.state_manager.snapshot()
-    final_bytes = len(json.dumps(final, ensure_ascii=False).encode())
     assert runner.state_manager.get("final_answer") == "done", "the scripted run did not finish"
     run_id = runner.run_id
     store.close()
-    stored = sum(os.path.getsize(p) for p in folder.iterdir())
-    parts = breakdown(path)
+    parts = sizes()
 
-    store = SQLiteCheckpointStore(path)  # restore from a freshly opened file
+    store = open_store(name)  # restore from a freshly opened store
     again = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
     infos = [c for c in store.list(run_id) if c.status == "RUNNING"]
     points = {"first": infos[0], "middle": infos[len(infos) // 2], "last": infos[-1]}
-    quoted_cold = {"first": "1.3 ms", "middle": "5.0 ms", "last": "7.6 ms"}
-    restore = {name: _median_ms(lambda c=c: again.restore(c.id)) for name, c in points.items()}
-    cold = {name: statistics.median(_first_restore_ms(store, rounds, c.id) for _ in range(5))
-            for name, c in points.items()}
-    read = {name: _median_ms(lambda c=c: store.get(c.id)) for name, c in points.items()}
+    restore = {point: _median_ms(lambda c=c: again.restore(c.id)) for point, c in points.items()}
+    cold = {point: statistics.median(_first_restore_ms(store, rounds, c.id) for _ in range(5))
+            for point, c in points.items()}
+    read = {point: _median_ms(lambda c=c: store.get(c.id)) for point, c in points.items()}
+    store.close()
+    return {"wall": wall, "final": final, "final_bytes": len(json.dumps(final, ensure_ascii=False).encode()),
+            "parts": parts, "save_ms": save_ms, "tick_ms": tick_ms, "points": points, "restore": restore,
+            "cold": cold, "read": read}
+
+
+def write_one_run(name: str, go: str, rounds: int) -> None:
+    """A writer process of the concurrency figure: wait for `go`, record one run, print its checkpoints."""
+    store = open_store(name)
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.005)
+    runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
+    asyncio.run(runner.run(input_data={"messages": [human("Look everything up.")]}))
+    print(len(store.list(runner.run_id)))
     store.close()
 
-    n = len(save_ms)
-    print(f"workload: {rounds} ReAct rounds, {n} ticks, {len(final[''].get('messages', []))} messages, "
-          f"run {wall:.2f} s")
-    print(f"{'':28}{'this store':>14}{'LangGraph (quoted)':>20}")
-    print(f"{'stored bytes':28}{stored / 1e3:>11.0f} KB{'84 MB':>20}")
-    print(f"{'final state':28}{final_bytes / 1e3:>11.0f} KB{'418 KB':>20}")
-    print(f"{'ratio (goal <= 3x)':28}{stored / final_bytes:>13.2f}x{'202x':>20}")
-    for name, size in parts.items():
-        print(f"{'  ' + name:28}{size / 1e3:>11.0f} KB  ({size / final_bytes:.2f}x the final state)")
-    print(f"{'save per tick, mean':28}{statistics.fmean(save_ms):>11.3f} ms{'1.3 ms':>20}")
-    print(f"{'save per tick, median/p95':28}{statistics.median(save_ms):>8.3f}/"
-          f"{sorted(save_ms)[int(n * 0.95)]:.3f} ms")
-    print(f"{'tick own time, mean':28}{statistics.fmean(tick_ms):>11.3f} ms")
-    for name, c in points.items():
-        print(f"{'restore ' + name + f' (tick {c.tick})':28}{restore[name]:>11.3f} ms"
-              f"{'':>20}   (new runner {cold[name]:.3f} ms, LangGraph cold {quoted_cold[name]}; "
-              f"store.get alone {read[name]:.3f} ms)")
+
+def concurrent_writers(name: str, processes: int, rounds: int) -> tuple[float, int]:
+    """Checkpoints per second, in total, of `processes` writers recording one run each at once
+    (timed from the start signal to the last writer's end); and how many were stored."""
+    go = Path(tempfile.mkdtemp(prefix="jianmu-go-")) / "go"
+    open_store(name).close()  # the schema exists before the writers race
+    children = [subprocess.Popen([sys.executable, __file__, "--writer", name, str(go), str(rounds)],
+                                 stdout=subprocess.PIPE, text=True) for _ in range(processes)]
+    for child in children:  # every writer has imported and connected
+        assert child.stdout.readline().strip() == "ready", "a writer failed to start"
+    started = time.perf_counter()
+    go.touch()
+    stored = 0
+    for child in children:
+        out, _ = child.communicate()
+        assert child.returncode == 0, "a writer failed"
+        stored += int(out)
+    return stored / (time.perf_counter() - started), stored
+
+
+def postgres_url(given: str | None):
+    """The URL to measure PostgreSQL with: `--postgres URL`, else a throw-away server started
+    as the tests start theirs (None, with the reason printed, when neither is possible)."""
+    if given:
+        return given, None
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from postgres_server import PostgresServer, why_not
+
+    if reason := why_not():
+        print(f"PostgreSQL column skipped: {reason}")
+        return None, None
+    server = PostgresServer().start()
+    return server.new_database(), server
+
+
+async def main(rounds: int, postgres: str | None, writers: int, writer_rounds: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="jianmu-bench-"))
+    path = folder / "bench.db"
+    columns = {"SQLite": await measure(str(path), rounds, lambda: sqlite_sizes(path))}
+    columns["SQLite"]["stored"] = sum(os.path.getsize(p) for p in folder.iterdir())
+    url, server = postgres_url(postgres)
+    try:
+        if url is not None:
+            columns["PostgreSQL"] = await measure(url, rounds, lambda: postgres_sizes(url))
+            columns["PostgreSQL"]["stored"] = sum(columns["PostgreSQL"]["parts"].values())
+        concurrency = {"SQLite": [concurrent_writers(str(folder / f"writers-{n}.db"), n, writer_rounds)
+                                  for n in (1, writers)]}
+        if url is not None:
+            concurrency["PostgreSQL"] = [concurrent_writers(server.new_database() if server else url, n,
+                                                            writer_rounds) for n in (1, writers)]
+    finally:
+        if server is not None:
+            server.stop()
+    report(rounds, columns, concurrency, writers, writer_rounds)
+
+
+QUOTED_COLD = {"first": "1.3 ms", "middle": "5.0 ms", "last": "7.6 ms"}  # LangGraph 1.2.24, issue #14
+
+
+def report(rounds: int, columns: dict, concurrency: dict, writers: int, writer_rounds: int) -> None:
+    first = next(iter(columns.values()))
+    n = len(first["save_ms"])
+    print(f"workload: {rounds} ReAct rounds, {n} ticks, {len(first['final'][''].get('messages', []))} messages, "
+          f"final state {first['final_bytes'] / 1e3:.0f} KB (reference: 418 KB)")
+    names = list(columns)
+    print(f"{'':34}" + "".join(f"{name:>16}" for name in names) + f"{'LangGraph, quoted':>18}")
+
+    def row(label: str, cells: list[str], reference: str = "") -> None:
+        print(f"{label:34}" + "".join(f"{cell:>16}" for cell in cells) + f"{reference:>16}")
+
+    row("stored bytes", [f"{c['stored'] / 1e3:.0f} KB" for c in columns.values()], "84 MB")
+    row("ratio to final state (goal <= 3x)", [f"{c['stored'] / c['final_bytes']:.2f}x" for c in columns.values()],
+        "202x")
+    for part in TABLES:
+        row("  " + part, [f"{c['parts'].get(part, 0) / 1e3:.0f} KB" for c in columns.values()])
+    row("save per tick, mean", [f"{statistics.fmean(c['save_ms']):.3f} ms" for c in columns.values()], "1.3 ms")
+    row("save per tick, median / p95", [f"{statistics.median(c['save_ms']):.3f}/"
+                                        f"{sorted(c['save_ms'])[int(n * 0.95)]:.3f}" for c in columns.values()])
+    row("tick own time, mean", [f"{statistics.fmean(c['tick_ms']):.3f} ms" for c in columns.values()])
+    for point, c in first["points"].items():
+        row(f"restore {point} (tick {c.tick})", [f"{col['restore'][point]:.3f} ms" for col in columns.values()])
+        row("  new runner (cold)", [f"{col['cold'][point]:.3f} ms" for col in columns.values()],
+            QUOTED_COLD[point])
+        row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
+    print(f"concurrent writers: one run of {writer_rounds} ReAct rounds each, checkpoints/s in total "
+          "from a common start to the last writer's end")
+    for name, ((alone, _), (together, stored)) in concurrency.items():
+        row(f"  {name}: 1 / {writers} processes", [f"{alone:.0f} / {together:.0f}"],
+            f"({stored} stored)")
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--writer"]:
+        write_one_run(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--postgres", metavar="URL", help="measure this database (default: a throw-away server)")
+    parser.add_argument("--writers", type=int, default=10, help="processes of the concurrency figure")
+    parser.add_argument("--writer-rounds", type=int, default=50, help="ReAct rounds each writer records")
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.postgres, args.writers, args.writer_rounds))

@@ -1,10 +1,14 @@
 """`jianmu-studio`: the studio, a headless runner and a recorded-run viewer.
 
-    jianmu-studio TREE                         open the TUI on a tree file
-    jianmu-studio run TREE [--max-ticks N] [--db FILE] [--trace FILE.jsonl [--force]] [--json]
+    jianmu-studio TREE [--db STORE]            open the TUI on a tree file
+    jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
-    jianmu-studio replay FILE.db [--run ID]    open a recorded run (nothing executes)
+    jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store and open it
+                                               (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
+
+A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
+with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
 is one line on stderr; `--debug` shows the traceback as well.
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.engine.events import EventType
-from runtime.memory.checkpoint import Source, StoreError, export_run
+from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
 from .loader import TreeLoadError
@@ -39,6 +43,9 @@ stops (exit 1) with a line naming the tool that waits. Answer from the command l
   --deny send_email:not in CI        deny one tool, with the reason the model reads
   --approve all --deny rm            a rule naming the tool wins over `all`
 """
+
+
+STORE_HELP = "checkpoint store: FILE.db or postgresql://user:password@host/db"
 
 
 class UsageError(Exception):
@@ -71,13 +78,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     studio = sub.add_parser("open", help="open the studio on a tree file (the default command)", parents=[debug])
     studio.add_argument("tree", help="path.py or path.py:function")
-    studio.add_argument("--db", type=Path, help=f"checkpoint store (default {default_db_path()})")
+    studio.add_argument("--db", metavar="STORE", help=f"{STORE_HELP} (default: $JIANMU_DB, else {default_db_path()})")
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
                          parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
     run.add_argument("--max-ticks", type=_tick_count, default=None)
-    run.add_argument("--db", type=Path, help="record checkpoints into this SQLite file")
+    run.add_argument("--db", metavar="STORE", help=f"record checkpoints into this {STORE_HELP} "
+                     "(default: $JIANMU_DB, else the studio's default file)")
     run.add_argument("--trace", type=Path, help="write every event of the run as JSON Lines")
     run.add_argument("--force", action="store_true", help="overwrite an existing --trace file")
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
@@ -89,8 +97,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
                             parents=[debug])
-    replay.add_argument("db", type=Path)
-    replay.add_argument("--run", dest="run_id", help="run id (default: the latest run)")
+    replay.add_argument("store", nargs="?", metavar="STORE", help=f"{STORE_HELP} (or --db; default: $JIANMU_DB)")
+    replay.add_argument("--db", metavar="STORE", help="the same as STORE")
+    replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
+    replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
+                                       "(a run written by a service, not by jianmu-studio)")
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
@@ -115,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
+        args.db = _store_of(args)
         if args.command == "run":
             return asyncio.run(run_headless(args))
         if args.command == "replay":
@@ -129,6 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _store_of(args: argparse.Namespace) -> str | None:
+    """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file."""
+    given = getattr(args, "db", None)
+    if args.command == "replay":
+        if args.store and args.db and args.store != args.db:
+            raise UsageError("replay: give the store once (STORE or --db)")
+        given = args.store or args.db
+    name = chosen_store(given)
+    if name is None and args.command == "replay":
+        raise UsageError("replay: which store? give FILE.db or postgresql://… (or set $JIANMU_DB)")
+    return name
 
 
 def _status_line(report, as_json: bool) -> str:
@@ -294,14 +319,34 @@ def open_studio(args: argparse.Namespace) -> int:
 
 
 def open_recorded(args: argparse.Namespace) -> int:
+    """The run given with --run, else the one chosen in the run picker (a store of many runs)."""
     try:
-        session = DebugSession.open_recorded(args.db, args.run_id)
+        run_id = args.run_id or _pick_run(args.db)
+        if run_id is None:
+            return 0
+        session = DebugSession.open_recorded(args.db, run_id, tree=args.tree)
     except (StoreError, EditError) as exc:
         raise UsageError(str(exc)) from exc
     from .app import StudioApp
 
     StudioApp(session).run()
     return 0
+
+
+def _pick_run(name: str) -> str | None:
+    """The only run of a store, or the one picked from its runs (None: none picked)."""
+    store = open_store(name, create=False)
+    try:
+        runs = store.runs()
+        if not runs:
+            raise StoreError(f"{store.location}: holds no runs")
+        if len(runs) == 1:
+            return runs[0].run_id
+        from .screens.run_picker import RunPickerApp
+
+        return RunPickerApp(store).run()
+    finally:
+        store.close()
 
 
 async def attach(args: argparse.Namespace) -> int:

@@ -38,9 +38,10 @@ from runtime.memory.checkpoint import (
     CheckpointInfo,
     CheckpointStore,
     IOReplayer,
-    SQLiteCheckpointStore,
     StoreError,
 )
+from runtime.memory.checkpoint import open_store as open_checkpoint_store
+from runtime.memory.checkpoint.postgres_store import is_postgres_url
 from runtime.state import StateValidationError
 from runtime.tools import ToolError
 
@@ -94,10 +95,12 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"runs-v{SCHEMA_VERSION}.db"
 
 
-def open_store(path: Path) -> SQLiteCheckpointStore:
-    """The SQLite store every session records into (created if missing, never overwritten)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SQLiteCheckpointStore(path)
+def open_store(name: str | Path) -> CheckpointStore:
+    """The store a session records into: a file (created if missing, never overwritten) or a
+    PostgreSQL URL."""
+    if not is_postgres_url(str(name)):
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+    return open_checkpoint_store(name)
 
 
 class DebugSession(EditsMixin):
@@ -142,30 +145,29 @@ class DebugSession(EditsMixin):
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
-             db: Path | None = None) -> DebugSession:
+             db: str | Path | None = None) -> DebugSession:
         """Open a tree file (`path.py` or `path.py:function`); raises `TreeLoadError` / `StoreError`."""
         loaded = load_tree(target)
         return cls(loaded, input_data=input_data, store=open_store(db) if db is not None else None)
 
     @classmethod
-    def open_recorded(cls, db: Path, run_id: str | None = None) -> DebugSession:
+    def open_recorded(cls, db: str | Path, run_id: str | None = None, *, tree: str | None = None) -> DebugSession:
         """A recorded run from a store, shown at its last checkpoint, read-only until a replay or fork.
 
         The store remembers which tree file each run came from; that file is loaded (built,
-        not run) so the tree pane has its shape. Raises `StoreError` / `TreeLoadError`.
+        not run) so the tree pane has its shape; `tree` names it for a run recorded without
+        one. Raises `StoreError` / `TreeLoadError`.
         """
-        if not db.exists():
-            raise StoreError(f"{db}: no such file")
-        store = SQLiteCheckpointStore(db, create=False)
+        store = open_checkpoint_store(db, create=False)
         runs = [run.run_id for run in store.runs()]
         if not runs:
-            raise StoreError(f"{db}: holds no runs")
+            raise StoreError(f"{store.location}: holds no runs")
         run_id = run_id or runs[-1]
         if run_id not in runs:
-            raise StoreError(f"{db}: no run {run_id!r} (runs: {', '.join(runs[-5:])})")
-        target = store.get_meta(f"tree:{run_id}")
+            raise StoreError(f"{store.location}: no run {run_id!r} (runs: {', '.join(runs[-5:])})")
+        target = tree or store.get_meta(f"tree:{run_id}")
         if target is None:
-            raise StoreError(f"{db}: run {run_id} has no recorded tree file")
+            raise StoreError(f"{store.location}: run {run_id} has no recorded tree file (give it with --tree)")
         session = cls(load_tree(target), store=store)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)

@@ -125,7 +125,7 @@ def test_a_corrupt_store_is_one_line_and_left_untouched(tmp_path):
 
 def test_replay_bad_inputs_are_one_line(tmp_path):
     missing = cli("replay", str(tmp_path / "none.db"))
-    assert missing.returncode == 2 and missing.stderr.strip().endswith("none.db: no such file")
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("none.db: no such checkpoint store")
     db = tmp_path / "runs.db"
     assert cli("run", str(ROOT / "sample_trees/text_pipeline.py"), "--db", str(db)).returncode == 0
     unknown = cli("replay", str(db), "--run", "nope")

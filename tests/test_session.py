@@ -184,7 +184,7 @@ async def test_a_recorded_run_reopens_in_the_past_and_replays_offline(tmp_path):
 def test_opening_a_recorded_run_names_what_is_wrong(tmp_path):
     from runtime.memory.checkpoint import StoreError
 
-    with pytest.raises(StoreError, match="no such file"):
+    with pytest.raises(StoreError, match="no such checkpoint store"):
         DebugSession.open_recorded(tmp_path / "missing.db")
     DebugSession.load(PIPELINE, db=tmp_path / "empty.db").store.close()
     with pytest.raises(StoreError, match="holds no runs"):

@@ -1,13 +1,15 @@
-"""`python -m runtime.memory.checkpoint`: look into a checkpoint store file.
+"""`python -m runtime.memory.checkpoint`: look into a checkpoint store.
 
-    list FILE                        the runs in a store, with the checkpoint ids `show` takes
-    export FILE --run ID [-o OUT]    a run's events as JSON Lines (stdout by default; OUT is never
-                                     the store, an SQLite file or a source file, and an existing
-                                     OUT is replaced only with --force)
-    show FILE ID                     one checkpoint, as JSON
+    list [STORE]                      the runs in a store, with the checkpoint ids `show` takes
+    export [STORE] --run ID [-o OUT]  a run's events as JSON Lines (stdout by default; OUT is never
+                                      the store, an SQLite file or a source file, and an existing
+                                      OUT is replaced only with --force)
+    show [STORE] ID                   one checkpoint, as JSON
 
-Bad input (a missing, corrupt, locked or newer file, an unknown run or checkpoint) gives
-one line on stderr and exit status 2; `--debug` shows the traceback instead.
+STORE is a file or a `postgresql://` URL, given as the argument or with --db, else taken
+from $JIANMU_DB. Bad input (a missing, corrupt, locked or newer store, an unknown run or
+checkpoint) gives one line on stderr (never a password) and exit status 2; `--debug`
+shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .naming import chosen_store, open_store
 from .output import OutputPathError, check_output_path, replacing
-from .sqlite_store import SQLiteCheckpointStore
+from .sql_store import SQLCheckpointStore
 from .store import CheckpointError, StoreError
 from .trace import TraceError, export_run
 
@@ -30,7 +33,7 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def _list(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+def _list(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
     runs = store.runs()
     if not runs:
         print(f"{store.location}: no runs")
@@ -53,20 +56,25 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
 
 
-def _export(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+def _export(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
     if not store.list(args.run):
         raise CheckpointError(f"no run {args.run!r} in {store.location}")
     if args.output in (None, "-"):
         export_run(store, args.run, sys.stdout)
         return
-    with replacing(check_output_path(args.output, store=args.file, force=args.force)) as out:
+    with replacing(check_output_path(args.output, store=args.store, force=args.force)) as out:
         count = export_run(store, args.run, out)
     print(f"{count} events of run {args.run} written to {args.output}", file=sys.stderr)
 
 
-def _show(store: SQLiteCheckpointStore, args: argparse.Namespace) -> None:
+def _show(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
     checkpoint = store.get(args.id)
     print(json.dumps(dataclasses.asdict(checkpoint), indent=2, ensure_ascii=False, default=repr))
+
+
+def _store_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("file", nargs="?", metavar="STORE", help="FILE.db or postgresql://… (default: $JIANMU_DB)")
+    command.add_argument("--db", metavar="STORE", help="the same as STORE")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,16 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True)
     cmd = commands.add_parser("list", help="list the runs in a store")
-    cmd.add_argument("file")
+    _store_arguments(cmd)
     cmd.set_defaults(func=_list)
     cmd = commands.add_parser("export", help="export a run's events as JSON Lines")
-    cmd.add_argument("file")
+    _store_arguments(cmd)
     cmd.add_argument("--run", required=True)
     cmd.add_argument("-o", "--output")
     cmd.add_argument("--force", action="store_true", help="replace an existing OUT")
     cmd.set_defaults(func=_export)
     cmd = commands.add_parser("show", help="print one checkpoint")
-    cmd.add_argument("file")
+    _store_arguments(cmd)
     cmd.add_argument("id", type=int)
     cmd.set_defaults(func=_show)
     args = parser.parse_args(argv)
@@ -97,7 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        store = SQLiteCheckpointStore(args.file, create=False)
+        if args.file and args.db and args.file != args.db:
+            raise StoreError("give the store once (STORE or --db)")
+        args.store = chosen_store(args.file or args.db)
+        if args.store is None:
+            raise StoreError("which store? give FILE.db or postgresql://… (or set $JIANMU_DB)")
+        store = open_store(args.store, create=False)
         try:
             args.func(store, args)
         finally:

@@ -15,7 +15,8 @@ What makes a store small:
   record, so a restore inflates exactly the rows it reads anyway.
 
 Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
-itself from the run's lifecycle events, in the same transaction, so every writer records it.
+itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
+every writer records it (a replay of the run elsewhere keeps where it first ran).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
         self._streams = _Streams()
         self._host = socket.gethostname()
+        self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
 
     # -- dialect -------------------------------------------------------------------
     @abstractmethod
@@ -233,21 +235,25 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             key = ("events", run_id)
             _, streams[key] = self._streamed(conn, streams, key, "INSERT INTO events (run_id, branch, stream, data) "
                                              "VALUES (?, ?, ?, ?)", (run_id, branch), data)
-            self._note_lifecycle(conn, run_id, batch)
+            self._note_run(conn, run_id, batch)
 
-    def _note_lifecycle(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent]) -> None:
-        """Keep `run:<id>` up to date: who runs it (host, pid) and since when, and how it ended."""
+    def _note_run(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent], first_time: float | None = None) -> None:
+        """Keep `run:<id>` up to date: who writes it (host, pid, from its first checkpoint or its
+        run.started, whichever is stored first) and since when, and how it ended (run.* events)."""
         lifecycle = [e for e in batch if e.type == EventType.RUN_STARTED or e.type in _ENDINGS]
-        if not lifecycle:
+        if not lifecycle and first_time is None:
             return
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
         meta = json.loads(row[0]) if row else {}
+        started = [first_time] if first_time is not None else []
+        started += [e.time for e in lifecycle if e.type == EventType.RUN_STARTED]
+        if started:
+            meta.setdefault("started", min(started))
+            meta.setdefault("host", self._host)
+            meta.setdefault("pid", os.getpid())
         for event in lifecycle:
-            if event.type == EventType.RUN_STARTED:
-                meta.setdefault("started", event.time)
-                meta.update(host=self._host, pid=os.getpid(), ended=None, ended_at=None)
-            else:
-                meta.update(ended=_ENDINGS[event.type], ended_at=event.time)
+            ended = _ENDINGS.get(event.type)
+            meta.update(ended=ended, ended_at=event.time if ended else None)
         self._put_meta(conn, f"run:{run_id}", json.dumps(meta))
 
     @staticmethod
@@ -270,11 +276,15 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             if record.full:
                 conn.execute("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
             streams[("chain", record.base_id or checkpoint_id)] = stream
+            if record.run_id not in self._noted:
+                self._note_run(conn, record.run_id, (), first_time=record.time)
             self._write_events(conn, streams, events)
             self._announce(conn, record.run_id)
             return checkpoint_id
 
-        return self._transaction(write)
+        checkpoint_id = self._transaction(write)
+        self._noted.add(record.run_id)
+        return checkpoint_id
 
     def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
         if events:
