@@ -257,10 +257,10 @@ async def run_headless(args: argparse.Namespace) -> int:
     while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
         left = None if args.max_ticks is None else args.max_ticks - session.tick
         stop = await session.continue_(max_ticks=left)
-    failure = stop.message if stop.kind == "error" else _unwritten_events(session)
-    if failure is not None:  # a run that could not be recorded is no success, whatever its tree says
-        print(f"jianmu-studio: the run stopped: {failure}", file=sys.stderr, flush=True)
-        print(f"jianmu-studio: {_record_end(session, failure)}", file=sys.stderr, flush=True)
+    unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
+    if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
+        print(f"jianmu-studio: the run stopped: {unrecorded}", file=sys.stderr, flush=True)
+        print(f"jianmu-studio: {_record_end(session, unrecorded)}", file=sys.stderr, flush=True)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     failure = session.failure
@@ -276,7 +276,7 @@ async def run_headless(args: argparse.Namespace) -> int:
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
-    if error:
+    if error and error != unrecorded:  # a stop that could not be recorded has said so already
         print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
@@ -285,7 +285,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         with replacing(args.trace) as out_file:
             count = export_run(session.store, session.run_id, out_file)
         print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
-    return 0 if session.root_status.value == "SUCCESS" and failure is None else 1
+    return 0 if session.root_status.value == "SUCCESS" and failure is None and unrecorded is None else 1
 
 
 def _unwritten_events(session: DebugSession) -> str | None:

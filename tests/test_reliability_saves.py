@@ -91,7 +91,7 @@ def test_a_checkpoint_that_cannot_be_written_stops_the_run_and_the_store_records
     (run,) = store.runs()
     assert run.last_status == "ERROR"
     infos = store.list(run.run_id)
-    assert [(info.tick, info.status) for info in infos] == [(1, "RUNNING"), (2, "ERROR")]
+    assert [(info.tick, info.status) for info in infos] == [(0, "INVALID"), (1, "RUNNING"), (2, "ERROR")]  # tick 0: the input
     assert store.get(infos[-1].id).state[""]["counter"] == 1  # the state after tick 2, whole
     events = store.events(run.run_id)
     assert events[-1][1].type == "run.failed" and "checkpoint of tick 2" in events[-1][1].payload["error"]
