@@ -15,7 +15,7 @@ from typing import Any
 
 from py_trees.common import Status
 
-from runtime.engine.behaviour import JianmuNodeMixin
+from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
@@ -120,6 +120,18 @@ class PortView:
     value: Any
 
 
+def port_views(node: JianmuNodeMixin, bindings: tuple[dict[str, str], dict[str, str]],
+               read: Callable[[str, str | None], Any]) -> list[PortView]:
+    """Each declared or bound port of a node: the state key it resolves to under `bindings`
+    (inputs, outputs) and the value `read` finds there."""
+    ports = []
+    for direction, declared, bound in (("in", node.input_ports, bindings[0]), ("out", node.output_ports, bindings[1])):
+        for port in dict.fromkeys([*declared, *bound]):
+            key = binding_key(port, bound.get(port))
+            ports.append(PortView(port, key, direction, read(key, node.namespace)))
+    return ports
+
+
 @dataclass
 class NodeDetail:
     view: NodeView
@@ -159,9 +171,9 @@ class Frame:
     def marks(self) -> dict[str, Mark]: raise NotImplementedError
     def _value_reader(self) -> Callable[[str, str | None], Any]: raise NotImplementedError
 
-    def _resolve(self, path: str, node: JianmuNodeMixin, direction: str, port: str) -> str:
-        """The state key a port read or wrote in this frame."""
-        return (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
+    def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
+        """The node's (input, output) port bindings in this frame."""
+        return node.input_bindings, node.output_bindings
 
     # what every frame answers the same way
     @property
@@ -201,14 +213,8 @@ class Frame:
 
     def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
         node = self.runner.nodes[path]
-        ports: list[PortView] = []
-        if isinstance(node, JianmuNodeMixin):
-            read = self._value_reader()
-            for direction, declared, bound in (("in", node.input_ports, node.input_bindings),
-                                               ("out", node.output_ports, node.output_bindings)):
-                for port in dict.fromkeys([*declared, *bound]):
-                    key = self._resolve(path, node, direction, port)
-                    ports.append(PortView(port, key, direction, read(key, node.namespace)))
+        ports = (port_views(node, self._bindings(path, node), self._value_reader())
+                 if isinstance(node, JianmuNodeMixin) else [])
         history, error, traceback = [], None, None
         for stamped in self.log.of_node(self.lineage, path):
             if stamped.type == EventType.NODE_STATUS:
@@ -301,12 +307,9 @@ class PastFrame(Frame):
             self._view.restore(self.checkpoint.state)
         return self._view.get
 
-    def _resolve(self, path: str, node: JianmuNodeMixin, direction: str, port: str) -> str:
-        edited = (self.checkpoint.bindings.get(path) or {}).get("inputs" if direction == "in" else "outputs") or {}
-        key = edited.get(port)
-        if key is None:
-            return super()._resolve(path, node, direction, port)
-        return key[len("state."):] if key.startswith("state.") else key
+    def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
+        return self.runner.checkpoints.bindings_at(self.checkpoint, path)
 
 
-__all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent"]
+__all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",
+           "port_views"]

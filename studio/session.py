@@ -49,7 +49,17 @@ from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin
 from .failure import Failure, ToolFailureLog, failure_of
-from .frames import EventLog, Frame, HeadFrame, NodeDetail, NodeView, PastFrame, PortView, StampedEvent
+from .frames import (
+    EventLog,
+    Frame,
+    HeadFrame,
+    NodeDetail,
+    NodeView,
+    PastFrame,
+    PortView,
+    StampedEvent,
+    port_views,
+)
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from .persist import read_json, tree_file, write_json
@@ -298,15 +308,8 @@ class DebugSession(EditsMixin):
         return detail
 
     def _child_detail(self, path: str, node) -> NodeDetail:
-        ports: list[PortView] = []
-        if isinstance(node, JianmuNodeMixin):
-            sm = self._locate(path)[0].state_manager
-            for direction, declared, bound, resolve in (
-                    ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
-                    ("out", node.output_ports, node.output_bindings, node.resolve_output_port)):
-                for port in dict.fromkeys([*declared, *bound]):
-                    key = resolve(port)
-                    ports.append(PortView(port, key, direction, sm.get(key, node.namespace)))
+        ports = (port_views(node, (node.input_bindings, node.output_bindings), self._locate(path)[0].state_manager.get)
+                 if isinstance(node, JianmuNodeMixin) else [])
         error = getattr(node, "last_error", None)
         return NodeDetail(self._child_view(path), ports, [], error.error if error else None,
                           error.traceback if error else None)

@@ -140,3 +140,30 @@ def test_branch_and_run_filters():
     assert not keep.accepts(stamped("fork-10", "ab12cd"), str)
     assert not keep.accepts(stamped("fork-1", "ff00"), str)
     assert EventFilter.parse("-branch:main").accepts(stamped("replay-1", "x"), str)
+
+
+async def test_a_live_binding_edit_is_saved_with_the_checkpoints_after_it(tmp_path):
+    """The past resolves ports through the bindings the run had then; a fork restores them."""
+    llm = "Calculator/Calculator.loop/Calculator.llm"
+    session = DebugSession.load(CALCULATOR, db=tmp_path / "runs.db")
+    for _ in range(2):
+        await session.step()
+    session.edit_binding(llm, "out", "final_answer", "task")
+    assert (await session.continue_()).kind == "finished"
+    assert session.state_snapshot()[""]["task"] == "25 * 4 + 10 = 110"
+
+    def answer_key() -> str:
+        return next(p.key for p in session.node_detail(llm).ports if p.port == "final_answer")
+
+    rows = [row for row in session.checkpoints() if row.branch == "main"]
+    for row in rows:
+        session.select_checkpoint(row.id)
+        saved = session.store.get(row.id).bindings.get(llm, {}).get("outputs", {})
+        assert answer_key() == ("task" if row.tick > 2 else "final_answer") == saved.get("final_answer",
+                                                                                          "final_answer")
+    before, after = rows[1], rows[-2]
+    await session.fork_from(before.id)
+    assert answer_key() == "final_answer" and (await session.continue_()).kind == "finished"
+    assert session.state_snapshot()[""]["final_answer"] == "25 * 4 + 10 = 110"
+    await session.fork_from(after.id)
+    assert answer_key() == "task"

@@ -145,3 +145,20 @@ async def test_a_state_edit_before_the_first_tick_is_kept(tmp_path):
     session.edit_state(None, "rounds", 1)  # run-scoped: the start of the run must not reset it afterwards
     await session.step()
     assert session.state_snapshot()[""]["rounds"] == 1
+
+
+async def test_a_fork_served_from_the_recording_moves_the_scripted_model_on(tmp_path):
+    """Requests that match the recording call the scripted model again (its position moves on as it
+    did then), so every checkpoint of the fork saves the position main saved at that tick."""
+    session = DebugSession.load(CALCULATOR, db=tmp_path / "runs.db")
+    assert (await session.continue_()).kind == "finished"
+    await session.fork_from(session.checkpoints()[0].id)
+    assert (await session.continue_()).kind == "finished"
+    llm = "Calculator/Calculator.loop/Calculator.llm"
+    assert session.runner.nodes[llm].model_client.provider.position == 2
+
+    def positions(branch: str) -> list[tuple[int, int]]:
+        return [(row.tick, session.store.get(row.id).resume[llm]["model"]["position"])
+                for row in session.checkpoints() if row.branch == branch]
+
+    assert positions("fork-1")[1:] == positions("main")[1:]

@@ -50,7 +50,9 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only():
         assert app.main.query_one(Timeline).row_count == len(rows) >= 3
         await choose_checkpoint(app, pilot, 0)
         assert field_of(session.viewing, "tick") == field_of(rows[0], "tick")
-        assert app.main.has_class("-past") and "PAST" in str(app.main.query_one(StatusLine).render())
+        line = str(app.main.query_one(StatusLine).render())
+        assert app.main.has_class("-past") and line.startswith(f" PAST (read-only)  │ tick {field_of(rows[0], 'tick')} │")
+        assert f"esc: back to live (paused, tick {session.tick})" in line  # the live state, named as such
         assert state_label(app, "normalized_text").endswith('= ""')  # not normalised yet at the first tick
         await pilot.press("n")  # stepping is not offered in the past
         await settle(app, pilot)

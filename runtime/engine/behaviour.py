@@ -74,7 +74,7 @@ def tick_leaf(node: py_trees.behaviour.Behaviour,
     yield node
 
 
-def _normalize_binding_key(port: str, key: str | None) -> str:
+def binding_key(port: str, key: str | None) -> str:
     """`"state.x"` == `"x"`; empty or None falls back to the port name."""
     if key is None:
         return port
@@ -140,9 +140,9 @@ class JianmuNodeMixin:
              outputs: Mapping[str, str | None] | None = None) -> Self:
         """Map logical ports to state keys; chainable."""
         for port, key in (inputs or {}).items():
-            self._input_bindings[port] = _normalize_binding_key(port, key)
+            self._input_bindings[port] = binding_key(port, key)
         for port, key in (outputs or {}).items():
-            self._output_bindings[port] = _normalize_binding_key(port, key)
+            self._output_bindings[port] = binding_key(port, key)
         return self
 
     @property
@@ -154,10 +154,10 @@ class JianmuNodeMixin:
         return dict(self._output_bindings)
 
     def resolve_input_port(self, port: str, state_key: str | None = None) -> str:
-        return _normalize_binding_key(port, self._input_bindings.get(port) or state_key)
+        return binding_key(port, self._input_bindings.get(port) or state_key)
 
     def resolve_output_port(self, port: str, state_key: str | None = None) -> str:
-        return _normalize_binding_key(port, self._output_bindings.get(port) or state_key)
+        return binding_key(port, self._output_bindings.get(port) or state_key)
 
     # -- state ---------------------------------------------------------------------
     def _require_state(self) -> StateManager:
@@ -335,4 +335,5 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
         yield self
 
 
-__all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "report_node_error", "tick_leaf"]
+__all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "binding_key", "report_node_error",
+           "tick_leaf"]

@@ -337,8 +337,9 @@ class SwarmRuntime:
             else:
                 self._finish(record, "failed", error=result.error or f"stopped: {result.termination_reason}")
         finally:
-            if child.runner is not None:
-                child.runner.stop()  # cancels the tasks of its nodes still in flight
+            if child.runner is not None and child.runner.root.status == py_trees.common.Status.RUNNING:
+                child.runner.stop()  # cancels the tasks of its nodes still in flight; a finished
+                # tree keeps its final statuses, which debuggers show
 
     def _finish(self, record: SwarmAgent, status: AgentStatus, *, result: str | None = None,
                 error: str | None = None) -> None:

@@ -26,24 +26,30 @@ def run_state_text(session: DebugSession) -> str:
 
 
 class StatusLine(Static):
-    """Run state · why it failed · tick · root status · tokens · branch · the session's last message."""
+    """What the run is doing (or which past it shows) · why it failed · tick · root status · tokens ·
+    branch · the session's last message."""
 
     def show(self, session: DebugSession) -> None:
-        """The run state, then tick, root status, tokens and branch of the frame shown."""
+        """The badge, then tick, root status, tokens and branch of the frame shown. In the past the
+        badge names the view, never the live run's state (that is named beside the way back)."""
         sep = (" │ ", "dim")
         frame = session.frame
         viewing = session.viewing
         failure = getattr(session, "failure", None)  # first, so a narrow screen keeps it
         tokens = session.tokens if viewing is None else frame.tokens  # live: every model call counted
-        line = Text.assemble((f" {run_state_text(session)} ", f"reverse {STATE_STYLES[session.run_state]}"),
+        if viewing is None:
+            badge, style, hint = run_state_text(session), STATE_STYLES[session.run_state], None
+        elif session.recorded_run is not None:
+            badge, style, hint = "RECORDING (read-only)", "bold blue", "f: replay/fork"
+        else:
+            badge, style = "PAST (read-only)", "bold yellow"
+            hint = f"esc: back to live ({run_state_text(session)}, tick {session.tick})"
+        line = Text.assemble((f" {badge} ", f"reverse {style}"),
                              *((sep, (f"✘ {failure.headline}", "bold red")) if failure else ()),
                              sep, f"tick {frame.tick}", sep, "root ", status_text(frame.root_status),
                              sep, f"tokens {tokens}", sep, f"branch {frame.branch}")
-        if viewing is not None:
-            what = "RECORDING" if session.recorded_run is not None else "PAST"
-            line.append_text(Text.assemble(sep, (f" {what}: tick {frame.tick} (read-only) · "
-                                                 + ("f: replay/fork " if what == "RECORDING" else "esc: back to live "),
-                                                 "reverse bold yellow")))
+        if hint:
+            line.append_text(Text.assemble(sep, (hint, "yellow")))
         if session.message and not failure:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
         self.update(line)

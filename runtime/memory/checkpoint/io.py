@@ -156,6 +156,15 @@ class IOReplayer:
         branch = self.source_branch or (self._checkpoints.branch if self._checkpoints is not None else None)
         return self.store.get_io(self.source_run_id, kind, node, round, index, branch)
 
+    def _reproduces(self, node: str) -> bool:
+        """Whether the node's model keeps a position of its own that checkpoints restore (a scripted
+        model): it is called, not stood in for, so its position moves on as it did when recorded
+        and a later request the recording lacks gets the answer that comes next."""
+        if self._checkpoints is None:
+            return False
+        client = getattr(self._checkpoints.runner.nodes.get(node), "model_client", None)
+        return hasattr(getattr(client, "provider", None), "dump_resume_state")
+
     def _diverge(self, problem: str) -> None:
         self.divergences.append(problem)
         if self.strict:
@@ -182,6 +191,8 @@ class IOReplayer:
             problem = difference and f"replay diverged at node {node!r} round {round}: {difference}"
         if problem:
             self._diverge(problem)
+            return await self.live.model_call(node, round, attempt, messages, config, call)
+        if self._reproduces(node):  # asked what was recorded: calling it gives the recorded answer
             return await self.live.model_call(node, round, attempt, messages, config, call)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedModelError)

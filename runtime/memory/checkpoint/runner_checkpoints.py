@@ -77,10 +77,28 @@ class RunnerCheckpoints:
                 self.save(Source.INPUT)
                 return
             self._events.append((self.branch, event))
+            if event.type == EventType.BINDING_CHANGED and event.node is not None:
+                self._binding_changed(event.node)
             if event.type in _FLUSH_ON or (len(self._events) >= SPILL_EVENTS and not self._unwritten):
                 self.flush()
         except StoreError:  # kept: the next save() writes them, or raises why it cannot and stops the run
             self._unwritten = True
+
+    def _binding_changed(self, path: str) -> None:
+        """A port rebound between ticks (by a debugger, say) is saved with the next checkpoint, so a
+        restore or a view of the past sees the bindings the run had then."""
+        node = self.runner.nodes.get(path)
+        if isinstance(node, JianmuNodeMixin):  # copied: the dict may be a restored checkpoint's
+            self._bindings = {**self._bindings, path: {"inputs": node.input_bindings,
+                                                       "outputs": node.output_bindings}}
+
+    def bindings_at(self, checkpoint: Checkpoint, path: str) -> tuple[dict[str, str], dict[str, str]]:
+        """A node's (input, output) bindings as they were at `checkpoint`: those edited by then,
+        else the tree's own."""
+        self._index()
+        inputs, outputs = self._baseline.get(path, ({}, {}))
+        edited = checkpoint.bindings.get(path) or {}
+        return dict(edited.get("inputs", inputs)), dict(edited.get("outputs", outputs))
 
     def flush(self) -> None:
         """Write the events not written yet (what ends a run); `StoreError` if the store refuses."""
