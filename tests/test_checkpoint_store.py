@@ -133,7 +133,7 @@ def test_a_corrupt_store_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("version, message", [
-    ("99", r"future\.db: written by a newer version \(schema 99; this version reads up to 2\)"),
+    ("99", r"future\.db: written by a newer version \(schema 99; this version reads up to 3\)"),
     ("1", r"future\.db: written by an older version \(schema 1; this version reads schema 2\)"),
 ])
 def test_another_schema_is_refused_and_left_untouched(tmp_path, version, message):
