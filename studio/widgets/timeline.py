@@ -37,8 +37,8 @@ class Timeline(DataTable):
         self._cells: dict[str, tuple] = {}
 
     def on_mount(self) -> None:
-        for name in COLUMNS:
-            self.add_column(name, key=name or "mark")
+        for name in COLUMNS:  # the mark column is sized for ▶ now: cells updated later never widen it
+            self.add_column(name, key=name or "mark", width=1 if not name else None)
 
     def sync(self, rows: Iterable[Any], viewing: Any = None) -> None:
         """Add new checkpoints, update changed ones, drop the ones that are gone."""
@@ -63,6 +63,8 @@ class Timeline(DataTable):
         for key in [k for k in self._cells if k not in seen]:
             self.remove_row(key)
             del self._cells[key]
+        if viewing_id is not None and str(viewing_id) in self._cells:  # the cursor on the row shown
+            self.move_cursor(row=self.get_row_index(str(viewing_id)))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
