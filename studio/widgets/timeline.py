@@ -35,6 +35,7 @@ class Timeline(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._cells: dict[str, tuple] = {}
+        self._viewing: Any = None  # the checkpoint shown at the last sync
 
     def on_mount(self) -> None:
         for name in COLUMNS:  # the mark column is sized for ▶ now: cells updated later never widen it
@@ -63,8 +64,9 @@ class Timeline(DataTable):
         for key in [k for k in self._cells if k not in seen]:
             self.remove_row(key)
             del self._cells[key]
-        if viewing_id is not None and str(viewing_id) in self._cells:  # the cursor on the row shown
+        if viewing_id != self._viewing and str(viewing_id) in self._cells:  # the cursor on a row newly shown
             self.move_cursor(row=self.get_row_index(str(viewing_id)))
+        self._viewing = viewing_id
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
