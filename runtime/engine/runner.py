@@ -486,10 +486,13 @@ class ReactiveRunner:
             numbered = self.checkpoints is not None
             statuses = completed = None
             if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
-                now = time.time()  # `_value_`: Enum.value is a descriptor call
-                first = bus.publish_each(EventType.NODE_STATUS, [
-                    (path, {"old": old._value_, "new": new._value_}) for path, (old, new) in changed.items()], now)
-                statuses = (bus.reserve(len(changed)) if first is None else first, now)
+                now = time.time()
+                if bus.wants(EventType.NODE_STATUS):  # `_value_`: Enum.value is a descriptor call
+                    first = bus.publish_each(EventType.NODE_STATUS, [
+                        (path, {"old": old._value_, "new": new._value_}) for path, (old, new) in changed.items()], now)
+                else:
+                    first = bus.reserve(len(changed))
+                statuses = (first, now)
             if bus.wants(EventType.TICK_COMPLETED):
                 event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
                     report.status._value_, report.duration_ms, {p: [o._value_, n._value_] for p, (o, n) in changed.items()},
