@@ -113,7 +113,9 @@ class RunnerCheckpoints:
     # -- saving ----------------------------------------------------------------------
     def after_tick(self, report: TickReport) -> None:
         self._touched.update(dict.fromkeys(report.changed))
-        self._touched.update(dict.fromkeys(report.ticked))
+        # a composite's current child follows from its children's statuses: it can move only
+        # when one of them changed, so a tick costs what it changed, not what it visited
+        self._touched.update(dict.fromkeys(path.rpartition("/")[0] for path in report.changed))
         self.save(Source.LOOP, tick=report)
         take = getattr(self.runner.context.io_recorder, "take_divergence", None)
         divergence = take() if take is not None else None
@@ -136,16 +138,20 @@ class RunnerCheckpoints:
         if runner.run_id != self._run_id:
             self._start_session(runner.run_id, "main", None)
         self._index()
-        full = self._base_id is None or self._since_full >= self.full_every
-        captured = runner.capture(None if full else self._touched)
+        fresh = self._base_id is None  # a new line: capture the whole runner
+        full = fresh or self._since_full >= self.full_every
+        captured = runner.capture(None if fresh else self._touched)
         self._touched = {}
         changed = tick.changed if tick is not None else {}
-        statuses, derived = self._status_delta(captured, full, changed)
+        statuses, derived = self._status_delta(captured, fresh, changed)
+        resume = self._resume_delta(captured, fresh)
+        if full and not fresh:  # bounds the chain: the picture the deltas kept, not the tree walked again
+            statuses, resume, derived = self._statuses, dict(self._resume), False
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
-            wake=captured.wake, statuses=statuses, resume=self._resume_delta(captured, full),
+            wake=captured.wake, statuses=statuses, resume=resume,
             state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived))
         record.state = self._state_delta(full, record.chunks)
         try:
@@ -195,7 +201,10 @@ class RunnerCheckpoints:
         changed among the touched composites and the nodes with resume data (None: entry gone)."""
         old = self._resume
         entries: dict[str, Any] = {}
-        for path in captured.statuses.keys() | captured.resume.keys() | self._models.keys():
+        paths = captured.positions.keys() | captured.resume.keys() | self._models.keys()
+        if not full:  # a touched composite with no current child now loses its saved position
+            paths |= captured.statuses.keys() & old.keys()
+        for path in paths:
             entry = {}
             if path in captured.positions:
                 entry["child"] = captured.positions[path]
