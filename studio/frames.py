@@ -21,6 +21,7 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
 from runtime.state import StateManager
 
+from .edits import StagedEdits
 from .failure import ToolFailure
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
@@ -302,14 +303,14 @@ class PastFrame(Frame):
     """A checkpoint from the store: statuses, resume data, state and bindings as they were then."""
 
     def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog, checkpoint: Checkpoint,
-                 staged: dict[str, Any]):
+                 staged: StagedEdits):
         super().__init__(runner, timeline, log)
         self.checkpoint = checkpoint
         self.checkpoint_id = checkpoint.id
         self.run_id, self.branch, self.tick = checkpoint.run_id, checkpoint.branch, checkpoint.tick
         self.root_status = Status(checkpoint.status)
         self.lineage = timeline.lineage(checkpoint.info, checkpoint.run_id, checkpoint.branch)
-        self.staged = staged  # (namespace, key) -> value: edits made while viewing it, applied by a fork
+        self.staged = staged  # edits made while viewing it, applied by a fork
         self._view: StateManager | None = None
         self._state: State | None = None
 
@@ -326,7 +327,7 @@ class PastFrame(Frame):
     def state(self) -> State:
         if self._state is None:
             state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
-            for (ns, key), value in self.staged.items():
+            for (ns, key), value in self.staged.values.items():
                 state.setdefault(ns, {})[self.timeline.names.key(key)] = value
             self._state = self.timeline.names.state(state)
         return self._state
@@ -341,7 +342,7 @@ class PastFrame(Frame):
         return self._view.get
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
-        return self.runner.checkpoints.bindings_at(self.checkpoint, path)
+        return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
 
 
 __all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",

@@ -47,7 +47,7 @@ from runtime.tools import ToolError
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
-from .edits import EditError, EditsMixin
+from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, ToolFailureLog, failure_of
 from .frames import (
     EventLog,
@@ -121,7 +121,7 @@ class DebugSession(EditsMixin):
         self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
-        self.staged: dict[tuple[str, str], Any] = {}  # (namespace, key) -> value, applied by the next fork
+        self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
@@ -631,7 +631,7 @@ class DebugSession(EditsMixin):
                 node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
         self.log.keep_only(self.runner.run_id)
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self.last_report = None
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
@@ -763,7 +763,7 @@ class DebugSession(EditsMixin):
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
         self.viewing = self._row(checkpoint.info)
-        self.staged = {}
+        self.staged = StagedEdits()
         self._show(f"viewing checkpoint {checkpoint.id} (tick {checkpoint.tick}, {checkpoint.branch})"
                    + (f" · {RECORDING}" if self.recorded_run is not None else ""))
 
@@ -775,7 +775,7 @@ class DebugSession(EditsMixin):
         if self.recorded_run is not None:
             self._set_state(self.run_state, RECORDING)
             return
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self._set_state(self.run_state, "live")
 
     async def replay_from(self, checkpoint_id: int) -> str:
@@ -789,13 +789,15 @@ class DebugSession(EditsMixin):
         return self.branch
 
     async def fork_from(self, checkpoint_id: int) -> str:
-        """A new branch from a checkpoint, with the state edits staged while viewing it."""
+        """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
         source = self._checkpoint_info(checkpoint_id)
-        edits = self.staged_updates() if self.viewing is not None and self.viewing.id == source.id else {}
-        replayer = IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch)
-        self._restore(source, lambda: self.runner.fork(source.id, state_updates=edits), replayer)
+        staged = self.staged if self.viewing is not None and self.viewing.id == source.id else StagedEdits()
+        count = len(staged)
+        self._restore(source, lambda: self.runner.fork(source.id, state_updates=staged.updates(),
+                                                       binding_changes=staged.binding_changes()),
+                      IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch))
         self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {source.id}"
-                        + (f" with {len(edits)} edit{'s' if len(edits) > 1 else ''}" if edits else ""))
+                        + (f" with {count} edit{'s' if count > 1 else ''}" if count else ""))
         return self.branch
 
     def _checkpoint_info(self, checkpoint_id: int) -> CheckpointInfo:
@@ -815,7 +817,7 @@ class DebugSession(EditsMixin):
         self.runner.context.io_recorder = replayer
         self.recorded_run = None  # the restored run is live now
         self._saved_at = (self.branch, source.tick)
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self.last_report = None
 
     # -- approvals -----------------------------------------------------------------
