@@ -374,14 +374,21 @@ class DebugSession(EditsMixin):
         return self._failure[1]
 
     def model_calls(self, node: str | None = None) -> list[ModelCall]:
-        """This run's model calls (of one node, or all), from the events; `model_call()` adds the I/O."""
-        run_id = self.recorded_run or self.run_id
-        calls = collect([e for e in self.events if e.type in MODEL_EVENTS and e.run_id == run_id])
+        """The frame's model calls (of one node, or all): its branch's and those it forked from,
+        up to the frame's tick; from the events, `model_call()` adds the I/O."""
+        calls = collect([e for e in self.frame_events() if e.type in MODEL_EVENTS])
         return [call for call in calls if node is None or call.node == node]
 
     def model_call(self, call: ModelCall) -> ModelCall:
-        """The call with its recorded request (messages, tools, config) and response from the store."""
-        return fill_from_store(call, self.store)
+        """The call with its recorded request (messages, tools, config) and response from the store,
+        looked up along the frame's lineage."""
+        return fill_from_store(call, self.store, self._io_branches(call))
+
+    def _io_branches(self, call: ModelCall) -> list[str]:
+        """Where a call's I/O may be recorded: its branch, then the branches it forked from (a fork
+        served a recorded answer from there without recording it again)."""
+        lineage = list(self.frame.lineage.limits)
+        return lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
