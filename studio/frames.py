@@ -26,6 +26,9 @@ from .failure import ToolFailure
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
+TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
+NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_ERROR, EventType.TOOL_CALL_STARTED,
+                         EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,7 @@ class EventLog:
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
-        if stamped.node is not None and stamped.type in (EventType.NODE_STATUS, EventType.NODE_ERROR):
+        if stamped.node is not None and stamped.type in NODE_EVENTS:
             self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
         elif stamped.type == EventType.STATE_CHANGED:
             self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
@@ -149,7 +152,7 @@ class NodeDetail:
     history: list[tuple[int, str, str]]  # (tick, old, new), this branch, up to the frame's tick
     error: str | None  # the last error as of the frame's tick
     traceback: str | None
-    failed_calls: list[ToolFailure] = field(default_factory=list)  # live: this run's failed tool calls
+    failed_calls: list[ToolFailure] = field(default_factory=list)  # this branch's, up to the frame's tick
 
 
 class Frame:
@@ -249,13 +252,21 @@ class Frame:
         node = self.runner.nodes[path]
         ports = (port_views(node, self._bindings(path, node), self._value_reader())
                  if isinstance(node, JianmuNodeMixin) else [])
-        history, error, traceback = [], None, None
+        history, error, traceback, failed = [], None, None, []
+        arguments: dict[Any, Any] = {}  # call id -> the arguments of a tool call started
         for stamped in self.log.of_node(self.lineage, path):
+            payload = stamped.payload
             if stamped.type == EventType.NODE_STATUS:
-                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
+                history.append((stamped.tick, payload.get("old"), payload.get("new")))
+            elif stamped.type == EventType.NODE_ERROR:
+                error, traceback = payload.get("error"), payload.get("traceback")
+            elif stamped.type == EventType.TOOL_CALL_STARTED:
+                arguments[payload.get("call_id")] = payload.get("arguments")
             else:
-                error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
-        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback)
+                failed.append(ToolFailure(stamped.run_id, stamped.tick, str(payload.get("tool")), payload.get("call_id"),
+                                          arguments.pop(payload.get("call_id"), None), str(payload.get("error", ""))))
+        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback,
+                          failed[-TOOL_FAILURES_KEPT:])
 
 
 class HeadFrame(Frame):

@@ -48,7 +48,7 @@ from runtime.tools import ToolError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
-from .failure import Failure, ToolFailureLog, failure_of
+from .failure import Failure, failure_of
 from .frames import (
     EventLog,
     Frame,
@@ -149,7 +149,6 @@ class DebugSession(EditsMixin):
         self.runner.add_tick_hook(after=self._saved)
         self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
         self.children = SwarmChildren(self.runner, self._on_child_tick)
-        self.tool_failures = ToolFailureLog(self.bus)
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
 
@@ -303,8 +302,6 @@ class DebugSession(EditsMixin):
         failure = self.failure
         if detail.error is None and failure is not None and failure.node == path:
             detail.error = failure.headline
-        if self.viewing is None:
-            detail.failed_calls = self.tool_failures.of(path, self.run_id)
         return detail
 
     def _child_detail(self, path: str, node) -> NodeDetail:
