@@ -21,10 +21,14 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
 from runtime.state import StateManager
 
+from .edits import StagedEdits
 from .failure import ToolFailure
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
+TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
+NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_ERROR, EventType.TOOL_CALL_STARTED,
+                         EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,7 @@ class EventLog:
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
-        if stamped.node is not None and stamped.type in (EventType.NODE_STATUS, EventType.NODE_ERROR):
+        if stamped.node is not None and stamped.type in NODE_EVENTS:
             self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
         elif stamped.type == EventType.STATE_CHANGED:
             self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
@@ -148,7 +152,7 @@ class NodeDetail:
     history: list[tuple[int, str, str]]  # (tick, old, new), this branch, up to the frame's tick
     error: str | None  # the last error as of the frame's tick
     traceback: str | None
-    failed_calls: list[ToolFailure] = field(default_factory=list)  # live: this run's failed tool calls
+    failed_calls: list[ToolFailure] = field(default_factory=list)  # this branch's, up to the frame's tick
 
 
 class Frame:
@@ -248,13 +252,21 @@ class Frame:
         node = self.runner.nodes[path]
         ports = (port_views(node, self._bindings(path, node), self._value_reader())
                  if isinstance(node, JianmuNodeMixin) else [])
-        history, error, traceback = [], None, None
+        history, error, traceback, failed = [], None, None, []
+        arguments: dict[Any, Any] = {}  # call id -> the arguments of a tool call started
         for stamped in self.log.of_node(self.lineage, path):
+            payload = stamped.payload
             if stamped.type == EventType.NODE_STATUS:
-                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
+                history.append((stamped.tick, payload.get("old"), payload.get("new")))
+            elif stamped.type == EventType.NODE_ERROR:
+                error, traceback = payload.get("error"), payload.get("traceback")
+            elif stamped.type == EventType.TOOL_CALL_STARTED:
+                arguments[payload.get("call_id")] = payload.get("arguments")
             else:
-                error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
-        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback)
+                failed.append(ToolFailure(stamped.run_id, stamped.tick, str(payload.get("tool")), payload.get("call_id"),
+                                          arguments.pop(payload.get("call_id"), None), str(payload.get("error", ""))))
+        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback,
+                          failed[-TOOL_FAILURES_KEPT:])
 
 
 class HeadFrame(Frame):
@@ -302,14 +314,14 @@ class PastFrame(Frame):
     """A checkpoint from the store: statuses, resume data, state and bindings as they were then."""
 
     def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog, checkpoint: Checkpoint,
-                 staged: dict[str, Any]):
+                 staged: StagedEdits):
         super().__init__(runner, timeline, log)
         self.checkpoint = checkpoint
         self.checkpoint_id = checkpoint.id
         self.run_id, self.branch, self.tick = checkpoint.run_id, checkpoint.branch, checkpoint.tick
         self.root_status = Status(checkpoint.status)
         self.lineage = timeline.lineage(checkpoint.info, checkpoint.run_id, checkpoint.branch)
-        self.staged = staged  # (namespace, key) -> value: edits made while viewing it, applied by a fork
+        self.staged = staged  # edits made while viewing it, applied by a fork
         self._view: StateManager | None = None
         self._state: State | None = None
 
@@ -326,7 +338,7 @@ class PastFrame(Frame):
     def state(self) -> State:
         if self._state is None:
             state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
-            for (ns, key), value in self.staged.items():
+            for (ns, key), value in self.staged.values.items():
                 state.setdefault(ns, {})[self.timeline.names.key(key)] = value
             self._state = self.timeline.names.state(state)
         return self._state
@@ -341,7 +353,7 @@ class PastFrame(Frame):
         return self._view.get
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
-        return self.runner.checkpoints.bindings_at(self.checkpoint, path)
+        return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
 
 
 __all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",
