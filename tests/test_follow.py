@@ -63,6 +63,12 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
         await until(lambda: "tick 4 just landed" in session.message)
         assert session.frame.tick == 1
 
+        session.select_checkpoint(session.store.latest(writer.run_id).id)
+        session.edit_state(None, "final_answer", "edited here")  # staged for a fork from the newest
+        await writer.step()
+        await until(lambda: "tick 5 just landed" in session.message)
+        assert session.frame.tick == 4 and len(session.staged) == 1  # the view stays where the edit is
+
         assert (await writer.continue_()).kind == "finished"
         await until(lambda: "has finished" in session.message)
         assert session.message == f"run {writer.run_id} completed: its writer has finished (tick {writer.tick})"
