@@ -9,6 +9,8 @@ checkpoint (a subtree compiled later is not drawn).
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,7 @@ class EventLog:
         self._runs: dict[str | None, list[StampedEvent]] = {}
         self._nodes: dict[tuple[str | None, str], list[StampedEvent]] = {}
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
+        self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
@@ -81,6 +84,10 @@ class EventLog:
             self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
         elif stamped.type == EventType.STATE_CHANGED:
             self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
+        elif stamped.type == EventType.MODEL_CALL_COMPLETED:
+            totals = self._tokens.setdefault((stamped.run_id, stamped.branch), [])
+            used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
+            totals.append((stamped.seq, (totals[-1][1] if totals else 0) + used))
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
@@ -88,6 +95,7 @@ class EventLog:
         self._runs.pop(run_id, None)
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] != run_id}
         self._writes = {key: events for key, events in self._writes.items() if key[0] != run_id}
+        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] != run_id}
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))
@@ -97,12 +105,24 @@ class EventLog:
         self._runs = {run: events for run, events in self._runs.items() if run == run_id}
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
         self._writes = {key: events for key, events in self._writes.items() if key[0] == run_id}
+        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] == run_id}
 
     def of(self, lineage: Lineage) -> list[StampedEvent]:
         return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
 
     def of_node(self, lineage: Lineage, path: str) -> list[StampedEvent]:
         return [e for e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
+
+    def tokens(self, lineage: Lineage) -> int:
+        """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'
+        included, each branch counted up to where the lineage leaves it."""
+        total = 0
+        for branch, limit in lineage.limits.items():
+            totals = self._tokens.get((lineage.run_id, branch))
+            if totals:
+                at = len(totals) if limit is None else bisect_right(totals, (limit, math.inf))
+                total += totals[at - 1][1] if at else 0
+        return total
 
     def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
         """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
@@ -191,12 +211,14 @@ class Frame:
     # what every frame answers the same way
     @property
     def tokens(self) -> int:
-        """Total tokens of every LLM node, all namespaces added up, as of this frame."""
+        """Tokens used as of this frame: the model calls of its lineage, or the state's `llm.usage`
+        (all namespaces added up) when larger: a replay serves recorded answers without calling
+        the model, so only the state counts them."""
         total = 0
         for values in self.state().values():
             usage = values.get("llm.usage")
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return total
+        return max(total, self.log.tokens(self.lineage))
 
     def _shown(self) -> set[str]:
         """The paths of the frame's tree, for membership tests (computed once per frame)."""

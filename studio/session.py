@@ -137,7 +137,6 @@ class DebugSession(EditsMixin):
         self._head_lineage: Lineage | None = None
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._child_hit: StopReason | None = None
-        self._model_tokens: dict[str | None, int] = {}  # run id -> tokens of its model.call.completed
         self._attach(loaded)
         self.breakpoint_warnings = self._load_breakpoints()
 
@@ -202,11 +201,7 @@ class DebugSession(EditsMixin):
         stamped = StampedEvent(branch, event, self._saved_at == (branch, event.tick))
         self.log.add(stamped)
         self.events.append(stamped)
-        if event.type == EventType.MODEL_CALL_COMPLETED:
-            usage = event.payload.get("usage") or {}
-            self._model_tokens[event.run_id] = self._model_tokens.get(event.run_id, 0) + int(
-                usage.get("total_tokens", 0))
-        elif event.type == EventType.SWARM_AGENT_SPAWNED:
+        if event.type == EventType.SWARM_AGENT_SPAWNED:
             self.children.on_event(event)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
@@ -349,17 +344,9 @@ class DebugSession(EditsMixin):
 
     @property
     def tokens(self) -> int:
-        """Tokens of every model call of this run: the host's, its skills' and its swarm agents'.
-
-        Counted from `model.call.completed` events, so a skill namespace cleared when it
-        ends keeps its share; a replay serves recorded answers without calling the model,
-        so the state's `llm.usage` (all namespaces added up) counts when it is larger.
-        """
-        total = 0
-        for ns in self.runner.state_manager.namespaces():
-            usage = self.runner.state_manager.get("llm.usage", ns) or {}
-            total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return max(total, self._model_tokens.get(self.run_id, 0))
+        """Tokens used as of the frame shown: its lineage's model calls (the host's, its skills'
+        and its swarm agents'; a skill namespace cleared when it ends keeps its share)."""
+        return self.frame.tokens
 
     @property
     def failure(self) -> Failure | None:

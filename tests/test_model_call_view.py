@@ -129,3 +129,21 @@ async def test_model_calls_are_the_frames_own_branch_and_tick(tmp_path):
     session.select_checkpoint(next(r.id for r in session.checkpoints() if r.branch == "main" and r.tick == 2))
     assert [(c.round, c.branch) for c in session.model_calls(LLM)] == [(0, "main")]  # up to tick 2 only
     assert session.model_call(session.model_calls(LLM)[0]).messages[-1]["content"] == "What is 25 * 4 + 10?"
+
+
+async def test_tokens_are_those_of_the_frames_lineage(tmp_path):
+    session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
+    await session.continue_()
+    main_total = session.tokens
+    assert main_total == sum(c.usage.get("total_tokens", 0) for c in session.model_calls()) > 0
+    start = session.checkpoints()[0]
+    session.select_checkpoint(start.id)
+    assert session.tokens == 0  # nothing was asked at the input
+    session.edit_state(None, "messages", [human("What is 7 * 6?")])
+    await session.fork_from(start.id)
+    await session.continue_()
+    fork_total = session.tokens
+    assert fork_total == sum(c.usage.get("total_tokens", 0) for c in session.model_calls()) > 0
+    assert fork_total == session.state_snapshot()[""]["llm.usage"]["total_tokens"]  # main's calls not added
+    session.select_checkpoint(next(r.id for r in session.checkpoints() if r.branch == "main" and r.tick == 6))
+    assert session.tokens == main_total
