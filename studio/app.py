@@ -105,12 +105,16 @@ class MainScreen(Screen):
             self.query_one(selector).border_title = title
         self.query_one(EventsPane).border_subtitle = "/ to filter"
         self._unlisten = self.session.add_listener(self._on_session)
+        follow = getattr(self.session, "follow", None)  # a recording another process still writes
+        self._unfollow = follow() if follow is not None else None
         self.set_interval(1 / REFRESH_HZ, self.drain)
         self.drain()
         self.query_one(TreePane).tree.focus()
 
     def on_unmount(self) -> None:
         self._unlisten()
+        if self._unfollow is not None:
+            self._unfollow()
 
     # -- session → panes -----------------------------------------------------------
     def _on_session(self, kind: str, data: Any) -> None:
@@ -198,8 +202,10 @@ class MainScreen(Screen):
         busy = session.run_state in BUSY
         if action in ("step", "step_into", "continue", "toggle_breakpoint"):
             return None if busy else True  # in the past or a recording they say why they cannot run
-        if action in ("restart", "edit_bindings"):
+        if action == "restart":
             return None if busy or viewing or session.recorded_run is not None else True
+        if action == "edit_bindings":  # in the past (or a recording) the edits are staged for a fork
+            return None if busy else True
         if action == "pause":
             return True if busy else None
         if action == "live":
@@ -283,7 +289,8 @@ class MainScreen(Screen):
 
     def _edited(self, applied: bool | None) -> None:
         if applied:
-            self.notify("bindings applied: the next tick reads the new keys")
+            self.notify("bindings staged: f forks with them" if self.session.viewing is not None
+                        else "bindings applied: the next tick reads the new keys")
 
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:

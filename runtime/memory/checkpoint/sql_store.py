@@ -263,6 +263,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             _, streams[key] = self._streamed(conn, streams, key, "INSERT INTO events (run_id, branch, stream, data) "
                                              "VALUES (?, ?, ?, ?)", (run_id, branch), data)
             self._note_run(conn, run_id, batch)
+            self._announce(conn, run_id)  # a run's last events (how it ended) come without a checkpoint
 
     def _note_run(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent], first_time: float | None = None) -> None:
         """Keep `run:<id>` up to date: who writes it (host, pid, from its first checkpoint or its
