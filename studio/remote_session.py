@@ -120,6 +120,7 @@ class RemoteSession:
         self._finished = False
         self._gone = False
         self._continuing = False
+        self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
         self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
         self._tasks: set[asyncio.Task] = set()
@@ -262,7 +263,7 @@ class RemoteSession:
         elif self.suspended:
             state = RunState.SUSPENDED
         elif self._paused is not None:
-            state = RunState.READY if self._tick == 0 else RunState.PAUSED
+            state = RunState.READY if self._tick == 0 and not self._moved else RunState.PAUSED
         else:
             state = RunState.RUNNING
         self.run_state = state
@@ -462,6 +463,7 @@ class RemoteSession:
 
     async def _until_stopped(self, request: str) -> bool:
         self._stopped.clear()
+        self._moved = True
         try:
             await self.client.request(request)
         except DebugError as exc:
@@ -534,7 +536,7 @@ class RemoteSession:
         except DebugError as exc:
             raise EditError(exc.message) from None
         self.viewing, self._past, self.staged = None, None, {}
-        self.last_report = None
+        self.last_report, self._moved = None, True
         self._apply_picture(reply["picture"])
         self._say(reply["message"])
         return self.branch

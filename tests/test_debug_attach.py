@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 
 import pytest
-from test_debug_server import LLM, TOKEN, agent_process, until
+from debug_fixtures import LLM, TOKEN, agent_process, until
 from test_tui_app import status_line, tree_label
 from tui_fixtures import CALC, SIZE, TEXT_PIPELINE, settle, steady_terminal  # noqa: F401
 
