@@ -69,17 +69,21 @@ class EventLog:
     def __init__(self) -> None:
         self._runs: dict[str | None, list[StampedEvent]] = {}
         self._nodes: dict[tuple[str | None, str], list[StampedEvent]] = {}
+        self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
         if stamped.node is not None and stamped.type in (EventType.NODE_STATUS, EventType.NODE_ERROR):
             self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
+        elif stamped.type == EventType.STATE_CHANGED:
+            self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
         """A recorded run's events; `saved` gives each (branch, tick)'s checkpoint position."""
         self._runs.pop(run_id, None)
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] != run_id}
+        self._writes = {key: events for key, events in self._writes.items() if key[0] != run_id}
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))
@@ -88,12 +92,17 @@ class EventLog:
         """Forget every other run (a restart leaves the old run to the store)."""
         self._runs = {run: events for run, events in self._runs.items() if run == run_id}
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
+        self._writes = {key: events for key, events in self._writes.items() if key[0] == run_id}
 
     def of(self, lineage: Lineage) -> list[StampedEvent]:
         return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
 
     def of_node(self, lineage: Lineage, path: str) -> list[StampedEvent]:
         return [e for e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
+
+    def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
+        """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
+        return [e for e in self._writes.get((lineage.run_id, tick), ()) if e.in_lineage(lineage)]
 
 
 @dataclass
@@ -194,6 +203,30 @@ class Frame:
     def events(self) -> list[StampedEvent]:
         return self.log.of(self.lineage)
 
+    def _checkpoint_marks(self, checkpoint: Checkpoint) -> dict[str, Mark]:
+        """A checkpoint's marks; a key written only by work finishing between the previous tick and
+        this one (not during this tick) is labelled with that tick."""
+        marks = self.timeline.marks(checkpoint.info)
+        if not marks or checkpoint.parent_id is None:
+            return marks
+        before = self.timeline.get(checkpoint.parent_id)[0].tick
+        between, during = set(), set()
+        for tick in {before, checkpoint.tick}:
+            for stamped in self.log.writes(self.lineage, tick):
+                if stamped.tick == before and stamped.between:
+                    between.update(self._written(stamped))
+                elif stamped.tick == checkpoint.tick and not stamped.between:
+                    during.update(self._written(stamped))
+        for key in between - during:
+            if key in marks:
+                marks[key] = Mark(marks[key].old, marks[key].new, between=before)
+        return marks
+
+    def _written(self, stamped: StampedEvent) -> list[str]:
+        ns = stamped.payload.get("namespace")
+        keys = stamped.payload.get("keys") or ()
+        return [f"{ns}.{key}" for key in keys] if ns else [self.timeline.names.key(key) for key in keys]
+
     def node_views(self, breakpoints: set[str]) -> list[NodeView]:
         return [self.node_view(path, breakpoints) for path in self.paths()]
 
@@ -256,7 +289,7 @@ class HeadFrame(Frame):
         if checkpoints is None or checkpoints.head is None:
             return {}
         head, saved = self.timeline.get(checkpoints.head)
-        marks = self.timeline.marks(head.info)
+        marks = self._checkpoint_marks(head)
         for key, mark in diff(saved, self.state()).items():
             marks[key] = Mark(mark.old, mark.new, between=head.tick)
         return marks
@@ -299,7 +332,7 @@ class PastFrame(Frame):
         return self._state
 
     def marks(self) -> dict[str, Mark]:
-        return self.timeline.marks(self.checkpoint.info)
+        return self._checkpoint_marks(self.checkpoint)
 
     def _value_reader(self) -> Callable[[str, str | None], Any]:
         if self._view is None:

@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -128,10 +127,8 @@ async def test_a_server_dying_mid_call_gives_a_clear_observation_not_a_hang():
     agent = react([{"tool_calls": [{"name": "crash", "arguments": {}}]},
                    {"tool_calls": [{"name": "word_count", "arguments": {"text": "still there?"}}]},
                    "The tool server is gone."], server())
-    started = time.monotonic()
     async with asyncio.timeout(LIMIT):
         result = await agent.run({"messages": [human("Crash the server.")]})
-    assert time.monotonic() - started < 10
     assert result.ok and result.final_answer == "The tool server is gone."
     died, after = tool_messages(result)
     assert died == "Error: tool 'crash': MCP server demo exited or closed the connection before answering"
@@ -145,10 +142,8 @@ async def test_a_call_that_outlasts_call_timeout_fails_naming_server_and_tool():
         await provider.initialize()
         try:
             wait = next(tool for tool in await provider.get_tools() if tool.name == "wait")
-            started = time.monotonic()
             with pytest.raises(ToolError, match=r"^tool 'wait': MCP server demo gave no answer within 0.5s$"):
                 await wait.call({"seconds": 20})
-            assert time.monotonic() - started < 5
             assert await wait.call({"seconds": 0}) == "waited 0s"  # the connection survives a timeout
         finally:
             await provider.close()

@@ -204,10 +204,9 @@ async def test_timeout_fails_slow_child_and_cancels_it():
     timeout = Timeout("limit", child, duration=0.05)
     runner = ReactiveRunner(timeout, LoopState)
     started = time.perf_counter()
-    status = await asyncio.wait_for(runner.run(), timeout=2)
-    elapsed = time.perf_counter() - started
+    status = await asyncio.wait_for(runner.run(), timeout=4)  # the child alone would take 5 s
     assert status == Status.FAILURE
-    assert 0.045 <= elapsed < 0.5
+    assert time.perf_counter() - started >= 0.045
     await asyncio.sleep(0)  # let the cancellation land
     assert child.cancelled
     assert child.status == Status.INVALID
@@ -218,9 +217,7 @@ async def test_timeout_passes_fast_child_status_through():
     for child_status in (Status.SUCCESS, Status.FAILURE):
         child = SlowWriter("fast", delay=0.005, status=child_status)
         runner = ReactiveRunner(Timeout("limit", child, duration=1), LoopState)
-        started = time.perf_counter()
-        assert await asyncio.wait_for(runner.run(), timeout=2) == child_status
-        assert time.perf_counter() - started < 0.5
+        assert await asyncio.wait_for(runner.run(), timeout=10) == child_status
         assert runner.state_manager.get("result") == "written"
 
 
@@ -243,7 +240,7 @@ async def test_wait_succeeds_after_duration():
     runner = ReactiveRunner(Wait("w", duration=0.03), LoopState)
     started = time.perf_counter()
     assert await runner.run() == Status.SUCCESS
-    assert 0.025 <= time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started >= 0.025
     assert runner.tick_count <= 3
 
 

@@ -46,9 +46,8 @@ async def test_async_node_finishes_in_few_ticks_at_its_own_pace():
     runner = ReactiveRunner(Sleeper("sleeper", 0.05), RunState)
     started = time.perf_counter()
     assert await runner.run() == Status.SUCCESS
-    elapsed = time.perf_counter() - started
     assert runner.tick_count <= 3  # started, then woken once by the finished task: no polling
-    assert 0.045 <= elapsed < 0.25
+    assert time.perf_counter() - started >= 0.045  # it waited for the work, however slow the machine
     assert runner.state_manager.get("result") == "sleeper"
 
 
@@ -59,10 +58,8 @@ async def test_parallel_async_nodes_do_not_poll():
     root = Parallel("par", policy=ParallelPolicy.SuccessOnAll(synchronise=True),
                     children=[Sleeper("a", 0.03), Sleeper("b", 0.05)])
     runner = ReactiveRunner(root, RunState)
-    started = time.perf_counter()
     assert await runner.run() == Status.SUCCESS
-    assert time.perf_counter() - started < 0.25
-    assert runner.tick_count <= 4
+    assert runner.tick_count <= 4  # woken by each finished task, never polled
 
 
 # -- step() ----------------------------------------------------------------------------------

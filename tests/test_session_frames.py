@@ -64,7 +64,8 @@ async def test_markers_are_the_differences_of_consecutive_checkpoints(tmp_path):
         old, new = shown[row.parent_id], shown[row.id]
         expected = {key: (old[""].get(key), value) for key, value in new[""].items() if old[""].get(key) != value}
         assert {key: (mark.old, mark.new) for key, mark in marks.items()} == expected, f"tick {row.tick}"
-        assert all(mark.between is None for mark in marks.values())
+        parent_tick = next(r.tick for r in rows if r.id == row.parent_id)
+        assert all(mark.between in (None, parent_tick) for mark in marks.values())  # landed after the parent
     names = {key for row in rows for key in shown[row.id][""]}
     assert "llm.usage" in names and "usage" not in names  # one name per value
     for row in rows:
@@ -79,9 +80,14 @@ async def test_writes_between_ticks_are_marked_as_such(tmp_path):
     await work_done(session)
     marks = session.marks()
     assert marks["all.words"].between == 2 and marks["all.words"].new == 11  # counted after tick 2's checkpoint
-    assert marks["normalized_text"].between is None  # tick 2's checkpoint first holds it
+    assert marks["normalized_text"].between == 1  # tick 2's checkpoint first holds it; it landed after tick 1's
     head_value = session.state_snapshot()[""]["normalized_text"]
     assert marks["normalized_text"].new == head_value and marks["normalized_text"].old == ""
+    await session.step()  # tick 3's checkpoint is the first to hold the count: it still says when it landed
+    session.select_checkpoint(session.checkpoints()[-1].id)
+    past = session.marks()
+    assert past["all.words"].between == 2 and past["all.words"].new == 11
+    assert {key for key, mark in past.items() if mark.between is not None} == {"all.words", "unique.words"}
 
 
 async def work_done(session: DebugSession) -> None:

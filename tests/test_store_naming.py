@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from openai_server import FakeServer, completion, json_reply
 from postgres_server import PASSWORD
 
 from runtime.memory.checkpoint import open_store
+from studio.session import DebugSession
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = str(ROOT / "sample_trees/text_pipeline.py")
@@ -81,28 +85,39 @@ def test_replay_needs_one_store(argv, message):
     assert result.returncode == 2 and message in result.stderr
 
 
-def test_replaying_a_run_recorded_elsewhere_serves_its_recorded_io_offline(store_name):
-    """A run recorded by another process (a service) is stepped here with a model that has
-    nothing to say: every answer comes from the store's recorded I/O."""
-    recorded = studio("run", CALCULATOR, "--db", store_name, "--json")
-    assert recorded.returncode == 0, recorded.stderr
-    run_id = json.loads(recorded.stdout.splitlines()[-1])["summary"]["run_id"]
+async def test_a_production_run_is_stepped_here_offline_from_its_recorded_io(store_name, monkeypatch):
+    """A run recorded by another process against a real endpoint (a service in production) is
+    replayed here with that endpoint gone: every model answer comes from the store's recorded I/O."""
+    server = FakeServer()
+    await server.start()
+    server.script(json_reply(completion(tool_calls=[{"id": "c1", "type": "function", "function": {
+        "name": "calculator", "arguments": json.dumps({"expression": "25 * 4 + 10"})}}])),
+        json_reply(completion("25 * 4 + 10 = 110")))
+    environment = {k: v for k, v in os.environ.items() if k != "JIANMU_DB"}
+    endpoint = {"JIANMU_BASE_URL": server.url, "JIANMU_API_KEY": "k", "JIANMU_MODEL": "m"}
+    production = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "studio.cli", "run", CALCULATOR, "--db", store_name, "--json", cwd=ROOT,
+        env=environment | endpoint, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(production.communicate(), 120)
+    await server.stop()
+    assert production.returncode == 0, err.decode()
+    assert len(server.requests) == 2  # the run really asked the endpoint
+    summary = json.loads(out.decode().splitlines()[-1])["summary"]
+    assert summary["final_answer"] == "25 * 4 + 10 = 110"
 
-    import asyncio
-
-    from runtime.model import ModelClient, ScriptedProvider
-    from studio.session import DebugSession
-
-    async def replay() -> str | None:
-        session = DebugSession.open_recorded(store_name, run_id)
-        for node in session.agent.root.iterate():
-            if getattr(node, "model_client", None) is not None:
-                node.model_client = ModelClient.resolve(ScriptedProvider([]))  # offline: nothing to answer
-        first = session.checkpoints()[1]
-        await session.replay_from(first.id)
-        await session.continue_()
-        answer = session.runner.state_manager.get("final_answer")
+    monkeypatch.setenv("JIANMU_BASE_URL", f"http://127.0.0.1:{_dead_port()}/v1")  # nothing answers here
+    session = DebugSession.open_recorded(store_name, summary["run_id"])
+    try:
+        await session.replay_from(session.checkpoints()[1].id)
+        stop = await session.continue_()
+        assert stop.kind == "finished" and session.root_status.value == "SUCCESS"
+        assert session.runner.state_manager.get("final_answer") == "25 * 4 + 10 = 110"
+        assert session.failure is None
+    finally:
         session.store.close()
-        return answer
 
-    assert asyncio.run(replay()) == "25 * 4 + 10 = 110"
+
+def _dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

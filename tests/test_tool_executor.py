@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from py_trees.common import Status
@@ -38,40 +37,51 @@ def failures(runner) -> list[str]:
     return [e.payload["error"] for e in runner.event_bus.history if e.type == "tool.call.failed"]
 
 
-def slow_tool(name: str, seconds: float, parallel_safe: bool = True):
+class Overlap:
+    """How many probe tools ran at once, at most: parallel means they overlapped, whatever the clock says."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+
+
+def probe_tool(name: str, overlap: Overlap, parallel_safe: bool = True):
     @tool(name=name, parallel_safe=parallel_safe)
-    async def slow(x: int) -> str:
-        """Wait, then echo."""
-        await asyncio.sleep(seconds)
+    async def probe(x: int) -> str:
+        """Yield to the loop a few times, then echo."""
+        overlap.running += 1
+        overlap.most = max(overlap.most, overlap.running)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        overlap.running -= 1
         return f"{name}:{x}"
 
-    return slow
+    return probe
 
 
 async def test_parallel_safe_tools_run_together_and_report_in_call_order():
-    executor = ToolExecutor(tools=[slow_tool("slow", 0.2), slow_tool("quick", 0.15)])
-    started = time.monotonic()
+    overlap = Overlap()
+    executor = ToolExecutor(tools=[probe_tool("slow", overlap), probe_tool("quick", overlap)])
     status, runner = await execute(executor, [call("slow", "a", x=1), call("quick", "b", x=2)])
-    elapsed = time.monotonic() - started
     assert status == Status.SUCCESS
-    assert elapsed < 0.3
+    assert overlap.most == 2
     assert observations(runner) == [("a", "slow:1"), ("b", "quick:2")]
 
 
 async def test_a_tool_that_is_not_parallel_safe_makes_the_round_serial():
-    executor = ToolExecutor(tools=[slow_tool("slow", 0.1), slow_tool("unsafe", 0.1, parallel_safe=False)])
-    started = time.monotonic()
+    overlap = Overlap()
+    executor = ToolExecutor(tools=[probe_tool("slow", overlap), probe_tool("unsafe", overlap, parallel_safe=False)])
     await execute(executor, [call("slow", "a", x=1), call("unsafe", "b", x=2)])
-    assert time.monotonic() - started >= 0.2
+    assert overlap.most == 1
 
 
 @pytest.mark.parametrize(("mode", "parallel"), [("serial", False), ("parallel", True)])
 async def test_explicit_execution_mode(mode, parallel):
-    executor = ToolExecutor(tools=[slow_tool("a", 0.1, parallel_safe=False), slow_tool("b", 0.1)],
+    overlap = Overlap()
+    executor = ToolExecutor(tools=[probe_tool("a", overlap, parallel_safe=False), probe_tool("b", overlap)],
                             execution_mode=mode)
-    started = time.monotonic()
     await execute(executor, [call("a", "1", x=1), call("b", "2", x=2)])
-    assert (time.monotonic() - started < 0.18) is parallel
+    assert (overlap.most == 2) is parallel
 
 
 def test_unknown_execution_mode_is_refused():
@@ -202,7 +212,7 @@ async def test_approval_through_runner_resume():
 
 
 async def test_allowed_calls_wait_for_the_pending_ones_and_keep_call_order():
-    executor = ToolExecutor(tools=[CalculatorTool(), slow_tool("echo", 0)],
+    executor = ToolExecutor(tools=[CalculatorTool(), probe_tool("echo", Overlap())],
                             constraints={"require_confirmation": ["calculator"]})
     _, runner = await execute(executor, [call("calculator", "a", expression="1+1"), call("echo", "b", x=3)])
     assert runner.suspended

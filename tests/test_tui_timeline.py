@@ -1,24 +1,15 @@
-"""The timeline pane: view a past checkpoint, fork after a state edit, replay a recorded run.
-
-These need the session's timeline API (`checkpoints()`, `select_checkpoint()`, `select_live()`,
-`replay_from()`, `fork_from()`, `viewing`, `branch`); they skip until it is there.
-"""
+"""The timeline pane: view a past checkpoint, fork after a state edit, replay a recorded run."""
 
 from __future__ import annotations
 
-import pytest
 from textual.widgets import Input
 from tui_fixtures import SIZE, pipeline_session, settle, steady_terminal  # noqa: F401
 
 from studio.app import StudioApp
 from studio.screens.choice import ChoiceScreen
-from studio.session import DebugSession
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
 from studio.widgets.timeline import Timeline, field_of
-
-pytestmark = pytest.mark.skipif(not hasattr(DebugSession, "select_checkpoint"),
-                                reason="the session has no timeline API yet")
 
 
 async def run_ticks(app, pilot, ticks: int) -> None:
@@ -127,3 +118,19 @@ async def test_replay_with_staged_edits_asks_first(tmp_path):
         await settle(app, pilot)
         assert session.branch == "fork-1"
         assert session.state_snapshot()[""]["text"] == "Staged   TEXT"
+
+
+async def test_the_viewed_checkpoint_is_marked_and_under_the_cursor():
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, pilot, 2)
+        rows = list(session.checkpoints())
+        session.select_checkpoint(rows[1].id)  # chosen elsewhere than in the timeline
+        await settle(app, pilot)
+        timeline = app.main.query_one(Timeline)
+        assert timeline.cursor_row == 1
+        assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "▶", ""]
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "", ""]

@@ -102,7 +102,7 @@ class StatePane(Tree[Key]):
         if mark:
             label.append(f"   {summary(mark.old)} → {summary(mark.new)}", "yellow")
             if mark.between is not None:
-                label.append(f"  (after tick {mark.between}, between ticks)", "italic yellow")
+                label.append(f"  (t{mark.between}+: between ticks)", "italic yellow")
         if node is None:
             node = self._key_nodes[key] = parent.add(label, data=key, expand=False, allow_expand=long)
         else:

@@ -35,10 +35,11 @@ class Timeline(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._cells: dict[str, tuple] = {}
+        self._viewing: Any = None  # the checkpoint shown at the last sync
 
     def on_mount(self) -> None:
-        for name in COLUMNS:
-            self.add_column(name, key=name or "mark")
+        for name in COLUMNS:  # the mark column is sized for ▶ now: cells updated later never widen it
+            self.add_column(name, key=name or "mark", width=1 if not name else None)
 
     def sync(self, rows: Iterable[Any], viewing: Any = None) -> None:
         """Add new checkpoints, update changed ones, drop the ones that are gone."""
@@ -63,6 +64,9 @@ class Timeline(DataTable):
         for key in [k for k in self._cells if k not in seen]:
             self.remove_row(key)
             del self._cells[key]
+        if viewing_id != self._viewing and str(viewing_id) in self._cells:  # the cursor on a row newly shown
+            self.move_cursor(row=self.get_row_index(str(viewing_id)))
+        self._viewing = viewing_id
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
