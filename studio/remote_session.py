@@ -23,6 +23,7 @@ from typing import Any
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
+from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
@@ -115,6 +116,8 @@ class RemoteSession:
         self._summaries: dict[int, str] = {}  # checkpoint id -> what it changed, as the server summed it up
         self._lineage = RunTimeline(self._rows, None)  # only its lineage(): the rows stand in for the store
         self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
+        self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
+        self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
         self._model_io: dict[tuple, dict[str, Any] | None] = {}
         self._paused: dict[str, Any] | None = None
         self._finished = False
@@ -161,6 +164,7 @@ class RemoteSession:
         self._approvals = list(picture.get("approvals", ()))
         self._run_id, self._tick, self._status = picture["run_id"], picture["tick"], picture["status"]
         self.branch, self.recording = picture.get("branch", "main"), picture.get("recording", False)
+        self._schema = picture.get("schema") or {"name": "the state schema", "fields": [], "names": []}
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
@@ -240,6 +244,7 @@ class RemoteSession:
             self.log.add(event)
             self.events.append(event)
             self._notify("event", event)
+        self._mark(update, state_changes)
         if "report" in update or changed or state_changes:
             report = update.get("report") or {}
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
@@ -249,6 +254,15 @@ class RemoteSession:
             self._stop(StopReason("suspended", self._suspension_message()))
         else:
             self._settle()
+
+    def _mark(self, update: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> None:
+        """A tick's marks are the keys written since the tick before it ended; later writes are marked as
+        between ticks until the next tick ends (as a local session marks against its checkpoints)."""
+        for key, (old, new) in changes.items():
+            self._since[key] = (self._since.get(key, (old, None))[0], new)
+        if "report" in update:
+            self._tick_marks = {key: Mark(old, new) for key, (old, new) in self._since.items() if old != new}
+            self._since = {}
 
     def _stop(self, reason: StopReason) -> None:
         self.last_stop = reason
@@ -326,11 +340,12 @@ class RemoteSession:
         return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:
-        """The past checkpoint's changes since its parent; live, what the last tick changed."""
+        """The past checkpoint's changes since its parent; live, what the last tick changed and what was
+        written after it."""
         if self._past is not None:
             return {key: Mark(old, new) for key, old, new in self._past["marks"]}
-        report = self.last_report
-        return {key: Mark(old, new) for key, (old, new) in report.state_changes.items()} if report else {}
+        between = {key: Mark(old, new, between=self._tick) for key, (old, new) in self._since.items() if old != new}
+        return {**self._tick_marks, **between}
 
     def refusal(self) -> str | None:
         return PAST if self.viewing is not None else None
@@ -537,6 +552,7 @@ class RemoteSession:
             raise EditError(exc.message) from None
         self.viewing, self._past, self.staged = None, None, {}
         self.last_report, self._moved = None, True
+        self._tick_marks, self._since = {}, {}
         self._apply_picture(reply["picture"])
         self._say(reply["message"])
         return self.branch
@@ -639,6 +655,15 @@ class RemoteSession:
         self._notify("changed")
 
     # -- edits ---------------------------------------------------------------------
+    @property
+    def _facts(self) -> StateFacts:
+        """What the edit checks know of the served run's state: its schema, as sent, and the mirror."""
+        namespaces = {ns for ns in self._state if ns} | {node["namespace"] for node in self._nodes.values()
+                                                         if node["namespace"]}
+        schema = self._schema
+        return StateFacts(schema["name"], tuple(schema["fields"]), frozenset(schema["names"]), frozenset(namespaces),
+                          lambda key, ns: key in self._state.get(ns or "", {}))
+
     def _require_held(self, what: str) -> None:
         if self.run_state not in (RunState.READY, RunState.PAUSED, RunState.SUSPENDED):
             raise EditError(f"pause the run before {what}")
@@ -647,6 +672,10 @@ class RemoteSession:
         """Set one state value in the remote run (the server checks it: a refusal shows in the status line);
         while a past checkpoint is shown the edit is staged for a fork from there."""
         self._require_held("editing state")
+        try:
+            namespace = check_state_key(self._facts, namespace, key)
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
         if self.viewing is not None:
             self.staged[(namespace or "", key)] = value
             self._say(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
@@ -654,17 +683,19 @@ class RemoteSession:
         self._send("edit_state", namespace=namespace or None, key=key, value=value)
 
     def validate_binding_key(self, path: str, key: str) -> str:
-        """The key as it will be sent; the server checks it against the run's schema and namespaces."""
-        self._node(path)
-        if not isinstance(key, str):
-            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
-        key = key.strip().removeprefix("state.")
-        if not key:
-            raise EditError("a binding needs a state key")
-        return key
+        """The normalised key, or `EditError` saying why it cannot be bound (the server checks it again)."""
+        node = self._node(path)
+        try:
+            return check_binding_key(self._facts, key, node["namespace"])
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
         self._require_held("rebinding a port")
+        try:
+            check_port(path, direction, port, self._node(path)["ports"])
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
         key = self.validate_binding_key(path, key)
 
         def rebound(reply: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from ..engine.runner import ReactiveRunner, TickReport
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
 from .conditions import Condition, ConditionError
-from .edits import EditRefused, check_binding, check_state_key
+from .edits import EditRefused, StateFacts, check_binding, check_state_key
 from .past import RunPast
 from .protocol import ProtocolError
 
@@ -155,6 +155,7 @@ class DebugController:
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "paused": self.paused, "branch": self._branch,
                 "recording": self.past.recording, "checkpoints": self.past.rows(),
+                "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
                 "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
                 "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
@@ -415,7 +416,7 @@ class DebugController:
         key, value = message["key"], message["value"]
         sm = self.runner.state_manager
         try:
-            namespace = check_state_key(self.runner, message.get("namespace"), key)
+            namespace = check_state_key(StateFacts.of(self.runner), message.get("namespace"), key)
             old = sm.get(key, namespace)
             sm.load({key: value}, namespace, signal=True)
         except (EditRefused, StateValidationError, ValueError) as exc:

@@ -1,14 +1,17 @@
-"""What a debugger's edits must satisfy before they touch a served run.
+"""What a debugger's edits must satisfy before they touch a run, in one place for every front end.
 
 The rules are the studio's local session's (`studio.edits`): a state key is edited only
 when the schema declares it, the runtime owns it (`StateKeys`) or the state holds it, in
 a namespace the tree or the state knows; a port is rebound only to such a key, or to
-`<namespace>.<field>` for a known namespace. Each refusal is one line naming the node,
-port, key or namespace at fault (`EditRefused`), sent back to the client as `bad_request`.
+`<namespace>.<field>` for a known namespace. The checks read `StateFacts`, so the debug
+server (from the runner) and an attached studio (from the facts the server sent, before
+anything is sent back) refuse the same edits with the same one line (`EditRefused`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
@@ -22,13 +25,31 @@ class EditRefused(ValueError):
     """An edit that does not fit the run; the message is the reason."""
 
 
-def known_namespaces(runner: ReactiveRunner) -> set[str]:
-    """Namespaces of the tree's nodes and of the state."""
-    from_tree = {ns for node in runner.nodes.values() if (ns := getattr(node, "namespace", None))}
-    return from_tree | {ns for ns in runner.state_manager.namespaces() if ns}
+@dataclass(frozen=True)
+class StateFacts:
+    """What the checks know of a run's state."""
+
+    schema: str  # the state schema's name
+    fields: tuple[str, ...]  # its fields, in order (named in refusals)
+    names: frozenset[str]  # every key that is a schema field (fields and their aliases)
+    namespaces: frozenset[str]  # of the tree's nodes and of the state
+    holds: Callable[[str, str | None], bool]  # whether the state holds a key (in a namespace)
+
+    @classmethod
+    def of(cls, runner: ReactiveRunner) -> StateFacts:
+        sm = runner.state_manager
+        schema = sm.schema
+        names = {name for attr, info in schema.model_fields.items() for name in (attr, info.alias or attr)}
+        from_tree = {ns for node in runner.nodes.values() if (ns := getattr(node, "namespace", None))}
+        return cls(schema.__name__, tuple(schema.model_fields), frozenset(n for n in names if sm.has_field(n)),
+                   frozenset(from_tree | {ns for ns in sm.namespaces() if ns}), sm.contains)
+
+    def describe(self) -> dict[str, Any]:
+        """The schema part, as the debug server sends it (namespaces and values come with the state)."""
+        return {"name": self.schema, "fields": list(self.fields), "names": sorted(self.names)}
 
 
-def check_state_key(runner: ReactiveRunner, namespace: Any, key: Any) -> str | None:
+def check_state_key(facts: StateFacts, namespace: Any, key: Any) -> str | None:
     """The normalised namespace of an edit to `key`; `EditRefused` when the key or namespace is unknown."""
     if not isinstance(key, str) or not key:
         raise EditRefused(f"a state key is non-empty text, not {key!r:.40}")
@@ -36,41 +57,49 @@ def check_state_key(runner: ReactiveRunner, namespace: Any, key: Any) -> str | N
         namespace = normalize_namespace(namespace)
     except ValueError as exc:
         raise EditRefused(str(exc)) from None
-    known = known_namespaces(runner)
-    if namespace is not None and namespace not in known:
-        raise EditRefused(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(known))})")
-    sm = runner.state_manager
-    if not (sm.has_field(key) or key in RUNTIME_KEYS or sm.contains(key, namespace)):
+    if namespace is not None and namespace not in facts.namespaces:
+        raise EditRefused(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(facts.namespaces))})")
+    if not (key in facts.names or key in RUNTIME_KEYS or facts.holds(key, namespace)):
         where = f"{namespace}.{key}" if namespace else key
-        raise EditRefused(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
+        raise EditRefused(f"no state key {where!r} (fields of {facts.schema}: {', '.join(facts.fields)})")
     return namespace
 
 
-def check_binding(runner: ReactiveRunner, path: str, direction: Any, port: Any, key: Any) -> tuple[JianmuNodeMixin, str]:
-    """The node and the normalised state key of a rebinding; `EditRefused` saying what does not fit."""
-    node = runner.nodes.get(path)
-    if node is None:
-        raise EditRefused(f"no node at path {path!r}")
-    if not isinstance(node, JianmuNodeMixin):
-        raise EditRefused(f"{path} is a plain py_trees node: it has no ports")
-    if direction not in ("in", "out"):
-        raise EditRefused(f"direction must be 'in' or 'out', not {direction!r}")
-    declared = node.input_ports if direction == "in" else node.output_ports
-    bound = node.input_bindings if direction == "in" else node.output_bindings
-    if port not in (*declared, *bound):
-        raise EditRefused(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
+def check_binding_key(facts: StateFacts, key: Any, node_namespace: str | None) -> str:
+    """The normalised key a port of a node in `node_namespace` can be bound to; `EditRefused` if none."""
     if not isinstance(key, str):
         raise EditRefused(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
     key = key.strip().removeprefix("state.")
     if not key:
         raise EditRefused("a binding needs a state key")
-    sm = runner.state_manager
-    qualified = any(key.startswith(ns + ".") and sm.has_field(key[len(ns) + 1:]) for ns in known_namespaces(runner))
-    if not (qualified or sm.has_field(key) or key in RUNTIME_KEYS
-            or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key)):
-        fields = ", ".join(sm.schema.model_fields)
-        raise EditRefused(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")
-    return node, key
+    qualified = any(key.startswith(ns + ".") and key[len(ns) + 1:] in facts.names for ns in facts.namespaces)
+    if (qualified or key in facts.names or key in RUNTIME_KEYS or facts.holds(key, node_namespace)
+            or facts.holds(key, None)):
+        return key
+    raise EditRefused(f"no state field {key!r} in {facts.schema} (fields: {', '.join(facts.fields)})")
 
 
-__all__ = ["EditRefused", "check_binding", "check_state_key", "known_namespaces"]
+def check_port(path: str, direction: Any, port: Any, ports: list[Any]) -> None:
+    """`EditRefused` unless `port` is one of the node's `[direction, port, key]` ports in that direction."""
+    if direction not in ("in", "out"):
+        raise EditRefused(f"direction must be 'in' or 'out', not {direction!r}")
+    mine = [name for way, name, _ in ports if way == direction]
+    if port not in mine:
+        declared = ", ".join(mine) or "none"
+        raise EditRefused(f"{path} has no {direction}put port {port!r} (ports: {declared})")
+
+
+def check_binding(runner: ReactiveRunner, path: str, direction: Any, port: Any, key: Any) -> tuple[JianmuNodeMixin, str]:
+    """The node and the normalised state key of a rebinding in the runner; `EditRefused` saying what does not fit."""
+    node = runner.nodes.get(path)
+    if node is None:
+        raise EditRefused(f"no node at path {path!r}")
+    if not isinstance(node, JianmuNodeMixin):
+        raise EditRefused(f"{path} is a plain py_trees node: it has no ports")
+    ports = [["in", p, None] for p in dict.fromkeys([*node.input_ports, *node.input_bindings])]
+    ports += [["out", p, None] for p in dict.fromkeys([*node.output_ports, *node.output_bindings])]
+    check_port(path, direction, port, ports)
+    return node, check_binding_key(StateFacts.of(runner), key, getattr(node, "namespace", None))
+
+
+__all__ = ["EditRefused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key"]

@@ -161,7 +161,7 @@ class DebugServer:
                 await self._until_answered()
                 if runner.suspended and self.controller is None:
                     return status
-                if self.controller is not None:  # answered: held, as a local session is after an approval
+                if self.controller is not None and not runner.suspended:  # answered: held, as a local session is
                     await self.controller.hold("paused", "approval resolved: continue or step")
             status = await runner.run(max_ticks)
 
