@@ -198,8 +198,10 @@ class MainScreen(Screen):
         busy = session.run_state in BUSY
         if action in ("step", "step_into", "continue", "toggle_breakpoint"):
             return None if busy else True  # in the past or a recording they say why they cannot run
-        if action in ("restart", "edit_bindings"):
+        if action == "restart":
             return None if busy or viewing or session.recorded_run is not None else True
+        if action == "edit_bindings":  # in the past (or a recording) the edits are staged for a fork
+            return None if busy else True
         if action == "pause":
             return True if busy else None
         if action == "live":
@@ -283,7 +285,8 @@ class MainScreen(Screen):
 
     def _edited(self, applied: bool | None) -> None:
         if applied:
-            self.notify("bindings applied: the next tick reads the new keys")
+            self.notify("bindings staged: f forks with them" if self.session.viewing is not None
+                        else "bindings applied: the next tick reads the new keys")
 
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:

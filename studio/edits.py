@@ -8,6 +8,7 @@ and only a fork from that checkpoint applies it (a replay never does).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,36 @@ if TYPE_CHECKING:
 
 class EditError(ValueError):
     """An edit (binding, state value) that was rejected; the message is the reason."""
+
+
+@dataclass
+class StagedEdits:
+    """Edits made while a past checkpoint is shown: the past frame shows them, a fork applies them."""
+
+    values: dict[tuple[str, str], Any] = field(default_factory=dict)  # (namespace, key) -> value
+    bindings: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (path, "in"/"out", port) -> key
+
+    def __len__(self) -> int:
+        return len(self.values) + len(self.bindings)
+
+    def updates(self) -> dict[str, Any]:
+        """The state edits as a fork takes them: `key` (global) or `namespace.key`."""
+        return {f"{ns}.{key}" if ns else key: value for (ns, key), value in self.values.items()}
+
+    def binding_changes(self) -> dict[str, dict[str, dict[str, str]]]:
+        """The port edits as a fork takes them: `{path: {"inputs": {port: key}, "outputs": {...}}}`."""
+        out: dict[str, dict[str, dict[str, str]]] = {}
+        for (path, direction, port), key in self.bindings.items():
+            out.setdefault(path, {}).setdefault("inputs" if direction == "in" else "outputs", {})[port] = key
+        return out
+
+    def over(self, path: str, bindings: tuple[dict[str, str], dict[str, str]]) -> tuple[dict[str, str], dict[str, str]]:
+        """A node's (inputs, outputs) bindings with its staged port edits applied."""
+        inputs, outputs = dict(bindings[0]), dict(bindings[1])
+        for (node, direction, port), key in self.bindings.items():
+            if node == path:
+                (inputs if direction == "in" else outputs)[port] = key
+        return inputs, outputs
 
 
 class EditsMixin:
@@ -56,7 +87,8 @@ class EditsMixin:
         raise EditError(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")
 
     def edit_binding(self: DebugSession, path: str, direction: str, port: str, key: str) -> None:
-        """Rebind one port; it takes effect at the next tick and is recorded as an event."""
+        """Rebind one port; it takes effect at the next tick and is recorded as an event.
+        While a past checkpoint is shown the edit is staged for a fork from there."""
         node = self._node(path)
         if not isinstance(node, JianmuNodeMixin):
             raise EditError(f"{path} is a plain py_trees node: it has no ports")
@@ -67,6 +99,12 @@ class EditsMixin:
         if port not in (*declared, *bound):
             raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
         key = self.validate_binding_key(path, key)
+        if self.viewing is not None:
+            self.staged.bindings[(path, direction, port)] = key
+            self._show(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
+        if self.recorded_run is not None:
+            raise EditError("this is a recording: fork (f) from a checkpoint to edit it")
         old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
         node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
         self.bus.publish(EventType.BINDING_CHANGED, {"direction": direction, "port": port, "old": old, "new": key},
@@ -128,7 +166,7 @@ class EditsMixin:
         except (StateValidationError, ValueError) as exc:
             raise EditError(str(exc)) from None
         if self.viewing is not None:
-            self.staged[(namespace or "", key)] = value
+            self.staged.values[(namespace or "", key)] = value
             self._show(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
             return
         if self.recorded_run is not None:
@@ -158,14 +196,10 @@ class EditsMixin:
             raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
         return namespace
 
-    def staged_updates(self: DebugSession) -> dict[str, Any]:
-        """The staged edits as a fork takes them: `key` (global) or `namespace.key`."""
-        return {f"{ns}.{key}" if ns else key: value for (ns, key), value in self.staged.items()}
-
 
 def _preview(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["EditError", "EditsMixin"]
+__all__ = ["EditError", "EditsMixin", "StagedEdits"]

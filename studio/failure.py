@@ -8,16 +8,12 @@ first line of its error, and the run's termination reason (`error`, `max_iterati
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from py_trees.common import Status
 
-from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.state import InteractionKeys
-
-TOOL_FAILURES_KEPT = 20  # per node
 
 
 @dataclass(frozen=True)
@@ -101,26 +97,4 @@ class ToolFailure:
     error: str
 
 
-class ToolFailureLog:
-    """The failed tool calls of each node, collected from `tool.call.*` events as they happen."""
-
-    def __init__(self, bus: RuntimeEventBus):
-        self._arguments: dict[str | None, Any] = {}
-        self._failures: dict[str, deque[ToolFailure]] = {}
-        bus.subscribe(self._on_event, types={EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})
-
-    def _on_event(self, event: RuntimeEvent) -> None:
-        payload = event.payload
-        if event.type == EventType.TOOL_CALL_STARTED:
-            self._arguments[payload.get("call_id")] = payload.get("arguments")
-            return
-        failure = ToolFailure(event.run_id, event.tick, str(payload.get("tool")), payload.get("call_id"),
-                              self._arguments.pop(payload.get("call_id"), None), str(payload.get("error", "")))
-        self._failures.setdefault(event.node or "", deque(maxlen=TOOL_FAILURES_KEPT)).append(failure)
-
-    def of(self, path: str, run_id: str | None) -> list[ToolFailure]:
-        """The failed calls of the node at `path` in run `run_id`, oldest first."""
-        return [failure for failure in self._failures.get(path, ()) if failure.run_id == run_id]
-
-
-__all__ = ["Failure", "ToolFailure", "ToolFailureLog", "failure_of"]
+__all__ = ["Failure", "ToolFailure", "failure_of"]

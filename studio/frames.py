@@ -9,6 +9,8 @@ checkpoint (a subtree compiled later is not drawn).
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +23,14 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
 from runtime.state import StateManager
 
+from .edits import StagedEdits
 from .failure import ToolFailure
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
+TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
+NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_ERROR, EventType.TOOL_CALL_STARTED,
+                         EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +76,18 @@ class EventLog:
         self._runs: dict[str | None, list[StampedEvent]] = {}
         self._nodes: dict[tuple[str | None, str], list[StampedEvent]] = {}
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
+        self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
     def add(self, stamped: StampedEvent) -> None:
         self._runs.setdefault(stamped.run_id, []).append(stamped)
-        if stamped.node is not None and stamped.type in (EventType.NODE_STATUS, EventType.NODE_ERROR):
+        if stamped.node is not None and stamped.type in NODE_EVENTS:
             self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
         elif stamped.type == EventType.STATE_CHANGED:
             self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
+        elif stamped.type == EventType.MODEL_CALL_COMPLETED:
+            totals = self._tokens.setdefault((stamped.run_id, stamped.branch), [])
+            used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
+            totals.append((stamped.seq, (totals[-1][1] if totals else 0) + used))
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
@@ -84,6 +95,7 @@ class EventLog:
         self._runs.pop(run_id, None)
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] != run_id}
         self._writes = {key: events for key, events in self._writes.items() if key[0] != run_id}
+        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] != run_id}
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))
@@ -93,12 +105,24 @@ class EventLog:
         self._runs = {run: events for run, events in self._runs.items() if run == run_id}
         self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
         self._writes = {key: events for key, events in self._writes.items() if key[0] == run_id}
+        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] == run_id}
 
     def of(self, lineage: Lineage) -> list[StampedEvent]:
         return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
 
     def of_node(self, lineage: Lineage, path: str) -> list[StampedEvent]:
         return [e for e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
+
+    def tokens(self, lineage: Lineage) -> int:
+        """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'
+        included, each branch counted up to where the lineage leaves it."""
+        total = 0
+        for branch, limit in lineage.limits.items():
+            totals = self._tokens.get((lineage.run_id, branch))
+            if totals:
+                at = len(totals) if limit is None else bisect_right(totals, (limit, math.inf))
+                total += totals[at - 1][1] if at else 0
+        return total
 
     def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
         """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
@@ -148,7 +172,7 @@ class NodeDetail:
     history: list[tuple[int, str, str]]  # (tick, old, new), this branch, up to the frame's tick
     error: str | None  # the last error as of the frame's tick
     traceback: str | None
-    failed_calls: list[ToolFailure] = field(default_factory=list)  # live: this run's failed tool calls
+    failed_calls: list[ToolFailure] = field(default_factory=list)  # this branch's, up to the frame's tick
 
 
 class Frame:
@@ -187,12 +211,14 @@ class Frame:
     # what every frame answers the same way
     @property
     def tokens(self) -> int:
-        """Total tokens of every LLM node, all namespaces added up, as of this frame."""
+        """Tokens used as of this frame: the model calls of its lineage, or the state's `llm.usage`
+        (all namespaces added up) when larger: a replay serves recorded answers without calling
+        the model, so only the state counts them."""
         total = 0
         for values in self.state().values():
             usage = values.get("llm.usage")
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return total
+        return max(total, self.log.tokens(self.lineage))
 
     def _shown(self) -> set[str]:
         """The paths of the frame's tree, for membership tests (computed once per frame)."""
@@ -248,13 +274,21 @@ class Frame:
         node = self.runner.nodes[path]
         ports = (port_views(node, self._bindings(path, node), self._value_reader())
                  if isinstance(node, JianmuNodeMixin) else [])
-        history, error, traceback = [], None, None
+        history, error, traceback, failed = [], None, None, []
+        arguments: dict[Any, Any] = {}  # call id -> the arguments of a tool call started
         for stamped in self.log.of_node(self.lineage, path):
+            payload = stamped.payload
             if stamped.type == EventType.NODE_STATUS:
-                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
+                history.append((stamped.tick, payload.get("old"), payload.get("new")))
+            elif stamped.type == EventType.NODE_ERROR:
+                error, traceback = payload.get("error"), payload.get("traceback")
+            elif stamped.type == EventType.TOOL_CALL_STARTED:
+                arguments[payload.get("call_id")] = payload.get("arguments")
             else:
-                error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
-        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback)
+                failed.append(ToolFailure(stamped.run_id, stamped.tick, str(payload.get("tool")), payload.get("call_id"),
+                                          arguments.pop(payload.get("call_id"), None), str(payload.get("error", ""))))
+        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback,
+                          failed[-TOOL_FAILURES_KEPT:])
 
 
 class HeadFrame(Frame):
@@ -302,14 +336,14 @@ class PastFrame(Frame):
     """A checkpoint from the store: statuses, resume data, state and bindings as they were then."""
 
     def __init__(self, runner: ReactiveRunner, timeline: RunTimeline, log: EventLog, checkpoint: Checkpoint,
-                 staged: dict[str, Any]):
+                 staged: StagedEdits):
         super().__init__(runner, timeline, log)
         self.checkpoint = checkpoint
         self.checkpoint_id = checkpoint.id
         self.run_id, self.branch, self.tick = checkpoint.run_id, checkpoint.branch, checkpoint.tick
         self.root_status = Status(checkpoint.status)
         self.lineage = timeline.lineage(checkpoint.info, checkpoint.run_id, checkpoint.branch)
-        self.staged = staged  # (namespace, key) -> value: edits made while viewing it, applied by a fork
+        self.staged = staged  # edits made while viewing it, applied by a fork
         self._view: StateManager | None = None
         self._state: State | None = None
 
@@ -326,7 +360,7 @@ class PastFrame(Frame):
     def state(self) -> State:
         if self._state is None:
             state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
-            for (ns, key), value in self.staged.items():
+            for (ns, key), value in self.staged.values.items():
                 state.setdefault(ns, {})[self.timeline.names.key(key)] = value
             self._state = self.timeline.names.state(state)
         return self._state
@@ -341,7 +375,7 @@ class PastFrame(Frame):
         return self._view.get
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
-        return self.runner.checkpoints.bindings_at(self.checkpoint, path)
+        return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
 
 
 __all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",

@@ -9,6 +9,7 @@ recorded (a swarm agent runs its own runner) shows what its events say.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ class ModelCall:
     round: int | None
     tick: int
     run_id: str | None
+    branch: str | None = None  # None: events that carry no branch (a remote run's)
     seqs: list[int] = field(default_factory=list)  # the events it was built from
     model: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
@@ -73,8 +75,9 @@ class ModelCall:
         return f"{self.finish_reason or 'done'}, {self.usage.get('total_tokens', 0)} tokens"
 
 
-def collect(events: list[RuntimeEvent]) -> list[ModelCall]:
-    """The model calls the events describe, in the order they started."""
+def collect(events: Sequence[RuntimeEvent]) -> list[ModelCall]:
+    """The model calls the events describe, in the order they started (events stamped with a
+    branch, such as the studio's, give each call its branch)."""
     calls: list[ModelCall] = []
     open_calls: dict[tuple[str | None, str], ModelCall] = {}
     for event in events:
@@ -83,7 +86,8 @@ def collect(events: list[RuntimeEvent]) -> list[ModelCall]:
         key, payload = (event.run_id, event.node), event.payload
         call = open_calls.get(key)
         if event.type == EventType.REPLY_STARTED or call is None:
-            call = ModelCall(event.node, payload.get("round"), event.tick, event.run_id)
+            call = ModelCall(event.node, payload.get("round"), event.tick, event.run_id,
+                             getattr(event, "branch", None))
             calls.append(call)
             open_calls[key] = call
         call.seqs.append(event.seq)
@@ -117,11 +121,21 @@ def _attempt(call: ModelCall, payload: dict[str, Any]) -> Attempt:
     return found
 
 
-def fill_from_store(call: ModelCall, store: Any) -> ModelCall:
-    """Add the recorded request and response (the last attempt of an empty-reply retry)."""
+def fill_from_store(call: ModelCall, store: Any, branches: Sequence[str] = ()) -> ModelCall:
+    """Add the recorded request and response (the last attempt of an empty-reply retry): the
+    record of the first of `branches` (the call's lineage, its own branch first) that holds one,
+    so a fork's call never shows another branch's I/O; without branches, the newest record."""
     if call.round is None or call.messages is not None or call.run_id is None:
         return call
-    record = store.get_io(call.run_id, "model", call.node, call.round, 1 if call.empty_retry else 0)
+    attempt = 1 if call.empty_retry else 0
+    record = None
+    for branch in branches:
+        found = store.get_io(call.run_id, "model", call.node, call.round, attempt, branch)
+        if found is not None and found.branch == branch:
+            record = found
+            break
+    if record is None and not branches:
+        record = store.get_io(call.run_id, "model", call.node, call.round, attempt)
     if record is None:
         return call
     ref = record.request.get("messages")

@@ -47,8 +47,8 @@ from runtime.tools import ToolError
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
-from .edits import EditError, EditsMixin
-from .failure import Failure, ToolFailureLog, failure_of
+from .edits import EditError, EditsMixin, StagedEdits
+from .failure import Failure, failure_of
 from .frames import (
     EventLog,
     Frame,
@@ -121,7 +121,7 @@ class DebugSession(EditsMixin):
         self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
-        self.staged: dict[tuple[str, str], Any] = {}  # (namespace, key) -> value, applied by the next fork
+        self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
@@ -136,7 +136,6 @@ class DebugSession(EditsMixin):
         self._head_lineage: Lineage | None = None
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._child_hit: StopReason | None = None
-        self._model_tokens: dict[str | None, int] = {}  # run id -> tokens of its model.call.completed
         self._attach(loaded)
         self.breakpoint_warnings = self._load_breakpoints()
 
@@ -149,7 +148,6 @@ class DebugSession(EditsMixin):
         self.runner.add_tick_hook(after=self._saved)
         self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
         self.children = SwarmChildren(self.runner, self._on_child_tick)
-        self.tool_failures = ToolFailureLog(self.bus)
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
 
@@ -202,11 +200,7 @@ class DebugSession(EditsMixin):
         stamped = StampedEvent(branch, event, self._saved_at == (branch, event.tick))
         self.log.add(stamped)
         self.events.append(stamped)
-        if event.type == EventType.MODEL_CALL_COMPLETED:
-            usage = event.payload.get("usage") or {}
-            self._model_tokens[event.run_id] = self._model_tokens.get(event.run_id, 0) + int(
-                usage.get("total_tokens", 0))
-        elif event.type == EventType.SWARM_AGENT_SPAWNED:
+        if event.type == EventType.SWARM_AGENT_SPAWNED:
             self.children.on_event(event)
         for bp in self.breakpoints:
             if bp.enabled and bp.hit_by_event(event):
@@ -303,8 +297,6 @@ class DebugSession(EditsMixin):
         failure = self.failure
         if detail.error is None and failure is not None and failure.node == path:
             detail.error = failure.headline
-        if self.viewing is None:
-            detail.failed_calls = self.tool_failures.of(path, self.run_id)
         return detail
 
     def _child_detail(self, path: str, node) -> NodeDetail:
@@ -351,17 +343,9 @@ class DebugSession(EditsMixin):
 
     @property
     def tokens(self) -> int:
-        """Tokens of every model call of this run: the host's, its skills' and its swarm agents'.
-
-        Counted from `model.call.completed` events, so a skill namespace cleared when it
-        ends keeps its share; a replay serves recorded answers without calling the model,
-        so the state's `llm.usage` (all namespaces added up) counts when it is larger.
-        """
-        total = 0
-        for ns in self.runner.state_manager.namespaces():
-            usage = self.runner.state_manager.get("llm.usage", ns) or {}
-            total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return max(total, self._model_tokens.get(self.run_id, 0))
+        """Tokens used as of the frame shown: its lineage's model calls (the host's, its skills'
+        and its swarm agents'; a skill namespace cleared when it ends keeps its share)."""
+        return self.frame.tokens
 
     @property
     def failure(self) -> Failure | None:
@@ -374,14 +358,21 @@ class DebugSession(EditsMixin):
         return self._failure[1]
 
     def model_calls(self, node: str | None = None) -> list[ModelCall]:
-        """This run's model calls (of one node, or all), from the events; `model_call()` adds the I/O."""
-        run_id = self.recorded_run or self.run_id
-        calls = collect([e for e in self.events if e.type in MODEL_EVENTS and e.run_id == run_id])
+        """The frame's model calls (of one node, or all): its branch's and those it forked from,
+        up to the frame's tick; from the events, `model_call()` adds the I/O."""
+        calls = collect([e for e in self.frame_events() if e.type in MODEL_EVENTS])
         return [call for call in calls if node is None or call.node == node]
 
     def model_call(self, call: ModelCall) -> ModelCall:
-        """The call with its recorded request (messages, tools, config) and response from the store."""
-        return fill_from_store(call, self.store)
+        """The call with its recorded request (messages, tools, config) and response from the store,
+        looked up along the frame's lineage."""
+        return fill_from_store(call, self.store, self._io_branches(call))
+
+    def _io_branches(self, call: ModelCall) -> list[str]:
+        """Where a call's I/O may be recorded: its branch, then the branches it forked from (a fork
+        served a recorded answer from there without recording it again)."""
+        lineage = list(self.frame.lineage.limits)
+        return lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
@@ -631,7 +622,7 @@ class DebugSession(EditsMixin):
                 node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
         self.log.keep_only(self.runner.run_id)
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self.last_report = None
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
@@ -769,7 +760,7 @@ class DebugSession(EditsMixin):
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
         self.viewing = self._row(checkpoint.info)
-        self.staged = {}
+        self.staged = StagedEdits()
         self._show(f"viewing checkpoint {checkpoint.id} (tick {checkpoint.tick}, {checkpoint.branch})"
                    + (f" · {RECORDING}" if self.recorded_run is not None else ""))
 
@@ -781,7 +772,7 @@ class DebugSession(EditsMixin):
         if self.recorded_run is not None:
             self._set_state(self.run_state, RECORDING)
             return
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self._set_state(self.run_state, "live")
 
     async def replay_from(self, checkpoint_id: int) -> str:
@@ -795,13 +786,15 @@ class DebugSession(EditsMixin):
         return self.branch
 
     async def fork_from(self, checkpoint_id: int) -> str:
-        """A new branch from a checkpoint, with the state edits staged while viewing it."""
+        """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
         source = self._checkpoint_info(checkpoint_id)
-        edits = self.staged_updates() if self.viewing is not None and self.viewing.id == source.id else {}
-        replayer = IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch)
-        self._restore(source, lambda: self.runner.fork(source.id, state_updates=edits), replayer)
+        staged = self.staged if self.viewing is not None and self.viewing.id == source.id else StagedEdits()
+        count = len(staged)
+        self._restore(source, lambda: self.runner.fork(source.id, state_updates=staged.updates(),
+                                                       binding_changes=staged.binding_changes()),
+                      IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch))
         self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {source.id}"
-                        + (f" with {len(edits)} edit{'s' if len(edits) > 1 else ''}" if edits else ""))
+                        + (f" with {count} edit{'s' if count > 1 else ''}" if count else ""))
         return self.branch
 
     def _checkpoint_info(self, checkpoint_id: int) -> CheckpointInfo:
@@ -821,7 +814,7 @@ class DebugSession(EditsMixin):
         self.runner.context.io_recorder = replayer
         self.recorded_run = None  # the restored run is live now
         self._saved_at = (self.branch, source.tick)
-        self.viewing, self.staged = None, {}
+        self.viewing, self.staged = None, StagedEdits()
         self.last_report = None
 
     # -- approvals -----------------------------------------------------------------

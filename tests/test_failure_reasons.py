@@ -226,3 +226,22 @@ def test_run_bindings_applies_the_studios_saved_file_headless(tmp_path):
                                      "no state field 'nope'")
     missing = cli("run", pipeline, "--bindings", str(tmp_path / "none.json"))
     assert missing.returncode == 2 and "none.json: no such bindings file" in missing.stderr
+
+
+async def test_failed_tool_calls_are_those_of_the_frame(tmp_path):
+    """The past shows the calls failed by then; a fork shows its own, not main's as well."""
+    tools = "Stock/Stock.loop/Stock.tools"
+    session = DebugSession.load(FLAKY_TOOLS, db=tmp_path / "runs.db")
+    while (await session.continue_()).kind != "finished":
+        pass
+    assert len(session.node_detail(tools).failed_calls) == 2
+    rows = session.checkpoints()
+    for row in rows:
+        session.select_checkpoint(row.id)
+        assert all(failed.tick <= row.tick for failed in session.node_detail(tools).failed_calls)
+    session.select_checkpoint(rows[0].id)
+    assert session.node_detail(tools).failed_calls == []
+    await session.fork_from(rows[0].id)
+    while (await session.continue_()).kind != "finished":
+        pass
+    assert len(session.node_detail(tools).failed_calls) == 2  # the fork's own two

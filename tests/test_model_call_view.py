@@ -107,3 +107,43 @@ async def test_enter_on_a_state_value_opens_it_whole(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
+
+
+async def test_model_calls_are_the_frames_own_branch_and_tick(tmp_path):
+    """After a fork that asks another question, the fork lists its own calls with its own I/O; main
+    and a past checkpoint list only theirs."""
+    session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
+    await session.continue_()
+    main_calls = session.model_calls(LLM)
+    assert [(c.round, c.branch) for c in main_calls] == [(0, "main"), (1, "main")]
+    start = session.checkpoints()[0]
+    session.select_checkpoint(start.id)
+    assert session.model_calls() == []  # nothing was asked at the input
+    session.edit_state(None, "messages", [human("What is 7 * 6?")])
+    await session.fork_from(start.id)
+    await session.continue_()
+    fork_calls = session.model_calls(LLM)
+    assert [(c.round, c.branch) for c in fork_calls] == [(0, "fork-1"), (1, "fork-1")]
+    asked = session.model_call(fork_calls[0]).messages
+    assert asked[-1]["content"] == "What is 7 * 6?"  # the fork's request, not main's
+    session.select_checkpoint(next(r.id for r in session.checkpoints() if r.branch == "main" and r.tick == 2))
+    assert [(c.round, c.branch) for c in session.model_calls(LLM)] == [(0, "main")]  # up to tick 2 only
+    assert session.model_call(session.model_calls(LLM)[0]).messages[-1]["content"] == "What is 25 * 4 + 10?"
+
+
+async def test_tokens_are_those_of_the_frames_lineage(tmp_path):
+    session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
+    await session.continue_()
+    main_total = session.tokens
+    assert main_total == sum(c.usage.get("total_tokens", 0) for c in session.model_calls()) > 0
+    start = session.checkpoints()[0]
+    session.select_checkpoint(start.id)
+    assert session.tokens == 0  # nothing was asked at the input
+    session.edit_state(None, "messages", [human("What is 7 * 6?")])
+    await session.fork_from(start.id)
+    await session.continue_()
+    fork_total = session.tokens
+    assert fork_total == sum(c.usage.get("total_tokens", 0) for c in session.model_calls()) > 0
+    assert fork_total == session.state_snapshot()[""]["llm.usage"]["total_tokens"]  # main's calls not added
+    session.select_checkpoint(next(r.id for r in session.checkpoints() if r.branch == "main" and r.tick == 6))
+    assert session.tokens == main_total

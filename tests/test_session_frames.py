@@ -173,3 +173,20 @@ async def test_a_live_binding_edit_is_saved_with_the_checkpoints_after_it(tmp_pa
     assert session.state_snapshot()[""]["final_answer"] == "25 * 4 + 10 = 110"
     await session.fork_from(after.id)
     assert answer_key() == "task"
+
+
+async def test_a_binding_edit_in_the_past_is_staged_and_a_fork_applies_it(tmp_path):
+    llm = "Calculator/Calculator.loop/Calculator.llm"
+    session = await finished(CALCULATOR, tmp_path)
+    start = session.checkpoints()[0]
+    session.select_checkpoint(start.id)
+    session.edit_binding(llm, "out", "final_answer", "task")
+    live = session.runner.nodes[llm]
+    assert live.output_bindings.get("final_answer") in (None, "final_answer")  # the live run is untouched
+    assert next(p.key for p in session.node_detail(llm).ports if p.port == "final_answer") == "task"
+    assert len(session.staged) == 1
+    await session.fork_from(start.id)
+    assert (await session.continue_()).kind == "finished"
+    state = session.state_snapshot()[""]
+    assert state["task"] == "25 * 4 + 10 = 110" and state["final_answer"] in (None, "")
+    assert session.store.get(session.checkpoints()[-1].id).bindings[llm]["outputs"]["final_answer"] == "task"

@@ -26,8 +26,9 @@ class BindingsEditor(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
             dialog.border_title = f"bindings of {self.path}"
-            yield Label("each port → a state key (field of the schema, or ns.key); applied at the next tick",
-                        classes="hint")
+            when = ("staged: a fork (f) from this checkpoint applies it" if self.session.viewing is not None
+                    else "applied at the next tick")
+            yield Label(f"each port → a state key (field of the schema, or ns.key); {when}", classes="hint")
             with Grid(id="ports"):
                 for i, port in enumerate(self.ports):
                     yield Label(f"{port.direction:>3}  {port.port}", classes="port-name")

@@ -5,7 +5,8 @@ request and tool call, keyed by node path, round and attempt/call index:
 
 - `IORecorder` performs the call and stores request and response (or the error) with
   the run. A growing conversation is stored as appended chunks, so recording costs the
-  new messages only.
+  new messages only. A model keeping a position of its own (a scripted model) has that
+  position recorded after each call, and put back whenever the recorded answer is served.
 - `IOReplayer` serves the recorded answers without calling anything. When the request
   differs from the recorded one, strict mode stops the run with `ReplayDivergence`
   naming the node and the first differing message; non-strict mode goes live (the real
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
     from .runner_checkpoints import RunnerCheckpoints
 
 _SHOWN = 80  # characters of a message shown in a divergence
+POSITION_AFTER = "position_after"  # in a model call's request: its model's position once it answered
+
+
+def _positioned(checkpoints: RunnerCheckpoints | None, node: str) -> Any:
+    """The node's model provider when it keeps a position of its own (a scripted model), else None.
+
+    Its position after each call is recorded with the call; serving the recorded answer puts
+    the position there again, so a replay or fork leaves the model where the recorded run did
+    and a request the recording lacks gets the answer that came next, not one already used.
+    """
+    if checkpoints is None:
+        return None
+    provider = getattr(getattr(checkpoints.runner.nodes.get(node), "model_client", None), "provider", None)
+    return provider if hasattr(provider, "dump_resume_state") else None
 
 
 class ReplayDivergence(RuntimeError):
@@ -85,12 +100,17 @@ class IORecorder:
 
     async def _record(self, kind: str, node: str, round: int, index: int, request: dict[str, Any],
                       chunks: list, call: Callable[[], Awaitable[Any]], dump: Callable[[Any], Any]) -> Any:
+        provider = _positioned(self._checkpoints, node) if kind == "model" else None
         try:
             result = await call()
         except Exception as exc:
+            if provider is not None:
+                request[POSITION_AFTER] = provider.dump_resume_state()
             self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request,
                                        error=_error_record(exc)), chunks)
             raise
+        if provider is not None:
+            request[POSITION_AFTER] = provider.dump_resume_state()
         self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request, dump(result)),
                           chunks)
         return result
@@ -156,15 +176,6 @@ class IOReplayer:
         branch = self.source_branch or (self._checkpoints.branch if self._checkpoints is not None else None)
         return self.store.get_io(self.source_run_id, kind, node, round, index, branch)
 
-    def _reproduces(self, node: str) -> bool:
-        """Whether the node's model keeps a position of its own that checkpoints restore (a scripted
-        model): it is called, not stood in for, so its position moves on as it did when recorded
-        and a later request the recording lacks gets the answer that comes next."""
-        if self._checkpoints is None:
-            return False
-        client = getattr(self._checkpoints.runner.nodes.get(node), "model_client", None)
-        return hasattr(getattr(client, "provider", None), "dump_resume_state")
-
     def _diverge(self, problem: str) -> None:
         self.divergences.append(problem)
         if self.strict:
@@ -192,8 +203,9 @@ class IOReplayer:
         if problem:
             self._diverge(problem)
             return await self.live.model_call(node, round, attempt, messages, config, call)
-        if self._reproduces(node):  # asked what was recorded: calling it gives the recorded answer
-            return await self.live.model_call(node, round, attempt, messages, config, call)
+        provider = _positioned(self._checkpoints, node)
+        if provider is not None and POSITION_AFTER in record.request:  # as far as the call took it then
+            provider.restore_resume_state(record.request[POSITION_AFTER])
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedModelError)
         return ModelResponse.model_validate(record.response)
