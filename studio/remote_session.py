@@ -30,6 +30,7 @@ from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .edits import StagedEdits
 from .frames import EventLog, StampedEvent
 from .model_calls import MODEL_EVENTS, ModelCall, collect
 from .session import (
@@ -97,7 +98,7 @@ class RemoteSession:
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
         self.recorded_run = None  # an attached run is always live
-        self.staged: dict[tuple[str, str], Any] = {}  # (namespace, key) -> value, applied by the next fork
+        self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
         self.last_stop: StopReason | None = None
@@ -380,7 +381,7 @@ class RemoteSession:
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
         state = self.state_snapshot()
-        ports = past["ports"].get(path, []) if past is not None else node["ports"]
+        ports = node["ports"] if past is None else self._staged_ports(path, past["ports"].get(path, []))
         views = [PortView(port, key, direction, self._value(state, key, node["namespace"]))
                  for direction, port, key in ports]
         history, error, traceback = [], None, None
@@ -393,6 +394,11 @@ class RemoteSession:
             error, traceback = node["error"].get("error"), node["error"].get("traceback")
         return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
 
+    def _staged_ports(self, path: str, ports: list[list[str]]) -> list[list[str]]:
+        """A past node's `[direction, port, key]` ports with the binding edits staged on it."""
+        return [[direction, port, self.staged.bindings.get((path, direction, port), key)]
+                for direction, port, key in ports]
+
     @staticmethod
     def _value(state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
         if namespace and key in state.get(namespace, {}):
@@ -404,7 +410,7 @@ class RemoteSession:
         if self._past is None:
             return {ns: dict(values) for ns, values in self._state.items()}
         state = {ns: dict(values) for ns, values in self._past["state"].items()}
-        for (ns, key), value in self.staged.items():
+        for (ns, key), value in self.staged.values.items():
             state.setdefault(ns, {})[key] = value
         return state
 
@@ -415,8 +421,8 @@ class RemoteSession:
             raise EditError(f"no node at path {path!r}") from None
 
     def model_calls(self, node: str | None = None) -> list[ModelCall]:
-        """The served run's model calls (of one node, or all), from the events this studio received."""
-        calls = collect([e for e in self.events if e.type in MODEL_EVENTS and e.run_id == self._run_id])
+        """The frame's model calls (of one node, or all), from the events this studio received."""
+        calls = collect([e for e in self.frame_events() if e.type in MODEL_EVENTS])
         return [call for call in calls if node is None or call.node == node]
 
     def model_call(self, call: ModelCall):
@@ -427,8 +433,10 @@ class RemoteSession:
         if call.round is None or call.messages is not None or call.run_id is None or not self.recording:
             return call
         try:
+            lineage = list(self._frame_lineage().limits)  # its own branch first, then the ones it forked from
+            branches = lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
             reply = await self.client.request("model_io", run_id=call.run_id, node=call.node, round=call.round,
-                                              index=1 if call.empty_retry else 0)
+                                              index=1 if call.empty_retry else 0, branches=branches)
         except DebugError as exc:
             self._say(f"model call: {exc.message}")
             return call
@@ -521,7 +529,7 @@ class RemoteSession:
 
         def arrived(reply: dict[str, Any]) -> None:
             row = reply["checkpoint"]
-            self._past, self.staged = reply, {}
+            self._past, self.staged = reply, StagedEdits()
             self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
                                        row["summary"])
             self._say(f"viewing checkpoint {row['id']} (tick {row['tick']}, {row['branch']})")
@@ -529,7 +537,7 @@ class RemoteSession:
         self._send("checkpoint", arrived, checkpoint=int(checkpoint_id))
 
     def select_live(self) -> None:
-        self.viewing, self._past, self.staged = None, None, {}
+        self.viewing, self._past, self.staged = None, None, StagedEdits()
         self._say("live")
 
     async def replay_from(self, checkpoint_id: int) -> str:
@@ -537,10 +545,11 @@ class RemoteSession:
         return await self._restore("replay", checkpoint_id=checkpoint_id)
 
     async def fork_from(self, checkpoint_id: int) -> str:
-        """A new branch from a checkpoint, with the state edits staged while viewing it."""
+        """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
         viewed = self.viewing is not None and self.viewing.id == int(checkpoint_id)
-        edits = {f"{ns}.{key}" if ns else key: value for (ns, key), value in self.staged.items()} if viewed else {}
-        return await self._restore("fork", checkpoint_id=checkpoint_id, state=edits)
+        staged = self.staged if viewed else StagedEdits()
+        return await self._restore("fork", checkpoint_id=checkpoint_id, state=staged.updates(),
+                                   bindings=staged.binding_changes())
 
     async def _restore(self, request: str, *, checkpoint_id: int, **fields: Any) -> str:
         if self.run_state == RunState.RUNNING:
@@ -550,7 +559,7 @@ class RemoteSession:
             reply = await self.client.request(request, checkpoint=int(checkpoint_id), **fields)
         except DebugError as exc:
             raise EditError(exc.message) from None
-        self.viewing, self._past, self.staged = None, None, {}
+        self.viewing, self._past, self.staged = None, None, StagedEdits()
         self.last_report, self._moved = None, True
         self._tick_marks, self._since = {}, {}
         self._apply_picture(reply["picture"])
@@ -677,7 +686,7 @@ class RemoteSession:
         except EditRefused as exc:
             raise EditError(str(exc)) from None
         if self.viewing is not None:
-            self.staged[(namespace or "", key)] = value
+            self.staged.values[(namespace or "", key)] = value
             self._say(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
             return
         self._send("edit_state", namespace=namespace or None, key=key, value=value)
@@ -691,12 +700,18 @@ class RemoteSession:
             raise EditError(str(exc)) from None
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
+        """Rebind one port of the remote run (at its next tick); while a past checkpoint is shown the
+        edit is staged for a fork from there."""
         self._require_held("rebinding a port")
         try:
             check_port(path, direction, port, self._node(path)["ports"])
         except EditRefused as exc:
             raise EditError(str(exc)) from None
         key = self.validate_binding_key(path, key)
+        if self.viewing is not None:
+            self.staged.bindings[(path, direction, port)] = key
+            self._say(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
 
         def rebound(reply: dict[str, Any]) -> None:
             self._nodes[path] = {**reply["node"], "status": self._nodes[path]["status"]}

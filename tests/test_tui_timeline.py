@@ -163,26 +163,33 @@ async def test_the_viewed_checkpoint_is_marked_and_under_the_cursor(kind, tmp_pa
             assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "", ""]
 
 
-async def test_bindings_edited_in_the_past_are_staged_for_a_fork():
+@BOTH
+async def test_bindings_edited_in_the_past_are_staged_for_a_fork(kind, tmp_path):
     from textual.widgets import Label
 
     from studio.screens.bindings_editor import BindingsEditor
     from studio.widgets.tree_pane import TreePane
 
-    session = pipeline_session()
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, pilot, 2)
-        await choose_checkpoint(app, pilot, 0)
-        assert app.main.query_one(TreePane).jump("TextPipeline/Normalize")
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        assert isinstance(app.screen, BindingsEditor)
-        assert "staged: a fork (f) from this checkpoint applies it" in str(app.screen.query_one(".hint", Label).render())
-        app.screen.query_one("#port-0", Input).value = "summary"
-        await pilot.click("#apply")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, BindingsEditor) and len(session.staged) == 1
-        assert session.runner.nodes["TextPipeline/Normalize"].input_bindings.get("source_text") != "summary"
-        assert "staged" in str(app.main.query_one(StatePane).border_title)
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, pilot, 2)
+            await choose_checkpoint(app, pilot, 0)
+            assert app.main.query_one(TreePane).jump("TextPipeline/Normalize")
+            await settle(app, pilot)
+            await pilot.press("e")
+            await settle(app, pilot)
+            assert isinstance(app.screen, BindingsEditor)
+            assert "staged: a fork (f) from this checkpoint applies it" in str(app.screen.query_one(".hint", Label).render())
+            app.screen.query_one("#port-0", Input).value = "summary"
+            await pilot.click("#apply")
+            await settle(app, pilot)
+            assert not isinstance(app.screen, BindingsEditor) and len(session.staged) == 1
+            assert session.bindings()["TextPipeline/Normalize"]["inputs"]["source_text"] == "text"  # live: unchanged
+            assert "staged" in str(app.main.query_one(StatePane).border_title)
+            await pilot.press("f")
+            await pilot.pause()
+            await pilot.click("#fork")
+            await settle(app, pilot)
+            assert session.branch == "fork-1" and "with 1 edit" in session.message
+            assert session.bindings()["TextPipeline/Normalize"]["inputs"]["source_text"] == "summary"  # the fork's

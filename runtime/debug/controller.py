@@ -463,12 +463,15 @@ class DebugController:
         return self._restore(message["checkpoint"], replay=True, edits={})
 
     def _do_fork(self, message):
-        edits = message.get("state") or {}
+        edits, bindings = message.get("state") or {}, message.get("bindings") or {}
         if not isinstance(edits, dict):
             raise ProtocolError("bad_request", "fork: 'state' maps qualified keys (key or ns.key) to values")
-        return self._restore(message["checkpoint"], replay=False, edits=edits)
+        if not isinstance(bindings, dict):
+            raise ProtocolError("bad_request", "fork: 'bindings' maps node paths to {inputs: {port: key}, outputs: ...}")
+        return self._restore(message["checkpoint"], replay=False, edits=edits, bindings=bindings)
 
-    def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any]) -> dict[str, Any]:
+    def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any],
+                 bindings: dict[str, Any] | None = None) -> dict[str, Any]:
         """Restore a checkpoint onto a new branch, serving the recorded model and tool I/O (strictly for
         a replay); the run stays held there. The answer carries the branch and the new picture."""
         self._require_paused("replaying or forking")
@@ -480,16 +483,17 @@ class DebugController:
             if replay:
                 runner.checkpoints.fork(info.id, prefix="replay")
             else:
-                runner.fork(info.id, state_updates=edits)
+                runner.fork(info.id, state_updates=edits, binding_changes=bindings)
         except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
             raise ProtocolError("bad_request", str(exc)) from None
         replayer.attach(runner.checkpoints)
         runner.context.io_recorder = replayer
         self._stepping = self._into = self._pause_requested = False
         self._sync_stop_before()
+        count = len(edits) + sum(len(ports) for change in (bindings or {}).values() for ports in change.values())
         how = f"replaying checkpoint {info.id} on {self.branch}: recorded I/O, strict" if replay else \
-            f"forked {self.branch} from checkpoint {info.id}" + (f" with {len(edits)} edit{'s' if len(edits) > 1 else ''}"
-                                                               if edits else "")
+            f"forked {self.branch} from checkpoint {info.id}" + (f" with {count} edit{'s' if count > 1 else ''}"
+                                                               if count else "")
         self.paused = {"kind": "paused", "message": how, "tick": runner.tick_count}
         return {"branch": self.branch, "message": how, "picture": self._picture()}
 
@@ -500,7 +504,15 @@ class DebugController:
             where = int(message["round"]), int(message.get("index") or 0)
         except (TypeError, ValueError):
             raise ProtocolError("bad_request", f"model_io: round and index are numbers, not {message['round']!r}") from None
-        record = store.get_io(str(message["run_id"]), "model", str(message["node"]), *where)
+        run_id, node, branches = str(message["run_id"]), str(message["node"]), message.get("branches") or []
+        record = None
+        for branch in branches:  # the call's own branch first, then those it forked from
+            found = store.get_io(run_id, "model", node, *where, str(branch))
+            if found is not None and found.branch == branch:
+                record = found
+                break
+        if record is None and not branches:
+            record = store.get_io(run_id, "model", node, *where)
         if record is None:
             return {"record": None}
         messages = record.request.get("messages")
