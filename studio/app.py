@@ -105,12 +105,16 @@ class MainScreen(Screen):
             self.query_one(selector).border_title = title
         self.query_one(EventsPane).border_subtitle = "/ to filter"
         self._unlisten = self.session.add_listener(self._on_session)
+        follow = getattr(self.session, "follow", None)  # a recording another process still writes
+        self._unfollow = follow() if follow is not None else None
         self.set_interval(1 / REFRESH_HZ, self.drain)
         self.drain()
         self.query_one(TreePane).tree.focus()
 
     def on_unmount(self) -> None:
         self._unlisten()
+        if self._unfollow is not None:
+            self._unfollow()
 
     # -- session → panes -----------------------------------------------------------
     def _on_session(self, kind: str, data: Any) -> None:

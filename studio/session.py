@@ -49,6 +49,7 @@ from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, failure_of
+from .follow import FINAL, Landed, RunFollower, ending
 from .frames import (
     EventLog,
     Frame,
@@ -816,6 +817,44 @@ class DebugSession(EditsMixin):
         self._saved_at = (self.branch, source.tick)
         self.viewing, self.staged = None, StagedEdits()
         self.last_report = None
+
+    # -- following a recording its writer is still adding to (studio.follow) ----------
+    def follow(self) -> Callable[[], None]:
+        """Follow the recorded run while another process still writes it: its checkpoints and
+        events show as they land, and the view moves on with them while it shows the newest.
+        Call on the running loop, after `open_recorded`; returns the stop (call it before the
+        store closes). Nothing to follow (not a recording, or one that has ended): a no-op."""
+        run_id = self.recorded_run
+        if run_id is None or self.viewing is None or ending(self.store, run_id) in FINAL:
+            return lambda: None
+        seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
+        follower = RunFollower(self.store, run_id, seen, self._landed)
+        follower.start(asyncio.get_running_loop())
+        self._set_state(self.run_state, f"following run {run_id}: its writer is still recording")
+        return follower.stop
+
+    def _landed(self, landed: Landed) -> bool:
+        """What the followed run's writer added; False (stop following) once this session no
+        longer shows that recording (a replay or fork runs here now) or following failed."""
+        run_id = landed.run_id
+        if self.recorded_run != run_id:
+            return False
+        if landed.error is not None:
+            self._set_state(self.run_state, f"stopped following run {run_id}: {landed.error}")
+            return False
+        self.log.load(run_id, landed.events, landed.saved)
+        newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
+        if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
+                and not self.staged:  # it showed the newest (and nothing was edited there): it still does
+            self.select_checkpoint(newest.id)
+        if landed.ended in FINAL:
+            message = f"run {run_id} {landed.ended}: its writer has finished (tick {newest.tick})"
+        elif landed.ended == "suspended":
+            message = f"run {run_id} suspended at tick {newest.tick}: its writer waits for an answer"
+        else:
+            message = f"following run {run_id}: tick {newest.tick} just landed (checkpoint {newest.id})"
+        self._set_state(self.run_state, message)
+        return landed.ended not in FINAL
 
     # -- approvals -----------------------------------------------------------------
     @property

@@ -100,7 +100,12 @@ class PostgresServer:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """The server goes away (as in a crash or a restart); its files stay."""
         with contextlib.suppress(RuntimeError):
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def stop(self) -> None:
+        if self.root.exists():
+            self.halt()
         shutil.rmtree(self.root, ignore_errors=True)

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from postgres_server import PASSWORD
 
-from runtime.memory.checkpoint import PostgresCheckpointStore, StoreError, open_store
+from runtime.memory.checkpoint import SCHEMA_VERSION, PostgresCheckpointStore, StoreError, open_store
 
 TESTS = os.path.dirname(__file__)
 
@@ -34,13 +34,13 @@ def test_the_schema_is_created_on_first_use_in_its_own_namespace(postgres_url):
     store.close()
     tables = {row[0] for row in _sql(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'jianmu'")}
     assert tables == {"meta", "checkpoints", "items", "chunks", "events", "io"}
-    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [("2",)]
+    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert _sql(postgres_url, "SELECT count(*) FROM public.items") == [(0,)]
 
 
 @pytest.mark.parametrize("version, message", [
-    ("99", "written by a newer version (schema 99; this version reads up to 2)"),
-    ("1", "written by an older version (schema 1; this version reads schema 2)"),
+    ("99", f"written by a newer version (schema 99; this version reads up to {SCHEMA_VERSION})"),
+    ("1", f"written by an older version (schema 1; this version reads schema {SCHEMA_VERSION})"),
 ])
 def test_another_schema_version_is_refused_in_one_line_and_left_untouched(postgres_url, version, message):
     open_store(postgres_url).close()
@@ -165,6 +165,73 @@ def test_a_writer_that_loses_its_connection_stops_with_a_clear_error(postgres_ur
     assert "StoreError: checkpoint of tick" in last and "postgresql://jianmu@127.0.0.1:" in last
     assert "lost the connection to the PostgreSQL server" in last
     assert PASSWORD not in err
+
+
+_ENDLESS_TREE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from test_checkpoint_store import Chat, chat_tree
+    from runtime import Agent
+
+    def build():
+        return Agent(chat_tree(10**9), state_schema=Chat)
+""")
+
+
+def _run_until_recording(url: str, tree, tmp_path) -> subprocess.Popen:
+    """`jianmu-studio run` of an endless tree into `url`, once it has written some checkpoints."""
+    tree.write_text(_ENDLESS_TREE.format(tests=TESTS))
+    child = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", str(tree), "--db", url],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    for _ in range(300):
+        time.sleep(0.1)
+        if _sql(url, "SELECT to_regclass('jianmu.checkpoints')")[0][0] and \
+                _sql(url, "SELECT count(*) FROM jianmu.checkpoints")[0][0] > 20:
+            return child
+    child.kill()
+    raise AssertionError(f"the run never recorded: {child.communicate()[1]}")
+
+
+def _stopped_lines(child: subprocess.Popen) -> list[str]:
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 1 and "SUCCESS" not in out
+    assert "Traceback" not in err and PASSWORD not in out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert re.fullmatch(r"jianmu-studio: the run stopped: StoreError: checkpoint of tick \d+ not written: "
+                        r"postgresql://jianmu@127\.0\.0\.1:\d+/\w+: lost the connection to the PostgreSQL "
+                        r"server \(.+\)", lines[0]), lines[0]
+    return lines
+
+
+def test_a_cli_run_whose_connection_is_killed_stops_and_records_that_it_failed(postgres_url, tmp_path):
+    child = _run_until_recording(postgres_url, tmp_path / "endless.py", tmp_path)
+    _sql(postgres_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    lines = _stopped_lines(child)
+    assert lines[1] == f"jianmu-studio: its end is recorded in {re.sub(r':[^:@/]+@', '@', postgres_url)} " \
+                       "(status ERROR)"  # connected again for that
+    store = open_store(postgres_url)
+    (run,) = store.runs()
+    infos = store.list(run.run_id)
+    assert run.ended == "failed" and infos[-1].status == "ERROR"
+    assert [info.tick for info in infos[:-1]] == list(range(len(infos) - 1))  # every tick before, intact
+    store.close()
+
+
+def test_a_cli_run_whose_server_stops_says_so_and_fails(tmp_path):
+    if reason := postgres_server.why_not():
+        pytest.skip(reason)
+    server = postgres_server.PostgresServer().start()  # its own: this test stops it
+    try:
+        url = server.new_database()
+        child = _run_until_recording(url, tmp_path / "endless.py", tmp_path)
+        server.halt()
+        lines = _stopped_lines(child)
+        assert lines[1].startswith("jianmu-studio: its end could not be recorded either: checkpoint of tick ")
+        assert f"postgresql://jianmu@127.0.0.1:{server.port}/t1: cannot connect (" in lines[1]
+    finally:
+        server.stop()
 
 
 def test_without_postgresql_binaries_the_tests_skip_saying_how_to_get_them(tmp_path, monkeypatch):

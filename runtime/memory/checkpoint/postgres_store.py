@@ -6,7 +6,8 @@ lock (ten writers may start at once) and versioned like the SQLite format: anoth
 version is refused in one line. A save is one transaction that also `NOTIFY`s
 `jianmu_checkpoints` with the run id, so a studio following the run hears of each
 checkpoint as it commits. A writer whose connection is lost raises `StoreError` at its
-next save: the run stops rather than going on unrecorded.
+next save: the run stops rather than going on unrecorded; the store connects again for
+what comes after (how the run ended).
 
 The store is named by a `postgresql://user:password@host:port/database` URL; its
 `location` (what messages show) is that URL without the password.
@@ -17,6 +18,9 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import conninfo
@@ -125,6 +129,16 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         except psycopg.Error as exc:
             raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
         return raw
+
+    @contextmanager
+    def _guard(self) -> Iterator[Any]:
+        """The connection, connected again first when it was lost: the write that met the loss
+        raised (its run stops), and what comes next (recording how the run ended) can still land."""
+        with self._lock:
+            if self._conn.raw.broken:  # not closed by close(): that one stays closed
+                self._conn = _Connection(self._connect())
+            with super()._guard() as conn:
+                yield conn
 
     def _open_schema(self, create: bool) -> None:
         conn = self._conn

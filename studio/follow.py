@@ -1,0 +1,101 @@
+"""`RunFollower`: a recorded run that another process is still writing, read as it lands.
+
+The store says when it may have changed (`wait_for_change`: PostgreSQL's `LISTEN` on a
+connection of its own, SQLite's `data_version` polled). That wait blocks, so it runs in a
+thread of its own, which also reads what is new (the checkpoints after the last one seen,
+the run's events, how it ended) and hands it to the session's event loop; the loop only
+applies it. `stop()` ends the thread (within one wait) before the store is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runtime.engine.events import RuntimeEvent
+from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, StoreError
+
+WAIT = 0.5  # seconds one wait lasts at most: how long `stop()` may take
+FINAL = frozenset({"completed", "failed"})  # endings after which a writer adds nothing more
+
+
+@dataclass(frozen=True)
+class Landed:
+    """What a writer added to the run since the last look."""
+
+    run_id: str
+    before: int | None  # the newest checkpoint seen before these
+    checkpoints: list[CheckpointInfo]  # the new ones, oldest first
+    saved: dict[tuple[str, int], int]  # (branch, tick) -> event position, of every checkpoint so far
+    events: list[tuple[str, RuntimeEvent]]  # every event of the run so far
+    ended: str | None  # "completed", "failed", "suspended", or None while it runs
+    error: str | None = None  # the store failed (a lost connection): following has stopped
+
+
+def ending(store: CheckpointStore, run_id: str) -> str | None:
+    """How the run ended, as its writer recorded it (None: still running, or its writer died)."""
+    facts = store.get_meta(f"run:{run_id}")
+    return json.loads(facts).get("ended") if facts else None
+
+
+class RunFollower:
+    """Hands `deliver` (on the loop) each `Landed`; following stops when it returns False, when the
+    run ends, when the store fails, or at `stop()`."""
+
+    def __init__(self, store: CheckpointStore, run_id: str, seen: list[CheckpointInfo],
+                 deliver: Callable[[Landed], bool]):
+        self.store, self.run_id, self.deliver = store, run_id, deliver
+        self._last = seen[-1].id if seen else None
+        self._saved = {(info.branch, info.tick): info.event_position for info in seen}
+        self._ended = ending(store, run_id)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._thread = threading.Thread(target=self._follow, args=(loop,), name=f"follow {self.run_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _follow(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._stopping.is_set():
+            try:
+                landed = self._look() if self.store.wait_for_change(WAIT) else None
+            except StoreError as exc:  # a lost connection: said once, and following ends
+                landed = Landed(self.run_id, self._last, [], dict(self._saved), [], self._ended, str(exc))
+            if landed is None:
+                continue
+            try:
+                loop.call_soon_threadsafe(self._deliver, landed)
+            except RuntimeError:  # the loop has closed: nobody is looking any more
+                return
+            if landed.error is not None or landed.ended in FINAL:
+                return
+
+    def _deliver(self, landed: Landed) -> None:
+        """On the loop: what landed, unless the follower was stopped meanwhile."""
+        if not self._stopping.is_set() and not self.deliver(landed):
+            self._stopping.set()
+
+    def _look(self) -> Landed | None:
+        """What is new since the last look, or None when nothing of this run is."""
+        new = self.store.list(self.run_id, after=self._last)
+        ended = ending(self.store, self.run_id)
+        if not new and ended == self._ended:
+            return None
+        before = self._last
+        if new:
+            self._last = new[-1].id
+            self._saved.update({(info.branch, info.tick): info.event_position for info in new})
+        self._ended = ended
+        return Landed(self.run_id, before, new, dict(self._saved), self.store.events(self.run_id), ended)
+
+
+__all__ = ["FINAL", "Landed", "RunFollower", "ending"]

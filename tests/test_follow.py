@@ -1,0 +1,178 @@
+"""Following a run live (issue #15 point 4): the studio opened on a recorded run that another
+writer is still recording shows each checkpoint and its events as they land, says when the
+writer has finished, and stops listening when it closes. SQLite polls; PostgreSQL LISTENs."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import psycopg
+from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal  # noqa: F401
+
+from runtime.engine.events import EventType
+from studio.app import StudioApp
+from studio.session import DebugSession
+from studio.widgets.events_pane import EventsPane
+from studio.widgets.status_line import StatusLine
+from studio.widgets.timeline import Timeline
+
+TURNS = 400  # loop turns a condition is given (each one a short pause): generous, never a speed bound
+
+
+async def until(condition, pause=None) -> None:
+    """Wait, a bounded number of loop turns, for `condition()` (what the follower must bring)."""
+    for _ in range(TURNS):
+        if condition():
+            return
+        await (pause() if pause is not None else asyncio.sleep(0.05))
+    assert condition()
+
+
+def followers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("follow ")]
+
+
+async def writing(store_name: str, ticks: int) -> DebugSession:
+    """Another writer (its own store connection) part-way through a run of the ReAct calculator."""
+    writer = DebugSession.load(str(REACT_CALCULATOR), db=store_name)
+    for _ in range(ticks):
+        await writer.step()
+    return writer
+
+
+async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(store_name):
+    writer = await writing(store_name, 2)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    assert session.frame.tick == 2 and len(session.checkpoints()) == 3
+    events = len(session.frame_events())
+    stop = session.follow()
+    try:
+        assert session.message == f"following run {writer.run_id}: its writer is still recording"
+        await writer.step()
+        await until(lambda: session.frame.tick == 3)
+        newest = writer.store.latest(writer.run_id)
+        assert session.viewing.id == newest.id  # it showed the newest checkpoint: it moved on with it
+        assert session.message == f"following run {writer.run_id}: tick 3 just landed (checkpoint {newest.id})"
+        assert len(session.frame_events()) > events
+        assert [e.seq for e in session.frame_events()] == [e.seq for _, e in writer.store.events(writer.run_id)
+                                                          if e.seq <= newest.event_position]
+
+        session.select_checkpoint(session.checkpoints()[1].id)  # the user looks at the past: it stays there
+        await writer.step()
+        await until(lambda: "tick 4 just landed" in session.message)
+        assert session.frame.tick == 1
+
+        session.select_checkpoint(session.store.latest(writer.run_id).id)
+        session.edit_state(None, "final_answer", "edited here")  # staged for a fork from the newest
+        await writer.step()
+        await until(lambda: "tick 5 just landed" in session.message)
+        assert session.frame.tick == 4 and len(session.staged) == 1  # the view stays where the edit is
+
+        assert (await writer.continue_()).kind == "finished"
+        await until(lambda: "has finished" in session.message)
+        assert session.message == f"run {writer.run_id} completed: its writer has finished (tick {writer.tick})"
+        await until(lambda: not followers())  # nothing more can land: following has ended by itself
+    finally:
+        stop()
+        writer.store.close()
+        session.store.close()
+    assert not followers()
+
+
+def status(app) -> str:
+    return str(app.main.query_one(StatusLine).render())
+
+
+async def test_the_studio_follows_a_run_another_writer_records(store_name):
+    writer = await writing(store_name, 1)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    app = StudioApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            timeline, pane = app.main.query_one(Timeline), app.main.query_one(EventsPane)
+            assert timeline.row_count == 2 and "following run" in status(app)
+            assert followers()
+            lines = pane.line_count
+            for tick in (2, 3):
+                await writer.step()
+                await until(lambda tick=tick: timeline.row_count == tick + 1, pilot.pause)
+                await until(lambda tick=tick: f"tick {tick} just landed" in status(app), pilot.pause)
+                assert f"│ tick {tick} │" in status(app) and pane.line_count > lines
+                lines = pane.line_count
+            await writer.continue_()
+            await until(lambda: "its writer has finished" in status(app), pilot.pause)
+            assert timeline.row_count == len(writer.checkpoints()) and "root ✔ SUCCESS" in status(app)
+            assert pane.lines[-1].split()[2] == "run.completed"
+    finally:
+        writer.store.close()
+        session.store.close()
+    assert not followers()
+
+
+async def test_closing_the_studio_stops_following_a_run_that_is_still_written(store_name):
+    writer = await writing(store_name, 1)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    app = StudioApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert followers()
+            await writer.step()
+            await until(lambda: "tick 2 just landed" in status(app), pilot.pause)
+        assert not followers()  # the app has closed: nothing listens or polls any more
+        await writer.step()  # and nothing is delivered to a session nobody shows
+        assert session.frame.tick == 2
+    finally:
+        writer.store.close()
+        session.store.close()
+
+
+async def test_an_end_written_without_a_checkpoint_still_lands(store_name):
+    """How a run ended comes in its last events, written after its last checkpoint."""
+    writer = await writing(store_name, 1)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    stop = session.follow()
+    try:
+        await writer.step()
+        await until(lambda: "tick 2 just landed" in session.message)
+        writer.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the service shut down"})
+        await until(lambda: "has finished" in session.message)
+        assert session.message == f"run {writer.run_id} failed: its writer has finished (tick 2)"
+        assert session.frame_events()[-1].type == EventType.RUN_FAILED
+    finally:
+        stop()
+        writer.store.close()
+        session.store.close()
+
+
+async def test_a_finished_run_is_not_followed(store_name):
+    writer = await writing(store_name, 0)
+    await writer.continue_()
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    try:
+        session.follow()
+        assert not followers() and "following" not in session.message
+    finally:
+        writer.store.close()
+        session.store.close()
+
+
+async def test_a_follower_whose_server_connection_is_lost_says_so(postgres_url):
+    writer = await writing(postgres_url, 1)
+    session = DebugSession.open_recorded(postgres_url, writer.run_id)
+    stop = session.follow()
+    try:
+        await until(lambda: session.store._listener is not None)
+        listener = session.store._listener.info.backend_pid
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (listener,))
+        await until(lambda: "stopped following" in session.message)
+        assert session.message.startswith(f"stopped following run {writer.run_id}: postgresql://jianmu@")
+        assert "lost the connection to the PostgreSQL server" in session.message
+        await until(lambda: not followers())
+    finally:
+        stop()
+        writer.store.close()
+        session.store.close()
