@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from pydantic_core import from_json
+
 from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
 from .runner_checkpoints import RecordsRuns
@@ -359,14 +361,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for row_id, stream, data in rows:
             try:
                 decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
-                out.append(json.loads(decoder.decompress(data)))
+                out.append(from_json(decoder.decompress(data)))
             except (KeyError, zlib.error, ValueError):
                 raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
         return out
 
     @_decoding
     def read_list(self, list_id: str, length: int) -> list[Any]:
-        return json.loads(self.read_list_json(list_id, length))
+        return from_json(self.read_list_json(list_id, length))  # pydantic's parser: twice as fast as json
 
     @_decoding
     def read_list_json(self, list_id: str, length: int) -> str:
