@@ -4,10 +4,12 @@ The TUI drives it exactly like a local `DebugSession` (same views, same intents,
 listener kinds) and never knows the difference. It keeps a mirror of the run built from
 the server's `welcome` and its `update` diffs (`docs/protocol.md`); reads come from the
 mirror, intents become requests. Intents the TUI calls synchronously (breakpoints, edits,
-approvals, pause) are checked here as far as the mirror allows and sent in order; a
-refusal from the server shows in the status line. What only a local session can do
-(restart, the checkpoint timeline, saving bindings beside the tree file) is refused with
-a reason.
+approvals, pause, choosing a checkpoint) are checked here as far as the mirror allows and
+sent in order; a refusal from the server shows in the status line, and what it answers
+(a past checkpoint, a rebound node) shows when it arrives. The timeline is the served
+run's checkpoint store, read by the server: rows arrive with the updates, a past
+checkpoint is asked for when chosen. Only restarting and saving bindings beside the tree
+file are refused: the run and its tree belong to the other process.
 """
 
 from __future__ import annotations
@@ -15,23 +17,37 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
-from runtime.engine.events import RuntimeEvent
+from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
+from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
+from runtime.memory.checkpoint import CheckpointInfo
 
-from .breakpoints import Breakpoint, BreakpointError, Condition
-from .frames import StampedEvent
-from .session import EVENT_BUFFER, EditError, NodeDetail, NodeView, PortView, RunState, StopReason
-from .timeline import Mark
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .edits import StagedEdits
+from .frames import EventLog, StampedEvent
+from .model_calls import MODEL_EVENTS, ModelCall, collect
+from .session import (
+    EVENT_BUFFER,
+    EditError,
+    NodeDetail,
+    NodeView,
+    PortView,
+    RunState,
+    StopReason,
+    TimelineRow,
+)
+from .timeline import Lineage, Mark, RunTimeline
 
 Listener = Callable[[str, Any], None]
-MAIN = "main"  # a remote run has one branch: forks and replays need the store, which stays local
+HISTORY = 200  # status changes shown per node
+PAST = "viewing the past: back to live (esc), or replay/fork (f)"
 
 
 @dataclass
@@ -42,50 +58,75 @@ class Attached:
 
 
 @dataclass(frozen=True)
-class _HeadFrame:
-    """The one frame an attached session shows: the head of the remote run (no store, no past)."""
+class RemoteFrame:
+    """What the status line and the panes' keys read of the frame shown: the head, or a past checkpoint."""
 
     key: tuple
     tick: int
     root_status: Status
     tokens: int
-    branch: str = MAIN
+    branch: str
 
 
-@dataclass
-class _Mirror:
-    """The run as the server described it: the welcome picture with every update applied."""
+class _Rows:
+    """The checkpoint headers the server sent, as the store's `list()` gives them (for `RunTimeline.lineage`)."""
 
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    state: dict[str, dict[str, Any]] = field(default_factory=dict)
-    approvals: list[dict[str, Any]] = field(default_factory=list)
-    history: dict[str, deque] = field(default_factory=dict)
-    run_id: str | None = None
-    tick: int = 0
-    status: str = "INVALID"
+    def __init__(self) -> None:
+        self.infos: dict[int, CheckpointInfo] = {}
+
+    def add(self, run_id: str, row: dict[str, Any]) -> None:
+        self.infos[row["id"]] = CheckpointInfo(row["id"], run_id, row["branch"], row["parent_id"], row["tick"], 0.0,
+                                               row["status"], row["source"], row["event_position"])
+
+    def list(self, run_id: str | None = None, branch: str | None = None) -> list[CheckpointInfo]:
+        return [info for info in self.infos.values() if info.run_id == run_id]
+
+
+def _tokens(state: dict[str, dict[str, Any]]) -> int:
+    total = 0
+    for values in state.values():
+        usage = values.get("llm.usage") or {}
+        total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
+    return total
 
 
 class RemoteSession:
     def __init__(self, client: DebugClient, address: str):
         self.client = client
         self.loaded = Attached(f"attached to ws://{address}")
+        self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
-        self.viewing = None  # no checkpoint timeline to view the past in
-        self.recorded_run = None
-        self.staged: dict[tuple[str, str], Any] = {}
+        self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
+        self.recorded_run = None  # an attached run is always live
+        self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
         self.last_stop: StopReason | None = None
         self.message = f"attached to {address}"
         self.run_state = RunState.READY
+        self.recording = False  # whether the served run keeps checkpoints (a timeline)
+        self.branch = "main"
         self._listeners: list[Listener] = []
-        self._mirror = _Mirror()
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._state: dict[str, dict[str, Any]] = {}
+        self._approvals: list[dict[str, Any]] = []
+        self._run_id: str | None = None
+        self._tick = 0
+        self._status = "INVALID"
+        self._rows = _Rows()
+        self._summaries: dict[int, str] = {}  # checkpoint id -> what it changed, as the server summed it up
+        self._lineage = RunTimeline(self._rows, None)  # only its lineage(): the rows stand in for the store
+        self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
+        self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
+        self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
+        self._model_io: dict[tuple, dict[str, Any] | None] = {}
         self._paused: dict[str, Any] | None = None
         self._finished = False
         self._gone = False
         self._continuing = False
+        self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
-        self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that set it (its result: server id)
+        self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
         self._reader = asyncio.create_task(self._read())
@@ -97,7 +138,12 @@ class RemoteSession:
 
     async def close(self) -> None:
         await self.client.close()
-        await asyncio.gather(self._reader, return_exceptions=True)
+        await asyncio.gather(self._reader, *self._tasks, return_exceptions=True)
+
+    async def drained(self) -> None:
+        """Until every request sent so far is answered (and what it answered is shown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # -- listeners -----------------------------------------------------------------
     def add_listener(self, listener: Listener) -> Callable[[], None]:
@@ -114,13 +160,21 @@ class RemoteSession:
 
     # -- the mirror ------------------------------------------------------------------
     def _apply_picture(self, picture: dict[str, Any]) -> None:
-        mirror = self._mirror
-        mirror.nodes = {node["path"]: node for node in picture["tree"]}
-        mirror.state = {ns: dict(values) for ns, values in picture["state"].items()}
-        mirror.approvals = list(picture.get("approvals", ()))
-        mirror.run_id, mirror.tick, mirror.status = picture["run_id"], picture["tick"], picture["status"]
+        self._nodes = {node["path"]: node for node in picture["tree"]}
+        self._state = {ns: dict(values) for ns, values in picture["state"].items()}
+        self._approvals = list(picture.get("approvals", ()))
+        self._run_id, self._tick, self._status = picture["run_id"], picture["tick"], picture["status"]
+        self.branch, self.recording = picture.get("branch", "main"), picture.get("recording", False)
+        self._schema = picture.get("schema") or {"name": "the state schema", "fields": [], "names": []}
+        self._rows.infos.clear()
+        self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
         self._settle()
+
+    def _add_rows(self, rows: Any) -> None:
+        for row in rows:
+            self._rows.add(self._run_id, row)
+            self._summaries[row["id"]] = row["summary"]
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:
@@ -137,8 +191,7 @@ class RemoteSession:
             self._apply_update(message)
         elif kind == "paused":
             self._paused, self._continuing = message, False
-            self._stop(StopReason("breakpoint" if message["kind"] == "breakpoint" else message["kind"],
-                                  message["message"]))
+            self._stop(StopReason(message["kind"], self._count_hit(message)))
         elif kind == "resumed":
             self._paused = None
             self._settle()
@@ -151,36 +204,48 @@ class RemoteSession:
         elif kind == "error":
             self._say(f"debug server: {message['message']}")
 
+    def _count_hit(self, paused: dict[str, Any]) -> str:
+        """The stop's message; a breakpoint's hit is counted on the studio's breakpoint and named as it names it."""
+        server_id = paused.get("breakpoint")
+        for bp in self.breakpoints:
+            placed = self._server_ids.get(id(bp))
+            if server_id is not None and placed is not None and placed.done() and placed.result() == server_id:
+                bp.hits += 1
+                return f"breakpoint: {bp.label}" if paused["kind"] == "breakpoint" else paused["message"]
+        return paused["message"]
+
     def _apply_update(self, update: dict[str, Any]) -> None:
-        mirror = self._mirror
         if "tree" in update:
-            mirror.nodes = {node["path"]: node for node in update["tree"]}
+            self._nodes = {node["path"]: node for node in update["tree"]}
         changed: dict[str, tuple[Status, Status]] = {}
         for path, (old, new) in update.get("nodes", {}).items():
-            if path in mirror.nodes:
-                mirror.nodes[path]["status"] = new
+            if path in self._nodes:
+                self._nodes[path]["status"] = new
             changed[path] = (Status(old or "INVALID"), Status(new))
-            mirror.history.setdefault(path, deque(maxlen=200)).append((update["tick"], old or "INVALID", new))
         for path, counter in update.get("counters", {}).items():
-            if path in mirror.nodes:
-                mirror.nodes[path]["counter"] = counter
+            if path in self._nodes:
+                self._nodes[path]["counter"] = counter
         for path, error in update.get("errors", {}).items():
-            if path in mirror.nodes:
-                mirror.nodes[path]["error"] = error
+            if path in self._nodes:
+                self._nodes[path]["error"] = error
         state_changes: dict[str, tuple[Any, Any]] = {}
         for namespace, key, value in update.get("state", ()):
-            values = mirror.state.setdefault(namespace, {})
+            values = self._state.setdefault(namespace, {})
             state_changes[f"{namespace}.{key}" if namespace else key] = (values.get(key), value)
             values[key] = value
         for namespace, key in update.get("removed", ()):
-            mirror.state.get(namespace, {}).pop(key, None)
+            self._state.get(namespace, {}).pop(key, None)
         if "approvals" in update:
-            mirror.approvals = update["approvals"]
-        mirror.run_id, mirror.tick, mirror.status = update["run_id"], update["tick"], update["status"]
+            self._approvals = update["approvals"]
+        self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
+        self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
+        self._add_rows(update.get("checkpoints", ()))
         for data in update.get("events", ()):
-            event = StampedEvent(MAIN, RuntimeEvent.validate(data))
+            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
+            self.log.add(event)
             self.events.append(event)
             self._notify("event", event)
+        self._mark(update, state_changes)
         if "report" in update or changed or state_changes:
             report = update.get("report") or {}
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
@@ -190,6 +255,15 @@ class RemoteSession:
             self._stop(StopReason("suspended", self._suspension_message()))
         else:
             self._settle()
+
+    def _mark(self, update: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> None:
+        """A tick's marks are the keys written since the tick before it ended; later writes are marked as
+        between ticks until the next tick ends (as a local session marks against its checkpoints)."""
+        for key, (old, new) in changes.items():
+            self._since[key] = (self._since.get(key, (old, None))[0], new)
+        if "report" in update:
+            self._tick_marks = {key: Mark(old, new) for key, (old, new) in self._since.items() if old != new}
+            self._since = {}
 
     def _stop(self, reason: StopReason) -> None:
         self.last_stop = reason
@@ -204,7 +278,7 @@ class RemoteSession:
         elif self.suspended:
             state = RunState.SUSPENDED
         elif self._paused is not None:
-            state = RunState.READY if self._mirror.tick == 0 else RunState.PAUSED
+            state = RunState.READY if self._tick == 0 and not self._moved else RunState.PAUSED
         else:
             state = RunState.RUNNING
         self.run_state = state
@@ -212,108 +286,195 @@ class RemoteSession:
 
     @property
     def suspended(self) -> bool:
-        return self._mirror.status == "RUNNING" and bool(self._mirror.approvals)
+        return self._status == "RUNNING" and bool(self._approvals)
 
     def _suspension_message(self) -> str:
-        kinds = ", ".join(f"approval of {item['tool']} at {item.get('node')}" for item in self._mirror.approvals)
+        kinds = ", ".join(f"approval of {item['tool']} at {item.get('node')}" for item in self._approvals)
         return f"suspended: waiting for {kinds}"
 
-    # -- what the views read -------------------------------------------------------
+    # -- what the views read: the head, or the checkpoint viewed ----------------------
     @property
     def tick(self) -> int:
-        return self._mirror.tick
+        return self._tick
 
     @property
     def root_status(self) -> Status:
-        return Status(self._mirror.status)
+        return Status(self._status)
 
     @property
     def run_id(self) -> str | None:
-        return self._mirror.run_id
+        return self._run_id
 
     @property
     def tokens(self) -> int:
-        total = 0
-        for values in self._mirror.state.values():
-            usage = values.get("llm.usage") or {}
-            total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
-        return total
+        return _tokens(self._state)
 
     @property
-    def frame(self) -> _HeadFrame:
-        return _HeadFrame((self.run_id, MAIN, None), self.tick, self.root_status, self.tokens)
+    def frame(self) -> RemoteFrame:
+        past = self._past
+        if past is None:
+            return RemoteFrame((self._run_id, self.branch, None), self._tick, self.root_status, self.tokens,
+                               self.branch)
+        row = past["checkpoint"]
+        return RemoteFrame((self._run_id, row["branch"], row["id"]), row["tick"], Status(row["status"]),
+                           _tokens(self.state_snapshot()), row["branch"])
+
+    def _frame_lineage(self) -> Lineage:
+        if self._past is None:
+            return self._lineage.lineage(None, self._run_id, self.branch)
+        info = self._rows.infos.get(self._past["checkpoint"]["id"])
+        if info is None:
+            self._rows.add(self._run_id, self._past["checkpoint"])
+            info = self._rows.infos[self._past["checkpoint"]["id"]]
+        return self._lineage.lineage(info, self._run_id, info.branch)
 
     def branches(self) -> list[str]:
-        return [MAIN]
+        return list(dict.fromkeys([*(info.branch for info in self._rows.list(self._run_id)), self.branch]))
+
+    def checkpoints(self) -> list[TimelineRow]:
+        """Every checkpoint of the served run, all branches, oldest first (none unless it records)."""
+        return [TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self._summaries[info.id])
+                for info in self._rows.list(self._run_id)]
 
     def frame_events(self) -> list[StampedEvent]:
-        return list(self.events)
+        """The events of the frame's lineage, as far as this studio received them since it attached."""
+        return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:
-        """The keys the last tick changed (the remote run sends diffs, not checkpoints)."""
-        report = self.last_report
-        return {key: Mark(old, new) for key, (old, new) in report.state_changes.items()} if report else {}
-
-    def checkpoints(self) -> list:
-        return []
+        """The past checkpoint's changes since its parent; live, what the last tick changed and what was
+        written after it."""
+        if self._past is not None:
+            return {key: Mark(old, new) for key, old, new in self._past["marks"]}
+        between = {key: Mark(old, new, between=self._tick) for key, (old, new) in self._since.items() if old != new}
+        return {**self._tick_marks, **between}
 
     def refusal(self) -> str | None:
-        return None
+        return PAST if self.viewing is not None else None
 
     def waiting_on(self) -> list[str]:
         return self.running_nodes() if self.run_state == RunState.RUNNING else []
 
     def running_nodes(self) -> list[str]:
-        return [path for path, node in self._mirror.nodes.items()
+        return [path for path, node in self._nodes.items()
                 if node["status"] == "RUNNING" and not node["children"]]
 
+    def _shown(self) -> dict[str, dict[str, Any]]:
+        """The nodes of the frame: every node live, those the checkpoint knew in the past."""
+        if self._past is None:
+            return self._nodes
+        return {path: node for path, node in self._nodes.items() if path in self._past["statuses"]}
+
     def node_views(self) -> list[NodeView]:
-        return [self.node_view(path) for path in self._mirror.nodes]
+        return [self.node_view(path) for path in self._shown()]
 
     def node_view(self, path: str) -> NodeView:
-        node = self._node(path)
+        node, past = self._node(path), self._past
+        status, counter, children = node["status"], node["counter"], list(node["children"])
+        if past is not None:
+            status, counter = past["statuses"].get(path, "INVALID"), past["counters"].get(path)
+            children = [child for child in children if child in past["statuses"]]
         return NodeView(path=path, name=node["name"], class_name=node["class"], depth=path.count("/"),
-                        parent=node["parent"], children=list(node["children"]), status=Status(node["status"]),
-                        namespace=node["namespace"], counter=node["counter"],
+                        parent=node["parent"], children=children, status=Status(status),
+                        namespace=node["namespace"], counter=counter,
                         breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
 
     def node_detail(self, path: str) -> NodeDetail:
-        node = self._node(path)
-        ports = [PortView(port, key, direction, self._value(key, node["namespace"]))
-                 for direction, port, key in node["ports"]]
-        error = node.get("error") or {}
-        return NodeDetail(self.node_view(path), ports, list(self._mirror.history.get(path, ())),
-                          error.get("error"), error.get("traceback"))
+        node, past = self._node(path), self._past
+        state = self.state_snapshot()
+        ports = node["ports"] if past is None else self._staged_ports(path, past["ports"].get(path, []))
+        views = [PortView(port, key, direction, self._value(state, key, node["namespace"]))
+                 for direction, port, key in ports]
+        history, error, traceback = [], None, None
+        for stamped in self.log.of_node(self._frame_lineage(), path):
+            if stamped.type == EventType.NODE_STATUS:
+                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
+            else:
+                error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
+        if past is None and node.get("error"):
+            error, traceback = node["error"].get("error"), node["error"].get("traceback")
+        return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
 
-    def _value(self, key: str, namespace: str | None) -> Any:
-        state = self._mirror.state
+    def _staged_ports(self, path: str, ports: list[list[str]]) -> list[list[str]]:
+        """A past node's `[direction, port, key]` ports with the binding edits staged on it."""
+        return [[direction, port, self.staged.bindings.get((path, direction, port), key)]
+                for direction, port, key in ports]
+
+    @staticmethod
+    def _value(state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
         if namespace and key in state.get(namespace, {}):
             return state[namespace][key]
         return state.get("", {}).get(key)
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
-        return {ns: dict(values) for ns, values in self._mirror.state.items()}
+        """Every namespace as of the frame (the staged edits in, in the past)."""
+        if self._past is None:
+            return {ns: dict(values) for ns, values in self._state.items()}
+        state = {ns: dict(values) for ns, values in self._past["state"].items()}
+        for (ns, key), value in self.staged.values.items():
+            state.setdefault(ns, {})[key] = value
+        return state
 
     def _node(self, path: str) -> dict[str, Any]:
         try:
-            return self._mirror.nodes[path]
+            return self._nodes[path]
         except KeyError:
             raise EditError(f"no node at path {path!r}") from None
+
+    def model_calls(self, node: str | None = None) -> list[ModelCall]:
+        """The frame's model calls (of one node, or all), from the events this studio received."""
+        calls = collect([e for e in self.frame_events() if e.type in MODEL_EVENTS])
+        return [call for call in calls if node is None or call.node == node]
+
+    def model_call(self, call: ModelCall):
+        """An awaitable of the call with its recorded request and response, asked of the served run's store."""
+        return self._fill(call)
+
+    async def _fill(self, call: ModelCall) -> ModelCall:
+        if call.round is None or call.messages is not None or call.run_id is None or not self.recording:
+            return call
+        try:
+            lineage = list(self._frame_lineage().limits)  # its own branch first, then the ones it forked from
+            branches = lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
+            reply = await self.client.request("model_io", run_id=call.run_id, node=call.node, round=call.round,
+                                              index=1 if call.empty_retry else 0, branches=branches)
+        except DebugError as exc:
+            self._say(f"model call: {exc.message}")
+            return call
+        record = reply["record"]
+        if record is not None:
+            call.messages, call.config, call.response = record["messages"], record["config"], record["response"]
+            error = record.get("error")
+            if error is not None and call.error is None:
+                call.error = f"{error.get('type')}: {error.get('message')}"
+        return call
 
     # -- running -------------------------------------------------------------------
     async def step(self) -> TickReport | None:
         """One tick of the remote run, which must be held; None if it cannot step."""
+        return await self._step("step")
+
+    async def step_into(self) -> TickReport | None:
+        """To the next node boundary inside the tick (before that node runs), or to the tick's end."""
+        return await self._step("step_into")
+
+    async def _step(self, request: str) -> TickReport | None:
+        if self.viewing is not None:
+            self._say(PAST)
+            return None
         if self.run_state in (RunState.FINISHED, RunState.SUSPENDED, RunState.RUNNING):
             self._say({RunState.FINISHED: "the run has finished",
                        RunState.SUSPENDED: self._suspension_message(),
                        RunState.RUNNING: "running: pause (p) first"}[self.run_state])
             return None
-        if not await self._until_stopped("step"):
+        if not await self._until_stopped(request):
             return None
         return self.last_report
 
     async def continue_(self, max_ticks: int | None = None) -> StopReason:
         """Let the remote run go on until a breakpoint, a suspension, `pause()` or its end."""
+        if self.viewing is not None:
+            self._say(PAST)
+            return StopReason("refused", PAST)
         if self.run_state in (RunState.FINISHED, RunState.RUNNING):
             return StopReason("error", "the run has finished" if self._finished else "already running")
         self._continuing = True
@@ -325,11 +486,12 @@ class RemoteSession:
 
     async def _until_stopped(self, request: str) -> bool:
         self._stopped.clear()
+        self._moved = True
         try:
             await self.client.request(request)
         except DebugError as exc:
             self._continuing = False
-            self._say(f"{request}: {exc.message}")
+            self._say(f"{request.replace('_', ' ')}: {exc.message}")
             self._settle()
             return False
         await self._stopped.wait()
@@ -340,9 +502,6 @@ class RemoteSession:
 
     async def restart(self) -> None:
         self._say("restart is not available when attached: the run belongs to its own process")
-
-    def select_live(self) -> None:
-        self._say("live")
 
     def _send(self, request: str, on_ok: Callable[[dict[str, Any]], Any] | None = None,
               **fields: Any) -> asyncio.Task:
@@ -360,100 +519,209 @@ class RemoteSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    # -- timeline: the past, replay and fork -------------------------------------------
+    def select_checkpoint(self, checkpoint_id: int) -> None:
+        """Show the tree and state as they were at a checkpoint (read-only), once the server sent it."""
+        if self.run_state == RunState.RUNNING:
+            raise EditError("pause the run before looking at the past")
+        if not self.recording:
+            raise EditError("the attached run records no checkpoints: its runner has no checkpoint store")
+
+        def arrived(reply: dict[str, Any]) -> None:
+            row = reply["checkpoint"]
+            self._past, self.staged = reply, StagedEdits()
+            self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
+                                       row["summary"])
+            self._say(f"viewing checkpoint {row['id']} (tick {row['tick']}, {row['branch']})")
+
+        self._send("checkpoint", arrived, checkpoint=int(checkpoint_id))
+
+    def select_live(self) -> None:
+        self.viewing, self._past, self.staged = None, None, StagedEdits()
+        self._say("live")
+
+    async def replay_from(self, checkpoint_id: int) -> str:
+        """Re-run from a checkpoint on a new branch serving the recorded I/O strictly; staged edits are dropped."""
+        return await self._restore("replay", checkpoint_id=checkpoint_id)
+
+    async def fork_from(self, checkpoint_id: int) -> str:
+        """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
+        viewed = self.viewing is not None and self.viewing.id == int(checkpoint_id)
+        staged = self.staged if viewed else StagedEdits()
+        return await self._restore("fork", checkpoint_id=checkpoint_id, state=staged.updates(),
+                                   bindings=staged.binding_changes())
+
+    async def _restore(self, request: str, *, checkpoint_id: int, **fields: Any) -> str:
+        if self.run_state == RunState.RUNNING:
+            raise EditError("pause the run before replaying or forking")
+        await self.drained()  # the edits and breakpoints sent before it reach the run first
+        try:
+            reply = await self.client.request(request, checkpoint=int(checkpoint_id), **fields)
+        except DebugError as exc:
+            raise EditError(exc.message) from None
+        self.viewing, self._past, self.staged = None, None, StagedEdits()
+        self.last_report, self._moved = None, True
+        self._tick_marks, self._since = {}, {}
+        self._apply_picture(reply["picture"])
+        self._say(reply["message"])
+        return self.branch
+
     # -- breakpoints ---------------------------------------------------------------
-    def toggle_node_breakpoint(self, path: str, on: str = "tick") -> bool:
-        """Add or remove a node breakpoint; `on` "before" stops before the node, otherwise after a tick of it."""
+    @property
+    def breakpoints_kept(self) -> str:
+        return "kept by the debug server while this studio is attached; cleared when it detaches"
+
+    def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
+        """Add or remove a node breakpoint; True when one is now set."""
         self._node(path)
         existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
         if existing:
             for bp in existing:
                 self.remove_breakpoint(bp)
             return False
-        bp = Breakpoint("node", node=path, on=on)
-        self._set(bp, kind="node", node=path, when="before" if on == "before" else "after")
+        self.add_node_breakpoint(path, on)
         return True
+
+    def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
+        """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
+        if on not in NODE_MOMENTS:
+            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
+        if path not in self._nodes:
+            raise BreakpointError(f"no node at path {path!r}")
+        return self._add(Breakpoint("node", node=path, on=on))
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:
         event_type = event_type.strip()
         if not event_type:
             raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
-        bp = Breakpoint("event", event_type=event_type)
-        self._set(bp, kind="event", event=event_type)
-        return bp
+        return self._add(Breakpoint("event", event_type=event_type))
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
         condition = Condition(expression)
-        known = {*self._mirror.state.get("", {}), *(ns.split(".")[0] for ns in self._mirror.state if ns),
+        known = {*self._state.get("", {}), *(ns.split(".")[0] for ns in self._state if ns),
+                 *(node["namespace"].split(".")[0] for node in self._nodes.values() if node["namespace"]),
                  "True", "False", "None"}
         unknown = sorted(condition.names() - known)
         if unknown:
             raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
-        bp = Breakpoint("condition", condition=condition)
-        self._set(bp, kind="condition", condition=condition.source)
+        return self._add(Breakpoint("condition", condition=condition))
+
+    def _add(self, bp: Breakpoint) -> Breakpoint:
+        self.breakpoints.append(bp)
+        self._place(bp)
+        self._notify("changed")
         return bp
 
-    def _set(self, bp: Breakpoint, **fields: Any) -> None:
-        self.breakpoints.append(bp)
-
-        def placed(reply: dict[str, Any]) -> int:
-            return reply["breakpoint"]["id"]
-
-        task = self._send("break", placed, **fields)
+    def _place(self, bp: Breakpoint) -> None:
+        """Set the breakpoint on the server; a refusal takes it off the list again."""
+        fields: dict[str, Any] = {"kind": bp.kind}
+        if bp.kind == "node":
+            fields.update(node=bp.node, when=bp.on)
+        elif bp.kind == "event":
+            fields["event"] = bp.event_type
+        else:
+            fields["condition"] = bp.condition.source
+        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **fields)
         self._server_ids[id(bp)] = task
         task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
-        self._notify("changed")
 
     def _refused(self, bp: Breakpoint) -> None:
         if bp in self.breakpoints:
             self.breakpoints.remove(bp)
             self._notify("changed")
 
-    def remove_breakpoint(self, bp: Breakpoint) -> None:
-        if bp not in self.breakpoints:
-            return
-        self.breakpoints.remove(bp)
+    def _unplace(self, bp: Breakpoint) -> None:
+        """Take the breakpoint off the server (once it was placed there)."""
         placing = self._server_ids.pop(id(bp), None)
+        if placing is None:
+            return
 
         async def unbreak() -> None:
-            server_id = await placing if placing is not None else None
+            server_id = await placing
             if server_id is not None:
-                self._send("unbreak", breakpoint=server_id)
+                await self._send("unbreak", breakpoint=server_id)
 
         task = asyncio.get_running_loop().create_task(unbreak())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
+        """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
+        if on is not None and (bp.kind != "node" or on not in NODE_MOMENTS):
+            raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
+        self._unplace(bp)
+        bp.enabled = bp.enabled if enabled is None else enabled
+        bp.on = on or bp.on
+        if bp.enabled:
+            self._place(bp)
+        self._notify("changed")
+
+    def remove_breakpoint(self, bp: Breakpoint) -> None:
+        if bp not in self.breakpoints:
+            return
+        self.breakpoints.remove(bp)
+        self._unplace(bp)
         self._notify("changed")
 
     # -- edits ---------------------------------------------------------------------
+    @property
+    def _facts(self) -> StateFacts:
+        """What the edit checks know of the served run's state: its schema, as sent, and the mirror."""
+        namespaces = {ns for ns in self._state if ns} | {node["namespace"] for node in self._nodes.values()
+                                                         if node["namespace"]}
+        schema = self._schema
+        return StateFacts(schema["name"], tuple(schema["fields"]), frozenset(schema["names"]), frozenset(namespaces),
+                          lambda key, ns: key in self._state.get(ns or "", {}))
+
     def _require_held(self, what: str) -> None:
         if self.run_state not in (RunState.READY, RunState.PAUSED, RunState.SUSPENDED):
             raise EditError(f"pause the run before {what}")
 
     def edit_state(self, namespace: str | None, key: str, value: Any) -> None:
-        """Set one state value in the remote run; the server validates it (a refusal shows in the status line)."""
+        """Set one state value in the remote run (the server checks it: a refusal shows in the status line);
+        while a past checkpoint is shown the edit is staged for a fork from there."""
         self._require_held("editing state")
+        try:
+            namespace = check_state_key(self._facts, namespace, key)
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
+        if self.viewing is not None:
+            self.staged.values[(namespace or "", key)] = value
+            self._say(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
         self._send("edit_state", namespace=namespace or None, key=key, value=value)
 
     def validate_binding_key(self, path: str, key: str) -> str:
-        self._node(path)
-        key = key.strip().removeprefix("state.")
-        if not key:
-            raise EditError("a binding needs a state key")
-        return key
+        """The normalised key, or `EditError` saying why it cannot be bound (the server checks it again)."""
+        node = self._node(path)
+        try:
+            return check_binding_key(self._facts, key, node["namespace"])
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
+        """Rebind one port of the remote run (at its next tick); while a past checkpoint is shown the
+        edit is staged for a fork from there."""
         self._require_held("rebinding a port")
+        try:
+            check_port(path, direction, port, self._node(path)["ports"])
+        except EditRefused as exc:
+            raise EditError(str(exc)) from None
         key = self.validate_binding_key(path, key)
+        if self.viewing is not None:
+            self.staged.bindings[(path, direction, port)] = key
+            self._say(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
 
         def rebound(reply: dict[str, Any]) -> None:
-            self._mirror.nodes[path] = {**reply["node"], "status": self._mirror.nodes[path]["status"]}
+            self._nodes[path] = {**reply["node"], "status": self._nodes[path]["status"]}
             self._notify("changed")
 
         self._send("edit_binding", rebound, node=path, direction=direction, port=port, key=key)
 
     def bindings(self) -> dict[str, dict[str, dict[str, str]]]:
         out: dict[str, dict[str, dict[str, str]]] = {}
-        for path, node in self._mirror.nodes.items():
+        for path, node in self._nodes.items():
             for direction, port, key in node["ports"]:
                 if key != port:
                     out.setdefault(path, {"inputs": {}, "outputs": {}})[
@@ -465,17 +733,17 @@ class RemoteSession:
 
     # -- approvals -----------------------------------------------------------------
     def pending_approvals(self) -> list[ApprovalRequest]:
-        return [ApprovalRequest.model_validate(item) for item in self._mirror.approvals]
+        return [ApprovalRequest.model_validate(item) for item in self._approvals]
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
         if arguments is not None:
             raise EditError("a remote run is approved as asked: corrected arguments are not sent over the protocol")
         self._send("approve", approval=approval_id)
-        self._say("approval sent: the run goes on")
+        self._say("approval sent")
 
     def deny(self, approval_id: str, reason: str) -> None:
         self._send("deny", approval=approval_id, reason=reason or "denied in the studio")
-        self._say("denial sent: the run goes on")
+        self._say("denial sent")
 
 
-__all__ = ["Attached", "RemoteSession"]
+__all__ = ["Attached", "RemoteFrame", "RemoteSession"]

@@ -634,6 +634,12 @@ class DebugSession(EditsMixin):
         """Where this tree's breakpoints are kept: beside the store, never in the source tree."""
         return tree_file(self.store, self.loaded.path, self.loaded.function, "breakpoints")
 
+    @property
+    def breakpoints_kept(self) -> str:
+        """Where the breakpoints live, as the breakpoints screen says it."""
+        return (f"kept beside the store, in {self.breakpoints_file.parent.name}/ (never in the source tree); "
+                "they come back when this tree is opened again")
+
     def _load_breakpoints(self) -> list[str]:
         """The breakpoints saved for this tree; one warning per entry (or file) that cannot be used."""
         try:

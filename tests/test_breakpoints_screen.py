@@ -1,4 +1,6 @@
-"""Breakpoints a user sets and finds again: before a node runs, step into, the list screen, kept beside the store."""
+"""Breakpoints a user sets and finds again: before a node runs, step into, the list screen, kept beside the store.
+
+The scenarios marked `BOTH` run on a local session and on a remote one (attached over the debug protocol)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import json
 from pathlib import Path
 
 from textual.widgets import DataTable, Input
-from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, session_on, settle, steady_terminal  # noqa: F401
 
 from studio.app import StudioApp
 from studio.breakpoints import Breakpoint
@@ -69,72 +71,85 @@ async def test_after_breakpoint_stops_once_the_status_changed(tmp_path):
     assert TOOLS in session.last_report.changed and session.paused_at is None
 
 
-async def test_step_into_goes_node_by_node_and_n_finishes_the_tick(tmp_path):
-    app = StudioApp(calculator(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        seen = []
-        for _ in range(3):
-            await pilot.press("s")
+@BOTH
+async def test_step_into_goes_node_by_node_and_n_finishes_the_tick(kind, tmp_path):
+    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            seen.append(app.session.paused_at.path)
-        assert seen == ["Calculator", "Calculator/Calculator.loop", LLM]
-        assert "before Calculator/Calculator.loop/Calculator.llm (tick 1, not run yet)" in app.session.message
-        assert model_calls(app.session) == []
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert app.session.paused_at is None and app.session.tick == 1  # one tick, finished: step over
-        assert app.session.last_report.completed
+            seen = []
+            for _ in range(3):
+                await pilot.press("s")
+                await settle(app, pilot)
+                seen.append(session.message)
+            assert seen == [f"before {path} (tick 1, not run yet)"
+                            for path in ("Calculator", "Calculator/Calculator.loop", LLM)]
+            assert f"before {LLM} (tick 1, not run yet)" in str(app.main.query_one("#status").render())
+            assert model_calls(session) == []
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert session.message == "tick 1" and session.tick == 1  # one tick, finished: step over
+            assert model_calls(session) == ["model.call.started", "model.call.completed"]
 
 
 # -- the list screen -------------------------------------------------------------------
-async def test_breakpoint_screen_adds_disables_and_removes(tmp_path):
-    app = StudioApp(calculator(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("B")
-        await pilot.pause()
-        assert isinstance(app.screen, BreakpointsScreen)
-        assert "no breakpoints" in rows(app)[0][3]
-        for spec in ("Calculator.llm", "event:tool.call.failed", "after:Calculator.tools", "rounds >= 2"):
-            await pilot.press("a")
-            await pilot.pause()
-            await type_in(pilot, "#prompt-input", spec)
-        assert [row[2:5] for row in rows(app)] == [
-            ["node", LLM, "before it runs"], ["event", "tool.call.failed", "after the tick that published it"],
-            ["node", TOOLS, "after its status changes"], ["condition", "rounds >= 2", "when it becomes true"]]
-        app.screen.query_one(DataTable).move_cursor(row=1)
-        await pilot.press("space")  # disable the event breakpoint
-        assert rows(app)[1][0] == "○" and not app.session.breakpoints[1].enabled
-        await pilot.press("o")  # an event breakpoint has no before/after: said, not crashed
-        assert "only a node breakpoint" in str(app.screen.query_one("#breakpoints-message").render())
-        app.screen.query_one(DataTable).move_cursor(row=2)
-        await pilot.press("o")  # after -> before
-        assert rows(app)[2][4] == "before it runs"
-        await pilot.press("d")
-        assert [row[3] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
+@BOTH
+async def test_breakpoint_screen_adds_disables_and_removes(kind, tmp_path):
+    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await breakpoints_added_disabled_and_removed(app, pilot)
+
+
+async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
+    await settle(app, pilot)
+    await pilot.press("B")
+    await pilot.pause()
+    assert isinstance(app.screen, BreakpointsScreen)
+    assert "no breakpoints" in rows(app)[0][3]
+    for spec in ("Calculator.llm", "event:tool.call.failed", "after:Calculator.tools", "rounds >= 2"):
         await pilot.press("a")
         await pilot.pause()
-        await type_in(pilot, "#prompt-input", "after:Nowhere")
-        assert "no node named 'Nowhere'" in str(app.screen.query_one("#prompt-error").render())
-        await pilot.press("escape")
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is app.main
-        assert app.session.runner.stop_before == {LLM}
+        await type_in(pilot, "#prompt-input", spec)
+    assert [row[2:5] for row in rows(app)] == [
+        ["node", LLM, "before it runs"], ["event", "tool.call.failed", "after the tick that published it"],
+        ["node", TOOLS, "after its status changes"], ["condition", "rounds >= 2", "when it becomes true"]]
+    app.screen.query_one(DataTable).move_cursor(row=1)
+    await pilot.press("space")  # disable the event breakpoint
+    assert rows(app)[1][0] == "○" and not app.session.breakpoints[1].enabled
+    await pilot.press("o")  # an event breakpoint has no before/after: said, not crashed
+    assert "only a node breakpoint" in str(app.screen.query_one("#breakpoints-message").render())
+    app.screen.query_one(DataTable).move_cursor(row=2)
+    await pilot.press("o")  # after -> before
+    assert rows(app)[2][4] == "before it runs"
+    await pilot.press("d")
+    assert [row[3] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
+    await pilot.press("a")
+    await pilot.pause()
+    await type_in(pilot, "#prompt-input", "after:Nowhere")
+    assert "no node named 'Nowhere'" in str(app.screen.query_one("#prompt-error").render())
+    await pilot.press("escape")
+    await pilot.press("escape")
+    await pilot.pause()
+    assert app.screen is app.main
+    await pilot.press("c")  # the disabled event breakpoint and the deleted one do not stop it
+    await settle(app, pilot)
+    assert app.session.message == f"breakpoint: before {LLM}" and app.session.tick == 1
 
 
-async def test_hit_counts_show_in_the_list(tmp_path):
-    app = StudioApp(calculator(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        app.session.toggle_node_breakpoint(LLM)
-        for _ in range(3):
-            await pilot.press("c")
+@BOTH
+async def test_hit_counts_show_in_the_list(kind, tmp_path):
+    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-        await pilot.press("B")
-        await pilot.pause()
-        assert rows(app)[0][1] == "3"
+            session.toggle_node_breakpoint(TOOLS)
+            for _ in range(2):
+                await pilot.press("c")
+                await settle(app, pilot)
+            await pilot.press("B")
+            await pilot.pause()
+            assert rows(app)[0][1] == "2"
 
 
 async def test_a_disabled_breakpoint_does_not_stop(tmp_path):

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import (
+    SCHEMA_VERSION,
     CheckpointError,
     SQLiteCheckpointStore,
     StoreError,
@@ -133,8 +134,8 @@ def test_a_corrupt_store_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("version, message", [
-    ("99", r"future\.db: written by a newer version \(schema 99; this version reads up to 2\)"),
-    ("1", r"future\.db: written by an older version \(schema 1; this version reads schema 2\)"),
+    ("99", rf"future\.db: written by a newer version \(schema 99; this version reads up to {SCHEMA_VERSION}\)"),
+    ("1", rf"future\.db: written by an older version \(schema 1; this version reads schema {SCHEMA_VERSION}\)"),
 ])
 def test_another_schema_is_refused_and_left_untouched(tmp_path, version, message):
     path = tmp_path / "future.db"

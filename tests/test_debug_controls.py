@@ -124,7 +124,7 @@ async def test_pause_holds_a_busy_run_and_edits_need_it_held():
         assert runner.stop_before == frozenset() and runner.state_manager.get("count") == 0
 
 
-async def test_an_approval_answered_by_the_debugger_lets_the_run_finish():
+async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_continues():
     agent, data = sample("approval_guard")
     async with served(agent, data) as (runner, client, task):
         await client.request("continue")
@@ -133,7 +133,11 @@ async def test_an_approval_answered_by_the_debugger_lets_the_run_finish():
         request = update["approvals"][0]
         assert request["tool"] == "send_email"
         assert runner.suspended  # the run waits for the answer instead of returning
+        tick = runner.tick_count
         await client.request("approve", approval=request["id"])
+        held = await until(client, "paused")  # answered: held, as a local session is after an approval
+        assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
+        await client.request("continue")
         assert (await until(client, "finished"))["status"] == "SUCCESS"
         assert await task == Status.SUCCESS
     assert "notified" in agent.result_from(runner).final_answer
@@ -144,9 +148,9 @@ async def test_a_binding_edit_rebinds_the_port_and_is_recorded():
     async with served(agent, data) as (runner, client, task):
         llm = "Calculator/Calculator.loop/Calculator.llm"
         port = runner.nodes[llm].input_ports[0]
-        reply = await client.request("edit_binding", node=llm, direction="in", port=port, key="state.scratch")
-        assert ["in", port, "scratch"] in reply["node"]["ports"]
-        assert runner.nodes[llm].resolve_input_port(port) == "scratch"
+        reply = await client.request("edit_binding", node=llm, direction="in", port=port, key="state.actions")
+        assert ["in", port, "actions"] in reply["node"]["ports"]
+        assert runner.nodes[llm].resolve_input_port(port) == "actions"
         with pytest.raises(DebugError, match="no node"):
             await client.request("edit_binding", node="nope", direction="in", port=port, key="x")
         update = await until(client, "update")
@@ -165,5 +169,38 @@ async def test_resync_sends_the_whole_picture_again():
         assert picture["tick"] == 1 and picture["paused"]["kind"] == "step"
         assert {node["path"] for node in picture["tree"]} == set(runner.nodes)
         assert picture["state"][""]["messages"][0]["content"] == "What is 25 * 4 + 10?"
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+
+
+async def test_edits_are_checked_as_strictly_as_a_local_sessions_with_one_line_errors():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        llm = "Calculator/Calculator.loop/Calculator.llm"
+        port = runner.nodes[llm].input_ports[0]
+        refusals = [
+            (("edit_binding", {"node": llm, "direction": "in", "port": port, "key": "scratch"}),
+             "no state field 'scratch' in ReActState (fields: task, messages"),
+            (("edit_binding", {"node": llm, "direction": "in", "port": "nope", "key": "messages"}),
+             f"{llm} has no input port 'nope' (ports: "),
+            (("edit_binding", {"node": llm, "direction": "sideways", "port": port, "key": "messages"}),
+             "direction must be 'in' or 'out', not 'sideways'"),
+            (("edit_binding", {"node": llm, "direction": "in", "port": port, "key": 7}),
+             "a state key is text, not int"),
+            (("edit_state", {"key": "scratch", "value": 1}), "no state key 'scratch' (fields of ReActState: "),
+            (("edit_state", {"namespace": "ghost", "key": "rounds", "value": 1}), "no namespace 'ghost' (namespaces: "),
+            (("edit_state", {"key": "rounds", "value": "many"}), "state key 'rounds': Input should be a valid integer"),
+        ]
+        for (request, fields), message in refusals:
+            with pytest.raises(DebugError) as refused:
+                await client.request(request, **fields)
+            assert refused.value.code == "bad_request" and refused.value.message.startswith(message)
+            assert "\n" not in refused.value.message
+        assert runner.nodes[llm].resolve_input_port(port) == port and runner.state_manager.get("rounds") == 0
+        namespace = runner.nodes[llm].namespace
+        await client.request("edit_binding", node=llm, direction="out", port=runner.nodes[llm].output_ports[0],
+                             key=f"{namespace}.final_answer" if namespace else "final_answer")  # a known namespace
+        await client.request("edit_binding", node=llm, direction="out", port=runner.nodes[llm].output_ports[0],
+                             key=runner.nodes[llm].output_ports[0])
         await client.request("continue")
         assert await task == Status.SUCCESS

@@ -7,72 +7,18 @@ a free loopback port) and speaks the protocol to it with `DebugClient` or a raw 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
 import signal
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from debug_fixtures import LLM, ROOT, TOKEN, agent_process, until
 from websockets.asyncio.client import connect
 
 from runtime.debug import PROTOCOL_VERSION, DebugClient, DebugError
 from runtime.debug.protocol import MAX_MESSAGE
-
-ROOT = Path(__file__).resolve().parent.parent
-LLM = "Calculator/Calculator.loop/Calculator.llm"
-TOKEN = "s3cret-token-for-tests"
-
-
-@dataclass
-class Target:
-    process: asyncio.subprocess.Process
-    address: str
-    stderr: list[str]
-
-    async def result(self) -> dict:
-        out = await asyncio.wait_for(self.process.stdout.read(), 60)
-        await self.process.wait()
-        return json.loads(out.decode().strip().splitlines()[-1])
-
-
-async def _drain(stream: asyncio.StreamReader, lines: list[str]) -> None:
-    while line := await stream.readline():
-        lines.append(line.decode())
-
-
-@contextlib.asynccontextmanager
-async def agent_process(tree: str = "sample_trees/react_calculator.py", *, heartbeat: float = 30.0,
-                        wait: float = 30.0, token: str | None = TOKEN):
-    env = dict(os.environ, JIANMU_DEBUG_WAIT=str(wait), JIANMU_DEBUG_HEARTBEAT=str(heartbeat), PYTHONPATH=str(ROOT))
-    env.pop("JIANMU_DEBUG_TOKEN", None)
-    if token is not None:
-        env["JIANMU_DEBUG_TOKEN"] = token
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "tests" / "debug_target.py"), str(ROOT / tree), "127.0.0.1:0", env=env,
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    first = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
-    where = re.search(r"ws://(127\.0\.0\.1:\d+)", first)
-    assert where, first
-    stderr = [first]
-    drain = asyncio.create_task(_drain(process.stderr, stderr))
-    try:
-        yield Target(process, where[1], stderr)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await drain
-
-
-async def until(client: DebugClient, message_type: str) -> dict:
-    while (message := await asyncio.wait_for(client.next_message(), 60)) is not None:
-        if message["type"] == message_type:
-            return message
-    raise AssertionError(f"the connection closed before a {message_type!r} message")
 
 
 async def test_before_breakpoint_pauses_the_llm_node_and_a_state_edit_reaches_the_run():

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from postgres_server import PASSWORD
 
-from runtime.memory.checkpoint import PostgresCheckpointStore, StoreError, open_store
+from runtime.memory.checkpoint import SCHEMA_VERSION, PostgresCheckpointStore, StoreError, open_store
 
 TESTS = os.path.dirname(__file__)
 
@@ -34,13 +34,13 @@ def test_the_schema_is_created_on_first_use_in_its_own_namespace(postgres_url):
     store.close()
     tables = {row[0] for row in _sql(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'jianmu'")}
     assert tables == {"meta", "checkpoints", "items", "chunks", "events", "io"}
-    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [("2",)]
+    assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert _sql(postgres_url, "SELECT count(*) FROM public.items") == [(0,)]
 
 
 @pytest.mark.parametrize("version, message", [
-    ("99", "written by a newer version (schema 99; this version reads up to 2)"),
-    ("1", "written by an older version (schema 1; this version reads schema 2)"),
+    ("99", f"written by a newer version (schema 99; this version reads up to {SCHEMA_VERSION})"),
+    ("1", f"written by an older version (schema 1; this version reads schema {SCHEMA_VERSION})"),
 ])
 def test_another_schema_version_is_refused_in_one_line_and_left_untouched(postgres_url, version, message):
     open_store(postgres_url).close()

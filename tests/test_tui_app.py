@@ -1,4 +1,8 @@
-"""Pilot tests of the studio: each drives the real app with keys and reads what the panes show."""
+"""Pilot tests of the studio: each drives the real app with keys and reads what the panes show.
+
+The scenarios marked `BOTH` run on a local session and on a remote one (the tree in its own
+process, attached over the debug protocol): the TUI must not tell them apart.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,17 @@ import io
 
 from rich.console import Console
 from textual.widgets import Input, OptionList, Static
-from tui_fixtures import SIZE, approval_session, pipeline_session, settle, steady_terminal  # noqa: F401
+from tui_fixtures import (  # noqa: F401
+    APPROVAL_TREE,
+    BOTH,
+    SIZE,
+    TEXT_PIPELINE,
+    pipeline_session,
+    session_on,
+    settle,
+    steady_terminal,
+    until,
+)
 
 from studio.app import StudioApp
 from studio.screens.approval import ApprovalScreen
@@ -40,67 +54,74 @@ def status_line(app: StudioApp) -> str:
     return str(app.main.query_one(StatusLine).render())
 
 
-async def test_step_changes_the_tree_and_the_state():
-    app = StudioApp(pipeline_session())
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        assert "○ Normalize" in tree_label(app, NORMALIZE)
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert "● Normalize" in tree_label(app, NORMALIZE)
-        assert "tick 1" in status_line(app) and "paused" in status_line(app)
-        await pilot.pause(0.3)  # Normalize's async work finishes and writes state between ticks
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert "✔ Normalize" in tree_label(app, NORMALIZE)
-        label = state_label(app, "", "normalized_text")
-        assert "the quick brown fox" in label and label.startswith("●")  # changed by the last tick
-        running = app.main.query_one("#running-now", OptionList)
-        assert {running.get_option_at_index(i).id for i in range(running.option_count)} == {
-            "TextPipeline/Count/AllWords", "TextPipeline/Count/UniqueWords"}
+@BOTH
+async def test_step_changes_the_tree_and_the_state(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert "○ Normalize" in tree_label(app, NORMALIZE)
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert "● Normalize" in tree_label(app, NORMALIZE)
+            assert "tick 1" in status_line(app) and "paused" in status_line(app)
+            await pilot.press("n")  # waits for Normalize's async work, which writes state between ticks
+            await settle(app, pilot)
+            assert "✔ Normalize" in tree_label(app, NORMALIZE)
+            label = state_label(app, "", "normalized_text")
+            assert "the quick brown fox" in label and label.startswith("●")  # changed by the last tick
+            running = app.main.query_one("#running-now", OptionList)
+            assert {running.get_option_at_index(i).id for i in range(running.option_count)} == {
+                "TextPipeline/Count/AllWords", "TextPipeline/Count/UniqueWords"}
 
 
-async def test_continue_stops_at_a_node_breakpoint():
-    session = pipeline_session()
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        assert app.main.query_one(TreePane).jump("TextPipeline/Summarise")
-        await pilot.press("b")
-        await settle(app, pilot)
-        assert tree_label(app, "TextPipeline/Summarise").startswith("◆")
-        await pilot.press("c")
-        await settle(app, pilot)
-        assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
-        assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
-        assert session.run_state == RunState.PAUSED
+@BOTH
+async def test_continue_stops_at_a_node_breakpoint(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert app.main.query_one(TreePane).jump("TextPipeline/Summarise")
+            await pilot.press("b")
+            await settle(app, pilot)
+            assert tree_label(app, "TextPipeline/Summarise").startswith("◆")
+            await pilot.press("c")
+            await settle(app, pilot)
+            assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
+            assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
+            assert session.run_state == RunState.PAUSED
 
 
-async def test_continue_stops_at_a_conditional_breakpoint_set_from_the_palette():
-    session = pipeline_session()
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"conditional")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause()
-        prompt = app.screen.query_one("#prompt-input", Input)
-        prompt.value = "nope > 1"
-        await pilot.press("enter")
-        await pilot.pause()
-        assert "no state key 'nope'" in str(app.screen.query_one("#prompt-error", Static).render())
-        prompt.value = "len(normalized_text) > 0"
-        await pilot.press("enter")
-        await pilot.pause()
-        assert app.screen is app.main
-        await pilot.press("c")
-        await settle(app, pilot)
-        assert session.last_stop.message == "breakpoint: when len(normalized_text) > 0"
-        assert "breakpoint: when len(normalized_text) > 0" in status_line(app)
-        assert session.state_snapshot()[""]["words"] == 0 and not session.runner.finished
+@BOTH
+async def test_continue_stops_at_a_conditional_breakpoint_set_from_the_palette(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await conditional_breakpoint_from_the_palette(app, pilot, session)
+
+
+async def conditional_breakpoint_from_the_palette(app: StudioApp, pilot, session) -> None:
+    await settle(app, pilot)
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"conditional")
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await pilot.pause()
+    prompt = app.screen.query_one("#prompt-input", Input)
+    prompt.value = "nope > 1"
+    await pilot.press("enter")
+    await pilot.pause()
+    assert "no state key 'nope'" in str(app.screen.query_one("#prompt-error", Static).render())
+    prompt.value = "len(normalized_text) > 0"
+    await pilot.press("enter")
+    await pilot.pause()
+    assert app.screen is app.main
+    await pilot.press("c")
+    await settle(app, pilot)
+    assert session.last_stop.message == "breakpoint: when len(normalized_text) > 0"
+    assert "breakpoint: when len(normalized_text) > 0" in status_line(app)
+    assert session.state_snapshot()[""]["words"] == 0 and session.run_state == RunState.PAUSED
 
 
 async def test_filter_events_by_type_node_and_text():
@@ -134,86 +155,106 @@ def test_event_filter_terms():
     assert f.exclude == {"type": ["tool.call.failed"], "text": ["noise"]}
 
 
-async def test_edit_a_binding_and_the_next_tick_reads_the_new_key(tmp_path):
+@BOTH
+async def test_edit_a_binding_and_the_next_tick_reads_the_new_key(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        session.edit_state(None, "summary", "Hello   BRAVE  World")
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.main.query_one(TreePane).jump(NORMALIZE)
+            await pilot.press("e")
+            await pilot.pause()
+            assert isinstance(app.screen, BindingsEditor)
+            app.screen.query_one("#port-0", Input).value = "summary"
+            await pilot.click("#apply")
+            await settle(app, pilot)
+            assert app.screen is app.main
+            assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "summary"}
+            assert any(e.type == "binding.changed" and e.payload["new"] == "summary" for e in session.events)
+            await pilot.press("n")
+            await settle(app, pilot)
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert session.state_snapshot()[""]["normalized_text"] == "hello brave world"
+            detail = plain(app.main.query_one("#node-detail-body", Static))
+            assert "source_text → summary" in detail
+
+
+async def test_apply_and_save_keeps_the_bindings_beside_the_store(tmp_path):
     session = pipeline_session(tmp_path)
-    session.edit_state(None, "summary", "Hello   BRAVE  World")
     app = StudioApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         app.main.query_one(TreePane).jump(NORMALIZE)
         await pilot.press("e")
         await pilot.pause()
-        assert isinstance(app.screen, BindingsEditor)
         app.screen.query_one("#port-0", Input).value = "summary"
         await pilot.click("#save")
         await pilot.pause()
         assert app.screen is app.main
-        assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "summary"}
         assert session.bindings_file.exists() and session.bindings_file.name.endswith(".bindings.json")
         assert not (tmp_path / "text_pipeline.bindings.json").exists()  # beside the store, not the tree file
-        assert any(e.type == "binding.changed" and e.payload["new"] == "summary" for e in session.events)
-        await pilot.press("n")
-        await settle(app, pilot)
-        await pilot.pause(0.3)
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert session.state_snapshot()[""]["normalized_text"] == "hello brave world"
-        detail = plain(app.main.query_one("#node-detail-body", Static))
-        assert "source_text → summary" in detail
 
 
-async def test_a_bad_binding_is_rejected_with_a_reason(tmp_path):
-    session = pipeline_session(tmp_path)
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        app.main.query_one(TreePane).jump(NORMALIZE)
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#port-0", Input).value = "no_such_key"
-        await pilot.pause()
-        assert "no state field 'no_such_key'" in str(app.screen.query_one("#port-check-0", Static).render())
-        await pilot.click("#apply")
-        await pilot.pause()
-        assert isinstance(app.screen, BindingsEditor)
-        assert "no state field" in str(app.screen.query_one("#bindings-error", Static).render())
-        await pilot.press("escape")
-        await pilot.pause()
-        assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "text"}
+@BOTH
+async def test_a_bad_binding_is_rejected_with_a_reason(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.main.query_one(TreePane).jump(NORMALIZE)
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#port-0", Input).value = "no_such_key"
+            await pilot.pause()
+            assert "no state field 'no_such_key'" in str(app.screen.query_one("#port-check-0", Static).render())
+            await pilot.click("#apply")
+            await pilot.pause()
+            assert isinstance(app.screen, BindingsEditor)
+            assert "no state field" in str(app.screen.query_one("#bindings-error", Static).render())
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "text"}
 
 
-async def test_approve_a_pending_tool_call(tmp_path):
-    session = approval_session(tmp_path)
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        assert session.run_state == RunState.SUSPENDED
-        assert "suspended for approval" in status_line(app)
-        assert isinstance(app.screen, ApprovalScreen)
-        assert app.screen.request.tool == "calculator"
-        await pilot.click("#approve")
-        await pilot.pause()
-        await pilot.press("c")
-        await settle(app, pilot)
-        assert session.run_state == RunState.FINISHED
-        assert session.agent.result_from(session.runner).final_answer == "110"
+@BOTH
+async def test_approve_a_pending_tool_call(kind, tmp_path):
+    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            await settle(app, pilot)
+            assert session.run_state == RunState.SUSPENDED
+            assert "suspended for approval" in status_line(app)
+            assert isinstance(app.screen, ApprovalScreen)
+            assert app.screen.request.tool == "calculator"
+            await pilot.click("#approve")
+            await until(lambda: session.run_state == RunState.PAUSED)  # answered: held until c or n, both alike
+            await settle(app, pilot)
+            assert "approval resolved: continue" in status_line(app)
+            await pilot.press("c")
+            await settle(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)
+            assert session.state_snapshot()[""]["final_answer"] == "110"
 
 
-async def test_deny_a_pending_tool_call_with_a_reason(tmp_path):
-    session = approval_session(tmp_path, answer="I was not allowed to calculate.")
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        app.screen.query_one("#approval-reason", Input).value = "not today"
-        await pilot.click("#deny")
-        await pilot.pause()
-        await pilot.press("c")
-        await settle(app, pilot)
-        messages = session.state_snapshot()[""]["messages"]
-        assert messages[2]["content"] == "Error: tool 'calculator' was not approved: not today"
-        assert session.agent.result_from(session.runner).final_answer == "I was not allowed to calculate."
+@BOTH
+async def test_deny_a_pending_tool_call_with_a_reason(kind, tmp_path):
+    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            await settle(app, pilot)
+            app.screen.query_one("#approval-reason", Input).value = "not today"
+            await pilot.click("#deny")
+            await until(lambda: session.run_state == RunState.PAUSED)
+            await pilot.press("c")
+            await settle(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)
+            messages = session.state_snapshot()[""]["messages"]
+            assert messages[2]["content"] == "Error: tool 'calculator' was not approved: not today"
+            assert session.state_snapshot()[""]["final_answer"] == "110"  # the scripted model's next answer
 
 
 async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
+from ..engine.boundaries import NodeBoundary
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
-from ..state import StateChange, StateValidationError, normalize_namespace
+from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
+from ..state import StateChange, StateValidationError
 from .conditions import Condition, ConditionError
+from .edits import EditRefused, StateFacts, check_binding, check_state_key
+from .past import RunPast
 from .protocol import ProtocolError
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
@@ -93,18 +97,21 @@ class DebugController:
         self._resume = asyncio.Event()
         self._pause_requested = False
         self._stepping = False
+        self._into = False  # stepping into: stop before the next node the traversal reaches
         self._attached = False
         self._detachers: list[Callable[[], Any]] = []
         self.outbox: deque[dict[str, Any]] = deque()
         self._dirty_state: set[tuple[str, str]] = set()
         self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
         self._dropped = 0
-        self._event_hit: str | None = None
+        self._event_hit: ServerBreakpoint | None = None
         self._approvals_dirty = False
         self._sent_statuses: dict[str, str] = {}
         self._sent_counters: dict[str, str | None] = {}
         self._indexed: object = None
         self._report: dict[str, Any] | None = None
+        self._branch: str | None = None
+        self.past = RunPast(runner)
 
     # -- attaching -----------------------------------------------------------------
     def attach(self, *, paused: bool = False) -> dict[str, Any]:
@@ -127,24 +134,36 @@ class DebugController:
             undo()
         self._detachers = []
         self.breakpoints.clear()
+        self._pause_requested = self._stepping = self._into = False
         self._sync_stop_before()
-        self._pause_requested = self._stepping = False
         self._resume.set()
 
     def picture(self) -> dict[str, Any]:
         """The whole run as the client first sees it (and again after `resync`); updates follow from here."""
-        runner = self.runner
         self.outbox.clear()
-        self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
         self._events.clear()
+        return self._picture()
+
+    def _picture(self) -> dict[str, Any]:
+        """The run as it is now; later updates carry only what changes after it."""
+        runner = self.runner
+        self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
         tree = [describe_node(runner, path) for path in runner.nodes]
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
+        self._branch = self.branch
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
-                "finished": runner.finished, "paused": self.paused,
+                "finished": runner.finished, "paused": self.paused, "branch": self._branch,
+                "recording": self.past.recording, "checkpoints": self.past.rows(),
+                "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
                 "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
                 "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
+
+    @property
+    def branch(self) -> str:
+        checkpoints = self.runner.checkpoints
+        return checkpoints.branch if checkpoints is not None else "main"
 
     # -- what changed --------------------------------------------------------------
     def _on_state_change(self, change: StateChange) -> None:
@@ -159,7 +178,7 @@ class DebugController:
         if self._event_hit is None:
             for bp in self.breakpoints.values():
                 if bp.kind == "event" and bp.event == event.type:
-                    self._event_hit = bp.label
+                    self._event_hit = bp
                     break
         self._wakeup(False)
 
@@ -225,9 +244,14 @@ class DebugController:
             update["approvals"] = self._approvals()
         if self._report is not None:
             update["report"], self._report = self._report, None
-        if not update:
+        rows = self.past.new_rows()
+        if rows:
+            update["checkpoints"] = rows
+        if not update and self._branch == self.branch:
             return None
-        update.update(type="update", run_id=runner.run_id, tick=runner.tick_count, status=runner.status.value)
+        self._branch = self.branch
+        update.update(type="update", run_id=runner.run_id, tick=runner.tick_count, status=runner.status.value,
+                      branch=self._branch)
         return update
 
     # -- holding the run -----------------------------------------------------------
@@ -246,16 +270,18 @@ class DebugController:
         if runner.finished:
             self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count})
         elif stop is not None:
-            await self.hold(*stop)
+            kind, text, where = stop
+            await self.hold(kind, text, **where)
         await asyncio.sleep(0)  # let the connection read and send between ticks of a busy tree
 
-    def _stop_after(self, report: TickReport) -> tuple[str, str] | None:
+    def _stop_after(self, report: TickReport) -> tuple[str, str, dict[str, Any]] | None:
+        """(kind, message, where) of the stop a completed tick makes, or None."""
         if self._event_hit is not None:
-            label, self._event_hit = self._event_hit, None
-            return "breakpoint", f"breakpoint: {label}"
+            bp, self._event_hit = self._event_hit, None
+            return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
         for bp in self.breakpoints.values():
-            if bp.kind == "node" and bp.when == "after" and bp.node in report.ticked:
-                return "breakpoint", f"breakpoint: {bp.label}"
+            if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
+                return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
         conditions = [bp for bp in self.breakpoints.values() if bp.kind == "condition"]
         if conditions:
             snapshot = self._condition_scope()
@@ -264,16 +290,30 @@ class DebugController:
                     now = bp.condition.evaluate(snapshot)
                 except ConditionError as exc:
                     del self.breakpoints[bp.id]
-                    return "error", f"{exc} (breakpoint {bp.id} removed)"
+                    return "error", f"{exc} (breakpoint {bp.id} removed)", {"breakpoint": bp.id}
                 hit, bp.was_true = now and not bp.was_true, now
                 if hit:
-                    return "breakpoint", f"breakpoint: {bp.label}"
-        if self._stepping:
-            self._stepping = False
-            return "step", f"tick {report.tick}"
+                    return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
+        if self._stepping or self._into:
+            self._stepping = self._into = False
+            self._sync_stop_before()
+            return "step", f"tick {report.tick}", {}
         if self._pause_requested:
             self._pause_requested = False
-            return "paused", f"paused after tick {report.tick}"
+            return "paused", f"paused after tick {report.tick}", {}
+        return None
+
+    def stop_at(self, boundary: NodeBoundary) -> tuple[str, str, dict[str, Any]] | None:
+        """(kind, message, where) of the stop a tick held before a node makes: the client stepping
+        into it or a before-breakpoint on it; None for a boundary nobody asks for any more."""
+        where = {"node": boundary.path, "when": "before"}
+        for bp in self.breakpoints.values():
+            if bp.kind == "node" and bp.when == "before" and bp.node == boundary.path:
+                return "breakpoint", f"breakpoint: {bp.label}", {**where, "breakpoint": bp.id}
+        if self._into:
+            self._into = False
+            self._sync_stop_before()
+            return "step", f"before {boundary.path} (tick {boundary.tick}, not run yet)", where
         return None
 
     def _condition_scope(self) -> dict[str, dict[str, Any]]:
@@ -315,13 +355,20 @@ class DebugController:
         return {"paused": self.paused is not None}
 
     def _do_continue(self, message):
-        self._pause_requested = self._stepping = False
+        self._pause_requested = self._stepping = self._into = False
+        self._sync_stop_before()
         self._resume.set()
 
     def _do_step(self, message):
-        if self.paused is None:
-            raise ProtocolError("not_paused", "step needs a paused run: pause first")
-        self._stepping = True
+        self._require_paused("stepping", "step needs a paused run: pause first")
+        self._stepping, self._into = True, False
+        self._sync_stop_before()
+        self._resume.set()
+
+    def _do_step_into(self, message):
+        self._require_paused("stepping", "step_into needs a paused run: pause first")
+        self._stepping, self._into = False, True
+        self._sync_stop_before()
         self._resume.set()
 
     def _do_break(self, message):
@@ -356,42 +403,34 @@ class DebugController:
         self._sync_stop_before()
 
     def _sync_stop_before(self) -> None:
-        """The runner's node boundaries are exactly the client's before-breakpoints."""
-        self.runner.stop_before = self.before_paths()
+        """The runner's node boundaries: the client's before-breakpoints, and every node while stepping into."""
+        paths = {bp.node for bp in self.breakpoints.values() if bp.kind == "node" and bp.when == "before"}
+        self.runner.stop_before = paths | set(self.runner.nodes) if self._into else paths
 
-    def before_paths(self) -> set[str]:
-        return {bp.node for bp in self.breakpoints.values() if bp.kind == "node" and bp.when == "before"}
-
-    def _require_paused(self, what: str) -> None:
+    def _require_paused(self, what: str, message: str | None = None) -> None:
         if self.paused is None:
-            raise ProtocolError("not_paused", f"pause the run before {what}")
+            raise ProtocolError("not_paused", message or f"pause the run before {what}")
 
     def _do_edit_state(self, message):
         self._require_paused("editing state")
-        key, value = str(message["key"]), message["value"]
+        key, value = message["key"], message["value"]
+        sm = self.runner.state_manager
         try:
-            namespace = normalize_namespace(message.get("namespace"))
-            sm = self.runner.state_manager
+            namespace = check_state_key(StateFacts.of(self.runner), message.get("namespace"), key)
             old = sm.get(key, namespace)
             sm.load({key: value}, namespace, signal=True)
-        except (StateValidationError, ValueError) as exc:
+        except (EditRefused, StateValidationError, ValueError) as exc:
             raise ProtocolError("bad_request", str(exc)) from None
         self.runner.event_bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
                                                                "old": old, "new": value})
 
     def _do_edit_binding(self, message):
         self._require_paused("rebinding a port")
-        path, direction, port = str(message["node"]), message["direction"], str(message["port"])
-        node = self.runner.nodes.get(path)
-        if node is None:
-            raise ProtocolError("bad_request", f"no node at path {path!r}")
-        if not isinstance(node, JianmuNodeMixin):
-            raise ProtocolError("bad_request", f"{path} is a plain py_trees node: it has no ports")
-        if direction not in ("in", "out"):
-            raise ProtocolError("bad_request", f"direction must be 'in' or 'out', not {direction!r}")
-        key = str(message["key"]).strip().removeprefix("state.")
-        if not key:
-            raise ProtocolError("bad_request", "a binding needs a state key")
+        path, direction, port = str(message["node"]), message["direction"], message["port"]
+        try:
+            node, key = check_binding(self.runner, path, direction, port, message["key"])
+        except EditRefused as exc:
+            raise ProtocolError("bad_request", str(exc)) from None
         old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
         node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
         self.runner.event_bus.publish(EventType.BINDING_CHANGED,
@@ -415,6 +454,72 @@ class DebugController:
             self._approval_manager().deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
         except KeyError as exc:
             raise ProtocolError("bad_request", str(exc)) from None
+
+    # -- the past: checkpoints, replay, fork -----------------------------------------
+    def _do_checkpoint(self, message):
+        return self.past.describe(message["checkpoint"])
+
+    def _do_replay(self, message):
+        return self._restore(message["checkpoint"], replay=True, edits={})
+
+    def _do_fork(self, message):
+        edits, bindings = message.get("state") or {}, message.get("bindings") or {}
+        if not isinstance(edits, dict):
+            raise ProtocolError("bad_request", "fork: 'state' maps qualified keys (key or ns.key) to values")
+        if not isinstance(bindings, dict):
+            raise ProtocolError("bad_request", "fork: 'bindings' maps node paths to {inputs: {port: key}, outputs: ...}")
+        return self._restore(message["checkpoint"], replay=False, edits=edits, bindings=bindings)
+
+    def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any],
+                 bindings: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Restore a checkpoint onto a new branch, serving the recorded model and tool I/O (strictly for
+        a replay); the run stays held there. The answer carries the branch and the new picture."""
+        self._require_paused("replaying or forking")
+        info = self.past.info(checkpoint_id)
+        self.seal()  # what happened so far belongs to the branch it happened on
+        runner = self.runner
+        replayer = IOReplayer(runner.checkpoints.store, info.run_id, strict=replay, source_branch=info.branch)
+        try:
+            if replay:
+                runner.checkpoints.fork(info.id, prefix="replay")
+            else:
+                runner.fork(info.id, state_updates=edits, binding_changes=bindings)
+        except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
+            raise ProtocolError("bad_request", str(exc)) from None
+        replayer.attach(runner.checkpoints)
+        runner.context.io_recorder = replayer
+        self._stepping = self._into = self._pause_requested = False
+        self._sync_stop_before()
+        count = len(edits) + sum(len(ports) for change in (bindings or {}).values() for ports in change.values())
+        how = f"replaying checkpoint {info.id} on {self.branch}: recorded I/O, strict" if replay else \
+            f"forked {self.branch} from checkpoint {info.id}" + (f" with {count} edit{'s' if count > 1 else ''}"
+                                                               if count else "")
+        self.paused = {"kind": "paused", "message": how, "tick": runner.tick_count}
+        return {"branch": self.branch, "message": how, "picture": self._picture()}
+
+    def _do_model_io(self, message):
+        """The recorded request and response of one model call (what the studio's model-call screen shows)."""
+        store = self.past._store()
+        try:
+            where = int(message["round"]), int(message.get("index") or 0)
+        except (TypeError, ValueError):
+            raise ProtocolError("bad_request", f"model_io: round and index are numbers, not {message['round']!r}") from None
+        run_id, node, branches = str(message["run_id"]), str(message["node"]), message.get("branches") or []
+        record = None
+        for branch in branches:  # the call's own branch first, then those it forked from
+            found = store.get_io(run_id, "model", node, *where, str(branch))
+            if found is not None and found.branch == branch:
+                record = found
+                break
+        if record is None and not branches:
+            record = store.get_io(run_id, "model", node, *where)
+        if record is None:
+            return {"record": None}
+        messages = record.request.get("messages")
+        if isinstance(messages, list) and len(messages) == 3 and messages[0] == "l":
+            messages = list(store.read_list(messages[1], messages[2]))
+        return {"record": {"messages": messages, "config": record.request.get("config"),
+                           "response": record.response, "error": record.error}}
 
 
 __all__ = ["DebugController", "ServerBreakpoint", "describe_node"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: step_into, the timeline (checkpoint, replay, fork), model_io
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 DEFAULT_PORT = 7777
@@ -26,6 +26,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "pause": (),
     "continue": (),
     "step": (),
+    "step_into": (),
     "break": ("kind",),
     "unbreak": ("breakpoint",),
     "edit_state": ("key", "value"),
@@ -33,6 +34,10 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "approve": ("approval",),
     "deny": ("approval",),
     "resync": (),
+    "checkpoint": ("checkpoint",),
+    "replay": ("checkpoint",),
+    "fork": ("checkpoint",),
+    "model_io": ("run_id", "node", "round"),
 }
 
 

@@ -150,16 +150,19 @@ class DebugServer:
         while True:
             controller = self.controller
             boundary = runner.paused_at
-            if boundary is not None:  # a tick held before a node: the client's breakpoint, or one left over
-                if controller is not None and boundary.path in controller.before_paths():
-                    await controller.hold("breakpoint", f"breakpoint: before {boundary.path}", node=boundary.path,
-                                          when="before")
+            if boundary is not None:  # a tick held before a node: the client's stop, or one left over
+                stop = controller.stop_at(boundary) if controller is not None else None
+                if stop is not None:
+                    kind, message, where = stop
+                    await controller.hold(kind, message, **where)
             elif not (runner.suspended and controller is not None and max_ticks is None):
                 return status
             else:
                 await self._until_answered()
                 if runner.suspended and self.controller is None:
                     return status
+                if self.controller is not None and not runner.suspended:  # answered: held, as a local session is
+                    await self.controller.hold("paused", "approval resolved: continue or step")
             status = await runner.run(max_ticks)
 
     async def _until_answered(self) -> None:

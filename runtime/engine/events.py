@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -85,6 +85,13 @@ class RuntimeEvent:
 _EVENT = TypeAdapter(RuntimeEvent)
 
 
+def tick_completed_payload(status: str, duration_ms: float, changed: Mapping[str, list[str]],
+                           state_keys: list[str], ticked: int) -> dict[str, Any]:
+    """The payload of `tick.completed` (the runner's, and the one a store rebuilds)."""
+    return {"status": status, "duration_ms": round(duration_ms, 3), "changed": changed,
+            "state_keys": state_keys, "ticked": ticked}
+
+
 EventFilter = Callable[[RuntimeEvent], bool]
 
 
@@ -92,14 +99,15 @@ class Subscription:
     """Handle returned by `subscribe`; call it (or `close()`) to stop receiving events."""
 
     def __init__(self, bus: RuntimeEventBus, callback: Callable[[RuntimeEvent], Any],
-                 types: frozenset[str] | None, predicate: EventFilter | None):
+                 types: frozenset[str] | None, predicate: EventFilter | None, skip: frozenset[str] = frozenset()):
         self._bus = bus
         self.callback = callback
         self.types = types
+        self.skip = skip
         self.predicate = predicate
 
     def accepts_type(self, event_type: str) -> bool:
-        return self.types is None or event_type in self.types
+        return (self.types is None or event_type in self.types) and event_type not in self.skip
 
     def close(self) -> None:
         self._bus._remove(self)
@@ -146,6 +154,13 @@ class RuntimeEventBus:
         """Sequence number of the last event built (the event-stream position)."""
         return self._seq
 
+    def reserve(self, count: int) -> int:
+        """Number `count` events without building them (a recorder rebuilds them later from what
+        it stores anyway); returns the first number."""
+        first = self._seq + 1
+        self._seq += count
+        return first
+
     def seek(self, position: int) -> None:
         """Continue numbering after `position` (used when a run is restored)."""
         self._seq = position
@@ -165,21 +180,26 @@ class RuntimeEventBus:
         self.emit(event)
         return event
 
-    def publish_each(self, event_type: str, items: Iterable[tuple[str | None, dict[str, Any]]]) -> None:
-        """One event per `(node, payload)`, all of one type and one moment (a tick's node statuses)."""
+    def publish_each(self, event_type: str, items: Collection[tuple[str | None, dict[str, Any]]],
+                     now: float | None = None) -> int | None:
+        """One event per `(node, payload)`, all of one type and one moment (a tick's node statuses),
+        numbered as one block (a subscriber publishing meanwhile comes after it); returns the
+        block's first number, None when nobody wants them."""
         if not self.wants(event_type):
-            return
-        event_type, now, tick, run_id, emit = str(event_type), time.time(), self.tick, self.run_id, self.emit
-        for node, payload in items:
-            self._seq += 1
-            emit(RuntimeEvent(self._seq, event_type, now, tick, node, run_id, payload))
+            return None
+        first = self.reserve(len(items))
+        now = time.time() if now is None else now
+        event_type, tick, run_id, emit = str(event_type), self.tick, self.run_id, self.emit
+        for seq, (node, payload) in enumerate(items, first):
+            emit(RuntimeEvent(seq, event_type, now, tick, node, run_id, payload))
+        return first
 
     def emit(self, event: RuntimeEvent) -> None:
         """Deliver an already-built event (publish, or a trace being imported)."""
         if self._keep_history and (self._history_ticks or event.type not in TICK_TELEMETRY):
             self._history.append(event)
         for sub in self._subscriptions:
-            if sub.types is not None and event.type not in sub.types:
+            if (sub.types is not None and event.type not in sub.types) or event.type in sub.skip:
                 continue
             try:
                 if sub.predicate is None or sub.predicate(event):
@@ -189,8 +209,11 @@ class RuntimeEventBus:
 
     # -- subscribing ---------------------------------------------------------------
     def subscribe(self, callback: Callable[[RuntimeEvent], Any], *, types: Iterable[str] | None = None,
-                  filter: EventFilter | None = None) -> Subscription:
-        sub = Subscription(self, callback, frozenset(str(t) for t in types) if types is not None else None, filter)
+                  filter: EventFilter | None = None, skip: Iterable[str] = ()) -> Subscription:
+        """Deliver events of `types` (None: every type) except those in `skip`, and only those
+        `filter` accepts; a type nobody subscribes to is never built."""
+        sub = Subscription(self, callback, frozenset(str(t) for t in types) if types is not None else None, filter,
+                           frozenset(str(t) for t in skip))
         self._subscriptions = [*self._subscriptions, sub]  # replaced, never changed: emit() iterates it
         self._wants.clear()
         return sub
@@ -240,5 +263,5 @@ class EventStream:
         self.close()
 
 
-__all__ = ["TICK_TELEMETRY", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
+__all__ = ["TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
            "Subscription"]

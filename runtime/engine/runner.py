@@ -36,7 +36,7 @@ from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
-from .events import EventType, RuntimeEventBus
+from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .tree import iter_paths
 
@@ -55,6 +55,7 @@ class TickReport:
     state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # "ns.key" -> (old, new)
     duration_ms: float = 0.0
     paused_at: NodeBoundary | None = None  # the tick is held before this node; changes come when it ends
+    telemetry: TickTelemetry | None = None  # with a checkpointer: where its telemetry events are numbered
 
     @property
     def state_keys(self) -> list[str]:
@@ -64,6 +65,19 @@ class TickReport:
     def completed(self) -> bool:
         """False when the tick is held at a node boundary (the report then carries only `paused_at`)."""
         return self.paused_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class TickTelemetry:
+    """(number, time) of a tick's telemetry events: `tick.started`, the first `node.status`
+    (one per changed node, numbered in `changed` order; None: nothing changed) and
+    `tick.completed`. A runner with a checkpointer numbers them whether or not anybody
+    wants them built: the checkpointer stores these few fields, not the events, and the
+    store rebuilds them from its status deltas."""
+
+    started: tuple[int, float]
+    statuses: tuple[int, float] | None
+    completed: tuple[int, float]
 
 
 @dataclass
@@ -405,8 +419,12 @@ class ReactiveRunner:
         self.tick_count += 1
         bus = self.event_bus
         bus.tick = self.tick_count
+        self._started = None
         if bus.wants(EventType.TICK_STARTED):
-            bus.publish(EventType.TICK_STARTED, {})
+            event = bus.publish(EventType.TICK_STARTED, {})
+            self._started = (event.seq, event.time)
+        elif self.checkpoints is not None:
+            self._started = (bus.reserve(1), time.time())
         return detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.TICK_COMPLETED)
 
     def _tick(self, detailed: bool) -> TickReport:
@@ -465,14 +483,25 @@ class ReactiveRunner:
         if detailed:
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
-            if changed and bus.wants(EventType.NODE_STATUS):  # `_value_`: Enum.value is a descriptor call
-                bus.publish_each(EventType.NODE_STATUS, ((path, {"old": old._value_, "new": new._value_})
-                                                         for path, (old, new) in changed.items()))
+            numbered = self.checkpoints is not None
+            statuses = completed = None
+            if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
+                now = time.time()
+                if bus.wants(EventType.NODE_STATUS):  # `_value_`: Enum.value is a descriptor call
+                    first = bus.publish_each(EventType.NODE_STATUS, [
+                        (path, {"old": old._value_, "new": new._value_}) for path, (old, new) in changed.items()], now)
+                else:
+                    first = bus.reserve(len(changed))
+                statuses = (first, now)
             if bus.wants(EventType.TICK_COMPLETED):
-                bus.publish(EventType.TICK_COMPLETED, {
-                    "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
-                    "changed": {p: [o._value_, n._value_] for p, (o, n) in changed.items()},
-                    "state_keys": report.state_keys, "ticked": len(ticked)})
+                event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
+                    report.status._value_, report.duration_ms, {p: [o._value_, n._value_] for p, (o, n) in changed.items()},
+                    report.state_keys, len(ticked)))
+                completed = (event.seq, event.time)
+            elif numbered:
+                completed = (bus.reserve(1), time.time())
+            if numbered:
+                report.telemetry = TickTelemetry(self._started, statuses, completed)
         else:
             self._state_changes.clear()
         return report
@@ -626,4 +655,4 @@ class ReactiveRunner:
         self._statuses = [node.status for node in self._order]
 
 
-__all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport"]
+__all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport", "TickTelemetry"]

@@ -38,9 +38,10 @@ def add_breakpoint(session: DebugSession, text: str) -> Breakpoint:
 
 def node_path(session: DebugSession, text: str, required: bool = True) -> str | None:
     """A node's path from its path or its (unique) name."""
-    if text in session.runner.nodes:
+    views = session.node_views()
+    if any(view.path == text for view in views):
         return text
-    named = [view.path for view in session.node_views() if view.name == text]
+    named = [view.path for view in views if view.name == text]
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
@@ -70,9 +71,7 @@ class BreakpointsScreen(ModalScreen[None]):
         with Vertical(classes="dialog wide") as dialog:
             dialog.border_title = "breakpoints"
             dialog.border_subtitle = KEYS
-            yield Label(f"kept beside the store, in {self.session.breakpoints_file.parent.name}/ "
-                        "(never in the source tree); they come back when this tree is opened again",
-                        classes="hint", id="breakpoints-file")
+            yield Label(self.session.breakpoints_kept, classes="hint", id="breakpoints-file")
             yield DataTable(id="breakpoints-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="breakpoints-message", classes="error")
 

@@ -6,6 +6,7 @@ response, usage, latency and attempts. Enter on any item opens it whole (`ValueS
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -141,9 +142,12 @@ class ModelCallsScreen(ModalScreen[None]):
             yield OptionList(*(Option(Text.assemble((call.title, "bold"), "  ", (call.outcome, "dim")), id=str(i))
                                for i, call in enumerate(self.calls)), id="model-calls-list")
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.app.push_screen(ModelCallScreen(self._open(self.calls[int(event.option.id)])))
+        call = self._open(self.calls[int(event.option.id)])
+        if inspect.isawaitable(call):  # an attached studio asks the served run's store for the recorded I/O
+            call = await call
+        self.app.push_screen(ModelCallScreen(call))
 
 
 __all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block"]

@@ -88,6 +88,7 @@ class CheckpointRecord:
     state: dict[str, dict[str, Entry]]
     bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     chunks: list[ListChunk] = field(default_factory=list)
+    telemetry: dict[str, Any] | None = None  # a tick's: how to rebuild its telemetry events (see RunnerCheckpoints)
 
     @property
     def full(self) -> bool:

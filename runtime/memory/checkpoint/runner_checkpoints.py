@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
-from ...engine.events import EventType, RuntimeEvent
+from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
 from .store import CheckpointError, CheckpointStore, StoreError
@@ -50,7 +50,7 @@ class RunnerCheckpoints:
         self._values: dict[tuple[str, str], Any] = {}
         self._statuses: dict[str, str] = {}  # path -> status, as saved
         self._resume: dict[str, Any] = {}  # path -> {"child": index, "data": resume data}, as saved
-        self._touched: set[str] = set()  # nodes a tick changed or visited since the last save
+        self._touched: dict[str, None] = {}  # nodes changed (first, in tree order) or visited since the last save
         self._bindings: dict[str, dict[str, dict[str, str]]] = {}  # edited by a fork
         self._baseline: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._indexed: dict | None = None
@@ -58,7 +58,7 @@ class RunnerCheckpoints:
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
-        runner.event_bus.subscribe(self._on_event)
+        runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY)  # rebuilt from the records
         if runner.context.io_recorder is None:
             from .io import IORecorder
 
@@ -112,9 +112,11 @@ class RunnerCheckpoints:
 
     # -- saving ----------------------------------------------------------------------
     def after_tick(self, report: TickReport) -> None:
-        self._touched.update(report.changed)
-        self._touched.update(report.ticked)
-        self.save(Source.LOOP)
+        self._touched.update(dict.fromkeys(report.changed))
+        # a composite's current child follows from its children's statuses: it can move only
+        # when one of them changed, so a tick costs what it changed, not what it visited
+        self._touched.update(dict.fromkeys(path.rpartition("/")[0] for path in report.changed))
+        self.save(Source.LOOP, tick=report)
         take = getattr(self.runner.context.io_recorder, "take_divergence", None)
         divergence = take() if take is not None else None
         if divergence is not None:  # a strict replay met a request it never recorded: stop the run
@@ -126,24 +128,31 @@ class RunnerCheckpoints:
         self._base_id = None
         self._lists = ListTracker()
         self._values.clear()
-        self._touched = set()
+        self._touched = {}
 
-    def save(self, source: str = Source.UPDATE, status: str | None = None) -> int:
+    def save(self, source: str = Source.UPDATE, status: str | None = None, *, tick: TickReport | None = None) -> int:
         """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
-        returns its id. A store that cannot write it raises `StoreError`: the run must stop."""
+        returns its id. A store that cannot write it raises `StoreError`: the run must stop.
+        After a tick (`tick`: its report) the record also says how its telemetry was numbered."""
         runner = self.runner
         if runner.run_id != self._run_id:
             self._start_session(runner.run_id, "main", None)
         self._index()
-        full = self._base_id is None or self._since_full >= self.full_every
-        captured = runner.capture(None if full else self._touched)
-        self._touched = set()
+        fresh = self._base_id is None  # a new line: capture the whole runner
+        full = fresh or self._since_full >= self.full_every
+        captured = runner.capture(None if fresh else self._touched)
+        self._touched = {}
+        changed = tick.changed if tick is not None else {}
+        statuses, derived = self._status_delta(captured, fresh, changed)
+        resume = self._resume_delta(captured, fresh)
+        if full and not fresh:  # bounds the chain: the picture the deltas kept, not the tree walked again
+            statuses, resume, derived = self._statuses, dict(self._resume), False
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
-            wake=captured.wake, statuses=self._status_delta(captured, full), resume=self._resume_delta(captured, full),
-            state={}, bindings=self._bindings)
+            wake=captured.wake, statuses=statuses, resume=resume,
+            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived))
         record.state = self._state_delta(full, record.chunks)
         try:
             checkpoint_id = self.store.save(record, self._events)
@@ -165,27 +174,37 @@ class RunnerCheckpoints:
         if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
-        self._touched.update(nodes.keys() - self._statuses.keys())  # nodes new since the last save
+        self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
         self._models = dict(_resumable_models(nodes))
         for path, node in nodes.items():
             if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
                 self._baseline[path] = (node.input_bindings, node.output_bindings)
 
-    def _status_delta(self, captured: RunnerState, full: bool) -> dict[str, str]:
-        """Every status (full), or those of the touched nodes that differ from the last save."""
+    def _status_delta(self, captured: RunnerState, full: bool,
+                      changed: Mapping[str, tuple[Any, Any]]) -> tuple[dict[str, str], bool]:
+        """Every status (full), or those of the touched nodes that differ from the last save;
+        and whether the tick's `changed` are the delta's first entries, each changed from its
+        status as saved (then its `node.status` events are rebuilt from the delta alone)."""
         if full:
             self._statuses = dict(captured.statuses)
-            return captured.statuses
-        delta = {p: s for p, s in captured.statuses.items() if self._statuses.get(p) != s}
-        self._statuses.update(delta)
-        return delta
+            return captured.statuses, not changed
+        saved = self._statuses
+        delta = {p: s for p, s in captured.statuses.items() if saved.get(p) != s}
+        derived = len(delta) >= len(changed) and all(
+            p == q and s == new._value_ and saved.get(p, "INVALID") == old._value_
+            for (p, s), (q, (old, new)) in zip(delta.items(), changed.items(), strict=False))
+        saved.update(delta)
+        return delta, derived
 
     def _resume_delta(self, captured: RunnerState, full: bool) -> dict[str, Any]:
         """Composite positions, resume data and model positions: all (full), or the entries that
         changed among the touched composites and the nodes with resume data (None: entry gone)."""
         old = self._resume
         entries: dict[str, Any] = {}
-        for path in captured.statuses.keys() | captured.resume.keys() | self._models.keys():
+        paths = captured.positions.keys() | captured.resume.keys() | self._models.keys()
+        if not full:  # a touched composite with no current child now loses its saved position
+            paths |= captured.statuses.keys() & old.keys()
+        for path in paths:
             entry = {}
             if path in captured.positions:
                 entry["child"] = captured.positions[path]
@@ -383,6 +402,23 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
+    """How a tick's telemetry events were numbered, for the store to rebuild them: `s`
+    tick.started and `c` tick.completed [number, time, ...its payload], `n` the node.status
+    block [first number, time, count]; `x` the changes [path, old, new] when the record's
+    status delta does not give them."""
+    telemetry = None if tick is None else tick.telemetry
+    if telemetry is None:
+        return None
+    out: dict[str, Any] = {"s": list(telemetry.started), "c": [
+        *telemetry.completed, round(tick.duration_ms, 3), len(tick.ticked), tick.state_keys]}
+    if telemetry.statuses is not None:
+        out["n"] = [*telemetry.statuses, len(tick.changed)]
+        if not derived:
+            out["x"] = [[p, old._value_, new._value_] for p, (old, new) in tick.changed.items()]
+    return out
 
 
 def _resumable_models(nodes: Mapping[str, Any]) -> list[tuple[str, Any]]:

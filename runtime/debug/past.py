@@ -1,0 +1,136 @@
+"""The served run's past, read from its checkpoint store for a debugger in another process.
+
+A run records checkpoints only when its runner has a checkpointer (`make_runner(checkpointer=
+store)`); then the client gets every checkpoint as a timeline row (id, tick, branch, parent,
+what it changed) and can ask for one checkpoint as the studio draws it: node statuses and
+loop counters, state, the keys that differ from its parent, and the port bindings of then.
+Everything is read from the store, so nothing later than the checkpoint leaks into it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from ..engine.behaviour import JianmuNodeMixin, binding_key
+from ..engine.runner import ReactiveRunner
+from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
+from .protocol import ProtocolError
+
+CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
+NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
+
+
+def changed_keys(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    """`[qualified key, old, new]` for every key added, changed or removed between two states."""
+    out = []
+    for ns in dict.fromkeys([*old, *new]):
+        before, after = old.get(ns, {}), new.get(ns, {})
+        for key in dict.fromkeys([*before, *after]):
+            if before.get(key) != after.get(key) or (key in before) != (key in after):
+                out.append([f"{ns}.{key}" if ns else key, before.get(key), after.get(key)])
+    return out
+
+
+class RunPast:
+    """Rows and checkpoints of the runner's run, decoded from its store (a few kept)."""
+
+    def __init__(self, runner: ReactiveRunner):
+        self.runner = runner
+        self._cache: OrderedDict[int, Checkpoint] = OrderedDict()
+        self._summaries: dict[int, str] = {}
+        self._listed: tuple[str | None, int | None] = (None, None)  # (run id, last id) sent as rows
+
+    @property
+    def recording(self) -> bool:
+        return getattr(self.runner.checkpoints, "store", None) is not None
+
+    def _store(self):
+        if not self.recording:
+            raise ProtocolError("bad_request", NO_STORE)
+        return self.runner.checkpoints.store
+
+    # -- rows ------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """Every checkpoint of the current run, all branches, oldest first (and remember them as sent)."""
+        self._listed = (self.runner.run_id, None)
+        return self.new_rows()
+
+    def new_rows(self) -> list[dict[str, Any]]:
+        """The checkpoints saved since the rows last sent."""
+        if not self.recording or self.runner.run_id is None:
+            return []
+        run_id, after = self._listed
+        if run_id != self.runner.run_id:
+            run_id, after = self.runner.run_id, None
+        infos = self.runner.checkpoints.store.list(run_id, after=after)
+        self._listed = (run_id, infos[-1].id if infos else after)
+        return [self.row(info) for info in infos]
+
+    def row(self, info: CheckpointInfo) -> dict[str, Any]:
+        return {"id": info.id, "tick": info.tick, "status": info.status, "branch": info.branch,
+                "parent_id": info.parent_id, "source": info.source, "event_position": info.event_position,
+                "summary": self.summary(info)}
+
+    def summary(self, info: CheckpointInfo) -> str:
+        """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
+        cached = self._summaries.get(info.id)
+        if cached is None:
+            checkpoint = self.get(info.id)
+            if info.parent_id is None:
+                cached = "input" if info.tick == 0 else f"{len(checkpoint.statuses)} nodes"
+            else:
+                parent = self.get(info.parent_id)
+                nodes = sum(1 for path, status in checkpoint.statuses.items()
+                            if parent.statuses.get(path, "INVALID") != status)
+                keys = [key for key, _, _ in changed_keys(parent.state, checkpoint.state)]
+                shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
+                cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
+                cached += f"{nodes} nodes" + (f"; {shown}" if shown else "")
+            self._summaries[info.id] = cached
+        return cached
+
+    # -- one checkpoint --------------------------------------------------------------
+    def get(self, checkpoint_id: Any) -> Checkpoint:
+        """The decoded checkpoint; `bad_request` for an id the store does not hold."""
+        store = self._store()
+        try:
+            key = int(checkpoint_id)
+            checkpoint = self._cache.pop(key, None) or store.get(key)
+        except (CheckpointError, StoreError, ValueError, TypeError) as exc:
+            raise ProtocolError("bad_request", f"checkpoint {checkpoint_id!r}: {exc}") from None
+        self._cache[key] = checkpoint
+        while len(self._cache) > CACHED:
+            self._cache.popitem(last=False)
+        return checkpoint
+
+    def info(self, checkpoint_id: Any) -> CheckpointInfo:
+        checkpoint = self.get(checkpoint_id)
+        if checkpoint.run_id != self.runner.run_id:
+            raise ProtocolError("bad_request", f"checkpoint {checkpoint.id} belongs to run {checkpoint.run_id}, "
+                                               f"not to the run served ({self.runner.run_id})")
+        return checkpoint.info
+
+    def describe(self, checkpoint_id: Any) -> dict[str, Any]:
+        """One checkpoint as a frame: statuses, loop counters, state, marks, ports bound then."""
+        checkpoint = self.get(checkpoint_id)
+        parent = self.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
+        nodes = self.runner.nodes
+        counters, ports = {}, {}
+        for path in checkpoint.statuses:
+            node = nodes.get(path)
+            data = (checkpoint.resume.get(path) or {}).get("data")
+            if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
+                counters[path] = f"iter {data['iteration_count']}/{node.max_iterations}"
+            if isinstance(node, JianmuNodeMixin):
+                inputs, outputs = self.runner.checkpoints.bindings_at(checkpoint, path)
+                ports[path] = [[direction, port, binding_key(port, bound.get(port))]
+                               for direction, declared, bound in (("in", node.input_ports, inputs),
+                                                                  ("out", node.output_ports, outputs))
+                               for port in dict.fromkeys([*declared, *bound])]
+        return {"checkpoint": self.row(checkpoint.info), "statuses": checkpoint.statuses, "counters": counters,
+                "ports": ports, "state": checkpoint.state,
+                "marks": changed_keys(parent.state, checkpoint.state) if parent is not None else []}
+
+
+__all__ = ["NO_STORE", "RunPast", "changed_keys"]
