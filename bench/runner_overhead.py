@@ -11,7 +11,9 @@ Configurations: raw `BehaviourTree.tick()`; a runner built with defaults (its bu
 history); a subscriber to every event; the SQLite store recording every tick (a
 checkpointer); a node boundary set on one leaf, stopped at and resumed every tick.
 Microseconds per node-tick, best of several interleaved repeats, each beside raw
-py_trees measured in the same run, so the ratios hold on a noisy machine.
+py_trees measured in the same run, so the ratios hold on a noisy machine. Without
+`--quick`, also how long one save holds the loop at 110,001 nodes (a delta, and the
+periodic full record), beside raw py_trees' tick of the same tree.
 
 A ReAct-shaped tree (`create_react_node`, scripted model, one tool in a tool box) runs
 rounds through `Agent.make_runner` (which closes the tool box when the run finishes)
@@ -141,6 +143,41 @@ def measure(name: str, build: Callable, nodes: int, ticks: int, configs: list[st
         print(f"{LABELS[config]:<44}{elapsed / per:>14.3f}{elapsed / raw:>9.3f}{goal:>8}")
 
 
+async def _saves(build: Callable, ticks: int, store_dir: Path) -> tuple[list[float], list[float]]:
+    """Milliseconds of each delta save and of the full records (the first save, which captures the
+    whole runner, and the periodic one, forced half way), recording `ticks` ticks."""
+    store = SQLiteCheckpointStore(store_dir / f"saves-{time.perf_counter_ns()}.db")
+    runner = ReactiveRunner(build(), Empty(), checkpointer=store)
+    checkpoints, after_tick = runner.checkpoints, runner.checkpoints.after_tick
+    deltas, full = [], []
+
+    def timed(report) -> None:
+        started = time.perf_counter()
+        after_tick(report)
+        (full if checkpoints._since_full == 0 else deltas).append((time.perf_counter() - started) * 1000)
+
+    checkpoints.after_tick = timed
+    runner.start_fresh()
+    runner._go_live()
+    for tick in range(ticks):
+        if tick == ticks // 2:
+            checkpoints._since_full = checkpoints.full_every  # the periodic full record, now
+        runner._wake.set()
+        await runner._step(detailed=False)
+    runner._go_idle()
+    store.close()
+    return deltas, full
+
+
+def measure_saves(name: str, build: Callable, nodes: int, ticks: int, store_dir: Path) -> None:
+    """How long a save holds the loop, beside raw py_trees' tick of the same tree."""
+    raw = raw_py_trees(build, ticks) / ticks * 1000
+    deltas, (first, periodic) = asyncio.run(_saves(build, ticks, store_dir))
+    print(f"\n{name}: {nodes:,} nodes, a save after each of {ticks} ticks; raw py_trees tick {raw:.1f} ms")
+    print(f"  delta save median {sorted(deltas)[len(deltas) // 2]:.1f} ms, max {max(deltas):.1f} ms; "
+          f"periodic full record {periodic:.1f} ms; first save (the whole runner captured) {first:.1f} ms")
+
+
 # -- a ReAct-shaped tree -------------------------------------------------------------
 @tool
 def lookup(round: int) -> str:
@@ -180,7 +217,7 @@ def measure_react(rounds: int, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="skip the 100,000-node tree")
+    parser.add_argument("--quick", action="store_true", help="skip the 100,000-node trees")
     args = parser.parse_args()
     all_configs = ["defaults", "subscriber", "sqlite"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,6 +228,8 @@ def main() -> None:
         if not args.quick:
             measure("churn", lambda: build_churn_tree(10_000), nodes_of(10_000), 4, ["defaults", "subscriber"],
                     max(2, args.repeats // 2), store_dir)
+        for name, build in (("static", build_tree), ("churn", build_churn_tree)):
+            measure_saves(name, lambda build=build: build(10_000), nodes_of(10_000), 6, store_dir)
     measure_react(200, args.repeats)
 
 

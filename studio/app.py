@@ -85,6 +85,7 @@ class MainScreen(Screen):
         self._dirty = True
         self._shape: tuple = ()
         self._frame_key: tuple = ()
+        self._past = False
         self._offered: set[str] = set()
 
     def compose(self) -> ComposeResult:
@@ -155,7 +156,7 @@ class MainScreen(Screen):
         session = self.session
         viewing = session.viewing
         frame = session.frame
-        self.set_class(viewing is not None, "-past")
+        self._show_past(viewing is not None)
         self.query_one(StatusLine).show(session)
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
@@ -176,6 +177,18 @@ class MainScreen(Screen):
         state.show(session.state_snapshot(), session.marks())
         self._show_detail(tree.selected_path)
         self.query_one(Timeline).sync(session.checkpoints(), viewing)
+
+    def _show_past(self, past: bool) -> None:
+        """The past is read-only: say so with colour as well as words. Styled on the two panes
+        themselves: a class on the screen would restyle every widget under it, and the tree
+        would then measure all its lines again (hundreds of ms at 10,000 nodes)."""
+        if past == self._past:
+            return
+        self._past = past
+        warning = self.app.theme_variables["warning"] if past else None
+        for pane in (self.query_one(TreePane), self.query_one(StatePane)):
+            pane.styles.border = ("heavy", warning) if past else None
+            pane.styles.border_title_color = warning
 
     def _show_detail(self, path: str | None) -> None:
         try:

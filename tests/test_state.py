@@ -283,3 +283,20 @@ def test_state_keys_defaults():
     assert StateKeys(messages="chat").messages == "chat"
     assert InteractionKeys.TERMINATION
     assert len({InteractionKeys.TERMINATION, InteractionKeys.PENDING, InteractionKeys.RESPONSES}) == 3
+
+
+def test_a_stored_history_is_validated_from_its_json_in_one_pass_and_bad_text_is_named():
+    class Chat(BaseModel):
+        messages: list[Message] = []
+
+    sm = StateManager(Chat)
+    history = [human("hi"), ai("hello")]
+    text = json.dumps([m.model_dump(mode="json") for m in history])
+    assert sm.validate_json("messages", text) == history
+    assert sm.validate_json("free", '{"a": [1]}') == {"a": [1]}  # a key the schema does not name: plain JSON
+    with pytest.raises(StateValidationError, match=r"^state key 'agent\.messages': 1\.role: "):
+        sm.validate_json("messages", '[{"role": "user"}, {"role": "robot"}]', "agent")
+    with pytest.raises(StateValidationError, match=r"^state key 'messages': Invalid JSON: EOF"):
+        sm.validate_json("messages", '[{"role": "user"')
+    with pytest.raises(StateValidationError, match=r"^state key 'free': not JSON"):
+        sm.validate_json("free", "{")

@@ -14,13 +14,14 @@ so a change record can hold old and new values without copying them.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic_core import from_json, to_jsonable_python
 
 from .ephemeral import Ephemeral, Scope
 
@@ -70,6 +71,10 @@ class StateChange:
         return list(self.changes)
 
 
+def _where(namespace: str | None, key: str) -> str:
+    return f"{namespace}.{key}" if namespace else key
+
+
 def _copy(value: Any) -> Any:
     """Copy what a caller could mutate; frozen models and scalars are shared."""
     if isinstance(value, list):
@@ -99,9 +104,11 @@ def _field_specs(schema: type[BaseModel]) -> dict[str, FieldSpec]:
         constraints = [m for m in info.metadata if m is not reducer and not isinstance(m, Ephemeral)]
         adapter = TypeAdapter(Annotated[(info.annotation, *constraints)] if constraints else info.annotation)
 
-        def default(info=info) -> Any:
-            return info.get_default(call_default_factory=True)
-
+        factory = info.default_factory
+        if factory is not None and not info.default_factory_takes_validated_data:
+            default = factory  # pydantic's get_default() inspects the factory's signature on every call
+        else:
+            default = functools.partial(info.get_default, call_default_factory=True)
         spec = FieldSpec(attr, adapter, reducer, scope, default)
         specs[attr] = spec
         if info.alias:
@@ -118,16 +125,16 @@ class StateManager:
         self._cls = _with_extra(schema)
         initial = {attr: getattr(state, attr) for attr in schema.model_fields} if isinstance(state, BaseModel) else {}
         self._extra_initial = dict(state.model_extra or {}) if isinstance(state, BaseModel) else {}
+        self._specs = _field_specs(schema)
         self._model: BaseModel = self._cls.model_construct(**{**self._defaults(), **initial})
         self._model.__pydantic_extra__ = dict(self._extra_initial)
-        self._specs = _field_specs(schema)
         self._namespaced: dict[str, set[str]] = {}  # namespace -> keys stored in extras
         self._subscribers: list[Callable[[StateChange], Any]] = []
         self._wake_listeners: list[Callable[[], Any]] = []
         self._dirty: set[tuple[str, str]] = set()
 
     def _defaults(self) -> dict[str, Any]:
-        return {attr: info.get_default(call_default_factory=True) for attr, info in self.schema.model_fields.items()}
+        return {attr: self._specs[attr].default() for attr in self.schema.model_fields}
 
     # -- reading -------------------------------------------------------------------
     @property
@@ -200,11 +207,25 @@ class StateManager:
         try:
             return _copy(spec.adapter.validate_python(value))
         except ValidationError as exc:
-            where = f"{namespace}.{key}" if namespace else key
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            detail = f"{loc}: {first['msg']}" if loc else first["msg"]
-            raise StateValidationError(f"state key '{where}': {detail} (got {value!r:.80})") from None
+            raise self._invalid(namespace, key, value, exc) from None
+
+    @staticmethod
+    def _invalid(namespace: str | None, key: str, value: Any, exc: ValidationError) -> StateValidationError:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        detail = f"{loc}: {first['msg']}" if loc else first["msg"]
+        return StateValidationError(f"state key '{_where(namespace, key)}': {detail} (got {value!r:.80})")
+
+    def validate_json(self, key: str, text: str | bytes, namespace: str | None = None) -> Any:
+        """`validate()` of a value given as JSON text, parsed and validated in one pass (a stored
+        message history: no Python objects built twice, nothing to copy); `StateValidationError`."""
+        spec = self._specs.get(key)
+        try:
+            return spec.adapter.validate_json(text) if spec is not None else from_json(text)
+        except ValueError as exc:  # pydantic's ValidationError, or JSON that does not parse
+            if not isinstance(exc, ValidationError):
+                raise StateValidationError(f"state key '{_where(namespace, key)}': not JSON ({exc})") from None
+            raise self._invalid(namespace, key, text, exc) from None
 
     def update(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = True) -> StateChange:
         """Apply several writes as one update: validate, reduce, store, notify, then wake."""

@@ -171,9 +171,7 @@ class TreePane(Vertical):
         running = self.query_one("#running-now", OptionList)
         running.clear_options()
         running.add_options([Option(Text.assemble(path.rpartition("/")[2], "  ", (path, "dim")), id=path)
-                             for path in paths])
-        running.display = bool(paths)
-        self.call_after_refresh(self.flush)  # the tree's height changed: other lines are on screen now
+                             for path in paths] or [Option(Text("nothing", "dim"), disabled=True)])
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:

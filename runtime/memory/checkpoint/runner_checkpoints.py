@@ -295,7 +295,7 @@ class RunnerCheckpoints:
                 slot = (ns, key, list_id)
                 decoded = self._decoded.pop(slot, None)
                 if decoded is None or len(decoded) < length:
-                    decoded = sm.validate(key, self.store.read_list(list_id, length), ns or None)
+                    decoded = sm.validate_json(key, self.store.read_list_json(list_id, length), ns or None)
                 self._decoded[slot] = decoded  # the most recently used last
                 if len(self._decoded) > DECODED_LISTS:
                     del self._decoded[next(iter(self._decoded))]

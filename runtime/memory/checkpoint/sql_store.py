@@ -79,9 +79,9 @@ def _item_data(text: str) -> str | bytes:
 
 
 def _item_text(row: Sequence[str | bytes | None]) -> str:
-    """The JSON text of an item row: its one non-null column, a text or deflated bytes."""
-    data = next(value for value in row if value is not None)
-    return zlib.decompress(data, -15).decode() if isinstance(data, bytes) else data
+    """The JSON text of an item row: its one non-null column (of one or two), a text or deflated bytes."""
+    data = row[0] if row[0] is not None else row[-1]
+    return zlib.decompress(data, -15).decode() if type(data) is bytes else data
 
 
 def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
@@ -366,12 +366,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     @_decoding
     def read_list(self, list_id: str, length: int) -> list[Any]:
+        return json.loads(self.read_list_json(list_id, length))
+
+    @_decoding
+    def read_list_json(self, list_id: str, length: int) -> str:
+        """The first `length` items of a stored list as one JSON array text, for a caller that
+        validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
-            texts = [_item_text(row) for row in conn.execute(self._LIST_ITEMS, (list_id, length))]
-        if len(texts) < length:
+            rows = conn.execute(self._LIST_ITEMS, (list_id, length)).fetchall()
+        if len(rows) < length:
             raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
-                             f"({len(texts)} of {length} items)")
-        return json.loads("[" + ",".join(texts[:length]) + "]")
+                             f"({len(rows)} of {length} items)")
+        return "[" + ",".join([_item_text(row) for row in rows[:length]]) + "]"
 
     @_decoding
     def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:

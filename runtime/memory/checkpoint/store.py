@@ -95,6 +95,10 @@ class CheckpointStore(Protocol):
 
     def read_list(self, list_id: str, length: int) -> list[Any]: ...
 
+    def read_list_json(self, list_id: str, length: int) -> str:
+        """The first `length` items of a stored list as one JSON array text."""
+        ...
+
     def wait_for_change(self, timeout: float) -> bool:
         """Block until another writer may have changed the store (or `timeout` seconds pass)."""
 
