@@ -136,6 +136,7 @@ class DebugSession(EditsMixin):
         self._divergence: str | None = None
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
+        self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._child_hit: StopReason | None = None
         self._attach(loaded)
@@ -746,7 +747,13 @@ class DebugSession(EditsMixin):
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             return []
-        return [self._row(info) for info in self.store.list(run_id)]
+        cached_run, rows = self._rows
+        rows = rows if cached_run == run_id else []
+        infos = self.timeline.infos(run_id)
+        if len(infos) > len(rows):
+            rows = rows + [self._row(info) for info in infos[len(rows):]]
+        self._rows = (run_id, rows)
+        return rows
 
     def _row(self, info: CheckpointInfo) -> TimelineRow:
         return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self.timeline.summary(info))

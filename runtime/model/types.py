@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -15,10 +16,20 @@ DeltaCallback = Callable[[str], None]
 """Receives each streamed text fragment as it arrives."""
 
 
+_CALL_CHARS: dict[int, int] = {}  # id of a message with tool calls -> characters of their arguments' JSON
+
+
 def _chars(message: Message) -> int:
-    return len(message.content or "") + sum(
-        len(json.dumps(call.arguments, ensure_ascii=False)) for call in message.tool_calls
-    )
+    """Characters of a message's content and tool-call arguments; a message never changes, so
+    its arguments are dumped once, not on every estimate of a growing history."""
+    if not message.tool_calls:
+        return len(message.content or "")
+    key = id(message)
+    calls = _CALL_CHARS.get(key)
+    if calls is None:
+        calls = _CALL_CHARS[key] = sum(len(json.dumps(c.arguments, ensure_ascii=False)) for c in message.tool_calls)
+        weakref.finalize(message, _CALL_CHARS.pop, key, None)
+    return len(message.content or "") + calls
 
 
 class Usage(BaseModel):

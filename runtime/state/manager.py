@@ -75,16 +75,24 @@ def _where(namespace: str | None, key: str) -> str:
     return f"{namespace}.{key}" if namespace else key
 
 
+_SHARED: set[type] = {str, int, float, bool, type(None), tuple, frozenset}  # and frozen models, once seen
+
+
 def _copy(value: Any) -> Any:
-    """Copy what a caller could mutate; frozen models and scalars are shared."""
+    """Copy what a caller could mutate; frozen models and scalars are shared (a message history
+    is copied as one list of the same messages, at a type test per item)."""
+    shared = _SHARED
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [v if type(v) in shared else _copy(v) for v in value]
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in shared else _copy(v) for k, v in value.items()}
     if value is None or isinstance(value, str | int | float | bool | tuple | frozenset):
         return value
     if isinstance(value, BaseModel):
-        return value if value.model_config.get("frozen") else value.model_copy(deep=True)
+        if value.model_config.get("frozen"):
+            shared.add(type(value))
+            return value
+        return value.model_copy(deep=True)
     return copy.deepcopy(value)
 
 

@@ -8,6 +8,8 @@ instead of a traceback.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 import re
@@ -80,9 +82,7 @@ class Tool:
 
     # -- what the model sees ---------------------------------------------------------
     def parameters(self) -> dict[str, Any]:
-        params = self.args_model.model_json_schema()
-        params.pop("title", None)
-        return params
+        return copy.deepcopy(_parameters(self.args_model))  # the caller's to change
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling entry for this tool."""
@@ -154,6 +154,15 @@ def _args_model_from_signature(func: Callable[..., Any], tool_name: str) -> type
         fields[param.name] = (hints.get(param.name, Any), default)
     model_name = "".join(part.capitalize() for part in re.split(r"[_-]", tool_name)) + "Args"
     return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+@functools.cache
+def _parameters(args_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, built once: every model call sends it (pydantic
+    builds it in about a millisecond)."""
+    params = args_model.model_json_schema()
+    params.pop("title", None)
+    return params
 
 
 def _first_paragraph(doc: str | None) -> str:
