@@ -124,6 +124,8 @@ class MainScreen(Screen):
             self._events.append(data)
         elif kind in ("tick", "subtick"):  # subtick: a swarm agent's tick, its paths @agent/…
             self._reports.append(data)
+        elif kind == "landed":  # a followed recording grew: the frame's events are read again
+            self._frame_key, self._dirty = (), True
         else:
             self._dirty = True
 

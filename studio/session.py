@@ -13,7 +13,8 @@ checkpoint read from the store only (`studio.frames`); the past as the store hol
 Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with kind:
 - "event": a `StampedEvent` (high rate: buffer it),
 - "tick": a `TickReport` after every tick,
-- "changed": anything else the views should redraw (run state, selection, edits).
+- "changed": anything else the views should redraw (run state, selection, edits),
+- "landed": a followed recording grew (`follow()`): its events are to be read again.
 """
 
 from __future__ import annotations
@@ -854,6 +855,7 @@ class DebugSession(EditsMixin):
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
+        self._notify("landed")
         if landed.ended in FINAL:
             message = f"run {run_id} {landed.ended}: its writer has finished (tick {newest.tick})"
         elif landed.ended == "suspended":
