@@ -254,8 +254,13 @@ class DebugSession(EditsMixin):
 
     @property
     def tree_shape(self) -> tuple:
-        """Changes when the tree pane must be rebuilt: the frame, the swarm agents and their trees."""
-        return self.frame.key, self.children.shape if self.viewing is None else ()
+        """Changes when the tree pane must be rebuilt: the frame's nodes, the swarm agents and their
+        trees. Another frame of the same nodes (a past checkpoint) only restates their lines."""
+        return self.frame.shape, self.children.shape if self.viewing is None else ()
+
+    def node_status(self, path: str) -> Status:
+        """A node's status in the frame shown (a swarm agent's: live)."""
+        return self._child_view(path).status if split_child_path(path) is not None else self.frame.status(path)
 
     def node_view(self, path: str) -> NodeView:
         self._node(path)
