@@ -267,12 +267,13 @@ async def run_headless(args: argparse.Namespace) -> int:
     error = failure.line if failure else (stop.message if stop.kind == "error" else None)
     summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
-               "error": error, "ticks": session.tick, "tokens": session.tokens, "run_id": session.run_id,
+               "error": error, "ticks": session.tick, "tokens": _tokens(session), "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
         print(json.dumps({"summary": summary}), file=out)
     else:
-        print(f"{summary['status']} after {summary['ticks']} ticks, {summary['tokens']} tokens "
+        tokens = "?" if summary["tokens"] is None else summary["tokens"]
+        print(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
               f"({stop.message}; {result.termination_reason})", file=out)
         if result.final_answer:
             print(f"final answer: {result.final_answer}", file=out)
@@ -286,6 +287,15 @@ async def run_headless(args: argparse.Namespace) -> int:
             count = export_run(session.store, session.run_id, out_file)
         print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
     return 0 if session.root_status.value == "SUCCESS" and failure is None and unrecorded is None else 1
+
+
+def _tokens(session: DebugSession) -> int | None:
+    """The run's tokens (counted along its lineage in the store); None when the store is gone,
+    as when the run stopped because it was (that has been said)."""
+    try:
+        return session.tokens
+    except StoreError:
+        return None
 
 
 def _unwritten_events(session: DebugSession) -> str | None:

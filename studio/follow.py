@@ -86,8 +86,8 @@ class RunFollower:
 
     def _look(self) -> Landed | None:
         """What is new since the last look, or None when nothing of this run is."""
+        ended = ending(self.store, self.run_id)  # first: every checkpoint before the end is then listed
         new = self.store.list(self.run_id, after=self._last)
-        ended = ending(self.store, self.run_id)
         if not new and ended == self._ended:
             return None
         before = self._last

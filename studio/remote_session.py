@@ -78,8 +78,9 @@ class _Rows:
         self.infos[row["id"]] = CheckpointInfo(row["id"], run_id, row["branch"], row["parent_id"], row["tick"], 0.0,
                                                row["status"], row["source"], row["event_position"])
 
-    def list(self, run_id: str | None = None, branch: str | None = None) -> list[CheckpointInfo]:
-        return [info for info in self.infos.values() if info.run_id == run_id]
+    def list(self, run_id: str | None = None, branch: str | None = None, *,
+             after: int | None = None) -> list[CheckpointInfo]:
+        return [info for info in self.infos.values() if info.run_id == run_id and (after is None or info.id > after)]
 
 
 def _tokens(state: dict[str, dict[str, Any]]) -> int:

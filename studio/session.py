@@ -13,7 +13,8 @@ checkpoint read from the store only (`studio.frames`); the past as the store hol
 Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with kind:
 - "event": a `StampedEvent` (high rate: buffer it),
 - "tick": a `TickReport` after every tick,
-- "changed": anything else the views should redraw (run state, selection, edits).
+- "changed": anything else the views should redraw (run state, selection, edits),
+- "landed": a followed recording grew (`follow()`): its events are to be read again.
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class DebugSession(EditsMixin):
         self._divergence: str | None = None
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
+        self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._child_hit: StopReason | None = None
         self._attach(loaded)
@@ -252,8 +254,13 @@ class DebugSession(EditsMixin):
 
     @property
     def tree_shape(self) -> tuple:
-        """Changes when the tree pane must be rebuilt: the frame, the swarm agents and their trees."""
-        return self.frame.key, self.children.shape if self.viewing is None else ()
+        """Changes when the tree pane must be rebuilt: the frame's nodes, the swarm agents and their
+        trees. Another frame of the same nodes (a past checkpoint) only restates their lines."""
+        return self.frame.shape, self.children.shape if self.viewing is None else ()
+
+    def node_status(self, path: str) -> Status:
+        """A node's status in the frame shown (a swarm agent's: live)."""
+        return self._child_view(path).status if split_child_path(path) is not None else self.frame.status(path)
 
     def node_view(self, path: str) -> NodeView:
         self._node(path)
@@ -745,7 +752,13 @@ class DebugSession(EditsMixin):
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             return []
-        return [self._row(info) for info in self.store.list(run_id)]
+        cached_run, rows = self._rows
+        rows = rows if cached_run == run_id else []
+        infos = self.timeline.infos(run_id)
+        if len(infos) > len(rows):
+            rows = rows + [self._row(info) for info in infos[len(rows):]]
+        self._rows = (run_id, rows)
+        return rows
 
     def _row(self, info: CheckpointInfo) -> TimelineRow:
         return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self.timeline.summary(info))
@@ -847,6 +860,7 @@ class DebugSession(EditsMixin):
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
+        self._notify("landed")
         if landed.ended in FINAL:
             message = f"run {run_id} {landed.ended}: its writer has finished (tick {newest.tick})"
         elif landed.ended == "suspended":

@@ -99,6 +99,17 @@ class RunTimeline:
         self.names = names
         self._cache: OrderedDict[int, tuple[Checkpoint, State]] = OrderedDict()
         self._summaries: dict[int, str] = {}
+        self._infos: tuple[str | None, list[CheckpointInfo]] = (None, [])  # one run's headers, as listed
+
+    def infos(self, run_id: str) -> list[CheckpointInfo]:
+        """Every checkpoint header of a run, oldest first. Saved checkpoints never change, so only
+        those newer than the last one listed are read: a step costs the same at tick 10 and 10,000."""
+        listed_run, infos = self._infos
+        if listed_run != run_id:
+            infos = []
+        infos = infos + self.store.list(run_id, after=infos[-1].id if infos else None)
+        self._infos = (run_id, infos)
+        return infos
 
     def get(self, checkpoint_id: int) -> tuple[Checkpoint, State]:
         """The checkpoint and its state by one name per value; `CheckpointError` if unknown."""
@@ -127,7 +138,7 @@ class RunTimeline:
         limits: dict[str, int | None] = {branch: None} if checkpoint is None else {}
         if run_id is None:
             return Lineage(run_id, branch, None, limits)
-        by_id = {info.id: info for info in self.store.list(run_id)}
+        by_id = {info.id: info for info in self.infos(run_id)}
         current = checkpoint or self._last_of(by_id, branch)
         while current is not None:
             limits.setdefault(current.branch, current.event_position)

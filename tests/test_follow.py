@@ -130,19 +130,22 @@ async def test_closing_the_studio_stops_following_a_run_that_is_still_written(st
 
 
 async def test_an_end_written_without_a_checkpoint_still_lands(store_name):
-    """How a run ended comes in its last events, written after its last checkpoint."""
+    """How a run ended comes in its last events, written after its last checkpoint: the view
+    stays where it is, and its events and status line say so."""
     writer = await writing(store_name, 1)
     session = DebugSession.open_recorded(store_name, writer.run_id)
-    stop = session.follow()
+    app = StudioApp(session)
     try:
-        await writer.step()
-        await until(lambda: "tick 2 just landed" in session.message)
-        writer.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the service shut down"})
-        await until(lambda: "has finished" in session.message)
-        assert session.message == f"run {writer.run_id} failed: its writer has finished (tick 2)"
-        assert session.frame_events()[-1].type == EventType.RUN_FAILED
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await writer.step()
+            await until(lambda: "tick 2 just landed" in status(app), pilot.pause)
+            writer.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the service shut down"})
+            await until(lambda: "has finished" in status(app), pilot.pause)
+            assert f"run {writer.run_id} failed: its writer has finished (tick 2)" in status(app)
+            assert session.frame_events()[-1].type == EventType.RUN_FAILED
+            assert app.main.query_one(EventsPane).lines[-1].split()[2] == "run.failed"
     finally:
-        stop()
         writer.store.close()
         session.store.close()
 

@@ -194,7 +194,7 @@ def _run_until_recording(url: str, tree, tmp_path) -> subprocess.Popen:
 
 def _stopped_lines(child: subprocess.Popen) -> list[str]:
     out, err = child.communicate(timeout=60)
-    assert child.returncode == 1 and "SUCCESS" not in out
+    assert child.returncode == 1 and "SUCCESS" not in out, err
     assert "Traceback" not in err and PASSWORD not in out + err
     lines = err.strip().splitlines()
     assert len(lines) == 2, err

@@ -23,7 +23,7 @@ from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
 from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key
-from .past import RunPast
+from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
@@ -152,9 +152,12 @@ class DebugController:
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
         self._branch = self.branch
+        rows = self.past.rows()
+        if len(rows) == ROWS_PER_UPDATE:  # a long run's other rows follow in updates
+            self._wakeup(False)
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "paused": self.paused, "branch": self._branch,
-                "recording": self.past.recording, "checkpoints": self.past.rows(),
+                "recording": self.past.recording, "checkpoints": rows,
                 "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
                 "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
@@ -247,6 +250,8 @@ class DebugController:
         rows = self.past.new_rows()
         if rows:
             update["checkpoints"] = rows
+            if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
+                self._wakeup(False)
         if not update and self._branch == self.branch:
             return None
         self._branch = self.branch
@@ -466,9 +471,25 @@ class DebugController:
         edits, bindings = message.get("state") or {}, message.get("bindings") or {}
         if not isinstance(edits, dict):
             raise ProtocolError("bad_request", "fork: 'state' maps qualified keys (key or ns.key) to values")
-        if not isinstance(bindings, dict):
+        if not isinstance(bindings, dict) or not all(isinstance(change, dict) for change in bindings.values()):
             raise ProtocolError("bad_request", "fork: 'bindings' maps node paths to {inputs: {port: key}, outputs: ...}")
+        self._check_fork_edits(edits, bindings)
         return self._restore(message["checkpoint"], replay=False, edits=edits, bindings=bindings)
+
+    def _check_fork_edits(self, edits: dict[str, Any], bindings: dict[str, Any]) -> None:
+        """A fork's edits pass the checks live edits pass (`key` global or `ns.key`), before anything changes."""
+        facts = StateFacts.of(self.runner)
+        by_length = sorted(facts.namespaces, key=len, reverse=True)
+        try:
+            for qualified in edits:
+                ns = next((n for n in by_length if str(qualified).startswith(n + ".")), None)
+                check_state_key(facts, ns, qualified[len(ns) + 1:] if ns else qualified)
+            for path, change in bindings.items():
+                for field, direction in (("inputs", "in"), ("outputs", "out")):
+                    for port, key in (change.get(field) or {}).items():
+                        check_binding(self.runner, str(path), direction, port, key)
+        except EditRefused as exc:
+            raise ProtocolError("bad_request", f"fork: {exc}") from None
 
     def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any],
                  bindings: dict[str, Any] | None = None) -> dict[str, Any]:

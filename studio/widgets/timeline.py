@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -35,38 +35,62 @@ class Timeline(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._cells: dict[str, tuple] = {}
-        self._viewing: Any = None  # the checkpoint shown at the last sync
+        self._order: list[str] = []  # row keys, top to bottom
+        self._viewing: str | None = None  # the checkpoint shown at the last sync
 
     def on_mount(self) -> None:
         for name in COLUMNS:  # the mark column is sized for ▶ now: cells updated later never widen it
             self.add_column(name, key=name or "mark", width=1 if not name else None)
 
-    def sync(self, rows: Iterable[Any], viewing: Any = None) -> None:
-        """Add new checkpoints, update changed ones, drop the ones that are gone."""
-        viewing_id = field_of(viewing, "id") if viewing is not None else None
-        seen = set()
-        for row in rows:
-            key = str(field_of(row, "id"))
-            seen.add(key)
-            cells = ("▶" if viewing_id is not None and str(viewing_id) == key else "",
-                     field_of(row, "tick"), field_of(row, "status"), _clip(field_of(row, "summary") or ""),
-                     field_of(row, "branch") or "main")
-            if self._cells.get(key) == cells:
-                continue
-            rendered = (Text(cells[0], "bold yellow"), str(cells[1]), status_text(cells[2]), cells[3], cells[4])
-            if key in self._cells:
-                for column, value in zip(COLUMNS, rendered, strict=True):
-                    self.update_cell(key, column or "mark", value)
-            else:
-                self.add_row(*rendered, key=key)
-                self.move_cursor(row=self.row_count - 1)
-            self._cells[key] = cells
-        for key in [k for k in self._cells if k not in seen]:
-            self.remove_row(key)
-            del self._cells[key]
-        if viewing_id != self._viewing and str(viewing_id) in self._cells:  # the cursor on a row newly shown
-            self.move_cursor(row=self.get_row_index(str(viewing_id)))
+    def sync(self, rows: Sequence[Any], viewing: Any = None) -> None:
+        """Add new checkpoints, update changed ones, drop the ones that are gone. Checkpoints never
+        change once saved, so rows that only grew since the last sync cost their new ones (and the
+        ▶ of the row viewed): a drain costs the same at tick 10 and tick 10,000."""
+        viewing_id = str(field_of(viewing, "id")) if viewing is not None else None
+        known = self._order
+        grown = len(rows) >= len(known) and (not known or (str(field_of(rows[0], "id")) == known[0] and
+                                                            str(field_of(rows[len(known) - 1], "id")) == known[-1]))
+        if grown:
+            for key in {self._viewing, viewing_id} - {None}:
+                if key in self._cells:
+                    self._put(key, self._cells[key][1:], viewing_id)
+            for row in rows[len(known):]:
+                self._put(str(field_of(row, "id")), self._fields(row), viewing_id)
+        else:
+            seen = set()
+            for row in rows:
+                key = str(field_of(row, "id"))
+                seen.add(key)
+                self._put(key, self._fields(row), viewing_id)
+            for key in [k for k in self._cells if k not in seen]:
+                self.remove_row(key)
+                del self._cells[key]
+            self._order = [str(field_of(row, "id")) for row in rows]
+        if viewing_id != self._viewing and viewing_id in self._cells:  # the cursor on a row newly shown
+            self.move_cursor(row=self.get_row_index(viewing_id))
         self._viewing = viewing_id
+
+    @staticmethod
+    def _fields(row: Any) -> tuple:
+        return (field_of(row, "tick"), field_of(row, "status"), _clip(field_of(row, "summary") or ""),
+                field_of(row, "branch") or "main")
+
+    def _put(self, key: str, fields: tuple, viewing_id: str | None) -> None:
+        """Add or update one row (only the cells that differ from what is drawn)."""
+        cells = ("▶" if key == viewing_id else "", *fields)
+        drawn = self._cells.get(key)
+        if drawn == cells:
+            return
+        rendered = (Text(cells[0], "bold yellow"), str(cells[1]), status_text(cells[2]), cells[3], cells[4])
+        if drawn is not None:
+            for column, value, old, new in zip(COLUMNS, rendered, drawn, cells, strict=True):
+                if old != new:
+                    self.update_cell(key, column or "mark", value)
+        else:
+            self.add_row(*rendered, key=key)
+            self._order.append(key)
+            self.move_cursor(row=self.row_count - 1)
+        self._cells[key] = cells
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from py_trees.common import Status
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -63,7 +64,7 @@ class TreePane(Vertical):
         self._ticked: set[str] = set()
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
-        self._running: list[str] = []
+        self._running: list[str] | None = None  # None: not filled yet
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
@@ -139,6 +140,23 @@ class TreePane(Vertical):
                 self._stale.add(path)
         self.flush()
 
+    def restate(self, status_of: Callable[[str], Status], ticked: set[str], breakpoints: set[str],
+                fetch: Callable[[str], NodeView]) -> None:
+        """The same nodes at another moment (a past checkpoint, or back live): each line's status
+        from `status_of`, loops' counters re-read; only the lines that differ are relabelled."""
+        views = self._views
+        for path, view in views.items():
+            status = status_of(path)
+            if view.counter is not None:
+                views[path] = fetch(path)
+                self._stale.add(path)
+            elif status != view.status:
+                view.status = status
+                self._stale.add(path)
+        self._stale |= ticked ^ self._ticked
+        self._ticked = ticked
+        self.apply([], breakpoints, fetch)
+
     def flush(self, *_) -> None:
         """Relabel the stale nodes that are on screen (the others wait until they are)."""
         tree = self.tree
@@ -172,6 +190,7 @@ class TreePane(Vertical):
         running.clear_options()
         running.add_options([Option(Text.assemble(path.rpartition("/")[2], "  ", (path, "dim")), id=path)
                              for path in paths] or [Option(Text("nothing", "dim"), disabled=True)])
+        running.can_focus = bool(paths)  # no tab stop on an empty list
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:

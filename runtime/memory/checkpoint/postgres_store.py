@@ -87,8 +87,10 @@ class _Connection:
         return self.raw.execute(_dialect(sql), params)
 
     def executemany(self, sql: str, rows: list[tuple]) -> None:
-        with self.raw.cursor() as cursor:
-            cursor.executemany(_dialect(sql), rows)
+        """Row by row (a save writes a few list chunks at most): psycopg's `executemany` runs a
+        pipeline, whose loss with the connection it logs besides the error we report."""
+        for row in rows:
+            self.raw.execute(_dialect(sql), row)
 
     def close(self) -> None:
         self.raw.close()
