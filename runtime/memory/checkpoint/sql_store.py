@@ -13,6 +13,10 @@ What makes a store small:
   a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
   before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
   record, so a restore inflates exactly the rows it reads anyway.
+- A tick's telemetry (tick.started, a node.status per changed node, tick.completed) is not
+  stored as events: the record keeps how the runner numbered them, its status delta gives
+  the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
+  tick's event batch (schema 3).
 
 Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
 itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
