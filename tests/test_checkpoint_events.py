@@ -64,3 +64,10 @@ async def test_telemetry_survives_checkpoints_that_are_all_full(store):
     """A full record cannot take its old statuses from its chain: it keeps the changes itself."""
     runner, seen = await _recorded(store, watched=True, full_every=0)
     assert store.events(runner.run_id) == seen
+
+
+async def test_telemetry_of_a_run_with_many_chains_is_rebuilt_from_each_chain(store):
+    """More chains than the store keeps statuses for at once (a full record every other save)."""
+    runner, seen = await _recorded(store, watched=True, full_every=1)
+    assert len({info.id for info in store.list(runner.run_id)}) > 16
+    assert store.events(runner.run_id) == seen

@@ -512,11 +512,20 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         with self._guard() as conn:
             rows = conn.execute("SELECT id, base_id, tick, status, stream, data FROM checkpoints "
                                 "WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-        chains: dict[int, dict[str, str]] = {}  # base id -> statuses as of the chain's last record read
+        records = self._inflate(((r[0], r[4], r[5]) for r in rows), "checkpoint")
+        chains: dict[int, dict[str, str]] = {}  # base id -> statuses as of its last record read (a few kept)
         out: dict[int, list[RuntimeEvent]] = {}
-        for (checkpoint_id, base_id, tick, status, _, _), data in zip(
-                rows, self._inflate(((r[0], r[4], r[5]) for r in rows), "checkpoint"), strict=True):
-            saved = chains.setdefault(base_id, {})
+        for i, ((checkpoint_id, base_id, tick, status, _, _), data) in enumerate(zip(rows, records, strict=True)):
+            saved = chains.pop(base_id, None)
+            if saved is None:  # a new chain, or one let go: its earlier records give its statuses
+                saved = {}
+                if checkpoint_id != base_id:
+                    for row, earlier in zip(rows[:i], records[:i], strict=True):
+                        if row[1] == base_id:
+                            saved.update(earlier["s"])
+            chains[base_id] = saved
+            if len(chains) > _Streams.LIMIT:  # a large tree's statuses, kept for the chains still written
+                del chains[next(iter(chains))]
             delta, t = data["s"], data.get("t")
             if t is not None:
                 changes = t.get("x")
