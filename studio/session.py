@@ -838,7 +838,7 @@ class DebugSession(EditsMixin):
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._set_state(self.run_state, f"following run {run_id}: its writer is still recording")
+        self._set_state(self.run_state, "following: the writer is recording")  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -848,7 +848,7 @@ class DebugSession(EditsMixin):
         if self.recorded_run != run_id:
             return False
         if landed.error is not None:
-            self._set_state(self.run_state, f"stopped following run {run_id}: {landed.error}")
+            self._set_state(self.run_state, f"stopped following: {landed.error}")
             return False
         self.log.load(run_id, landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
@@ -857,11 +857,11 @@ class DebugSession(EditsMixin):
             self.select_checkpoint(newest.id)
         self._notify("landed")
         if landed.ended in FINAL:
-            message = f"run {run_id} {landed.ended}: its writer has finished (tick {newest.tick})"
+            message = f"writer finished: run {landed.ended}"
         elif landed.ended == "suspended":
-            message = f"run {run_id} suspended at tick {newest.tick}: its writer waits for an answer"
+            message = f"following: tick {newest.tick}, run suspended"
         else:
-            message = f"following run {run_id}: tick {newest.tick} just landed (checkpoint {newest.id})"
+            message = f"following: tick {newest.tick} just landed"
         self._set_state(self.run_state, message)
         return landed.ended not in FINAL
 
