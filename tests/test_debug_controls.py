@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from runtime import Agent
 from runtime.debug import DebugClient, DebugError, DebugServer
 from runtime.engine.behaviour import Behaviour
+from runtime.memory.checkpoint import InMemoryCheckpointStore
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "t0ken"
@@ -40,9 +41,10 @@ class CountToZero(Behaviour):
 
 
 @contextlib.asynccontextmanager
-async def served(agent: Agent, input_data=None, heartbeat: float = 30.0):
-    """An agent's run served on a free port; yields (runner, client, run task) with the run held at its start."""
-    runner = agent.make_runner()
+async def served(agent: Agent, input_data=None, heartbeat: float = 30.0, store=None):
+    """An agent's run served on a free port (recording into `store`, if given); yields (runner, client,
+    run task) with the run held at its start."""
+    runner = agent.make_runner(checkpointer=store)
     server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, heartbeat=heartbeat, wait=30)
     await server.listen()
 
@@ -204,3 +206,69 @@ async def test_edits_are_checked_as_strictly_as_a_local_sessions_with_one_line_e
                              key=runner.nodes[llm].output_ports[0])
         await client.request("continue")
         assert await task == Status.SUCCESS
+
+
+async def test_the_timeline_requests_read_the_store_and_fork_a_held_run():
+    agent, data = sample("text_pipeline")
+    async with served(agent, data, store=InMemoryCheckpointStore()) as (runner, client, task):
+        picture = client.welcome  # before the run started: its checkpoints come with the updates
+        assert picture["recording"] and picture["branch"] == "main" and picture["checkpoints"] == []
+        for _ in range(2):
+            await client.request("step")
+            await until(client, "paused")
+        rows = (await client.request("resync"))["picture"]["checkpoints"]  # every row, whatever was read
+        assert [row["summary"] for row in rows] == ["input", "2 nodes", "4 nodes; normalized_text"]
+        assert [(row["tick"], row["branch"], row["parent_id"]) for row in rows] == [
+            (0, "main", None), (1, "main", rows[0]["id"]), (2, "main", rows[1]["id"])]
+        first = await client.request("checkpoint", checkpoint=rows[0]["id"])
+        assert first["state"][""]["normalized_text"] == "" and first["marks"] == []
+        assert set(first["statuses"].values()) == {"INVALID"}
+        assert ["in", "source_text", "text"] in first["ports"]["TextPipeline/Normalize"]
+        refusals = [
+            ("checkpoint", {"checkpoint": 999}, "checkpoint 999: "),
+            ("checkpoint", {"checkpoint": "first"}, "checkpoint 'first': "),
+            ("fork", {"checkpoint": rows[0]["id"], "state": {"nope": 1}}, "fork: no state key 'nope'"),
+            ("fork", {"checkpoint": rows[0]["id"], "bindings": {"TextPipeline/Normalize": {"inputs": {"x": "text"}}}},
+             "fork: TextPipeline/Normalize has no input port 'x'"),
+            ("fork", {"checkpoint": rows[0]["id"], "state": {"text": 3}}, "state key 'text'"),
+            ("fork", {"checkpoint": rows[0]["id"], "state": ["text"]}, "fork: 'state' maps qualified keys"),
+            ("model_io", {"run_id": runner.run_id, "node": "x", "round": "last"}, "model_io: round and index"),
+        ]
+        for request, fields, message in refusals:
+            with pytest.raises(DebugError) as refused:
+                await client.request(request, **fields)
+            assert refused.value.code == "bad_request" and refused.value.message.startswith(message), request
+        assert runner.checkpoints.branch == "main" and runner.tick_count == 2  # a refused fork changed nothing
+        forked = await client.request("fork", checkpoint=rows[0]["id"], state={"text": "Forked   TEXT"})
+        assert forked["branch"] == "fork-1" and forked["message"] == f"forked fork-1 from checkpoint {rows[0]['id']} with 1 edit"
+        assert forked["picture"]["tick"] == 0 and forked["picture"]["state"][""]["text"] == "Forked   TEXT"
+        assert {row["branch"] for row in forked["picture"]["checkpoints"]} == {"main", "fork-1"}
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+    assert runner.state_manager.get("normalized_text") == "forked text"
+
+
+async def test_timeline_requests_need_a_store_and_a_held_run():
+    agent, data = sample("text_pipeline")
+    async with served(agent, data) as (runner, client, task):
+        assert not client.welcome["recording"] and client.welcome["checkpoints"] == []
+        with pytest.raises(DebugError, match="records no checkpoints"):
+            await client.request("checkpoint", checkpoint=1)
+        with pytest.raises(DebugError, match="records no checkpoints"):
+            await client.request("model_io", run_id=runner.run_id, node="TextPipeline/Normalize", round=0)
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+    agent = Agent(CountToZero("counter"), state_schema=Count)
+    async with served(agent) as (runner, client, task):
+        await client.request("continue")
+        await until(client, "resumed")
+        for request in ("replay", "fork"):
+            with pytest.raises(DebugError, match="not_paused"):
+                await client.request(request, checkpoint=1)
+        with pytest.raises(DebugError, match="not_paused"):
+            await client.request("step_into")
+        await client.request("pause")
+        await until(client, "paused")
+        await client.request("edit_state", key="count", value=-5)  # a short way to the end
+        await client.close()
+        assert await asyncio.wait_for(task, 30) == Status.SUCCESS

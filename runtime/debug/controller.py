@@ -466,9 +466,25 @@ class DebugController:
         edits, bindings = message.get("state") or {}, message.get("bindings") or {}
         if not isinstance(edits, dict):
             raise ProtocolError("bad_request", "fork: 'state' maps qualified keys (key or ns.key) to values")
-        if not isinstance(bindings, dict):
+        if not isinstance(bindings, dict) or not all(isinstance(change, dict) for change in bindings.values()):
             raise ProtocolError("bad_request", "fork: 'bindings' maps node paths to {inputs: {port: key}, outputs: ...}")
+        self._check_fork_edits(edits, bindings)
         return self._restore(message["checkpoint"], replay=False, edits=edits, bindings=bindings)
+
+    def _check_fork_edits(self, edits: dict[str, Any], bindings: dict[str, Any]) -> None:
+        """A fork's edits pass the checks live edits pass (`key` global or `ns.key`), before anything changes."""
+        facts = StateFacts.of(self.runner)
+        by_length = sorted(facts.namespaces, key=len, reverse=True)
+        try:
+            for qualified in edits:
+                ns = next((n for n in by_length if str(qualified).startswith(n + ".")), None)
+                check_state_key(facts, ns, qualified[len(ns) + 1:] if ns else qualified)
+            for path, change in bindings.items():
+                for field, direction in (("inputs", "in"), ("outputs", "out")):
+                    for port, key in (change.get(field) or {}).items():
+                        check_binding(self.runner, str(path), direction, port, key)
+        except EditRefused as exc:
+            raise ProtocolError("bad_request", f"fork: {exc}") from None
 
     def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any],
                  bindings: dict[str, Any] | None = None) -> dict[str, Any]:

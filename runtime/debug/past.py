@@ -18,6 +18,7 @@ from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, Sto
 from .protocol import ProtocolError
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
+ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
 
 
@@ -32,12 +33,20 @@ def changed_keys(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
     return out
 
 
+def _compared(checkpoint: Checkpoint) -> dict[str, dict[str, Any]]:
+    """A checkpoint's state read without its stored lists, each list by its reference (id, length) instead."""
+    state = {ns: dict(values) for ns, values in checkpoint.state.items()}
+    for ns, refs in checkpoint.lists.items():
+        state.setdefault(ns, {}).update(refs)
+    return state
+
+
 class RunPast:
     """Rows and checkpoints of the runner's run, decoded from its store (a few kept)."""
 
     def __init__(self, runner: ReactiveRunner):
         self.runner = runner
-        self._cache: OrderedDict[int, Checkpoint] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, bool], Checkpoint] = OrderedDict()
         self._summaries: dict[int, str] = {}
         self._listed: tuple[str | None, int | None] = (None, None)  # (run id, last id) sent as rows
 
@@ -54,16 +63,16 @@ class RunPast:
     def rows(self) -> list[dict[str, Any]]:
         """Every checkpoint of the current run, all branches, oldest first (and remember them as sent)."""
         self._listed = (self.runner.run_id, None)
-        return self.new_rows()
+        return self.new_rows(limit=None)
 
-    def new_rows(self) -> list[dict[str, Any]]:
-        """The checkpoints saved since the rows last sent."""
+    def new_rows(self, limit: int | None = ROWS_PER_UPDATE) -> list[dict[str, Any]]:
+        """The checkpoints saved since the rows last sent (the oldest `limit` of them)."""
         if not self.recording or self.runner.run_id is None:
             return []
         run_id, after = self._listed
         if run_id != self.runner.run_id:
             run_id, after = self.runner.run_id, None
-        infos = self.runner.checkpoints.store.list(run_id, after=after)
+        infos = self.runner.checkpoints.store.list(run_id, after=after)[:limit]
         self._listed = (run_id, infos[-1].id if infos else after)
         return [self.row(info) for info in infos]
 
@@ -76,14 +85,14 @@ class RunPast:
         """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
         cached = self._summaries.get(info.id)
         if cached is None:
-            checkpoint = self.get(info.id)
+            checkpoint = self.get(info.id, lists=False)
             if info.parent_id is None:
                 cached = "input" if info.tick == 0 else f"{len(checkpoint.statuses)} nodes"
             else:
-                parent = self.get(info.parent_id)
+                parent = self.get(info.parent_id, lists=False)
                 nodes = sum(1 for path, status in checkpoint.statuses.items()
                             if parent.statuses.get(path, "INVALID") != status)
-                keys = [key for key, _, _ in changed_keys(parent.state, checkpoint.state)]
+                keys = [key for key, _, _ in changed_keys(_compared(parent), _compared(checkpoint))]
                 shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
                 cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
                 cached += f"{nodes} nodes" + (f"; {shown}" if shown else "")
@@ -91,12 +100,13 @@ class RunPast:
         return cached
 
     # -- one checkpoint --------------------------------------------------------------
-    def get(self, checkpoint_id: Any) -> Checkpoint:
-        """The decoded checkpoint; `bad_request` for an id the store does not hold."""
+    def get(self, checkpoint_id: Any, *, lists: bool = True) -> Checkpoint:
+        """The decoded checkpoint (stored lists left as references unless `lists`: enough to compare
+        two checkpoints); `bad_request` for an id the store does not hold."""
         store = self._store()
         try:
-            key = int(checkpoint_id)
-            checkpoint = self._cache.pop(key, None) or store.get(key)
+            key = (int(checkpoint_id), lists)
+            checkpoint = self._cache.pop(key, None) or store.get(key[0], read_lists=lists)
         except (CheckpointError, StoreError, ValueError, TypeError) as exc:
             raise ProtocolError("bad_request", f"checkpoint {checkpoint_id!r}: {exc}") from None
         self._cache[key] = checkpoint

@@ -63,7 +63,7 @@ class TreePane(Vertical):
         self._ticked: set[str] = set()
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
-        self._running: list[str] = []
+        self._running: list[str] | None = None  # None: not filled yet
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
@@ -172,6 +172,7 @@ class TreePane(Vertical):
         running.clear_options()
         running.add_options([Option(Text.assemble(path.rpartition("/")[2], "  ", (path, "dim")), id=path)
                              for path in paths] or [Option(Text("nothing", "dim"), disabled=True)])
+        running.can_focus = bool(paths)  # no tab stop on an empty list
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:
