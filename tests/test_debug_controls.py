@@ -272,3 +272,22 @@ async def test_timeline_requests_need_a_store_and_a_held_run():
         await client.request("edit_state", key="count", value=-5)  # a short way to the end
         await client.close()
         assert await asyncio.wait_for(task, 30) == Status.SUCCESS
+
+
+async def test_every_checkpoint_row_reaches_a_client_in_updates_of_at_most_fifty():
+    agent = Agent(CountToZero("counter"), state_schema=Count)
+    store = InMemoryCheckpointStore()
+    async with served(agent, store=store) as (runner, client, task):
+        await client.request("edit_state", key="count", value=-130)
+        await client.request("break", kind="condition", condition="count == -1")
+        rows, held = (await client.request("resync"))["picture"]["checkpoints"], False  # from here on
+        await client.request("continue")
+        while not held or len(rows) < len(store.list(runner.run_id)):
+            message = await asyncio.wait_for(client.next_message(), 30)
+            held = held or message["type"] == "paused"
+            assert len(message.get("checkpoints", [])) <= 50
+            rows += message.get("checkpoints", [])
+        assert runner.tick_count == 129 and [row["tick"] for row in rows][-1] == 129
+        assert [row["id"] for row in rows] == sorted({row["id"] for row in rows})  # each once, in order
+        await client.request("continue")
+        assert await task == Status.SUCCESS

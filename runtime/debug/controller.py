@@ -23,7 +23,7 @@ from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
 from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key
-from .past import RunPast
+from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
@@ -247,6 +247,8 @@ class DebugController:
         rows = self.past.new_rows()
         if rows:
             update["checkpoints"] = rows
+            if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
+                self._wakeup(False)
         if not update and self._branch == self.branch:
             return None
         self._branch = self.branch
