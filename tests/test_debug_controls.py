@@ -289,5 +289,10 @@ async def test_every_checkpoint_row_reaches_a_client_in_updates_of_at_most_fifty
             rows += message.get("checkpoints", [])
         assert runner.tick_count == 129 and [row["tick"] for row in rows][-1] == 129
         assert [row["id"] for row in rows] == sorted({row["id"] for row in rows})  # each once, in order
+        rows = (await client.request("resync"))["picture"]["checkpoints"]  # a picture holds the first 50 ...
+        assert len(rows) == 50
+        while len(rows) < len(store.list(runner.run_id)):  # ... and the others follow while the run is held
+            rows += (await until(client, "update")).get("checkpoints", [])
+        assert [row["tick"] for row in rows] == list(range(130))
         await client.request("continue")
         assert await task == Status.SUCCESS

@@ -152,9 +152,12 @@ class DebugController:
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
         self._branch = self.branch
+        rows = self.past.rows()
+        if len(rows) == ROWS_PER_UPDATE:  # a long run's other rows follow in updates
+            self._wakeup(False)
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "paused": self.paused, "branch": self._branch,
-                "recording": self.past.recording, "checkpoints": self.past.rows(),
+                "recording": self.past.recording, "checkpoints": rows,
                 "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
                 "state": runner.state_manager.snapshot(), "approvals": self._approvals(),

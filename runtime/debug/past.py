@@ -61,9 +61,10 @@ class RunPast:
 
     # -- rows ------------------------------------------------------------------------
     def rows(self) -> list[dict[str, Any]]:
-        """Every checkpoint of the current run, all branches, oldest first (and remember them as sent)."""
+        """The current run's checkpoints from its first, all branches, oldest first: the first
+        `ROWS_PER_UPDATE` of them (the rest follow as new rows), remembered as sent."""
         self._listed = (self.runner.run_id, None)
-        return self.new_rows(limit=None)
+        return self.new_rows()
 
     def new_rows(self, limit: int | None = ROWS_PER_UPDATE) -> list[dict[str, Any]]:
         """The checkpoints saved since the rows last sent (the oldest `limit` of them)."""
