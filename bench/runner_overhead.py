@@ -228,8 +228,8 @@ def main() -> None:
         if not args.quick:
             measure("churn", lambda: build_churn_tree(10_000), nodes_of(10_000), 4, ["defaults", "subscriber"],
                     max(2, args.repeats // 2), store_dir)
-        for name, build in (("static", build_tree), ("churn", build_churn_tree)):
-            measure_saves(name, lambda build=build: build(10_000), nodes_of(10_000), 6, store_dir)
+            for name, build in (("static", build_tree), ("churn", build_churn_tree)):
+                measure_saves(name, lambda build=build: build(10_000), nodes_of(10_000), 6, store_dir)
     for rounds in (200, 800):  # a per-round cost that grows with the history shows here
         measure_react(rounds, args.repeats if rounds <= 200 else 1)
 

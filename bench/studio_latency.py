@@ -1,6 +1,6 @@
 """Studio latency: key-to-screen in the headless Textual UI, beside the session alone.
 
-Three measurements, each printed beside its goal, with `await session.step()` on a
+Four measurements, each printed beside its goal, with `await session.step()` on a
 session without any UI (same tree, same run) as the baseline so the UI's share shows:
 
 1. Step (`n`) to screen, median over `--steps` steps after one warm-up step:
@@ -19,7 +19,12 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    until the root's line shows (or stops showing) the breakpoint mark `◆`. The events
    pane takes the burst in slices of a few milliseconds; they are timed too, and after
    each burst the pane must end with the burst's last event.
-3. Time to first screen: from entering `App.run_test()` until the tree pane shows the
+3. Past and back: large_tree.py run to its end, then enter on the timeline row of a
+   checkpoint in the middle of the run until that checkpoint is on screen (status line
+   badge PAST and its tick, tree lines and state keys as the checkpoint holds them, all
+   painted), and esc until the live run is again; beside the same select and back on the
+   session alone, reading what the panes read.
+4. Time to first screen: from entering `App.run_test()` until the tree pane shows the
    root's label (large_tree.py, react_calculator.py); loading the tree and building the
    `DebugSession` is timed separately, before.
 
@@ -71,6 +76,7 @@ from studio.session import DebugSession  # noqa: E402
 from studio.widgets.events_pane import EventsPane  # noqa: E402
 from studio.widgets.state_pane import StatePane, qualified  # noqa: E402
 from studio.widgets.status_line import StatusLine  # noqa: E402
+from studio.widgets.timeline import Timeline  # noqa: E402
 from studio.widgets.tree_pane import TICKED, TreePane, node_label  # noqa: E402
 from studio.widgets.values import preview, summary  # noqa: E402
 
@@ -183,7 +189,7 @@ def _painted(*widgets) -> bool:
 def _tree_lines_current(pane: TreePane, session: DebugSession) -> bool:
     tree = pane.tree
     last = session.last_report
-    ticked = set(last.ticked) if last is not None else set()
+    ticked = set(last.ticked) if last is not None and session.viewing is None else set()
     top = tree.scroll_offset.y
     for line in range(top, top + tree.size.height):
         node = tree.get_node_at_line(line)
@@ -471,12 +477,71 @@ async def first_screen(path: Path, starts: int) -> dict:
     return {"load": loads, "first": firsts}
 
 
+def shows_frame(app: ProbedApp, tick: int, past: bool) -> bool:
+    """A past checkpoint (or the live run) is on screen: the status line's badge and tick, every
+    tree line on screen and every state key as the frame holds them, all painted."""
+    session, screen = app.session, app.main
+    status, pane, state = screen.query_one(StatusLine), screen.query_one(TreePane), screen.query_one(StatePane)
+    line = status.content.plain
+    if (session.viewing is not None) != past or ("PAST" in line) != past or f"tick {tick} " not in line:
+        return False
+    return (_state_current(state, session.state_snapshot(), session.marks()) and _tree_lines_current(pane, session)
+            and _painted(status, pane.tree, state))
+
+
+def _read_frame(session: DebugSession) -> None:
+    """What the panes read of a new frame of the same nodes: every status, the state and its marks,
+    the frame's events."""
+    [session.node_status(path) for path in session.runner.nodes]
+    session.state_snapshot(), session.marks(), session.frame_events()
+
+
+async def past_and_back(views: int) -> dict:
+    """large_tree.py run to its end; then, `views` times, enter on a timeline row (a checkpoint in
+    the middle of the run) until it is on screen, and esc until the live run is again. Alone: the
+    same select and back on the session, reading what the panes read."""
+    session = large_session()
+    while not session.runner.finished:
+        await session.continue_()
+    rows = session.checkpoints()
+    middle = rows[len(rows) // 2]
+    alone_past, alone_back = [], []
+    for _ in range(views):
+        started = time.perf_counter()
+        session.select_checkpoint(middle.id)
+        _read_frame(session)
+        alone_past.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        session.select_live()
+        _read_frame(session)
+        alone_back.append(time.perf_counter() - started)
+    app = ProbedApp(session)
+    past, back = [], []
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: shows_frame(app, session.tick, False), 30)
+        timeline = app.main.query_one(Timeline)
+        timeline.focus()
+        for _ in range(views):
+            timeline.move_cursor(row=rows.index(middle))
+            await pilot.pause()
+            shown = app.expect(lambda: shows_frame(app, middle.tick, True))
+            started = time.perf_counter()
+            await pilot.press("enter")
+            past.append(await asyncio.wait_for(shown, 30) - started)
+            shown = app.expect(lambda: shows_frame(app, session.tick, False))
+            started = time.perf_counter()
+            await pilot.press("escape")
+            back.append(await asyncio.wait_for(shown, 30) - started)
+    return {"past": past, "back": back, "alone_past": alone_past, "alone_back": alone_back}
+
+
 # -- report ------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--bursts", type=int, default=7)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--views", type=int, default=7)
     args = parser.parse_args()
 
     async def measure() -> dict:
@@ -486,6 +551,7 @@ def main() -> None:
             "alone_large": await session_steps(large_session, args.steps),
             "ui_large": await ui_steps(large_session, args.steps),
             "burst": await burst_latency(args.bursts),
+            "past": await past_and_back(args.views),
             "first_large": await first_screen(LARGE, args.starts),
             "first_react": await first_screen(REACT, args.starts),
         }
@@ -533,6 +599,9 @@ def main() -> None:
                       ("render", "screen update (layout, render) -> frame"),
                       ("gc", "garbage-collector pauses, key sent -> frame")):
         part(text, b[key])
+    p = r["past"]
+    row("enter on a timeline row -> past checkpoint on screen, large_tree.py", p["past"], p["alone_past"], "<=100")
+    row("esc -> the live run on screen again, large_tree.py", p["back"], p["alone_back"], "<=100")
     for label, key in (("large_tree.py", "first_large"), ("react_calculator.py", "first_react")):
         row(f"run_test() -> tree root on screen, {label}", r[key]["first"], None)
         part("load_tree() + DebugSession(), before run_test()", r[key]["load"])

@@ -85,6 +85,7 @@ class MainScreen(Screen):
         self._dirty = True
         self._shape: tuple = ()
         self._frame_key: tuple = ()
+        self._tree_frame: tuple = ()  # the frame the tree pane shows
         self._past = False
         self._offered: set[str] = set()
 
@@ -161,14 +162,17 @@ class MainScreen(Screen):
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        shape = getattr(session, "tree_shape", frame.key)  # a remote session has one frame
+        shape = getattr(session, "tree_shape", frame.key)  # a remote session redraws per frame
+        ticked = set(last.ticked) if last is not None and viewing is None else set()
+        breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape
-            ticked = set(last.ticked) if last is not None and viewing is None else set()
             tree.sync(session.node_views(), ticked)
+        elif frame.key != self._tree_frame:  # the same nodes at another moment: restate their lines
+            tree.restate(session.node_status, ticked, breakpoints, session.node_view)
         else:
-            breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
             tree.apply(reports, breakpoints, session.node_view)
+        self._tree_frame = frame.key
         tree.set_running(session.running_nodes() if viewing is None else [])
         past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
         tree.border_title = f"tree{past}"

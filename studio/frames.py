@@ -220,6 +220,11 @@ class Frame:
             total += int(usage.get("total_tokens", 0)) if isinstance(usage, dict) else 0
         return max(total, self.log.tokens(self.lineage))
 
+    @property
+    def shape(self) -> frozenset[str]:
+        """The paths of the frame's tree: equal for two frames that draw the same nodes."""
+        return frozenset(self._shown())
+
     def _shown(self) -> set[str]:
         """The paths of the frame's tree, for membership tests (computed once per frame)."""
         if self._paths is None:

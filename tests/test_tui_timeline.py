@@ -14,6 +14,7 @@ from studio.screens.choice import ChoiceScreen
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
 from studio.widgets.timeline import Timeline, field_of
+from studio.widgets.tree_pane import TreePane
 
 
 async def run_ticks(app, pilot, ticks: int) -> None:
@@ -158,9 +159,12 @@ async def test_the_viewed_checkpoint_is_marked_and_under_the_cursor(kind, tmp_pa
             timeline = app.main.query_one(Timeline)
             assert timeline.cursor_row == 1
             assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "▶", ""]
+            tree = app.main.query_one(TreePane)
+            assert "● Normalize" in str(tree._tree_nodes["TextPipeline/Normalize"].label)  # as at tick 1
             await pilot.press("escape")
             await settle(app, pilot)
             assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "", ""]
+            assert "✔ Normalize" in str(tree._tree_nodes["TextPipeline/Normalize"].label)  # live again
 
 
 @BOTH
@@ -168,7 +172,6 @@ async def test_bindings_edited_in_the_past_are_staged_for_a_fork(kind, tmp_path)
     from textual.widgets import Label
 
     from studio.screens.bindings_editor import BindingsEditor
-    from studio.widgets.tree_pane import TreePane
 
     async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
         app = StudioApp(session)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from py_trees.common import Status
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -138,6 +139,23 @@ class TreePane(Vertical):
                 view.breakpoint = not view.breakpoint
                 self._stale.add(path)
         self.flush()
+
+    def restate(self, status_of: Callable[[str], Status], ticked: set[str], breakpoints: set[str],
+                fetch: Callable[[str], NodeView]) -> None:
+        """The same nodes at another moment (a past checkpoint, or back live): each line's status
+        from `status_of`, loops' counters re-read; only the lines that differ are relabelled."""
+        views = self._views
+        for path, view in views.items():
+            status = status_of(path)
+            if view.counter is not None:
+                views[path] = fetch(path)
+                self._stale.add(path)
+            elif status != view.status:
+                view.status = status
+                self._stale.add(path)
+        self._stale |= ticked ^ self._ticked
+        self._ticked = ticked
+        self.apply([], breakpoints, fetch)
 
     def flush(self, *_) -> None:
         """Relabel the stale nodes that are on screen (the others wait until they are)."""

@@ -1,9 +1,13 @@
 """`RunnerCheckpoints`: saves a checkpoint after every tick of a runner, restores and forks.
 
-Saving costs what the tick changed: the state keys it wrote (`take_dirty()`), the node
-statuses and resume data that differ from the previous save, and the events published
-since, all in one store transaction. Every `full_every` saves (and first after a fresh
-start, a restore or a fork) the record is a full snapshot, so a restore reads a bounded chain.
+Saving costs what the tick changed: the state keys it wrote (`take_dirty()`), the statuses
+and positions of the nodes it changed (and their parents) that differ from the previous
+save, resume data, and the events published since, all in one store transaction. The
+tick's own telemetry is not taken as events (a large tree changes thousands of statuses
+a tick): the record says how the runner numbered it and the store rebuilds it from the
+status delta. The first save after a fresh start, a restore or a fork captures the whole
+runner; every `full_every` saves the record is a full one again (the picture the deltas
+kept, not the tree walked again), so a restore reads a bounded chain.
 
 Restoring stops the tree (cancelling tasks in flight), loads the state raw (no reducers,
 run-scoped fields as saved), puts back statuses, composite positions and resume data, and

@@ -13,6 +13,10 @@ What makes a store small:
   a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
   before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
   record, so a restore inflates exactly the rows it reads anyway.
+- A tick's telemetry (tick.started, a node.status per changed node, tick.completed) is not
+  stored as events: the record keeps how the runner numbered them, its status delta gives
+  the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
+  tick's event batch (schema 3).
 
 Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
 itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
@@ -35,6 +39,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
+
+from pydantic_core import from_json
 
 from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
@@ -359,14 +365,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for row_id, stream, data in rows:
             try:
                 decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
-                out.append(json.loads(decoder.decompress(data)))
+                out.append(from_json(decoder.decompress(data)))
             except (KeyError, zlib.error, ValueError):
                 raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
         return out
 
     @_decoding
     def read_list(self, list_id: str, length: int) -> list[Any]:
-        return json.loads(self.read_list_json(list_id, length))
+        return from_json(self.read_list_json(list_id, length))  # pydantic's parser: twice as fast as json
 
     @_decoding
     def read_list_json(self, list_id: str, length: int) -> str:

@@ -3,7 +3,7 @@
 WAL journal, one transaction per save (a crash loses at most the tick in flight), a
 versioned schema. Opening never overwrites or truncates anything: a file that is not a
 checkpoint store, is corrupt, locked, or of another schema version is refused with one
-line naming it. What is stored and how (schema 2) is `sql_store.py`'s; this module connects
+line naming it. What is stored and how (the schema version) is `sql_store.py`'s; this module connects
 and speaks SQLite.
 """
 
