@@ -28,7 +28,9 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runner_overhead import NODES, Empty, build_tree, raw_py_trees  # noqa: E402
+from runner_overhead import Empty, build_tree, nodes_of, raw_py_trees  # noqa: E402
+
+NODES = nodes_of(100)  # the static tree build_tree() makes
 
 from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, DebugServer  # noqa: E402
@@ -137,7 +139,7 @@ async def _ticks(count: int, served: bool) -> float:
 
 def overhead(ticks: int, repeats: int) -> tuple[float, float, float]:
     with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):  # the server's line, every repeat
-        rows = [(raw_py_trees(ticks), asyncio.run(_ticks(ticks, False)), asyncio.run(_ticks(ticks, True)))
+        rows = [(raw_py_trees(build_tree, ticks), asyncio.run(_ticks(ticks, False)), asyncio.run(_ticks(ticks, True)))
                 for _ in range(repeats)]
     return tuple(min(col) for col in zip(*rows, strict=True))
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import EventType
-from runtime.state import StateKeys, StateValidationError, normalize_namespace
+from runtime.state import StateValidationError
 
 from .persist import read_json, tree_file, write_json
 
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
     from .session import DebugSession
 
 
-class EditError(ValueError):
-    """An edit (binding, state value) that was rejected; the message is the reason."""
+EditError = EditRefused
+"""An edit (binding, state value) that was rejected; the message is the reason. The checks are
+the runtime's (`runtime.debug.edits`), so an attached studio refuses exactly what a local one does."""
 
 
 @dataclass
@@ -71,20 +73,7 @@ class EditsMixin:
         runtime owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
         """
         node = self._node(path)
-        if not isinstance(key, str):
-            raise EditError(f"a state key is text, not {type(key).__name__} ({key!r:.40})")
-        key = key.strip()
-        if key.startswith("state."):
-            key = key[len("state."):]
-        if not key:
-            raise EditError("a binding needs a state key")
-        sm = self.runner.state_manager
-        qualified = any(key.startswith(ns + ".") and sm.has_field(key[len(ns) + 1:]) for ns in self.known_namespaces())
-        if (qualified or sm.has_field(key) or key in StateKeys().model_dump().values()
-                or sm.contains(key, getattr(node, "namespace", None)) or sm.contains(key)):
-            return key
-        fields = ", ".join(sm.schema.model_fields)
-        raise EditError(f"no state field {key!r} in {sm.schema.__name__} (fields: {fields})")
+        return check_binding_key(StateFacts.of(self.runner), key, getattr(node, "namespace", None))
 
     def edit_binding(self: DebugSession, path: str, direction: str, port: str, key: str) -> None:
         """Rebind one port; it takes effect at the next tick and is recorded as an event.
@@ -92,12 +81,9 @@ class EditsMixin:
         node = self._node(path)
         if not isinstance(node, JianmuNodeMixin):
             raise EditError(f"{path} is a plain py_trees node: it has no ports")
-        if direction not in ("in", "out"):
-            raise EditError(f"direction must be 'in' or 'out', not {direction!r}")
-        declared = node.input_ports if direction == "in" else node.output_ports
-        bound = node.input_bindings if direction == "in" else node.output_bindings
-        if port not in (*declared, *bound):
-            raise EditError(f"{path} has no {direction}put port {port!r} (ports: {', '.join(declared) or 'none'})")
+        check_port(path, direction, port, [[way, name, None] for way, declared, bound in (
+            ("in", node.input_ports, node.input_bindings), ("out", node.output_ports, node.output_bindings))
+            for name in dict.fromkeys([*declared, *bound])])
         key = self.validate_binding_key(path, key)
         if self.viewing is not None:
             self.staged.bindings[(path, direction, port)] = key
@@ -182,19 +168,7 @@ class EditsMixin:
     def _editable(self: DebugSession, namespace: str | None, key: str) -> str | None:
         """The normalised namespace of an edit to `key`, or `EditError`: only keys the state
         schema declares, the runtime owns, or the state already holds can be edited."""
-        if not isinstance(key, str) or not key:
-            raise EditError(f"a state key is non-empty text, not {key!r:.40}")
-        try:
-            namespace = normalize_namespace(namespace)
-        except ValueError as exc:
-            raise EditError(str(exc)) from None
-        if namespace is not None and namespace not in self.known_namespaces():
-            raise EditError(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(self.known_namespaces()))})")
-        sm = self.runner.state_manager
-        if not (sm.has_field(key) or key in StateKeys().model_dump().values() or sm.contains(key, namespace)):
-            where = f"{namespace}.{key}" if namespace else key
-            raise EditError(f"no state key {where!r} (fields of {sm.schema.__name__}: {', '.join(sm.schema.model_fields)})")
-        return namespace
+        return check_state_key(StateFacts.of(self.runner), namespace, key)
 
 
 def _preview(value: Any, limit: int = 200) -> str:

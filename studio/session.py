@@ -46,7 +46,8 @@ from runtime.memory.checkpoint.postgres_store import is_postgres_url
 from runtime.state import StateValidationError
 from runtime.tools import ToolError
 
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .breakpoint_list import BreakpointListMixin
+from .breakpoints import Breakpoint, BreakpointError
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, failure_of
@@ -64,7 +65,6 @@ from .frames import (
 )
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
-from .persist import read_json, tree_file, write_json
 from .timeline import Lineage, Mark, RunTimeline, StateNames
 
 Listener = Callable[[str, Any], None]
@@ -115,7 +115,7 @@ def open_store(name: str | Path) -> CheckpointStore:
     return open_checkpoint_store(name)
 
 
-class DebugSession(EditsMixin):
+class DebugSession(EditsMixin, BreakpointListMixin):
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
                  store: CheckpointStore | None = None):
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
@@ -634,114 +634,6 @@ class DebugSession(EditsMixin):
         self.last_report = None
         self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
 
-    # -- breakpoints ---------------------------------------------------------------
-    @property
-    def breakpoints_file(self) -> Path:
-        """Where this tree's breakpoints are kept: beside the store, never in the source tree."""
-        return tree_file(self.store, self.loaded.path, self.loaded.function, "breakpoints")
-
-    @property
-    def breakpoints_kept(self) -> str:
-        """Where the breakpoints live, as the breakpoints screen says it."""
-        return (f"kept beside the store, in {self.breakpoints_file.parent.name}/ (never in the source tree); "
-                "they come back when this tree is opened again")
-
-    def _load_breakpoints(self) -> list[str]:
-        """The breakpoints saved for this tree; one warning per entry (or file) that cannot be used."""
-        try:
-            saved = read_json(self.breakpoints_file) or []
-        except ValueError as exc:
-            return [f"{exc}; breakpoints not loaded"]
-        warnings = []
-        for data in saved if isinstance(saved, list) else []:
-            try:
-                self.breakpoints.append(Breakpoint.from_json(data if isinstance(data, dict) else {}))
-            except BreakpointError as exc:
-                warnings.append(f"{self.breakpoints_file.name}: {exc}; skipped")
-        self._sync_stops()
-        return warnings
-
-    def _breakpoints_changed(self) -> None:
-        self._sync_stops()
-        try:
-            write_json(self.breakpoints_file, [bp.to_json() for bp in self.breakpoints])
-        except OSError as exc:
-            self.message = f"breakpoints not saved: {self.breakpoints_file}: {exc.strerror}"
-        self._notify("changed")
-
-    def _sync_stops(self) -> None:
-        """The runner stops before the nodes of enabled before-breakpoints (its node boundaries)."""
-        self.runner.stop_before = {bp.node for bp in self.breakpoints if bp.enabled and bp.kind == "node"
-                                   and bp.on == "before" and split_child_path(bp.node) is None}
-
-    def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
-        """Add or remove a node breakpoint; True when one is now set."""
-        self._node(path)
-        existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
-        if existing:
-            for bp in existing:
-                self.breakpoints.remove(bp)
-            self._breakpoints_changed()
-            return False
-        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
-        return True
-
-    def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
-        """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
-        if on not in NODE_MOMENTS:
-            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
-        try:
-            self._node(path)
-        except EditError:
-            raise BreakpointError(f"no node at path {path!r}") from None
-        if on == "before" and split_child_path(path) is not None:
-            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
-                                  "changes (after:)")
-        bp = Breakpoint("node", node=path, on=on)
-        self.breakpoints.append(bp)
-        self._breakpoints_changed()
-        return bp
-
-    def add_event_breakpoint(self, event_type: str) -> Breakpoint:
-        event_type = event_type.strip()
-        if not event_type:
-            raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
-        bp = Breakpoint("event", event_type=event_type)
-        self.breakpoints.append(bp)
-        self._breakpoints_changed()
-        return bp
-
-    def add_condition_breakpoint(self, expression: str) -> Breakpoint:
-        """A condition over state; its names must be state fields, keys or namespaces of the tree."""
-        condition = Condition(expression)
-        sm = self.runner.state_manager
-        known = {*sm.schema.model_fields, *sm.view(None), *(ns.split(".")[0] for ns in self.known_namespaces()),
-                 "True", "False", "None"}
-        unknown = sorted(condition.names() - known)
-        if unknown:
-            raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
-        snapshot = {ns or "": sm.view(ns) for ns in sm.namespaces()}
-        bp = Breakpoint("condition", condition=condition)
-        bp._was_true = condition.evaluate(snapshot)  # validates names now, and fires on the next change
-        self.breakpoints.append(bp)
-        self._breakpoints_changed()
-        return bp
-
-    def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
-        """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
-        if enabled is not None:
-            bp.enabled = enabled
-        if on is not None:
-            if bp.kind != "node" or on not in NODE_MOMENTS:
-                raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
-            bp.on = on
-        self._breakpoints_changed()
-
-    def remove_breakpoint(self, bp: Breakpoint) -> None:
-        if bp in self.breakpoints:
-            self.breakpoints.remove(bp)
-            self._breakpoints_changed()
-
     # -- timeline: checkpoints, the past, replay and fork -------------------------------
     @property
     def branch(self) -> str:
@@ -843,7 +735,7 @@ class DebugSession(EditsMixin):
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._set_state(self.run_state, f"following run {run_id}: its writer is still recording")
+        self._set_state(self.run_state, "following: the writer is recording")  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -853,7 +745,7 @@ class DebugSession(EditsMixin):
         if self.recorded_run != run_id:
             return False
         if landed.error is not None:
-            self._set_state(self.run_state, f"stopped following run {run_id}: {landed.error}")
+            self._set_state(self.run_state, f"stopped following: {landed.error}")
             return False
         self.log.load(run_id, landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
@@ -862,11 +754,11 @@ class DebugSession(EditsMixin):
             self.select_checkpoint(newest.id)
         self._notify("landed")
         if landed.ended in FINAL:
-            message = f"run {run_id} {landed.ended}: its writer has finished (tick {newest.tick})"
+            message = f"writer finished: run {landed.ended}"
         elif landed.ended == "suspended":
-            message = f"run {run_id} suspended at tick {newest.tick}: its writer waits for an answer"
+            message = f"following: tick {newest.tick}, run suspended"
         else:
-            message = f"following run {run_id}: tick {newest.tick} just landed (checkpoint {newest.id})"
+            message = f"following: tick {newest.tick} just landed"
         self._set_state(self.run_state, message)
         return landed.ended not in FINAL
 

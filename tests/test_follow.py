@@ -48,12 +48,12 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
     events = len(session.frame_events())
     stop = session.follow()
     try:
-        assert session.message == f"following run {writer.run_id}: its writer is still recording"
+        assert session.message == "following: the writer is recording"
         await writer.step()
         await until(lambda: session.frame.tick == 3)
         newest = writer.store.latest(writer.run_id)
         assert session.viewing.id == newest.id  # it showed the newest checkpoint: it moved on with it
-        assert session.message == f"following run {writer.run_id}: tick 3 just landed (checkpoint {newest.id})"
+        assert session.message == "following: tick 3 just landed"
         assert len(session.frame_events()) > events
         assert [e.seq for e in session.frame_events()] == [e.seq for _, e in writer.store.events(writer.run_id)
                                                           if e.seq <= newest.event_position]
@@ -70,8 +70,8 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
         assert session.frame.tick == 4 and len(session.staged) == 1  # the view stays where the edit is
 
         assert (await writer.continue_()).kind == "finished"
-        await until(lambda: "has finished" in session.message)
-        assert session.message == f"run {writer.run_id} completed: its writer has finished (tick {writer.tick})"
+        await until(lambda: "finished" in session.message)
+        assert session.message == "writer finished: run completed" and session.frame.tick == 4  # still edited there
         await until(lambda: not followers())  # nothing more can land: following has ended by itself
     finally:
         stop()
@@ -92,7 +92,7 @@ async def test_the_studio_follows_a_run_another_writer_records(store_name):
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
             timeline, pane = app.main.query_one(Timeline), app.main.query_one(EventsPane)
-            assert timeline.row_count == 2 and "following run" in status(app)
+            assert timeline.row_count == 2 and "following: the writer is recording" in status(app)
             assert followers()
             lines = pane.line_count
             for tick in (2, 3):
@@ -102,7 +102,7 @@ async def test_the_studio_follows_a_run_another_writer_records(store_name):
                 assert f"│ tick {tick} │" in status(app) and pane.line_count > lines
                 lines = pane.line_count
             await writer.continue_()
-            await until(lambda: "its writer has finished" in status(app), pilot.pause)
+            await until(lambda: "writer finished: run completed" in status(app), pilot.pause)
             assert timeline.row_count == len(writer.checkpoints()) and "root ✔ SUCCESS" in status(app)
             assert pane.lines[-1].split()[2] == "run.completed"
     finally:
@@ -141,8 +141,8 @@ async def test_an_end_written_without_a_checkpoint_still_lands(store_name):
             await writer.step()
             await until(lambda: "tick 2 just landed" in status(app), pilot.pause)
             writer.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the service shut down"})
-            await until(lambda: "has finished" in status(app), pilot.pause)
-            assert f"run {writer.run_id} failed: its writer has finished (tick 2)" in status(app)
+            await until(lambda: "writer finished: run failed" in status(app), pilot.pause)
+            assert "│ tick 2 │" in status(app)
             assert session.frame_events()[-1].type == EventType.RUN_FAILED
             assert app.main.query_one(EventsPane).lines[-1].split()[2] == "run.failed"
     finally:
@@ -172,7 +172,7 @@ async def test_a_follower_whose_server_connection_is_lost_says_so(postgres_url):
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (listener,))
         await until(lambda: "stopped following" in session.message)
-        assert session.message.startswith(f"stopped following run {writer.run_id}: postgresql://jianmu@")
+        assert session.message.startswith("stopped following: postgresql://jianmu@")
         assert "lost the connection to the PostgreSQL server" in session.message
         await until(lambda: not followers())
     finally:
