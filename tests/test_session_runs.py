@@ -124,6 +124,8 @@ async def test_replay_makes_its_own_branch_and_leaves_the_recorded_one_untouched
     assert _main_checkpoints(session) == recorded
     assert [pair for pair in session.store.events(session.run_id) if pair[0] == "main"] == events
     assert {row.branch for row in session.checkpoints()} == {"main", "replay-1", "replay-2", "replay-3"}
+    first = next(row for row in session.checkpoints() if row.branch == "replay-1")
+    assert first.summary.startswith("replay: ")  # the timeline says what started the branch
 
 
 async def test_replaying_a_recorded_run_does_not_rewrite_it(tmp_path):

@@ -26,6 +26,7 @@ class Source(StrEnum):
     LOOP = "loop"  # after a tick
     UPDATE = "update"  # after an edit made outside a tick
     FORK = "fork"  # the first checkpoint of a new branch, with its edits
+    REPLAY = "replay"  # the first checkpoint of a replay's branch
 
 
 @dataclass(frozen=True)

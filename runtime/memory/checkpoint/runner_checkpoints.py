@@ -369,7 +369,7 @@ class RunnerCheckpoints:
             node.bind(change.get("inputs"), change.get("outputs"))
             self._bindings[path] = {"inputs": node.input_bindings, "outputs": node.output_bindings}
             bus.publish(EventType.BINDING_CHANGED, {k: dict(v) for k, v in change.items()}, node=path)
-        self.save(Source.FORK)
+        self.save(Source.REPLAY if prefix == "replay" else Source.FORK)
         return branch
 
     def _next_branch(self, run_id: str, prefix: str) -> str:
