@@ -63,8 +63,7 @@ class EditsMixin:
 
     def known_namespaces(self: DebugSession) -> set[str]:
         """Namespaces of the tree's nodes and of the state (a subtree may add more as it compiles)."""
-        from_tree = {ns for node in self.runner.nodes.values() if (ns := getattr(node, "namespace", None))}
-        return from_tree | {ns for ns in self.runner.state_manager.namespaces() if ns}
+        return set(StateFacts.of(self.runner).namespaces)
 
     def validate_binding_key(self: DebugSession, path: str, key: str) -> str:
         """The normalised state key, or `EditError` saying why the key cannot be bound.

@@ -92,20 +92,21 @@ class EventLog:
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
         """A recorded run's events; `saved` gives each (branch, tick)'s checkpoint position."""
-        self._runs.pop(run_id, None)
-        self._nodes = {key: events for key, events in self._nodes.items() if key[0] != run_id}
-        self._writes = {key: events for key, events in self._writes.items() if key[0] != run_id}
-        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] != run_id}
+        self._keep(lambda run: run != run_id)
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))
 
     def keep_only(self, run_id: str | None) -> None:
         """Forget every other run (a restart leaves the old run to the store)."""
-        self._runs = {run: events for run, events in self._runs.items() if run == run_id}
-        self._nodes = {key: events for key, events in self._nodes.items() if key[0] == run_id}
-        self._writes = {key: events for key, events in self._writes.items() if key[0] == run_id}
-        self._tokens = {key: totals for key, totals in self._tokens.items() if key[0] == run_id}
+        self._keep(lambda run: run == run_id)
+
+    def _keep(self, wanted: Callable[[str | None], bool]) -> None:
+        """Keep, in the log and in each index (all keyed by run first), only the runs `wanted`."""
+        self._runs = {run: events for run, events in self._runs.items() if wanted(run)}
+        self._nodes, self._writes, self._tokens = (
+            {key: value for key, value in index.items() if wanted(key[0])}
+            for index in (self._nodes, self._writes, self._tokens))
 
     def of(self, lineage: Lineage) -> list[StampedEvent]:
         return [e for e in self._runs.get(lineage.run_id, ()) if e.in_lineage(lineage)]
