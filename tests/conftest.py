@@ -4,9 +4,11 @@ user's cache directory, which each test points at its own temporary folder.
 Store contract tests run once per kind of store: `store` is an open store in memory, in an
 SQLite file or in a database of a throw-away PostgreSQL server (`postgres_server.py`, which
 skips with the reason when this machine cannot start one); `store_name` names a new
-persistent one (a file or a URL) for tests that reopen it."""
+persistent one (a file or a URL) for tests that reopen it. `server` is a loopback
+OpenAI-compatible server (`openai_server.py`) for the model client's tests."""
 
 import pytest
+from openai_server import FakeServer
 from postgres_server import PostgresServer, why_not
 
 from runtime.memory.checkpoint import InMemoryCheckpointStore, open_store
@@ -64,3 +66,11 @@ def tamper(store, sql: str, params: tuple = ()) -> None:
     """Change a store's tables behind its back (damage it), through its connection."""
     with store._guard() as conn:
         conn.execute(sql, params)
+
+
+@pytest.fixture
+async def server():
+    fake = FakeServer()
+    await fake.start()
+    yield fake
+    await fake.stop()

@@ -10,7 +10,6 @@ import asyncio
 
 import pytest
 from openai_server import (
-    FakeServer,
     _head,
     completion,
     delta_chunk,
@@ -27,14 +26,6 @@ from runtime.model import ModelConfig, ModelResponseError, ModelTimeoutError, Op
 from runtime.node import SimpleLLMNode
 
 LIMIT = 20
-
-
-@pytest.fixture
-async def server():
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 @pytest.fixture

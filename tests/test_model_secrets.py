@@ -20,7 +20,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from openai_server import FakeServer, completion, json_reply
+from openai_server import completion, json_reply
 
 from runtime.messages import human
 from runtime.model import ModelConfig, ModelConfigurationError, ModelHTTPError, OpenAICompatibleProvider
@@ -85,14 +85,6 @@ async def run_cli(tmp_path: Path, base_url: str, key: str) -> tuple[int, bytes, 
     if db.exists():
         files.extend(store_texts(db))
     return process.returncode, out, err, files
-
-
-@pytest.fixture
-async def server():
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 @pytest.mark.parametrize("case", sorted(ECHOES))

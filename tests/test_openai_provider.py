@@ -6,7 +6,6 @@ import json
 
 import pytest
 from openai_server import (
-    FakeServer,
     completion,
     delta_chunk,
     json_reply,
@@ -33,14 +32,6 @@ from runtime.model import (
 API_KEY = "sk-test-SECRET-0123456789"
 TOOLS = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object"}}}]
 CHOICE = {"type": "function", "function": {"name": "calc"}}
-
-
-@pytest.fixture
-async def server():
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 @pytest.fixture

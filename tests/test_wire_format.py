@@ -9,7 +9,7 @@ import time
 
 import pytest
 from mcp.types import Tool as ToolSpec
-from openai_server import FakeServer, completion, json_reply, raw_reply, sse_reply
+from openai_server import completion, json_reply, raw_reply, sse_reply
 
 from runtime import Agent, CalculatorTool, ModelClient, ReActConfig, create_react_node, human
 from runtime.config import ModelResilienceConfig
@@ -18,14 +18,6 @@ from runtime.tools import MCPTool, MCPToolProvider
 
 CALL = {"id": "call_1", "type": "function",
         "function": {"name": "calculator", "arguments": '{"expression": "25 * 4 + 10"}'}}
-
-
-@pytest.fixture
-async def server():
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 @pytest.fixture
