@@ -281,9 +281,11 @@ class MainScreen(Screen):
     def action_toggle_breakpoint(self) -> None:
         path = self._selected_path()
         if path is not None:
-            on_now = self.session.toggle_node_breakpoint(path)
-            self.notify(f"breakpoint: stop before {path} runs (B lists them)" if on_now
-                        else f"breakpoint removed from {path}")
+            if self.session.toggle_node_breakpoint(path):  # a swarm agent's node stops after, not before
+                bp = next(bp for bp in self.session.breakpoints if bp.kind == "node" and bp.node == path)
+                self.notify(f"breakpoint: {bp.label} (B lists them)")
+            else:
+                self.notify(f"breakpoint removed from {path}")
             self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
 
     def action_breakpoints(self) -> None:

@@ -197,6 +197,18 @@ def test_a_401_from_the_model_endpoint_is_the_error_line():
     assert "HTTP 401" in error_line
 
 
+def test_a_missing_model_name_is_the_error_line():
+    env = {name: value for name, value in os.environ.items() if name not in ("JIANMU_MODEL", "OPENAI_MODEL")}
+    env["JIANMU_BASE_URL"] = "http://127.0.0.1:9/v1"  # never reached: the name is missing first
+    result = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/react_calculator.py"),
+                             "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    assert result.returncode == 1
+    summary = json.loads(result.stdout.splitlines()[-1])["summary"]
+    assert summary["error"].startswith("Calculator/Calculator.loop/Calculator.llm: ModelConfigurationError: no model")
+    assert "JIANMU_MODEL" in summary["error"]
+    assert result.stderr.strip().splitlines()[-1] == f"jianmu-studio: failed at {summary['error']}"
+
+
 def test_debug_works_after_the_subcommand(raising_tree, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def build():\n    raise RuntimeError('boom')\n")

@@ -51,7 +51,9 @@ async def test_the_model_call_view_shows_request_and_response(tmp_path):
         await pilot.pause()
         assert isinstance(app.screen, ModelCallScreen)
         text = "\n".join(option_texts(app, "#model-call-items"))
-        assert "model scripted" in text and "usage prompt 171, completion 5, total 176" in text
+        facts = [" ".join(line.split()) for line in text.splitlines()[:6]]  # one fact a line
+        assert facts == [f"node {LLM}", "round 1 tick 4", "model scripted", facts[3], "usage prompt 171, "
+                         "completion 5, total 176", "outcome stop, 176 tokens"] and facts[3].startswith("latency ")
         assert "attempt 1  scripted  ✔ answered" in text
         # the conversation, not JSON: roles, the tool call and the tool's result
         assert "user\nWhat is 25 * 4 + 10?" in text
