@@ -108,6 +108,11 @@ async def test_status_line_names_the_budget_abort(tmp_path):
         line = status_text(app)
         assert "✘ budget_exhausted at Squares: token budget spent: 1350 >= 1000 tokens" in line
         assert line.index("budget_exhausted") < 40  # near the start: a narrow screen keeps it
+        app.main.query_one(TreePane).jump("Squares")
+        await settle(app, pilot)
+        lines = [line for line in detail_text(app).splitlines() if line.strip()]
+        assert lines[0].startswith("✘ last error")  # the loop that aborted says why, at the top
+        assert " ".join(lines[1:3]).startswith("budget_exhausted at Squares: token")
 
 
 async def test_status_line_and_node_pane_show_a_raising_node(tmp_path, raising_tree):

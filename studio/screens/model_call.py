@@ -148,10 +148,13 @@ class ModelCallsScreen(ModalScreen[None]):
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        call = self._open(self.calls[int(event.option.id)])
-        if inspect.isawaitable(call):  # an attached studio asks the served run's store for the recorded I/O
-            call = await call
-        self.app.push_screen(ModelCallScreen(call))
+        self.app.push_screen(ModelCallScreen(await opened_call(self._open, self.calls[int(event.option.id)])))
 
 
-__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block"]
+async def opened_call(open_call, call: ModelCall) -> ModelCall:
+    """The call with its recorded I/O: an attached studio asks the served run's store (awaited)."""
+    opened = open_call(call)
+    return await opened if inspect.isawaitable(opened) else opened
+
+
+__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block", "opened_call"]
