@@ -135,7 +135,8 @@ class RemoteSession:
     @classmethod
     async def connect(cls, address: str, token: str, *, heartbeat: float = 10.0) -> RemoteSession:
         """Attach to a debug server; raises `DebugError` (refused) or `OSError` (nobody there)."""
-        return cls(await DebugClient.connect(address, token, heartbeat=heartbeat, client="jianmu-studio"), address)
+        client = await DebugClient.connect(address, token, heartbeat=heartbeat, client="jianmu-studio", hold_end=True)
+        return cls(client, address)
 
     async def close(self) -> None:
         await self.client.close()
@@ -192,6 +193,7 @@ class RemoteSession:
             self._apply_update(message)
         elif kind == "paused":
             self._paused, self._continuing = message, False
+            self._finished = self._finished or message["kind"] == "finished"  # held at its end for this studio
             self._stop(StopReason(message["kind"], self._count_hit(message)))
         elif kind == "resumed":
             self._paused = None

@@ -12,7 +12,7 @@ from studio.app import StudioApp
 from studio.loader import LoadedTree
 from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
 from studio.screens.value import ValueScreen
-from studio.session import DebugSession
+from studio.session import DebugSession, RunState
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
 
@@ -36,39 +36,42 @@ async def finished_calculator(app: StudioApp, pilot) -> None:
     await settle(app, pilot)
 
 
-async def test_the_model_call_view_shows_request_and_response(tmp_path):
-    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
-    async with app.run_test(size=SIZE) as pilot:
-        await finished_calculator(app, pilot)
-        app.main.query_one(TreePane).jump(LLM)
-        await pilot.press("m")
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallsScreen)
-        listed = option_texts(app, "#model-calls-list")
-        assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
-                                                             "Calculator.llm round 1 (tick 4)"]
-        await pilot.press("down", "enter")  # the second round: after the tool answered
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallScreen)
-        text = "\n".join(option_texts(app, "#model-call-items"))
-        assert "model scripted" in text and "usage prompt 171, completion 5, total 176" in text
-        assert "attempt 1  scripted  ✔ answered" in text
-        # the conversation, not JSON: roles, the tool call and the tool's result
-        assert "user\nWhat is 25 * 4 + 10?" in text
-        assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
-        assert "tool  result of calculator (call_1)\n110" in text
-        assert "tool offered calculator  Evaluate an arithmetic expression" in text
-        assert "config temperature=0.2" in text
-        assert "response\nassistant\n25 * 4 + 10 = 110" in text
-        assert '"role"' not in text
-        # enter on the system message: the whole of it
-        app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, ValueScreen)
-        assert app.screen.value["role"] == "system"
-        body = str(app.screen.query_one("#value-body").render())
-        assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
+@BOTH
+async def test_the_model_call_view_shows_request_and_response(kind, tmp_path):
+    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await finished_calculator(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
+            await settle(app, pilot)
+            app.main.query_one(TreePane).jump(LLM)
+            await pilot.press("m")
+            await pilot.pause()
+            assert isinstance(app.screen, ModelCallsScreen)
+            listed = option_texts(app, "#model-calls-list")
+            assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
+                                                                 "Calculator.llm round 1 (tick 4)"]
+            await pilot.press("down", "enter")  # the second round: after the tool answered
+            await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
+            text = "\n".join(option_texts(app, "#model-call-items"))
+            assert "model scripted" in text and "usage prompt 171, completion 5, total 176" in text
+            assert "attempt 1  scripted  ✔ answered" in text
+            # the conversation, not JSON: roles, the tool call and the tool's result
+            assert "user\nWhat is 25 * 4 + 10?" in text
+            assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
+            assert "tool  result of calculator (call_1)\n110" in text
+            assert "tool offered calculator  Evaluate an arithmetic expression" in text
+            assert "config temperature=0.2" in text
+            assert "response\nassistant\n25 * 4 + 10 = 110" in text
+            assert '"role"' not in text
+            # enter on the system message: the whole of it
+            app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ValueScreen)
+            assert app.screen.value["role"] == "system"
+            body = str(app.screen.query_one("#value-body").render())
+            assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
 
 
 @BOTH

@@ -87,10 +87,12 @@ def _counter(node: Any) -> str | None:
 class DebugController:
     """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None]):
-        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once."""
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False):
+        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once;
+        `hold_end`: the client asked to find the run held at its end (the server holds it there)."""
         self.runner = runner
         self._wakeup = wakeup
+        self.hold_end = hold_end
         self.breakpoints: dict[int, ServerBreakpoint] = {}
         self.paused: dict[str, Any] | None = None  # the stop the run is held at, if any
         self._next_id = 1
@@ -364,14 +366,20 @@ class DebugController:
         self._sync_stop_before()
         self._resume.set()
 
+    def _require_steppable(self, request: str) -> None:
+        self._require_paused("stepping", f"{request} needs a paused run: pause first")
+        if self.paused["kind"] == "finished":
+            raise ProtocolError("bad_request", f"{request}: the run has finished (replay or fork it, "
+                                               "or continue to let it return)")
+
     def _do_step(self, message):
-        self._require_paused("stepping", "step needs a paused run: pause first")
+        self._require_steppable("step")
         self._stepping, self._into = True, False
         self._sync_stop_before()
         self._resume.set()
 
     def _do_step_into(self, message):
-        self._require_paused("stepping", "step_into needs a paused run: pause first")
+        self._require_steppable("step_into")
         self._stepping, self._into = False, True
         self._sync_stop_before()
         self._resume.set()
