@@ -130,6 +130,7 @@ class RemoteSession:
         self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
+        self._add_events(client.welcome.get("events", ()))  # what the run did before this studio attached
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -243,11 +244,7 @@ class RemoteSession:
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
-        for data in update.get("events", ()):
-            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
-            self.log.add(event)
-            self.events.append(event)
-            self._notify("event", event)
+        self._add_events(update.get("events", ()))
         self._mark(update, state_changes)
         if "report" in update or changed or state_changes:
             report = update.get("report") or {}
@@ -258,6 +255,13 @@ class RemoteSession:
             self._stop(StopReason("suspended", self._suspension_message()))
         else:
             self._settle()
+
+    def _add_events(self, events: Any) -> None:
+        for data in events:
+            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
+            self.log.add(event)
+            self.events.append(event)
+            self._notify("event", event)
 
     def _mark(self, update: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> None:
         """A tick's marks are the keys written since the tick before it ended; later writes are marked as
@@ -340,7 +344,8 @@ class RemoteSession:
                 for info in self._rows.list(self._run_id)]
 
     def frame_events(self) -> list[StampedEvent]:
-        """The events of the frame's lineage, as far as this studio received them since it attached."""
+        """The events of the frame's lineage that this studio received: those the run published before it
+        attached (as many as the runner's event history keeps) and every one since."""
         return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:

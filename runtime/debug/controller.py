@@ -141,10 +141,13 @@ class DebugController:
         self._resume.set()
 
     def picture(self) -> dict[str, Any]:
-        """The whole run as the client first sees it (and again after `resync`); updates follow from here."""
+        """The whole run as the client first sees it (and again after `resync`), with the events it had
+        published before (as many as the runner's event history keeps); updates follow from here."""
         self.outbox.clear()
         self._events.clear()
-        return self._picture()
+        run_id = self.runner.run_id
+        earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
+        return {**self._picture(), "events": earlier}
 
     def _picture(self) -> dict[str, Any]:
         """The run as it is now; later updates carry only what changes after it."""
