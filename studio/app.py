@@ -352,10 +352,7 @@ class MainScreen(Screen):
             return
         try:
             if decision.approved:
-                if decision.arguments is None:  # a remote session approves as asked
-                    self.session.approve(decision.approval_id)
-                else:
-                    self.session.approve(decision.approval_id, decision.arguments)
+                self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:
