@@ -8,23 +8,23 @@ through `create_react_agent` with a fake chat model that returns the same messag
 
 from __future__ import annotations
 
+import importlib.metadata
 import sqlite3
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-try:
-    from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.messages import AIMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.tools import tool as lc_tool
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.prebuilt import create_react_agent
-except ImportError:  # the bench extra is not installed
-    AVAILABLE = False
-else:
-    AVAILABLE = True
+
+# Imported only when measured: LangGraph's imports would swell the other benches' memory figures.
+def _installed(*distributions: str) -> bool:
+    try:
+        return all(importlib.metadata.version(name) for name in distributions)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+AVAILABLE = _installed("langgraph", "langgraph-checkpoint-sqlite")
 
 MISSING = "LangGraph not installed (`.venv/bin/pip install -e '.[bench]'`): no peer column"
 
@@ -32,6 +32,11 @@ MISSING = "LangGraph not installed (`.venv/bin/pip install -e '.[bench]'`): no p
 def _agent(script: list[dict], observe: Callable[[int], str], checkpointer=None):
     """`create_react_agent` over a fake model that answers `script` in order (the project's
     scripted-model answers: content and tool calls) and a `lookup(round)` tool giving `observe`."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.prebuilt import create_react_agent
 
     class Scripted(BaseChatModel):
         position: int = 0
@@ -78,6 +83,8 @@ def react_seconds(script: list[dict], observe: Callable[[int], str], task: str) 
 def record(path: Path, script: list[dict], observe: Callable[[int], str], task: str) -> list[str]:
     """Run the workload with LangGraph's SQLite checkpointer into `path`; the checkpoint ids,
     oldest first."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         saver = SqliteSaver(conn)
@@ -93,6 +100,8 @@ def cold_restore_ms(path: Path, script: list[dict], observe: Callable[[int], str
     """The state at one checkpoint read (messages deserialised) by a freshly compiled graph on a
     freshly opened connection, as a process starting on a stored run would; the clock covers
     the read only, as the project's cold restore does."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         agent = _agent(script, observe, SqliteSaver(conn))

@@ -65,6 +65,7 @@ class TreePane(Vertical):
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running: list[str] | None = None  # None: not filled yet
+        self._names: list[tuple[str, str]] | None = None  # (path, lower-case name) in line order, for search
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
@@ -105,6 +106,7 @@ class TreePane(Vertical):
                 self._add(view)
         self._ticked = ticked
         self._stale = set(present)
+        self._names = None
         self.call_after_refresh(self.flush)
 
     def _add(self, view: NodeView) -> None:
@@ -198,13 +200,17 @@ class TreePane(Vertical):
         node = self._tree_nodes.get(path)
         if node is None:
             return False
-        parent = node.parent
+        tree, parent, expanded = self.tree, node.parent, False
         while parent is not None:
-            parent.expand()
+            if not parent.is_expanded:
+                parent.expand()
+                expanded = True
             parent = parent.parent
-        tree = self.tree
-        tree.move_cursor(node)
-        tree.call_after_refresh(tree.scroll_to_node, node)
+        if expanded:  # move_cursor reads the node's line from the line index, which expanding made stale
+            tree.get_node_at_line(0)  # ... and reading a line rebuilds it
+        tree.move_cursor(node)  # scrolls to it too, within the tree's size as last laid out
+        if expanded:  # the tree grew: scroll again once the layout has the new size
+            tree.call_after_refresh(tree.scroll_to_node, node)
         return True
 
     def search(self, text: str, after: str | None = None) -> str | None:
@@ -212,12 +218,11 @@ class TreePane(Vertical):
         text = text.strip().lower()
         if not text:
             return None
-        order = [node.data for node in self._walk()]
-        start = order.index(after) + 1 if after in order else 0
-        for path in order[start:] + order[:start]:
-            if text in self._views[path].name.lower():
-                return path
-        return None
+        if self._names is None:  # walked once per tree shape, not per keystroke
+            self._names = [(node.data, self._views[node.data].name.lower()) for node in self._walk()]
+        names = self._names
+        start = next((i + 1 for i, (path, _) in enumerate(names) if path == after), 0) if after else 0
+        return next((path for path, name in names[start:] + names[:start] if text in name), None)
 
     def _walk(self):
         stack = [self.tree.root]
