@@ -27,6 +27,7 @@ from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 
 from .commands import StudioCommands
+from .long_lived import keep_out_of_collections
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
 from .screens.breakpoints import BreakpointsScreen
@@ -112,6 +113,10 @@ class MainScreen(Screen):
         self.set_interval(1 / REFRESH_HZ, self.drain)
         self.drain()
         self.query_one(TreePane).tree.focus()
+        self.call_after_refresh(self._keep_tree_out_of_collections)  # once the tree is on screen
+
+    def _keep_tree_out_of_collections(self) -> None:
+        keep_out_of_collections(self.query_one(TreePane).node_count)
 
     def on_unmount(self) -> None:
         self._unlisten()
@@ -270,7 +275,11 @@ class MainScreen(Screen):
         self.session.pause()
 
     def action_restart(self) -> None:
-        self._intent(self.session.restart)
+        async def restart() -> None:
+            await self.session.restart()
+            self.call_after_refresh(self._keep_tree_out_of_collections)  # the new tree, once drawn
+
+        self._intent(restart)
 
     def _selected_path(self) -> str | None:
         path = self.query_one(TreePane).selected_path
@@ -367,10 +376,7 @@ class MainScreen(Screen):
             return
         try:
             if decision.approved:
-                if decision.arguments is None:  # a remote session approves as asked
-                    self.session.approve(decision.approval_id)
-                else:
-                    self.session.approve(decision.approval_id, decision.arguments)
+                self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:

@@ -28,6 +28,8 @@ from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo
+from runtime.tools.base import ToolError
+from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .edits import StagedEdits
@@ -744,10 +746,30 @@ class RemoteSession:
         return [ApprovalRequest.model_validate(item) for item in self._approvals]
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
+        """Approve a pending call; with `arguments` (checked here against the tool's schema the server sent,
+        and again there against the tool itself) it runs with those."""
         if arguments is not None:
-            raise EditError("a remote run is approved as asked: corrected arguments are not sent over the protocol")
-        self._send("approve", approval=approval_id)
+            self.check_arguments(self._request(approval_id), arguments)
+        self._send("approve", approval=approval_id, arguments=arguments)
         self._say("approval sent")
+
+    def check_arguments(self, request: ApprovalRequest, arguments: Any) -> None:
+        """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
+        if not isinstance(arguments, dict):
+            raise EditError(f"tool '{request.tool}': arguments must be a JSON object")
+        parameters = next((item.get("parameters") for item in self._approvals if item["id"] == request.id), None)
+        if parameters is None:
+            return  # the server does not know the tool either: the executor checks the arguments when it runs
+        try:
+            check_arguments(request.tool, schema_validator(parameters), arguments)
+        except ToolError as exc:
+            raise EditError(str(exc)) from None
+
+    def _request(self, approval_id: str) -> ApprovalRequest:
+        for request in self.pending_approvals():
+            if request.id == approval_id:
+                return request
+        raise EditError(f"no pending approval {approval_id!r}")
 
     def deny(self, approval_id: str, reason: str) -> None:
         self._send("deny", approval=approval_id, reason=reason or "denied in the studio")

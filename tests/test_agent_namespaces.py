@@ -115,3 +115,13 @@ async def test_a_loops_answer_node_is_its_result_even_when_another_llm_node_come
     assert (result.result_type, result.final_answer) == ("answer", "110, checked twice.")
     assert writer.requests[0].messages[-1].content == "What is 25 * 4 + 10?"
     assert [m.role for m in critic.requests[0].messages] == ["system"]  # its namespace got no input
+
+
+async def test_a_loop_the_run_never_reached_reports_no_termination_of_an_earlier_run():
+    writer, _ = namespaced([calc("1+1"), calc("2+2")], namespace="write", name="Write", max_iterations=1)
+    gate = StateCondition("gate", key="go", op="truthy", namespace="write")
+    agent = Agent(Sequence("pipeline", memory=True, children=[gate, writer]))
+    assert (await agent.run({"go": True, **QUESTION})).termination_reason == "max_iterations"
+    again = await agent.run({"go": False})  # the gate fails: the writer's loop never starts
+    assert (again.status, again.termination_reason) == (Status.FAILURE, "error")
+    assert again.state.model_extra["write." + InteractionKeys.TERMINATION]["reason"] == "max_iterations"  # stale

@@ -135,15 +135,24 @@ async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_conti
             pass
         request = update["approvals"][0]
         assert request["tool"] == "send_email"
+        assert request["parameters"]["required"] == ["to", "subject", "body"]  # to check corrections against
         assert runner.suspended  # the run waits for the answer instead of returning
         tick = runner.tick_count
-        await client.request("approve", approval=request["id"])
+        corrected = {**request["arguments"], "to": "dev@example.com"}
+        for arguments, refusal in (({"to": "dev@example.com"}, "tool 'send_email': invalid argument 'subject': "),
+                                   (["dev@example.com"], "tool 'send_email': arguments must be a JSON object")):
+            with pytest.raises(DebugError) as refused:
+                await client.request("approve", approval=request["id"], arguments=arguments)
+            assert refused.value.code == "bad_request" and refused.value.message.startswith(refusal)
+        assert runner.suspended  # a refused correction decided nothing
+        await client.request("approve", approval=request["id"], arguments=corrected)
         held = await until(client, "paused")  # answered: held, as a local session is after an approval
         assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
         await client.request("continue")
         assert (await until(client, "finished"))["status"] == "SUCCESS"
         assert await task == Status.SUCCESS
     assert "notified" in agent.result_from(runner).final_answer
+    assert runner.state_manager.get("messages")[2].content.startswith("email to dev@example.com queued")
 
 
 async def test_a_binding_edit_rebinds_the_port_and_is_recorded():

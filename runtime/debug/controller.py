@@ -19,10 +19,12 @@ from ..engine.behaviour import JianmuNodeMixin
 from ..engine.boundaries import NodeBoundary
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
+from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
+from ..tools.base import ToolError
 from .conditions import Condition, ConditionError
-from .edits import EditRefused, StateFacts, check_binding, check_state_key
+from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
@@ -195,8 +197,18 @@ class DebugController:
         self._wakeup(False)
 
     def _approvals(self) -> list[dict[str, Any]]:
+        """The pending requests, each with its tool's `parameters` (JSON schema; null when not known here) so
+        that a client can check corrected arguments before it sends them."""
         approvals = self.runner.context.approval_manager
-        return [item.model_dump(mode="json") for item in approvals.pending()] if approvals is not None else []
+        return [{**item.model_dump(mode="json"), "parameters": self._parameters(item)}
+                for item in approvals.pending()] if approvals is not None else []
+
+    def _parameters(self, request: Any) -> dict[str, Any] | None:
+        try:
+            tool = waiting_tool(self.runner, request)
+        except ToolError:
+            return None
+        return tool.parameters() if tool is not None else None
 
     def post(self, message: dict[str, Any]) -> None:
         """Queue a message, after an update that brings the client up to this moment."""
@@ -460,15 +472,19 @@ class DebugController:
         return approvals
 
     def _do_approve(self, message):
+        """Approve as asked, or with corrected `arguments` checked against the tool's schema first."""
+        approvals, arguments = self._approval_manager(), message.get("arguments")
         try:
-            self._approval_manager().approve(str(message["approval"]), message.get("reason"))
-        except KeyError as exc:
+            if arguments is not None:
+                check_tool_arguments(self.runner, approvals.get(str(message["approval"])), arguments)
+            approvals.approve(str(message["approval"]), message.get("reason"), arguments=arguments)
+        except (ApprovalError, EditRefused) as exc:
             raise ProtocolError("bad_request", str(exc)) from None
 
     def _do_deny(self, message):
         try:
             self._approval_manager().deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
-        except KeyError as exc:
+        except ApprovalError as exc:
             raise ProtocolError("bad_request", str(exc)) from None
 
     # -- the past: checkpoints, replay, fork -----------------------------------------

@@ -87,6 +87,10 @@ class TreePane(Vertical):
         node = self.tree.cursor_node
         return node.data if node is not None else None
 
+    @property
+    def node_count(self) -> int:
+        return len(self._tree_nodes)
+
     def knows(self, paths: Iterable[str]) -> bool:
         return all(path in self._tree_nodes for path in paths)
 
