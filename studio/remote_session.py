@@ -194,9 +194,12 @@ class RemoteSession:
         kind = message["type"]
         if kind == "update":
             self._apply_update(message)
+        elif kind == "paused" and message["kind"] == "finished":  # held at its end for this studio
+            self._paused, self._continuing, self._finished = message, False, True
+            self._stop(StopReason("finished", f"finished: {self._status} (held for this studio: its process "
+                                              "gets the result when you quit)"))
         elif kind == "paused":
             self._paused, self._continuing = message, False
-            self._finished = self._finished or message["kind"] == "finished"  # held at its end for this studio
             self._stop(StopReason(message["kind"], self._count_hit(message)))
         elif kind == "resumed":
             self._paused = None

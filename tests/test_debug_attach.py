@@ -50,10 +50,12 @@ async def test_the_tui_attached_to_an_agent_process_pauses_edits_and_finishes():
             await settle(app, pilot)
             await until_state(session, RunState.FINISHED)
             await settle(app, pilot)
-            assert "finished" in status_line(app) or "the run ended" in status_line(app)
+            assert "finished: SUCCESS (held for this studio: its process gets the result when you quit)" in \
+                status_line(app)
             assert session.state_snapshot()[""]["final_answer"] == "25 * 4 + 10 = 110"
+            assert target.process.returncode is None  # held at its end while the studio is attached
         await session.close()
-        result = await target.result()
+        result = await target.result()  # detached: the run returned to its caller
     assert result["status"] == "SUCCESS" and result["first_message"] == "What is 2 + 2?"
 
 

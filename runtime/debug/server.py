@@ -176,8 +176,8 @@ class DebugServer:
         """Hold the finished run until the client continues, leaves or `hold_end` seconds pass; True
         when it replayed or forked meanwhile (the run goes on from there)."""
         try:
-            await asyncio.wait_for(controller.hold("finished", f"finished: {status.value} (held for this debugger: "
-                                                               "continue lets the run return)"), self.hold_end)
+            await asyncio.wait_for(controller.hold("finished", f"finished: {status.value} (held for the debugger "
+                                                               "until it continues or detaches)"), self.hold_end)
         except TimeoutError:
             log.info("finished run held %ss for the debugger: returning it", self.hold_end)
             return False
