@@ -13,12 +13,11 @@ One column per store: an SQLite file, and a database of a PostgreSQL server on l
 (`--postgres URL`, else a throw-away server started as the tests start theirs). Then the
 concurrency figure: N processes recording one run each into one store at the same time,
 checkpoints per second in total, beside one process alone on the same store kind.
-Reference: LangGraph's SQLite checkpointer on the same workload (full message list in
-every checkpoint), QUOTED, not measured by this script: 84 MB for a 418 KB final state
-(202x), 1.3 ms per step (bench/RESULTS.md, 2026-12-01); cold restore of the first /
-middle / last checkpoint 1.3 / 5.0 / 7.6 ms (issue #14, LangGraph 1.2.24, measured by
-the session that filed it). Goals here: bytes <= 3x, save <= 0.5 ms per tick, restore
-<= 1 ms median.
+Peer: LangGraph's SQLite checkpointer on the same workload (`create_react_agent`, full
+message list in every checkpoint), measured in the same run when the bench extra is
+installed (bench/langgraph_peer.py): bytes, time per checkpoint, and the cold restore of
+its first / middle / last checkpoint. Goals here: bytes <= 3x, save <= 0.5 ms per tick,
+restore <= 1 ms median.
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import langgraph_peer
 
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.runner import ReactiveRunner
@@ -62,6 +63,10 @@ def script(rounds: int) -> list[dict]:
 @tool
 def lookup(round: int) -> str:
     """Return a 1 KB observation for a round."""
+    return observation(round)
+
+
+def observation(round: int) -> str:
     return f"observation {round}: " + text(f"observation {round}", KB - 20)
 
 
@@ -219,36 +224,52 @@ async def main(rounds: int, postgres: str | None, writers: int, writer_rounds: i
     finally:
         if server is not None:
             server.stop()
-    report(rounds, columns, concurrency, writers, writer_rounds)
+    peer = measure_langgraph(folder / "langgraph.db", rounds) if langgraph_peer.AVAILABLE else None
+    report(rounds, columns, peer, concurrency, writers, writer_rounds)
 
 
-QUOTED_COLD = {"first": "1.3 ms", "middle": "5.0 ms", "last": "7.6 ms"}  # LangGraph 1.2.24, issue #14
+def measure_langgraph(path: Path, rounds: int) -> dict:
+    """The peer column: LangGraph recording the same workload, and its cold restores."""
+    steps, task = script(rounds), "Look everything up."
+    started = time.perf_counter()
+    ids = langgraph_peer.record(path, steps, observation, task)
+    per_checkpoint = (time.perf_counter() - started) * 1000 / len(ids)
+    points = {"first": ids[1], "middle": ids[len(ids) // 2], "last": ids[-1]}
+    cold = {point: statistics.median(langgraph_peer.cold_restore_ms(path, steps, observation, i) for _ in range(5))
+            for point, i in points.items()}
+    return {"stored": path.stat().st_size, "ms_per_checkpoint": per_checkpoint, "cold": cold}
 
 
-def report(rounds: int, columns: dict, concurrency: dict, writers: int, writer_rounds: int) -> None:
+def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, writers: int,
+           writer_rounds: int) -> None:
     first = next(iter(columns.values()))
     n = len(first["save_ms"])
     print(f"workload: {rounds} ReAct rounds, {n} ticks, {len(first['final'][''].get('messages', []))} messages, "
           f"final state {first['final_bytes'] / 1e3:.0f} KB (reference: 418 KB)")
     names = list(columns)
-    print(f"{'':34}" + "".join(f"{name:>16}" for name in names) + f"{'LangGraph, quoted':>18}")
+    print(f"{'':34}" + "".join(f"{name:>16}" for name in names) + f"{'LangGraph' if peer else '':>16}")
+    if peer is None:
+        print(langgraph_peer.MISSING)
+    peer = peer or {}
 
     def row(label: str, cells: list[str], reference: str = "") -> None:
         print(f"{label:34}" + "".join(f"{cell:>16}" for cell in cells) + f"{reference:>16}")
 
-    row("stored bytes", [f"{c['stored'] / 1e3:.0f} KB" for c in columns.values()], "84 MB")
+    row("stored bytes", [f"{c['stored'] / 1e3:.0f} KB" for c in columns.values()],
+        f"{peer['stored'] / 1e6:.0f} MB" if peer else "")
     row("ratio to final state (goal <= 3x)", [f"{c['stored'] / c['final_bytes']:.2f}x" for c in columns.values()],
-        "202x")
+        f"{peer['stored'] / first['final_bytes']:.0f}x" if peer else "")
     for part in TABLES:
         row("  " + part, [f"{c['parts'].get(part, 0) / 1e3:.0f} KB" for c in columns.values()])
-    row("save per tick, mean", [f"{statistics.fmean(c['save_ms']):.3f} ms" for c in columns.values()], "1.3 ms")
+    row("save per tick, mean", [f"{statistics.fmean(c['save_ms']):.3f} ms" for c in columns.values()],
+        f"{peer['ms_per_checkpoint']:.3f} ms (step)" if peer else "")
     row("save per tick, median / p95", [f"{statistics.median(c['save_ms']):.3f}/"
                                         f"{sorted(c['save_ms'])[int(n * 0.95)]:.3f}" for c in columns.values()])
     row("tick own time, mean", [f"{statistics.fmean(c['tick_ms']):.3f} ms" for c in columns.values()])
     for point, c in first["points"].items():
         row(f"restore {point} (tick {c.tick})", [f"{col['restore'][point]:.3f} ms" for col in columns.values()])
         row("  new runner (cold)", [f"{col['cold'][point]:.3f} ms" for col in columns.values()],
-            QUOTED_COLD[point])
+            f"{peer['cold'][point]:.3f} ms" if peer else "")
         row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
     print(f"concurrent writers: one run of {writer_rounds} ReAct rounds each, checkpoints/s in total "
           "from a common start to the last writer's end")

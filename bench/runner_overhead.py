@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import langgraph_peer
 import py_trees
 from py_trees.common import Status
 from pydantic import BaseModel
@@ -182,13 +183,21 @@ def measure_saves(name: str, build: Callable, nodes: int, ticks: int, store_dir:
 @tool
 def lookup(round: int) -> str:
     """A short observation for a round."""
+    return observation(round)
+
+
+def observation(round: int) -> str:
     return f"observation {round}"
 
 
-def react_agent(rounds: int) -> Agent:
+def react_script(rounds: int) -> list[dict]:
     steps = [{"content": f"round {i}", "tool_calls": [{"name": "lookup", "arguments": {"round": i}}]}
              for i in range(rounds)]
-    client = ModelClient.resolve(ScriptedProvider([*steps, {"content": "done"}]))
+    return [*steps, {"content": "done"}]
+
+
+def react_agent(rounds: int) -> Agent:
+    client = ModelClient.resolve(ScriptedProvider(react_script(rounds)))
     root = create_react_node(name="Bench", model_client=client, tools=[lookup],
                              config=ReActConfig(max_iterations=rounds + 5))
     return Agent(root, state_schema=ReActState)
@@ -206,12 +215,23 @@ async def _react(rounds: int, through_agent: bool) -> float:
 
 
 def measure_react(rounds: int, repeats: int) -> None:
-    rows = [(asyncio.run(_react(rounds, False)), asyncio.run(_react(rounds, True))) for _ in range(repeats)]
-    bare, agent = (min(col) for col in zip(*rows, strict=True))
+    """The ReAct loop per round, bare and through Agent, beside LangGraph's `create_react_agent`
+    on the same script (no checkpointer on either side) when the bench extra is installed."""
+    def peer() -> float:
+        return langgraph_peer.react_seconds(react_script(rounds), observation, "bench")
+
+    rows = [(asyncio.run(_react(rounds, False)), asyncio.run(_react(rounds, True)),
+             peer() if langgraph_peer.AVAILABLE else float("nan")) for _ in range(repeats)]
+    bare, agent, langgraph = (min(col) for col in zip(*rows, strict=True))
     print(f"\nReAct-shaped tree: {rounds} rounds (scripted model, one tool), best of {repeats}")
     print(f"{'configuration':<44}{'us/round':>14}{'ratio':>9}")
     print(f"{'bare ReactiveRunner':<44}{bare / rounds * 1e6:>14.1f}{1.0:>9.3f}")
     print(f"{'Agent.make_runner (closes tools on finish)':<44}{agent / rounds * 1e6:>14.1f}{agent / bare:>9.3f}")
+    if langgraph_peer.AVAILABLE:
+        print(f"{'LangGraph create_react_agent (peer)':<44}{langgraph / rounds * 1e6:>14.1f}{langgraph / bare:>9.3f}")
+        print(f"bare ReactiveRunner / LangGraph: {bare / langgraph:.3f} (goal at 800 rounds <= 0.5)")
+    else:
+        print(langgraph_peer.MISSING)
 
 
 def main() -> None:

@@ -53,8 +53,11 @@ import argparse
 import asyncio
 import copy
 import gc
+import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -535,6 +538,81 @@ async def past_and_back(views: int) -> dict:
     return {"past": past, "back": back, "alone_past": alone_past, "alone_back": alone_back}
 
 
+SEARCH = "s9.b87"  # typed a key at a time: each prefix matches a node further down the 10,000
+
+
+def shows_match(app: ProbedApp, text: str, path: str) -> bool:
+    """The search box shows `text` and the tree's cursor is on `path`, its line on screen, both painted."""
+    pane = app.main.query_one(TreePane)
+    tree, search = pane.tree, pane.query_one("#tree-search")
+    node = tree.cursor_node
+    top = tree.scroll_offset.y
+    return (search.value == text and node is not None and node.data == path
+            and top <= tree.cursor_line < top + tree.size.height and _painted(tree, search))
+
+
+async def tree_search(rounds: int) -> dict:
+    """large_tree.py: SEARCH typed into the tree's search box a key at a time, each key until the
+    first node whose name holds the text so far is under the cursor on screen; `rounds` times,
+    the box emptied and the tree collapsed in between. Alone: the same lookups over the
+    session's node names (preorder, as the pane walks them)."""
+    session = large_session()
+    names = [(path, path.rpartition("/")[2].lower()) for path in session.runner.nodes]
+    prefixes = [SEARCH[:n] for n in range(1, len(SEARCH) + 1)]
+    alone, expected = [], {}
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for text in prefixes:
+            expected[text] = next(path for path, name in names if text in name)
+        alone.append((time.perf_counter() - started) / len(prefixes))
+    app = ProbedApp(session)
+    keys: list[float] = []
+    firsts: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.main.query_one(TreePane)
+        search = pane.query_one("#tree-search")
+        for _ in range(rounds):
+            search.value = ""
+            pane.tree.root.collapse_all()
+            pane.tree.root.expand()
+            search.focus()
+            await pilot.pause()
+            for n, text in enumerate(prefixes):
+                shown = app.expect(lambda text=text: shows_match(app, text, expected[text]))
+                started = time.perf_counter()
+                await pilot.press(text[-1])
+                took = await asyncio.wait_for(shown, 30) - started
+                (firsts if n == 0 else keys).append(took)
+    return {"key": keys, "first": firsts, "alone": alone}
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now, in MB (Linux /proc)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+async def _rss_of_a_full_run() -> dict:
+    gc.collect()
+    before = rss_mb()
+    session = large_session()
+    app = ProbedApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await _until(lambda: session.runner.finished, 60)
+        await pilot.pause()
+        gc.collect()
+        return {"before": before, "after": rss_mb()}
+
+
+def rss_after_run() -> dict:
+    """RSS of a fresh process after large_tree.py ran to its end in the studio (the app still
+    open), beside the same process before the tree was loaded (Python, Textual and the runtime
+    imported)."""
+    out = subprocess.run([sys.executable, __file__, "--rss-child"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 # -- report ------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -554,6 +632,8 @@ def main() -> None:
             "past": await past_and_back(args.views),
             "first_large": await first_screen(LARGE, args.starts),
             "first_react": await first_screen(REACT, args.starts),
+            "search": await tree_search(args.views),
+            "rss": rss_after_run(),
         }
 
     r = asyncio.run(measure())
@@ -605,7 +685,17 @@ def main() -> None:
     for label, key in (("large_tree.py", "first_large"), ("react_calculator.py", "first_react")):
         row(f"run_test() -> tree root on screen, {label}", r[key]["first"], None)
         part("load_tree() + DebugSession(), before run_test()", r[key]["load"])
+    f = r["search"]
+    row(f"a key typed in the tree search -> match under the cursor ({SEARCH!r})", f["key"], f["alone"], "<=30")
+    row("  the first key (jumps into a collapsed stage)", f["first"], None, "<=100")
+    m = r["rss"]
+    print(f"{'RSS after a full run of large_tree.py in the studio, MB':<62}{m['after']:>8.0f}"
+          f"{'':>8}{m['before']:>8.0f}{m['after'] - m['before']:>10.0f}{'<=100':>7}")
+    print("    (alone: the process before loading the tree; UI share: what the studio and run added)")
     print("alone: the same steps as `await session.step()` on a session with no UI")
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--rss-child"]:
+        print(json.dumps(asyncio.run(_rss_of_a_full_run())))
+    else:
+        main()

@@ -243,8 +243,11 @@ class Agent:
 
     @staticmethod
     def _termination(runner: ReactiveRunner, agent: AgentLoop | None) -> dict[str, Any]:
-        """What the agent's loop wrote when it stopped early, in its own namespace ({} if nothing)."""
-        if runner.status != Status.FAILURE or agent is None:
+        """What the agent's loop wrote when it stopped early, in its own namespace ({} if nothing).
+
+        Only a loop that failed in this run has one: what a loop the run never reached holds
+        is an earlier run's (it is cleared when the loop starts again)."""
+        if runner.status != Status.FAILURE or agent is None or agent.loop.status != Status.FAILURE:
             return {}
         loop = agent.loop
         return runner.state_manager.get(InteractionKeys.TERMINATION, getattr(loop, "namespace", None)) or {}

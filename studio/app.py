@@ -27,12 +27,13 @@ from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 
 from .commands import StudioCommands
+from .long_lived import keep_out_of_collections
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
 from .screens.breakpoints import BreakpointsScreen
 from .screens.choice import ChoiceScreen
 from .screens.help import HelpScreen
-from .screens.model_call import ModelCallsScreen
+from .screens.model_call import ModelCallScreen, ModelCallsScreen, opened_call
 from .screens.prompt import PromptScreen
 from .screens.state_editor import StateEditor
 from .screens.value import ValueScreen
@@ -112,6 +113,10 @@ class MainScreen(Screen):
         self.set_interval(1 / REFRESH_HZ, self.drain)
         self.drain()
         self.query_one(TreePane).tree.focus()
+        self.call_after_refresh(self._keep_tree_out_of_collections)  # once the tree is on screen
+
+    def _keep_tree_out_of_collections(self) -> None:
+        keep_out_of_collections(self.query_one(TreePane).node_count)
 
     def on_unmount(self) -> None:
         self._unlisten()
@@ -270,7 +275,11 @@ class MainScreen(Screen):
         self.session.pause()
 
     def action_restart(self) -> None:
-        self._intent(self.session.restart)
+        async def restart() -> None:
+            await self.session.restart()
+            self.call_after_refresh(self._keep_tree_out_of_collections)  # the new tree, once drawn
+
+        self._intent(restart)
 
     def _selected_path(self) -> str | None:
         path = self.query_one(TreePane).selected_path
@@ -281,9 +290,11 @@ class MainScreen(Screen):
     def action_toggle_breakpoint(self) -> None:
         path = self._selected_path()
         if path is not None:
-            on_now = self.session.toggle_node_breakpoint(path)
-            self.notify(f"breakpoint: stop before {path} runs (B lists them)" if on_now
-                        else f"breakpoint removed from {path}")
+            if self.session.toggle_node_breakpoint(path):  # a swarm agent's node stops after, not before
+                bp = next(bp for bp in self.session.breakpoints if bp.kind == "node" and bp.node == path)
+                self.notify(f"breakpoint: {bp.label} (B lists them)")
+            else:
+                self.notify(f"breakpoint removed from {path}")
             self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
 
     def action_breakpoints(self) -> None:
@@ -310,6 +321,19 @@ class MainScreen(Screen):
         if applied:
             self.notify("bindings staged: f forks with them" if self.session.viewing is not None
                         else "bindings applied: the next tick reads the new keys")
+
+    @on(EventsPane.Chosen)
+    async def _event_chosen(self, chosen: EventsPane.Chosen) -> None:
+        """Enter on an event: a model call's event opens that call, any other event shows whole."""
+        event = chosen.event
+        call = next((call for call in self.session.model_calls() if event.seq in call.seqs
+                     and call.run_id == event.run_id and call.branch in (None, event.branch)), None)
+        if call is not None:
+            self.app.push_screen(ModelCallScreen(await opened_call(self.session.model_call, call)))
+        else:
+            self.app.push_screen(ValueScreen(f"event {event.seq}: {event.type}", {
+                "seq": event.seq, "type": event.type, "node": event.node, "tick": event.tick,
+                "branch": event.branch, "run_id": event.run_id, "payload": event.payload}))
 
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:
@@ -352,10 +376,7 @@ class MainScreen(Screen):
             return
         try:
             if decision.approved:
-                if decision.arguments is None:  # a remote session approves as asked
-                    self.session.approve(decision.approval_id)
-                else:
-                    self.session.approve(decision.approval_id, decision.arguments)
+                self.session.approve(decision.approval_id, decision.arguments)
             else:
                 self.session.deny(decision.approval_id, decision.reason)
         except (EditError, KeyError) as exc:

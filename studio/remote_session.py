@@ -28,6 +28,8 @@ from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo
+from runtime.tools.base import ToolError
+from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .edits import StagedEdits
@@ -130,12 +132,14 @@ class RemoteSession:
         self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
+        self._add_events(client.welcome.get("events", ()))  # what the run did before this studio attached
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
     async def connect(cls, address: str, token: str, *, heartbeat: float = 10.0) -> RemoteSession:
         """Attach to a debug server; raises `DebugError` (refused) or `OSError` (nobody there)."""
-        return cls(await DebugClient.connect(address, token, heartbeat=heartbeat, client="jianmu-studio"), address)
+        client = await DebugClient.connect(address, token, heartbeat=heartbeat, client="jianmu-studio", hold_end=True)
+        return cls(client, address)
 
     async def close(self) -> None:
         await self.client.close()
@@ -190,6 +194,10 @@ class RemoteSession:
         kind = message["type"]
         if kind == "update":
             self._apply_update(message)
+        elif kind == "paused" and message["kind"] == "finished":  # held at its end for this studio
+            self._paused, self._continuing, self._finished = message, False, True
+            self._stop(StopReason("finished", f"finished: {self._status} (held for this studio: its process "
+                                              "gets the result when you quit)"))
         elif kind == "paused":
             self._paused, self._continuing = message, False
             self._stop(StopReason(message["kind"], self._count_hit(message)))
@@ -241,11 +249,7 @@ class RemoteSession:
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
-        for data in update.get("events", ()):
-            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
-            self.log.add(event)
-            self.events.append(event)
-            self._notify("event", event)
+        self._add_events(update.get("events", ()))
         self._mark(update, state_changes)
         if "report" in update or changed or state_changes:
             report = update.get("report") or {}
@@ -256,6 +260,13 @@ class RemoteSession:
             self._stop(StopReason("suspended", self._suspension_message()))
         else:
             self._settle()
+
+    def _add_events(self, events: Any) -> None:
+        for data in events:
+            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
+            self.log.add(event)
+            self.events.append(event)
+            self._notify("event", event)
 
     def _mark(self, update: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> None:
         """A tick's marks are the keys written since the tick before it ended; later writes are marked as
@@ -338,7 +349,8 @@ class RemoteSession:
                 for info in self._rows.list(self._run_id)]
 
     def frame_events(self) -> list[StampedEvent]:
-        """The events of the frame's lineage, as far as this studio received them since it attached."""
+        """The events of the frame's lineage that this studio received: those the run published before it
+        attached (as many as the runner's event history keeps) and every one since."""
         return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:
@@ -737,10 +749,30 @@ class RemoteSession:
         return [ApprovalRequest.model_validate(item) for item in self._approvals]
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
+        """Approve a pending call; with `arguments` (checked here against the tool's schema the server sent,
+        and again there against the tool itself) it runs with those."""
         if arguments is not None:
-            raise EditError("a remote run is approved as asked: corrected arguments are not sent over the protocol")
-        self._send("approve", approval=approval_id)
+            self.check_arguments(self._request(approval_id), arguments)
+        self._send("approve", approval=approval_id, arguments=arguments)
         self._say("approval sent")
+
+    def check_arguments(self, request: ApprovalRequest, arguments: Any) -> None:
+        """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
+        if not isinstance(arguments, dict):
+            raise EditError(f"tool '{request.tool}': arguments must be a JSON object")
+        parameters = next((item.get("parameters") for item in self._approvals if item["id"] == request.id), None)
+        if parameters is None:
+            return  # the server does not know the tool either: the executor checks the arguments when it runs
+        try:
+            check_arguments(request.tool, schema_validator(parameters), arguments)
+        except ToolError as exc:
+            raise EditError(str(exc)) from None
+
+    def _request(self, approval_id: str) -> ApprovalRequest:
+        for request in self.pending_approvals():
+            if request.id == approval_id:
+                return request
+        raise EditError(f"no pending approval {approval_id!r}")
 
     def deny(self, approval_id: str, reason: str) -> None:
         self._send("deny", approval=approval_id, reason=reason or "denied in the studio")

@@ -30,6 +30,7 @@ from typing import Any
 import platformdirs
 from py_trees.common import Status
 
+from runtime.debug.edits import check_tool_arguments
 from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
@@ -44,7 +45,6 @@ from runtime.memory.checkpoint import (
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.postgres_store import is_postgres_url
 from runtime.state import StateValidationError
-from runtime.tools import ToolError
 
 from .breakpoint_list import BreakpointListMixin
 from .breakpoints import Breakpoint, BreakpointError
@@ -783,16 +783,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def check_arguments(self, request: Any, arguments: Any) -> None:
         """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
-        if not isinstance(arguments, dict):
-            raise EditError(f"tool '{request.tool}': arguments must be a JSON object")
-        toolbox = getattr(self.runner.nodes.get(request.node or ""), "toolbox", None)
-        toolset = toolbox.toolset if toolbox is not None else None
-        if toolset is None:
-            return  # the tool is not known here: the executor checks the arguments when the call runs
-        try:
-            toolset.get(request.tool).validate(arguments)
-        except ToolError as exc:
-            raise EditError(str(exc)) from None
+        check_tool_arguments(self.runner, request, arguments)
 
     def deny(self, approval_id: str, reason: str) -> None:
         try:

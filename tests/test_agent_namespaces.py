@@ -15,7 +15,7 @@ from runtime import (
     human,
 )
 from runtime.agent import find_agents
-from runtime.node import Sequence, create_plan_execute_node
+from runtime.node import AgentLLMNode, LoopUntilSuccess, Sequence, StateCondition, create_plan_execute_node
 from runtime.state import InteractionKeys
 
 QUESTION = {"messages": [human("What is 25 * 4 + 10?")]}
@@ -97,3 +97,31 @@ def test_nested_agents_count_once_the_outermost():
     plan = create_plan_execute_node(namespace="plan", model_client=ModelClient(ScriptedProvider([])))
     [agent] = find_agents(Sequence("root", memory=True, children=[plan]))
     assert agent.loop is plan and agent.answer is plan.answer_node and agent.namespace == "plan"
+
+
+async def test_a_loops_answer_node_is_its_result_even_when_another_llm_node_comes_first():
+    """A hand-built loop whose first LLM node is not the one that answers: `answer_node` says which."""
+    critic, writer = ScriptedProvider(["too vague"]), ScriptedProvider(["110, checked twice."])
+    body = Sequence("body", memory=True, children=[
+        AgentLLMNode("critic", model_client=ModelClient(critic), namespace="critic"),
+        AgentLLMNode("writer", model_client=ModelClient(writer), namespace="writer"),
+        StateCondition("written", key="done", op="truthy", namespace="writer")])
+    loop = LoopUntilSuccess("review", body, namespace="writer")
+    loop.answer_node = body.children[1]
+    agent = Agent(loop)
+    [found] = agent.agents
+    assert found.answer is loop.answer_node and found.namespace == "writer"
+    result = await agent.run(QUESTION)
+    assert (result.result_type, result.final_answer) == ("answer", "110, checked twice.")
+    assert writer.requests[0].messages[-1].content == "What is 25 * 4 + 10?"
+    assert [m.role for m in critic.requests[0].messages] == ["system"]  # its namespace got no input
+
+
+async def test_a_loop_the_run_never_reached_reports_no_termination_of_an_earlier_run():
+    writer, _ = namespaced([calc("1+1"), calc("2+2")], namespace="write", name="Write", max_iterations=1)
+    gate = StateCondition("gate", key="go", op="truthy", namespace="write")
+    agent = Agent(Sequence("pipeline", memory=True, children=[gate, writer]))
+    assert (await agent.run({"go": True, **QUESTION})).termination_reason == "max_iterations"
+    again = await agent.run({"go": False})  # the gate fails: the writer's loop never starts
+    assert (again.status, again.termination_reason) == (Status.FAILURE, "error")
+    assert again.state.model_extra["write." + InteractionKeys.TERMINATION]["reason"] == "max_iterations"  # stale

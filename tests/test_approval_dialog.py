@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from textual.widgets import Button, Input, TextArea
-from tui_fixtures import SIZE, approval_session, settle, steady_terminal  # noqa: F401
+from tui_fixtures import (  # noqa: F401
+    APPROVAL_TREE,
+    BOTH,
+    SIZE,
+    approval_session,
+    session_on,
+    settle,
+    steady_terminal,
+    until,
+)
 
 from studio.app import StudioApp
 from studio.screens.approval import ApprovalScreen
+from studio.session import RunState
 
 
 def observation(session) -> str:
@@ -22,9 +33,11 @@ async def suspended(app: StudioApp, pilot) -> None:
 
 
 async def finish(app: StudioApp, pilot) -> None:
+    await until(lambda: app.session.run_state == RunState.PAUSED)  # attached: held once the answer arrived
     await pilot.pause()
     await pilot.press("c")
     await settle(app, pilot)
+    await until(lambda: app.session.run_state == RunState.FINISHED)
 
 
 async def test_enter_in_the_reason_box_denies_with_that_reason(tmp_path):
@@ -57,34 +70,40 @@ async def test_ctrl_a_approves_while_a_text_box_has_focus(tmp_path):
         assert observation(app.session) == "110"
 
 
-async def test_approve_with_corrected_arguments(tmp_path):
-    app = StudioApp(approval_session(tmp_path, answer="42"))
-    async with app.run_test(size=SIZE) as pilot:
-        await suspended(app, pilot)
-        editor = app.screen.query_one("#approval-arguments", TextArea)
-        editor.text = json.dumps({"expression": "6 * 7"})
-        await pilot.click("#approve")
+@contextlib.asynccontextmanager
+async def correcting(kind: str, tmp_path, arguments: dict):
+    """The approval dialog of a calculator call (local or attached), its arguments edited to `arguments`,
+    approve pressed; yields (app, pilot)."""
+    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await suspended(app, pilot)
+            app.screen.query_one("#approval-arguments", TextArea).text = json.dumps(arguments)
+            await pilot.click("#approve")
+            yield app, pilot
+
+
+@BOTH
+async def test_approve_with_corrected_arguments(kind, tmp_path):
+    async with correcting(kind, tmp_path, {"expression": "6 * 7"}) as (app, pilot):
         await finish(app, pilot)
         assert observation(app.session) == "42"  # the corrected call ran
         started = [e for e in app.session.events if e.type == "tool.call.started"]
         assert started[0].payload["arguments"] == {"expression": "6 * 7"}
 
 
-async def test_arguments_that_do_not_fit_the_schema_keep_the_dialog_open(tmp_path):
-    app = StudioApp(approval_session(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await suspended(app, pilot)
-        editor = app.screen.query_one("#approval-arguments", TextArea)
-        editor.text = json.dumps({"expr": "6 * 7"})
-        await pilot.click("#approve")
+@BOTH
+async def test_arguments_that_do_not_fit_the_schema_keep_the_dialog_open(kind, tmp_path):
+    async with correcting(kind, tmp_path, {"expr": "6 * 7"}) as (app, pilot):
         await pilot.pause()
         assert isinstance(app.screen, ApprovalScreen)
         error = str(app.screen.query_one("#approval-error").render())
-        assert error.startswith("✘ tool 'calculator': invalid argument")
-        editor.text = "{not json"
+        assert error.startswith("✘ tool 'calculator': invalid argument")  # named by the tool's schema
+        app.screen.query_one("#approval-arguments", TextArea).text = "{not json"
         app.screen.query_one("#approve", Button).press()
         await pilot.pause()
         assert "arguments are not JSON" in str(app.screen.query_one("#approval-error").render())
+        await settle(app, pilot)
         assert app.session.pending_approvals()  # nothing was decided
 
 

@@ -106,14 +106,15 @@ async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
     await pilot.press("B")
     await pilot.pause()
     assert isinstance(app.screen, BreakpointsScreen)
-    assert "no breakpoints" in rows(app)[0][3]
+    assert "no breakpoints" in rows(app)[0][4]
     for spec in ("Calculator.llm", "event:tool.call.failed", "after:Calculator.tools", "rounds >= 2"):
         await pilot.press("a")
         await pilot.pause()
         await type_in(pilot, "#prompt-input", spec)
     assert [row[2:5] for row in rows(app)] == [
-        ["node", LLM, "before it runs"], ["event", "tool.call.failed", "after the tick that published it"],
-        ["node", TOOLS, "after its status changes"], ["condition", "rounds >= 2", "when it becomes true"]]
+        ["node", "before it runs", "Calculator/…/Calculator.llm"], ["event", "after its tick", "tool.call.failed"],
+        ["node", "after it changes", "Calculator/…/Calculator.tools"], ["condition", "when it turns true",
+                                                                          "rounds >= 2"]]
     app.screen.query_one(DataTable).move_cursor(row=1)
     await pilot.press("space")  # disable the event breakpoint
     assert rows(app)[1][0] == "○" and not app.session.breakpoints[1].enabled
@@ -121,9 +122,9 @@ async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
     assert "only a node breakpoint" in str(app.screen.query_one("#breakpoints-message").render())
     app.screen.query_one(DataTable).move_cursor(row=2)
     await pilot.press("o")  # after -> before
-    assert rows(app)[2][4] == "before it runs"
+    assert rows(app)[2][3] == "before it runs"
     await pilot.press("d")
-    assert [row[3] for row in rows(app)] == [LLM, "tool.call.failed", "rounds >= 2"]
+    assert [row[4] for row in rows(app)] == ["Calculator/…/Calculator.llm", "tool.call.failed", "rounds >= 2"]
     await pilot.press("a")
     await pilot.pause()
     await type_in(pilot, "#prompt-input", "after:Nowhere")

@@ -9,15 +9,21 @@ import asyncio
 
 import pytest
 from debug_fixtures import LLM, TOKEN, agent_process, until
+from py_trees.common import Status
+from test_model_call_view import option_texts
 from test_tui_app import status_line, tree_label
-from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import CALC, SIZE, settle, steady_terminal  # noqa: F401
 from tui_fixtures import until as condition_holds
 
-from runtime.debug import DebugClient
+from runtime import Agent, CalculatorTool, ModelClient, ReActState, ScriptedProvider, create_react_node, human
+from runtime.debug import DebugClient, DebugServer
+from runtime.memory.checkpoint import open_store
 from studio.app import StudioApp
 from studio.cli import main
 from studio.remote_session import RemoteSession
+from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
 from studio.session import DebugSession, RunState
+from studio.widgets.tree_pane import TreePane
 
 
 async def until_state(session, state: RunState) -> None:
@@ -44,10 +50,12 @@ async def test_the_tui_attached_to_an_agent_process_pauses_edits_and_finishes():
             await settle(app, pilot)
             await until_state(session, RunState.FINISHED)
             await settle(app, pilot)
-            assert "finished" in status_line(app) or "the run ended" in status_line(app)
+            assert "finished: SUCCESS (held for this studio: its process gets the result when you quit)" in \
+                status_line(app)
             assert session.state_snapshot()[""]["final_answer"] == "25 * 4 + 10 = 110"
+            assert target.process.returncode is None  # held at its end while the studio is attached
         await session.close()
-        result = await target.result()
+        result = await target.result()  # detached: the run returned to its caller
     assert result["status"] == "SUCCESS" and result["first_message"] == "What is 2 + 2?"
 
 
@@ -76,3 +84,51 @@ def test_both_sessions_offer_everything_the_tui_asks_for(implementation):
         if inspect.isfunction(member):
             assert list(inspect.signature(mine).parameters) == list(inspect.signature(member).parameters), name
             assert inspect.iscoroutinefunction(mine) == inspect.iscoroutinefunction(member), name
+
+
+class HeldSecondRound(ScriptedProvider):
+    """The scripted calculator whose second model call waits for `go`: a run busy when a studio attaches."""
+
+    def __init__(self) -> None:
+        super().__init__([CALC, "25 * 4 + 10 = 110"])
+        self.waiting, self.go = asyncio.Event(), asyncio.Event()
+
+    async def complete(self, messages, config, on_delta=None):
+        if self.requests:
+            self.waiting.set()
+            await self.go.wait()
+        return await super().complete(messages, config, on_delta)
+
+
+async def test_a_studio_attaching_mid_run_sees_the_events_and_model_calls_from_before(tmp_path):
+    provider = HeldSecondRound()
+    root = create_react_node(name="Calculator", model_client=ModelClient(provider), tools=[CalculatorTool()])
+    runner = Agent(root, state_schema=ReActState).make_runner(checkpointer=open_store(tmp_path / "runs.db"))
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
+    await server.listen()
+    run = asyncio.create_task(server.run(input_data={"messages": [human("What is 25 * 4 + 10?")]}))
+    try:
+        await asyncio.wait_for(provider.waiting.wait(), 30)  # nobody attached: the first round is done
+        session = await RemoteSession.connect(f"127.0.0.1:{server.port}", TOKEN)
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert "tool.call.completed" in {event.type for event in session.events}
+            app.main.query_one(TreePane).jump(LLM)
+            await pilot.press("m")
+            await pilot.pause()
+            assert isinstance(app.screen, ModelCallsScreen)  # the round made before this studio attached, and
+            assert [line.split("  ")[0] for line in option_texts(app, "#model-calls-list")] == [  # the one in flight
+                "Calculator.llm round 0 (tick 1)", "Calculator.llm round 1 (tick 4)"]
+            await pilot.press("enter")
+            await condition_holds(lambda: isinstance(app.screen, ModelCallScreen))
+            assert "user\nWhat is 25 * 4 + 10?" in "\n".join(option_texts(app, "#model-call-items"))
+            provider.go.set()
+            await until_state(session, RunState.FINISHED)
+            assert [call.round for call in session.model_calls(LLM)] == [0, 1]
+        await session.close()
+        assert await asyncio.wait_for(run, 30) == Status.SUCCESS
+    finally:
+        provider.go.set()
+        await asyncio.wait([run], timeout=30)
+        await server.close()

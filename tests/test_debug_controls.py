@@ -41,11 +41,12 @@ class CountToZero(Behaviour):
 
 
 @contextlib.asynccontextmanager
-async def served(agent: Agent, input_data=None, heartbeat: float = 30.0, store=None):
-    """An agent's run served on a free port (recording into `store`, if given); yields (runner, client,
-    run task) with the run held at its start."""
+async def served(agent: Agent, input_data=None, heartbeat: float = 30.0, store=None, hold_end: float | None = None):
+    """An agent's run served on a free port (recording into `store`, if given; with `hold_end`, a client
+    that asks finds it held at its end for that many seconds); yields (runner, client, run task) with the
+    run held at its start."""
     runner = agent.make_runner(checkpointer=store)
-    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, heartbeat=heartbeat, wait=30)
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, heartbeat=heartbeat, wait=30, hold_end=hold_end or 0)
     await server.listen()
 
     async def run() -> Status:
@@ -56,7 +57,7 @@ async def served(agent: Agent, input_data=None, heartbeat: float = 30.0, store=N
             await server.close()
 
     task = asyncio.create_task(run())
-    client = await DebugClient.connect(f"127.0.0.1:{server.port}", TOKEN)
+    client = await DebugClient.connect(f"127.0.0.1:{server.port}", TOKEN, hold_end=hold_end is not None)
     try:
         await until(client, "paused")
         yield runner, client, task
@@ -134,15 +135,24 @@ async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_conti
             pass
         request = update["approvals"][0]
         assert request["tool"] == "send_email"
+        assert request["parameters"]["required"] == ["to", "subject", "body"]  # to check corrections against
         assert runner.suspended  # the run waits for the answer instead of returning
         tick = runner.tick_count
-        await client.request("approve", approval=request["id"])
+        corrected = {**request["arguments"], "to": "dev@example.com"}
+        for arguments, refusal in (({"to": "dev@example.com"}, "tool 'send_email': invalid argument 'subject': "),
+                                   (["dev@example.com"], "tool 'send_email': arguments must be a JSON object")):
+            with pytest.raises(DebugError) as refused:
+                await client.request("approve", approval=request["id"], arguments=arguments)
+            assert refused.value.code == "bad_request" and refused.value.message.startswith(refusal)
+        assert runner.suspended  # a refused correction decided nothing
+        await client.request("approve", approval=request["id"], arguments=corrected)
         held = await until(client, "paused")  # answered: held, as a local session is after an approval
         assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
         await client.request("continue")
         assert (await until(client, "finished"))["status"] == "SUCCESS"
         assert await task == Status.SUCCESS
     assert "notified" in agent.result_from(runner).final_answer
+    assert runner.state_manager.get("messages")[2].content.startswith("email to dev@example.com queued")
 
 
 async def test_a_binding_edit_rebinds_the_port_and_is_recorded():
@@ -246,6 +256,42 @@ async def test_the_timeline_requests_read_the_store_and_fork_a_held_run():
         await client.request("continue")
         assert await task == Status.SUCCESS
     assert runner.state_manager.get("normalized_text") == "forked text"
+
+
+async def test_a_finished_run_waits_for_a_client_that_asked_to_replay_it_then_returns():
+    agent, data = sample("text_pipeline")
+    async with served(agent, data, store=InMemoryCheckpointStore(), hold_end=30) as (runner, client, task):
+        await client.request("continue")
+        await until(client, "finished")
+        held = await until(client, "paused")
+        assert held["kind"] == "finished" and held["message"].startswith("finished: SUCCESS")
+        assert not task.done()  # held for the client: its timeline is still there to read, replay and fork
+        with pytest.raises(DebugError, match="the run has finished"):
+            await client.request("step")
+        rows = (await client.request("resync"))["picture"]["checkpoints"]
+        finished = await client.request("checkpoint", checkpoint=rows[-1]["id"])
+        assert finished["state"][""]["normalized_text"] == "the quick brown fox jumps over the lazy dog, the end"
+        replay = await client.request("replay", checkpoint=rows[0]["id"])
+        assert replay["branch"] == "replay-1" and not replay["picture"]["finished"]
+        await client.request("continue")
+        await until(client, "finished")
+        assert (await until(client, "paused"))["kind"] == "finished"  # the replay's end is held again
+        await client.request("continue")  # lets the run return to its caller
+        assert await asyncio.wait_for(task, 30) == Status.SUCCESS
+    assert runner.checkpoints.branch == "replay-1"
+
+
+@pytest.mark.parametrize("how", ["detaches", "times out"])
+async def test_a_finished_run_held_for_a_client_returns_when_it_leaves_or_after_hold_end(how):
+    agent, data = sample("text_pipeline")
+    async with served(agent, data, hold_end=30 if how == "detaches" else 0.2) as (runner, client, task):
+        await client.request("continue")
+        assert (await until(client, "paused"))["kind"] == "finished"
+        if how == "detaches":
+            await client.close()
+        else:
+            assert (await until(client, "bye"))["status"] == "SUCCESS"  # told, then the run returns
+        assert await asyncio.wait_for(task, 30) == Status.SUCCESS
 
 
 async def test_timeline_requests_need_a_store_and_a_held_run():

@@ -108,6 +108,11 @@ async def test_status_line_names_the_budget_abort(tmp_path):
         line = status_text(app)
         assert "✘ budget_exhausted at Squares: token budget spent: 1350 >= 1000 tokens" in line
         assert line.index("budget_exhausted") < 40  # near the start: a narrow screen keeps it
+        app.main.query_one(TreePane).jump("Squares")
+        await settle(app, pilot)
+        lines = [line for line in detail_text(app).splitlines() if line.strip()]
+        assert lines[0].startswith("✘ last error")  # the loop that aborted says why, at the top
+        assert " ".join(lines[1:3]).startswith("budget_exhausted at Squares: token")
 
 
 async def test_status_line_and_node_pane_show_a_raising_node(tmp_path, raising_tree):
@@ -195,6 +200,18 @@ def test_a_401_from_the_model_endpoint_is_the_error_line():
     error_line = result.stderr.strip().splitlines()[-1]
     assert error_line.startswith("jianmu-studio: failed at Calculator/Calculator.loop/Calculator.llm: ")
     assert "HTTP 401" in error_line
+
+
+def test_a_missing_model_name_is_the_error_line():
+    env = {name: value for name, value in os.environ.items() if name not in ("JIANMU_MODEL", "OPENAI_MODEL")}
+    env["JIANMU_BASE_URL"] = "http://127.0.0.1:9/v1"  # never reached: the name is missing first
+    result = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/react_calculator.py"),
+                             "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    assert result.returncode == 1
+    summary = json.loads(result.stdout.splitlines()[-1])["summary"]
+    assert summary["error"].startswith("Calculator/Calculator.loop/Calculator.llm: ModelConfigurationError: no model")
+    assert "JIANMU_MODEL" in summary["error"]
+    assert result.stderr.strip().splitlines()[-1] == f"jianmu-studio: failed at {summary['error']}"
 
 
 def test_debug_works_after_the_subcommand(raising_tree, tmp_path):

@@ -292,3 +292,20 @@ async def test_the_executor_gives_policies_the_runs_tool_effects():
     assert contents[2] == ("Error: tool 'post' was denied: tool 'post' (network) may not run after a tool with "
                            "the effect reads_secrets")
     assert "deny_effects" in str(pytest.raises(ValueError, GuardEnforcer, constraints={"deny_effect": []}).value)
+
+
+async def test_a_react_run_with_deny_effects_constraints_refuses_the_tagged_tool():
+    """The constraints dict of `create_react_node` takes `deny_effects`: the model reads the refusal."""
+    from runtime import Agent, ModelClient, ScriptedProvider, create_react_node, human, tool
+
+    @tool(effect_tags=["network"])
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise AssertionError("a denied tool must not run")
+
+    script = ScriptedProvider([{"tool_calls": [{"name": "fetch", "arguments": {"url": "http://x"}}]}, "offline"])
+    root = create_react_node(model_client=ModelClient(script), tools=[fetch], constraints={"deny_effects": ["network"]})
+    result = await Agent(root).run({"messages": [human("fetch x")]})
+    assert result.final_answer == "offline"
+    assert script.requests[1].messages[-1].content == (
+        "Error: tool 'fetch' was denied: tool 'fetch' has the denied effect network")

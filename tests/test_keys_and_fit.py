@@ -16,8 +16,10 @@ from studio.app import StudioApp
 from studio.frames import StampedEvent
 from studio.screens.bindings_editor import BindingsEditor
 from studio.screens.help import HelpScreen
+from studio.screens.state_editor import StateEditor
 from studio.session import DebugSession
 from studio.widgets.events_pane import filter_example, format_event
+from studio.widgets.state_pane import StatePane
 
 SIZES = [(80, 24), (200, 50)]
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +51,8 @@ async def test_help_names_tab_arrows_enter_and_the_trees_filter_example():
 
 
 def test_readme_names_tab_arrows_and_enter():
-    readme = (ROOT / "README.md").read_text()
-    assert "tab" in readme.lower() and "arrows" in readme and "enter" in readme
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "Tab and shift+tab move between panes, the arrows move inside one, and enter opens" in readme
 
 
 async def test_palette_screenshot_goes_to_the_working_directory_without_downloads(tmp_path, monkeypatch):
@@ -122,6 +124,46 @@ def test_snapshot_breakpoints_screen(snap_compare, size, tmp_path):
         await settle(app, pilot)
         await pilot.press("B")
         await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "200x50"])
+def test_snapshot_state_editor_with_an_error(snap_compare, size):
+    """The editor's hint and the schema's refusal wrap inside the dialog."""
+    app = StudioApp(pipeline_session())
+
+    async def run_before(pilot) -> None:
+        await filter_events(pilot)
+        state = app.main.query_one(StatePane)
+        state.focus()
+        state.move_cursor(state._key_nodes[("", "words")])
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, StateEditor)
+        app.screen.query_one("#state-value", Input).value = '"many"'
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "✘" in str(app.screen.query_one("#state-error").render())
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "200x50"])
+def test_snapshot_add_breakpoint_prompt_with_an_error(snap_compare, size, tmp_path):
+    """The prompt's hint (what a breakpoint can be) and its refusal wrap."""
+    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
+
+    async def run_before(pilot) -> None:
+        await filter_events(pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#prompt-input", Input).value = "after:Nowhere"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "no node named 'Nowhere'" in str(app.screen.query_one("#prompt-error").render())
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 

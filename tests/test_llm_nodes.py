@@ -39,18 +39,23 @@ async def test_simple_llm_node_makes_one_call_and_persists_it():
     status, state = await run_node(node)
     assert status == Status.SUCCESS
     assert state.model_extra["text_output"] == "110"
-    assert (state.done, state.final_answer) == (True, "110")  # seed 001's port table    assert [m.role for m in state.messages] == ["user", "assistant"]
+    assert (state.done, state.final_answer) == (True, "110")  # seed 001's port table
+    assert [m.role for m in state.messages] == ["user", "assistant"]
     assert state.usage["total_tokens"] > 0
     [request] = provider.requests
     assert request.messages[0] == system("Be brief.")  # plain preset: no ReAct protocol
     assert request.config.tools is None
 
 
-async def test_simple_llm_node_output_port_can_be_rebound():
+async def test_simple_llm_node_output_ports_can_be_rebound():
+    """Seed 001's port table: the reply goes to custom state keys (done, final_answer, messages)."""
     node = SimpleLLMNode("ask", model_client=ModelClient(ScriptedProvider(["hi"]))).bind(
-        outputs={"text_output": "summary"})
+        outputs={"text_output": "summary", "final_answer": "reply", "done": "answered", "messages": "history"})
     _, state = await run_node(node)
-    assert state.model_extra["summary"] == "hi"
+    extra = state.model_extra
+    assert (extra["summary"], extra["reply"], extra["answered"]) == ("hi", "hi", True)
+    assert [m.content for m in extra["history"]] == ["hi"] and state.messages[-1].role == "user"
+    assert (state.done, state.final_answer) == (False, None)  # the default keys are left alone
 
 
 async def test_model_client_may_come_from_the_run_context():

@@ -297,15 +297,17 @@ async def test_closing_a_streamable_http_provider_whose_server_died_is_one_warni
                     await asyncio.sleep(0.2)  # not listening yet
             process.kill()  # the server dies with the session open
             process.wait()
+            [word_count] = [tool for tool in await provider.get_tools() if tool.name == "word_count"]
+            with pytest.raises(ToolError, match="MCP server gone exited or closed the connection"):
+                await word_count.call({"text": "a b"})  # the run finds out: the transport has failed
             with caplog.at_level("WARNING"):
                 await provider.close()
     finally:
         process.kill()
         process.wait()
-    loud = [record for record in caplog.records if record.levelno >= logging.WARNING]
-    assert len(loud) <= 1 and all(record.exc_info is None for record in loud)
-    assert all(record.getMessage().startswith("MCP server gone did not close cleanly") for record in loud)
-    assert all("\n" not in record.getMessage() for record in loud)
+    [line] = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert line.exc_info is None and "\n" not in line.getMessage()
+    assert line.getMessage().startswith("MCP server gone did not close cleanly: ConnectError: ")  # the reason
     assert "Traceback" not in capfd.readouterr().err
 
 

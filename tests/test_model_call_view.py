@@ -12,7 +12,8 @@ from studio.app import StudioApp
 from studio.loader import LoadedTree
 from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
 from studio.screens.value import ValueScreen
-from studio.session import DebugSession
+from studio.session import DebugSession, RunState
+from studio.widgets.events_pane import EventsPane
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
 
@@ -36,39 +37,44 @@ async def finished_calculator(app: StudioApp, pilot) -> None:
     await settle(app, pilot)
 
 
-async def test_the_model_call_view_shows_request_and_response(tmp_path):
-    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
-    async with app.run_test(size=SIZE) as pilot:
-        await finished_calculator(app, pilot)
-        app.main.query_one(TreePane).jump(LLM)
-        await pilot.press("m")
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallsScreen)
-        listed = option_texts(app, "#model-calls-list")
-        assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
-                                                             "Calculator.llm round 1 (tick 4)"]
-        await pilot.press("down", "enter")  # the second round: after the tool answered
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallScreen)
-        text = "\n".join(option_texts(app, "#model-call-items"))
-        assert "model scripted" in text and "usage prompt 171, completion 5, total 176" in text
-        assert "attempt 1  scripted  ✔ answered" in text
-        # the conversation, not JSON: roles, the tool call and the tool's result
-        assert "user\nWhat is 25 * 4 + 10?" in text
-        assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
-        assert "tool  result of calculator (call_1)\n110" in text
-        assert "tool offered calculator  Evaluate an arithmetic expression" in text
-        assert "config temperature=0.2" in text
-        assert "response\nassistant\n25 * 4 + 10 = 110" in text
-        assert '"role"' not in text
-        # enter on the system message: the whole of it
-        app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, ValueScreen)
-        assert app.screen.value["role"] == "system"
-        body = str(app.screen.query_one("#value-body").render())
-        assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
+@BOTH
+async def test_the_model_call_view_shows_request_and_response(kind, tmp_path):
+    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await finished_calculator(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
+            await settle(app, pilot)
+            app.main.query_one(TreePane).jump(LLM)
+            await pilot.press("m")
+            await pilot.pause()
+            assert isinstance(app.screen, ModelCallsScreen)
+            listed = option_texts(app, "#model-calls-list")
+            assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
+                                                                 "Calculator.llm round 1 (tick 4)"]
+            await pilot.press("down", "enter")  # the second round: after the tool answered
+            await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
+            text = "\n".join(option_texts(app, "#model-call-items"))
+            facts = [" ".join(line.split()) for line in text.splitlines()[:6]]  # one fact a line
+            assert facts == [f"node {LLM}", "round 1 tick 4", "model scripted", facts[3], "usage prompt 171, "
+                             "completion 5, total 176", "outcome stop, 176 tokens"] and facts[3].startswith("latency ")
+            assert "attempt 1  scripted  ✔ answered" in text
+            # the conversation, not JSON: roles, the tool call and the tool's result
+            assert "user\nWhat is 25 * 4 + 10?" in text
+            assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
+            assert "tool  result of calculator (call_1)\n110" in text
+            assert "tool offered calculator  Evaluate an arithmetic expression" in text
+            assert "config temperature=0.2" in text
+            assert "response\nassistant\n25 * 4 + 10 = 110" in text
+            assert '"role"' not in text
+            # enter on the system message: the whole of it
+            app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ValueScreen)
+            assert app.screen.value["role"] == "system"
+            body = str(app.screen.query_one("#value-body").render())
+            assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
 
 
 @BOTH
@@ -170,3 +176,47 @@ async def test_tokens_are_those_of_the_frames_lineage(tmp_path):
     assert fork_total == session.state_snapshot()[""]["llm.usage"]["total_tokens"]  # main's calls not added
     session.select_checkpoint(next(r.id for r in session.checkpoints() if r.branch == "main" and r.tick == 6))
     assert session.tokens == main_total
+
+
+async def test_enter_on_a_model_call_event_opens_that_call_and_on_another_event_shows_it_whole(tmp_path):
+    from test_snapshots import filter_events_with
+
+    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_calculator(app, pilot)
+        await filter_events_with(pilot, "type:model.call.completed")
+        events = app.main.query_one(EventsPane)
+        events.focus()
+        await pilot.press("up")  # the cursor starts on the newest row shown: the second round's call
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, ModelCallScreen))
+        assert app.screen.call.round == 1 and app.screen.call.messages[-1]["role"] == "tool"
+        await pilot.press("escape")
+        await pilot.press("up", "enter")  # one older: the first round
+        await until(lambda: isinstance(app.screen, ModelCallScreen))
+        assert app.screen.call.round == 0 and app.screen.call.messages[-1]["content"] == "What is 25 * 4 + 10?"
+        await pilot.press("escape")
+        await filter_events_with(pilot, "type:tool.call.completed")
+        events.focus()
+        await pilot.press("up", "enter")
+        await until(lambda: isinstance(app.screen, ValueScreen))
+        assert app.screen.value["type"] == "tool.call.completed" and app.screen.value["payload"]["tool"] == "calculator"
+        assert '"tool": "calculator"' in str(app.screen.query_one("#value-body").render())
+
+
+async def test_the_events_cursor_stops_following_and_end_follows_again(tmp_path):
+    app = StudioApp(DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot)
+        events = app.main.query_one(EventsPane)
+        events.focus()
+        await pilot.press("up", "up")
+        chosen = events.chosen
+        assert chosen is not None and events.cursor == events.line_count - 2
+        await pilot.press("c")  # more events arrive: the cursor stays on its event
+        await settle(app, pilot)
+        assert events.chosen is chosen and events.line_count > events.cursor + 2
+        await pilot.press("end")
+        assert events.cursor is None and events.chosen is None

@@ -97,3 +97,22 @@ def test_a_schema_breaking_the_state_contract_warns_once_naming_the_key():
         warnings.simplefilter("error")
         ReactiveRunner(create_react_node(model_client=ModelClient(ScriptedProvider([]))), LooseState)  # once
         ReactiveRunner(create_react_node(model_client=ModelClient(ScriptedProvider([]))), ReActState)  # keeps it
+
+
+def test_a_schema_without_rounds_warns_that_it_is_not_declared():
+    """An undeclared `rounds` lands in the persistent overflow: it would survive a fresh run too."""
+    import pytest
+    from pydantic import BaseModel, ConfigDict
+
+    from runtime import ReactiveRunner
+    from runtime.node.contract import StateContractWarning
+
+    class BareState(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        messages: list = []
+
+    with pytest.warns(StateContractWarning) as caught:
+        ReactiveRunner(create_react_node(model_client=ModelClient(ScriptedProvider([]))), BareState)
+    [warning] = caught
+    assert str(warning.message).endswith("BareState: ReAct key 'rounds' is not declared; declare it as "
+                                         "Annotated[..., Ephemeral(scope='run')] (seed 000's state contract)")

@@ -7,6 +7,7 @@ what the seed leaves to the reader (a model client, a question, the assertions).
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Annotated, List, Optional  # noqa: UP035 - the seed's own spelling
 
 import pytest
@@ -17,7 +18,9 @@ from pydantic import BaseModel, Field
 from runtime import CalculatorTool, ModelClient, ReactiveRunner, ScriptedProvider, human
 from runtime.messages import Message, ToolCall
 from runtime.node import AgentLLMNode, Sequence, StateCondition, ToolExecutor
+from runtime.node.contract import StateContractWarning
 from runtime.state import Ephemeral, StateKeys
+from runtime.tools import Tool
 
 CALC = {"tool_calls": [{"name": "calculator", "arguments": {"expression": "25 * 4 + 10"}}]}
 
@@ -36,18 +39,20 @@ class ReActState(BaseModel):
 
 async def test_seed_000_minimal_usage():
     my_model_client = ModelClient(ScriptedProvider([CALC, "25 * 4 + 10 = 110"]))
-    # -- seed 000: 最简用法
-    from runtime import Agent
-    from runtime.config import ReActConfig  # noqa: F401 - imported by the seed
-    from runtime.node.presets import create_react_node
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StateContractWarning)  # the seed's own schema keeps the contract
+        # -- seed 000: 最简用法
+        from runtime.node.presets import create_react_node  # noqa: I001 - the seed's order
+        from runtime import Agent
+        from runtime.config import ReActConfig  # noqa: F401 - imported by the seed
 
-    root = create_react_node(
-        model_client=my_model_client,
-        tools=[CalculatorTool()],
-    )
-    agent = Agent(root, state_schema=ReActState)
-    result = await agent.run(input_data={"messages": [human("What is 25 * 4 + 10?")]})
-    # --
+        root = create_react_node(
+            model_client=my_model_client,
+            tools=[CalculatorTool()],
+        )
+        agent = Agent(root, state_schema=ReActState)
+        result = await agent.run(input_data={"messages": [human("What is 25 * 4 + 10?")]})
+        # --
     assert (result.result_type, result.final_answer) == ("answer", "25 * 4 + 10 = 110")
     assert [m.role for m in result.state.messages] == ["user", "assistant", "tool", "assistant"]
 
@@ -78,6 +83,62 @@ async def test_seed_000_static_tools_and_providers_with_resolve_env_override(mon
     assert result.final_answer == "5"
     assert [t["function"]["name"] for t in server.requests[0].body["tools"]] == ["calculator"]
     assert server.requests[1].body["messages"][-1] == {"role": "tool", "content": "5", "tool_call_id": "c1"}
+
+
+class DuckDuckGoSearchTool(Tool):
+    """Search the web (here: an offline stand-in; the seed names a web tool this project does not ship)."""
+
+    name = "duckduckgo_search"
+
+    def run(self, query: str) -> str:
+        return "Paris is the capital of France."
+
+
+class WeatherTool(Tool):
+    """Today's weather in a city (an offline stand-in, like the search)."""
+
+    name = "weather"
+
+    def run(self, city: str) -> str:
+        return f"{city}: 18 C, clear"
+
+
+async def test_seed_000_many_tools_a_system_prompt_and_a_token_budget():
+    search = {"tool_calls": [{"name": "duckduckgo_search", "arguments": {"query": "capital of France"}}]}
+    provider = ScriptedProvider([search, "Paris."])
+    model_client = ModelClient(provider)
+    from runtime.config import ReActConfig
+    from runtime.node.presets import create_react_node
+
+    # -- seed 000: 复杂场景 —— 多工具 + 自定义系统提示 + Token 预算
+    root = create_react_node(
+        name="ResearchAgent",
+        model_client=model_client,
+        tools=[CalculatorTool(), DuckDuckGoSearchTool(), WeatherTool()],
+        config=ReActConfig(
+            model="gpt-4o",
+            max_iterations=15,
+            max_budget_tokens=32000,
+            system_prompt="You are a research assistant. Always verify facts with tools.",
+            tool_choice={
+                "type": "function",
+                "function": {"name": "duckduckgo_search"},
+            },
+        ),
+    )
+    # --
+    from runtime import Agent
+
+    result = await Agent(root, state_schema=ReActState).run({"messages": [human("What is the capital of France?")]})
+    assert (result.result_type, result.final_answer) == ("answer", "Paris.")
+    assert root.name == "ResearchAgent" and root.max_iterations == 15
+    first, second = provider.requests
+    assert [t["function"]["name"] for t in first.config.tools] == ["calculator", "duckduckgo_search", "weather"]
+    assert first.config.model == second.config.model == "gpt-4o"
+    assert first.messages[0].content.startswith("You are a research assistant. Always verify facts with tools.")
+    assert first.config.tool_choice == {"type": "function", "function": {"name": "duckduckgo_search"}}
+    assert second.config.tool_choice is None  # the first round only
+    assert result.state.messages[2].content == "Paris is the capital of France."
 
 
 @pytest.mark.parametrize("namespace", [None, "agent"])

@@ -15,9 +15,14 @@ STABLE_EVENTS = "-type:tick.completed -type:approval."
 
 
 async def filter_events(pilot) -> None:
+    await filter_events_with(pilot, STABLE_EVENTS)
+
+
+async def filter_events_with(pilot, text: str) -> None:
+    """Type a filter into the events pane's prompt (`/`), as a user does."""
     await pilot.press("slash")
     await pilot.pause()
-    pilot.app.screen.query_one("#prompt-input", Input).value = STABLE_EVENTS
+    pilot.app.screen.query_one("#prompt-input", Input).value = text
     await pilot.press("enter")
     await pilot.pause()
 

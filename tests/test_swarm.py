@@ -378,6 +378,7 @@ def test_the_sample_runs_headless():
 
 class SwarmInState(BaseModel):
     swarm: object = None
+    member: object = None
 
 
 async def test_send_message_runtime_port_bound_to_state_holding_the_swarm():
@@ -392,5 +393,21 @@ async def test_send_message_runtime_port_bound_to_state_holding_the_swarm():
         assert result.ok, result.error
         assert result.state.swarm is swarm  # a live handle: shared, not copied
         assert (await swarm.receive("a")).content == "hello"
+    finally:
+        await swarm.shutdown()
+
+
+async def test_send_message_runtime_port_bound_to_a_member_speaks_as_that_agent():
+    """A `SwarmMember` in state (the swarm seen as one agent) is a `runtime` too: the message is from it."""
+    swarm = swarm_with()
+    try:
+        swarm.spawn("daemon", agent_id="a")
+        member = swarm.member(swarm.spawn("daemon", agent_id="b").id)
+        tell = SendMessage("Tell", to_agent_id="a", message="from b").bind(inputs={"runtime": "member"})
+        result = await asyncio.wait_for(Agent(tell, state_schema=SwarmInState).run({"member": member}), timeout=5)
+        assert result.ok, result.error
+        assert result.state.member is member  # a live handle: shared, not copied
+        received = await swarm.receive("a")
+        assert (received.sender, received.content) == ("b", "from b")
     finally:
         await swarm.shutdown()

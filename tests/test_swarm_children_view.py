@@ -83,3 +83,32 @@ async def test_status_line_shows_the_full_token_total(tmp_path):
         await pilot.press("c")
         await settle(app, pilot)
         assert f"tokens {model_call_tokens(app.session)}" in str(app.main.query_one("#status").render())
+
+
+async def test_b_on_a_swarm_agents_node_says_it_stops_after_and_a_restart_stops_there(tmp_path):
+    """The agents run on their own and finish quickly: set the breakpoint on a finished run, restart, and
+    the new run stops at that agent's node."""
+    app = StudioApp(DebugSession.load(SWARM_CHAT, db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("c")
+        await settle(app, pilot)
+        tree = app.main.query_one(TreePane)
+        assert tree.jump(RESEARCH_LLM)
+        await pilot.press("b")
+        await settle(app, pilot)
+        said = [str(n.message) for n in app._notifications]
+        assert f"breakpoint: after {RESEARCH_LLM} changes status (B lists them)" in said  # not "before"
+        assert "◆" in str(tree._tree_nodes[RESEARCH_LLM].label)
+        await pilot.press("r")
+        await settle(app, pilot)
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert app.session.breakpoints[0].hits == 1
+        assert f"breakpoint: after {RESEARCH_LLM} changes status" in str(app.main.query_one("#status").render())
+        for _ in range(10):  # released, the agent carries on, stopping each time that node's status changes
+            await pilot.press("c")
+            await settle(app, pilot)
+            if app.session.runner.finished:
+                break
+        assert app.session.breakpoints[0].hits > 1 and app.session.runner.finished and app.session.root_status.value == "SUCCESS"

@@ -22,11 +22,14 @@ from tui_fixtures import (  # noqa: F401
     until,
 )
 
+from runtime import Agent
+from sample_trees import large_tree
 from studio.app import StudioApp
+from studio.loader import LoadedTree
 from studio.screens.approval import ApprovalScreen
 from studio.screens.bindings_editor import BindingsEditor
 from studio.screens.help import HelpScreen
-from studio.session import RunState
+from studio.session import DebugSession, RunState
 from studio.widgets.events_pane import EventFilter, EventsPane
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
@@ -272,3 +275,23 @@ async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
+
+
+async def test_search_lands_on_the_match_inside_collapsed_branches(tmp_path):
+    """Expanding a match's ancestors moves every line below them: the cursor must land on the
+    match, not on the node now at the line the match had when the tree was last drawn whole."""
+    root = large_tree.build_root(total=200, stages=2)
+    app = StudioApp(DebugSession(LoadedTree(Agent(root, state_schema=large_tree.LargeState),
+                                            tmp_path / "large.py", "build", {})))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane = app.main.query_one(TreePane)
+        pane.tree.root.collapse_all()
+        pane.tree.root.expand()
+        await pilot.pause()
+        app.main.query_one("#tree-search", Input).focus()
+        await pilot.press(*"s1")  # the first name holding "s1" is in the collapsed Stage1/Fan1
+        await pilot.pause()
+        match = "LargeTree/Stage1/Fan1/s1.b0"
+        assert pane.selected_path == match
+        assert pane.tree.cursor_node.data == match

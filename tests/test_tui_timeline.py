@@ -7,10 +7,11 @@ process recording into a store, attached over the debug protocol).
 from __future__ import annotations
 
 from textual.widgets import Input
-from tui_fixtures import BOTH, SIZE, TEXT_PIPELINE, pipeline_session, session_on, settle, steady_terminal  # noqa: F401
+from tui_fixtures import BOTH, SIZE, TEXT_PIPELINE, session_on, settle, steady_terminal, until  # noqa: F401
 
 from studio.app import StudioApp
 from studio.screens.choice import ChoiceScreen
+from studio.session import RunState
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
 from studio.widgets.timeline import Timeline, field_of
@@ -88,22 +89,26 @@ async def test_fork_after_a_state_edit_shows_the_new_branch(kind, tmp_path):
             assert session.branch in {field_of(row, "branch") for row in session.checkpoints()}
 
 
-async def test_replay_a_recorded_run_gives_the_same_result():
-    session = pipeline_session()
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        recorded = session.state_snapshot()
-        await choose_checkpoint(app, pilot, 0)
-        await pilot.press("f")
-        await pilot.pause()
-        await pilot.click("#replay")
-        await settle(app, pilot)
-        await pilot.press("c")
-        await settle(app, pilot)
-        assert session.viewing is None
-        assert session.state_snapshot()[""] == recorded[""]
+@BOTH
+async def test_replay_a_finished_run_gives_the_same_result(kind, tmp_path):
+    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            await settle(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
+            recorded = session.state_snapshot()
+            await choose_checkpoint(app, pilot, 0)
+            await pilot.press("f")
+            await pilot.pause()
+            await pilot.click("#replay")
+            await settle(app, pilot)
+            assert session.branch == "replay-1" and session.run_state == RunState.PAUSED
+            await pilot.press("c")
+            await settle(app, pilot)
+            await until(lambda: session.run_state == RunState.FINISHED)
+            assert session.viewing is None
+            assert session.state_snapshot()[""] == recorded[""]
 
 
 @BOTH

@@ -44,7 +44,9 @@ async def test_a_react_round_trip_sends_only_what_the_api_defines(server, provid
     result = await Agent(root).run({"messages": [human("What is 25 * 4 + 10?")]})
     assert result.final_answer == "110"
     first, second = (request.body for request in server.requests)
-    assert "stream" not in first and "stream" not in second and "top_k" not in first
+    assert set(first) == set(second) == {"model", "messages", "tools", "temperature"}  # no stream, no top_k
+    assert [set(message) for message in first["messages"]] == [{"role", "content"}] * 2
+    assert first["tools"] == [CalculatorTool().schema()] and first["temperature"] == 0.1
     assistant, tool_message = second["messages"][-2:]
     assert assistant == {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "calculator",
@@ -86,7 +88,7 @@ def in_seconds(seconds: float) -> str:
     (503, {"retry-after-ms": "1500"}, 1.5),
     (429, {"retry-after-ms": "250", "Retry-After": "9"}, 0.25),  # the finer one wins
     (429, {"Retry-After": "120"}, 10.0),  # capped by backoff_max
-    (429, {"Retry-After": in_seconds(3600)}, 10.0),  # an HTTP date, capped too
+    (429, {"Retry-After": in_seconds(3600)}, 10.0),  # an HTTP date (no Date: this machine's clock), capped too
     (529, {}, 0.5),  # overloaded: retried like 503, with the backoff when no header says otherwise
     (429, {"Retry-After": "soon"}, 0.5),  # unreadable: the backoff
 ])
@@ -99,12 +101,19 @@ async def test_retry_after_is_honoured_and_capped(server, provider, status, head
     assert waits.asked == [wait]
 
 
-async def test_an_http_date_in_the_near_future_is_the_wait(server, provider):
-    server.script(json_reply({}, 503, {"Retry-After": in_seconds(5)}), json_reply(completion("ok")))
+SENT = 1_700_000_000  # when the server answered, on its own clock: a whole second, long past here
+
+
+@pytest.mark.parametrize("retry_at, wait", [(SENT + 5, 5.0), (SENT - 30, 0.0)])
+async def test_an_http_date_counts_from_the_answers_own_date(server, provider, retry_at, wait):
+    """Both dates are the server's: the wait is exact, whatever this machine's clock says
+    (counted from it, both dates would be long past and the wait 0)."""
+    headers = {"Date": email.utils.formatdate(SENT, usegmt=True),
+               "Retry-After": email.utils.formatdate(retry_at, usegmt=True)}
+    server.script(json_reply({}, 503, headers), json_reply(completion("ok")))
     waits = Waits()
     await ModelClient(provider, resilience=ModelResilienceConfig(backoff_max=60), sleep=waits).invoke([human("q")])
-    [wait] = waits.asked
-    assert 3 <= wait <= 5  # the date has a one-second resolution
+    assert waits.asked == [wait]
 
 
 async def test_every_retry_of_a_logical_call_follows_the_same_rule(server, provider):

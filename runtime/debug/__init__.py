@@ -16,7 +16,7 @@ from py_trees.common import Status
 from ..engine.runner import ReactiveRunner
 from .client import DebugClient, DebugError
 from .protocol import DEFAULT_HEARTBEAT, PROTOCOL_VERSION, ProtocolError, parse_address
-from .server import DebugServer
+from .server import DEFAULT_HOLD_END, DebugServer
 
 RunFunction = Callable[..., Awaitable[Status]]
 
@@ -34,14 +34,16 @@ def _seconds(name: str, default: float) -> float:
 @asynccontextmanager
 async def debugging(runner: ReactiveRunner, debug: str | int | None = None) -> AsyncIterator[RunFunction]:
     """Yield the function that runs `runner`: served for a debugger when `debug` or $JIANMU_DEBUG names
-    an address (heartbeat $JIANMU_DEBUG_HEARTBEAT, wait for a client $JIANMU_DEBUG_WAIT seconds),
-    plain `runner.run` otherwise."""
+    an address (heartbeat $JIANMU_DEBUG_HEARTBEAT, wait for a client $JIANMU_DEBUG_WAIT seconds, hold
+    a finished run for a client that asks $JIANMU_DEBUG_HOLD_END seconds at most), plain `runner.run`
+    otherwise."""
     address = debug if debug is not None else os.environ.get("JIANMU_DEBUG") or None
     if address is None:
         yield runner.run
         return
     async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT),
-                           wait=_seconds("JIANMU_DEBUG_WAIT", 0.0)) as server:
+                           wait=_seconds("JIANMU_DEBUG_WAIT", 0.0),
+                           hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END)) as server:
         yield server.run
 
 

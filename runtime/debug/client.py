@@ -38,15 +38,18 @@ class DebugClient:
 
     @classmethod
     async def connect(cls, address: str, token: str, *, heartbeat: float = 10.0,
-                      client: str = "jianmu") -> DebugClient:
-        """Connect and say hello; raises `DebugError` (refused) or `OSError` (nobody listening)."""
+                      client: str = "jianmu", hold_end: bool = False) -> DebugClient:
+        """Connect and say hello; raises `DebugError` (refused) or `OSError` (nobody listening).
+        `hold_end`: the run, once finished, waits for this client to continue or leave (to be replayed,
+        forked or read) instead of returning to its caller at once."""
         host, port = parse_address(address)
         host = f"[{host}]" if ":" in host else host
         ping = max(heartbeat / 2, 0.05)
         ws = await connect(f"ws://{host}:{port}", max_size=None, ping_interval=ping, ping_timeout=ping,
                            open_timeout=heartbeat)
         await ws.send(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
-                              "client": client}))
+                              "client": client,
+                              "hold_end": hold_end}))
         try:
             reply = json.loads(await ws.recv())
         except ConnectionClosed:

@@ -19,10 +19,12 @@ from ..engine.behaviour import JianmuNodeMixin
 from ..engine.boundaries import NodeBoundary
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
+from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
+from ..tools.base import ToolError
 from .conditions import Condition, ConditionError
-from .edits import EditRefused, StateFacts, check_binding, check_state_key
+from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
@@ -87,10 +89,12 @@ def _counter(node: Any) -> str | None:
 class DebugController:
     """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None]):
-        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once."""
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False):
+        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once;
+        `hold_end`: the client asked to find the run held at its end (the server holds it there)."""
         self.runner = runner
         self._wakeup = wakeup
+        self.hold_end = hold_end
         self.breakpoints: dict[int, ServerBreakpoint] = {}
         self.paused: dict[str, Any] | None = None  # the stop the run is held at, if any
         self._next_id = 1
@@ -139,10 +143,13 @@ class DebugController:
         self._resume.set()
 
     def picture(self) -> dict[str, Any]:
-        """The whole run as the client first sees it (and again after `resync`); updates follow from here."""
+        """The whole run as the client first sees it (and again after `resync`), with the events it had
+        published before (as many as the runner's event history keeps); updates follow from here."""
         self.outbox.clear()
         self._events.clear()
-        return self._picture()
+        run_id = self.runner.run_id
+        earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
+        return {**self._picture(), "events": earlier}
 
     def _picture(self) -> dict[str, Any]:
         """The run as it is now; later updates carry only what changes after it."""
@@ -190,8 +197,18 @@ class DebugController:
         self._wakeup(False)
 
     def _approvals(self) -> list[dict[str, Any]]:
+        """The pending requests, each with its tool's `parameters` (JSON schema; null when not known here) so
+        that a client can check corrected arguments before it sends them."""
         approvals = self.runner.context.approval_manager
-        return [item.model_dump(mode="json") for item in approvals.pending()] if approvals is not None else []
+        return [{**item.model_dump(mode="json"), "parameters": self._parameters(item)}
+                for item in approvals.pending()] if approvals is not None else []
+
+    def _parameters(self, request: Any) -> dict[str, Any] | None:
+        try:
+            tool = waiting_tool(self.runner, request)
+        except ToolError:
+            return None
+        return tool.parameters() if tool is not None else None
 
     def post(self, message: dict[str, Any]) -> None:
         """Queue a message, after an update that brings the client up to this moment."""
@@ -364,14 +381,20 @@ class DebugController:
         self._sync_stop_before()
         self._resume.set()
 
+    def _require_steppable(self, request: str) -> None:
+        self._require_paused("stepping", f"{request} needs a paused run: pause first")
+        if self.paused["kind"] == "finished":
+            raise ProtocolError("bad_request", f"{request}: the run has finished (replay or fork it, "
+                                               "or continue to let it return)")
+
     def _do_step(self, message):
-        self._require_paused("stepping", "step needs a paused run: pause first")
+        self._require_steppable("step")
         self._stepping, self._into = True, False
         self._sync_stop_before()
         self._resume.set()
 
     def _do_step_into(self, message):
-        self._require_paused("stepping", "step_into needs a paused run: pause first")
+        self._require_steppable("step_into")
         self._stepping, self._into = False, True
         self._sync_stop_before()
         self._resume.set()
@@ -449,15 +472,19 @@ class DebugController:
         return approvals
 
     def _do_approve(self, message):
+        """Approve as asked, or with corrected `arguments` checked against the tool's schema first."""
+        approvals, arguments = self._approval_manager(), message.get("arguments")
         try:
-            self._approval_manager().approve(str(message["approval"]), message.get("reason"))
-        except KeyError as exc:
+            if arguments is not None:
+                check_tool_arguments(self.runner, approvals.get(str(message["approval"])), arguments)
+            approvals.approve(str(message["approval"]), message.get("reason"), arguments=arguments)
+        except (ApprovalError, EditRefused) as exc:
             raise ProtocolError("bad_request", str(exc)) from None
 
     def _do_deny(self, message):
         try:
             self._approval_manager().deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
-        except KeyError as exc:
+        except ApprovalError as exc:
             raise ProtocolError("bad_request", str(exc)) from None
 
     # -- the past: checkpoints, replay, fork -----------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 from ..engine.behaviour import JianmuNodeMixin
 from ..engine.runner import ReactiveRunner
 from ..state import StateKeys, normalize_namespace
+from ..tools.base import Tool, ToolError
 
 RUNTIME_KEYS = frozenset(StateKeys().model_dump().values())
 
@@ -107,4 +108,26 @@ def check_binding(runner: ReactiveRunner, path: str, direction: Any, port: Any, 
     return node, check_binding_key(StateFacts.of(runner), key, getattr(node, "namespace", None))
 
 
-__all__ = ["EditRefused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key"]
+def waiting_tool(runner: ReactiveRunner, request: Any) -> Tool | None:
+    """The tool a pending approval would call, as its node's toolset knows it; None when the node has
+    no toolset (yet); `ToolError` for a tool it does not have."""
+    toolbox = getattr(runner.nodes.get(request.node or ""), "toolbox", None)
+    toolset = toolbox.toolset if toolbox is not None else None
+    return toolset.get(request.tool) if toolset is not None else None
+
+
+def check_tool_arguments(runner: ReactiveRunner, request: Any, arguments: Any) -> None:
+    """`EditRefused` naming the argument when corrected `arguments` do not fit the waiting tool's schema
+    (a tool not known here is left to the executor, which checks them when the call runs)."""
+    if not isinstance(arguments, dict):
+        raise EditRefused(f"tool '{request.tool}': arguments must be a JSON object")
+    try:
+        tool = waiting_tool(runner, request)
+        if tool is not None:
+            tool.validate(arguments)
+    except ToolError as exc:
+        raise EditRefused(str(exc)) from None
+
+
+__all__ = ["EditRefused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key",
+           "check_tool_arguments", "waiting_tool"]

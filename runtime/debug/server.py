@@ -44,6 +44,7 @@ from .protocol import (
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.02  # seconds changes wait for more before they are sent as one update
+DEFAULT_HOLD_END = 300.0  # seconds a finished run waits for a client that asked to keep it (`hold_end`)
 _generated_token: str | None = None  # one per process, printed the first time it is made
 
 
@@ -70,13 +71,15 @@ def _is_loopback(host: str) -> bool:
 
 class DebugServer:
     def __init__(self, runner: ReactiveRunner, address: str | int = "127.0.0.1:7777", *, token: str | None = None,
-                 heartbeat: float = DEFAULT_HEARTBEAT, wait: float = 0.0):
-        """`wait`: seconds to wait for a client before the run starts (it then starts paused)."""
+                 heartbeat: float = DEFAULT_HEARTBEAT, wait: float = 0.0, hold_end: float = DEFAULT_HOLD_END):
+        """`wait`: seconds to wait for a client before the run starts (it then starts paused);
+        `hold_end`: seconds at most a finished run is held for a client whose hello asked for it."""
         self.runner = runner
         self.host, self.port = parse_address(address)
         self.token, self._show_token = _resolve_token(token)
         self.heartbeat = heartbeat
         self.wait = wait
+        self.hold_end = hold_end
         self.controller: DebugController | None = None  # the attached client's, if any
         self._server: Server | None = None
         self._ready = asyncio.Event()  # something to send
@@ -144,7 +147,8 @@ class DebugServer:
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
         """`runner.run()`, held where the client says: before a node it stops at, or, while it is attached,
-        at a suspension until it answers; returns the root's status like `runner.run()`."""
+        at a suspension until it answers, and at the end for a client that asked (`hold_end`) so that it
+        can still read, replay and fork the run; returns the root's status like `runner.run()`."""
         runner = self.runner
         status = await runner.run(max_ticks, input_data=input_data)
         while True:
@@ -155,6 +159,9 @@ class DebugServer:
                 if stop is not None:
                     kind, message, where = stop
                     await controller.hold(kind, message, **where)
+            elif runner.finished and controller is not None and controller.hold_end and max_ticks is None:
+                if not await self._held_at_end(controller, status):
+                    return status
             elif not (runner.suspended and controller is not None and max_ticks is None):
                 return status
             else:
@@ -164,6 +171,17 @@ class DebugServer:
                 if self.controller is not None and not runner.suspended:  # answered: held, as a local session is
                     await self.controller.hold("paused", "approval resolved: continue or step")
             status = await runner.run(max_ticks)
+
+    async def _held_at_end(self, controller: DebugController, status: Status) -> bool:
+        """Hold the finished run until the client continues, leaves or `hold_end` seconds pass; True
+        when it replayed or forked meanwhile (the run goes on from there)."""
+        try:
+            await asyncio.wait_for(controller.hold("finished", f"finished: {status.value} (held for the debugger "
+                                                               "until it continues or detaches)"), self.hold_end)
+        except TimeoutError:
+            log.info("finished run held %ss for the debugger: returning it", self.hold_end)
+            return False
+        return not self.runner.finished
 
     async def _until_answered(self) -> None:
         """Wait until the suspended run could tick again (an approval answered) or the client left."""
@@ -194,7 +212,7 @@ class DebugServer:
         if hello is None:
             await ws.close(1008, "refused")
             return
-        controller = self.controller = DebugController(self.runner, self._wakeup)
+        controller = self.controller = DebugController(self.runner, self._wakeup, hold_end=hello.get("hold_end") is True)
         self._detached.clear()
         picture = controller.attach(paused=self._waiting)
         self._attached.set()

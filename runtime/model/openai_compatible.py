@@ -11,8 +11,8 @@ messages as `role` / `content` / `tool_call_id`. Every call is bounded: `timeout
 deadline for the whole attempt (connect, response, every byte of a stream: a server
 dripping a byte a second or sending keep-alives forever still ends in time), the body may
 not exceed `max_response_bytes`, and a stream must end with `[DONE]` or a finish reason.
-A 4xx/5xx answer's `Retry-After` (seconds or an HTTP date) or `retry-after-ms` goes on the
-error for the client's backoff.
+A 4xx/5xx answer's `Retry-After` (seconds, or an HTTP date counted from the answer's `Date`)
+or `retry-after-ms` goes on the error for the client's backoff.
 """
 
 from __future__ import annotations
@@ -302,7 +302,9 @@ def _dump(data: Any) -> str:
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, else `Retry-After` (seconds or an HTTP date)."""
+    """Seconds the server asked us to wait: `retry-after-ms`, else `Retry-After` in seconds or as an
+    HTTP date. A date counts from the response's own `Date` (both on the server's clock, so a clock
+    skew between it and this machine does not change the wait), else from this machine's clock."""
     milliseconds = headers.get("retry-after-ms")
     if milliseconds is not None:
         try:
@@ -316,11 +318,19 @@ def _retry_after(headers: httpx.Headers) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    when = _http_date(value)
+    if when is None:
+        return None
+    sent = _http_date(headers.get("date"))
+    return max(0.0, when - (sent if sent is not None else time.time()))
+
+
+def _http_date(value: str | None) -> float | None:
+    """An HTTP date as a timestamp, None when absent or unreadable."""
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        return email.utils.parsedate_to_datetime(value).timestamp() if value else None
     except (TypeError, ValueError):
         return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAICompatibleProvider"]

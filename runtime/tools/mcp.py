@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.tools.base import Tool, ToolArgumentsError, ToolError
+from runtime.tools.base import Tool, ToolError
 from runtime.tools.provider import ToolProvider
+from runtime.tools.schema_check import check_arguments, schema_validator
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -230,12 +231,10 @@ class MCPTool(Tool):
     Args = _AnyObject
 
     def __init__(self, provider: MCPToolProvider, spec: ToolSpec):
-        from jsonschema.validators import validator_for
-
         self.provider = provider
         self.remote_name = spec.name
         self.input_schema = dict(spec.input_schema)
-        self._validator = validator_for(self.input_schema)(self.input_schema)
+        self._validator = schema_validator(self.input_schema)
         annotations = spec.annotations
         super().__init__(name=_INVALID_NAME_CHARS.sub("_", spec.name)[:64] or "_",
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
@@ -248,18 +247,9 @@ class MCPTool(Tool):
         return params
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
-        from jsonschema.exceptions import best_match
-
         model = super().validate(arguments)  # the "must be an object" check
-        errors = list(self._validator.iter_errors(dict(arguments)))
-        error = best_match(errors)
-        if error is None:
-            return model
-        field = ".".join(str(part) for part in error.absolute_path) or _missing_property(error)
-        where = f"argument '{field}'" if field else "arguments"
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ToolArgumentsError(f"tool '{self.name}': invalid {where}: {error.message}{more}",
-                                 tool=self.name, field=field)
+        check_arguments(self.name, self._validator, arguments)
+        return model
 
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         self.validate(arguments)
@@ -295,13 +285,6 @@ def _block_text(block: ContentBlock) -> str:
     if block.type == "resource_link":
         return f"[resource {block.uri}]"
     return f"[{block.type} {block.mime_type}]"
-
-
-def _missing_property(error: Any) -> str | None:
-    """The first missing name of a `required` error (jsonschema reports those at the parent)."""
-    if error.validator != "required" or not isinstance(error.instance, Mapping):
-        return None
-    return next((name for name in error.validator_value if name not in error.instance), None)
 
 
 def _reason(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from .prompt import PromptScreen
 
 ADD_HINT = ("a node path or name (before it runs), after:NODE (when its status changes), "
             "event:TYPE (e.g. event:tool.call.failed), or a condition over state (rounds >= 2)")
+SHORT_PATH = 36  # wider paths are shown as their first and last parts
 KEYS = "a add · space enable/disable · o before/after · d delete · esc close"
 
 
@@ -77,7 +78,7 @@ class BreakpointsScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("on", "hits", "kind", "where", "stops")  # hits early: a narrow screen keeps them
+        table.add_columns("on", "hits", "kind", "stops", "where")  # the path last: only it may be cut, never the rest
         self.refresh_rows()
         table.focus()
 
@@ -87,9 +88,9 @@ class BreakpointsScreen(ModalScreen[None]):
         table.clear()
         for index, bp in enumerate(self.session.breakpoints):
             table.add_row(Text("●", "bold red") if bp.enabled else Text("○", "dim"), str(bp.hits), bp.kind,
-                          bp.where, _stops(bp), key=str(index))
+                          _stops(bp), _short(bp.where) if bp.kind == "node" else bp.where, key=str(index))
         if not self.session.breakpoints:
-            table.add_row("", "", "", Text("no breakpoints: a adds one (b on a tree node, too)", "dim"), "")
+            table.add_row("", "", "", "", Text("no breakpoints: a adds one (b on a tree node, too)", "dim"))
         table.move_cursor(row=max(0, min(row, len(self.session.breakpoints) - 1)))
 
     def _selected(self) -> Breakpoint | None:
@@ -134,10 +135,18 @@ class BreakpointsScreen(ModalScreen[None]):
             self.refresh_rows()
 
 
+def _short(path: str, width: int = SHORT_PATH) -> str:
+    """A long node path as its first and last parts (`Calculator/…/Calculator.llm`), so it fits at 80 columns."""
+    head, _, rest = path.partition("/")
+    tail = rest.rpartition("/")[2]
+    return path if len(path) <= width or "/" not in rest else f"{head}/…/{tail}"
+
+
 def _stops(bp: Breakpoint) -> str:
+    """When it stops, short enough that the column fits beside a long path at 80 columns."""
     if bp.kind == "node":
-        return "before it runs" if bp.on == "before" else "after its status changes"
-    return "after the tick that published it" if bp.kind == "event" else "when it becomes true"
+        return "before it runs" if bp.on == "before" else "after it changes"
+    return "after its tick" if bp.kind == "event" else "when it turns true"
 
 
 __all__ = ["ADD_HINT", "BreakpointsScreen", "add_breakpoint", "node_path"]

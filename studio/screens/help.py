@@ -16,6 +16,7 @@ Node: its last error and failed tool calls first, then ports, status history and
 State: ● marks keys the last tick changed (old → new); enter shows a value whole; space opens a structure;
   e edits the selected key
 Events: / filters — {example}
+  up/down pick an event (end follows the newest again); enter opens it, a model call's event opens that call
 Timeline: enter on a checkpoint views the past (read-only); f replays or forks from it; esc returns live
 Breakpoints: b stops before the selected node runs; B lists them all (hits, enable/disable, before/after)
 ctrl+p: jump to a node or checkpoint, add a conditional or event breakpoint, change theme, screenshot"""

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -59,12 +60,15 @@ def message_block(message: dict[str, Any]) -> Group:
 
 def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
     """(title, what the list shows, the full value Enter opens) for each part of a call."""
-    facts = Text.assemble(
-        ("node ", "dim"), call.node, ("   round ", "dim"), str(call.round), ("   tick ", "dim"), str(call.tick),
-        ("\nmodel ", "dim"), str(call.model or "-"), ("   latency ", "dim"),
-        f"{call.duration_ms} ms" if call.duration_ms is not None else "-", ("   usage ", "dim"),
-        ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-",
-        ("\noutcome ", "dim"), (call.outcome, "red" if call.error else "green"))
+    facts = Table.grid(padding=(0, 1))  # one fact a line: nothing runs into its neighbour when it wraps
+    facts.add_column(style="dim", no_wrap=True)
+    facts.add_column()
+    facts.add_row("node", call.node)
+    facts.add_row("round", f"{call.round}   tick {call.tick}")
+    facts.add_row("model", str(call.model or "-"))
+    facts.add_row("latency", f"{call.duration_ms} ms" if call.duration_ms is not None else "-")
+    facts.add_row("usage", ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-")
+    facts.add_row("outcome", Text(call.outcome, "red" if call.error else "green"))
     out: list[tuple[str, Any, Any]] = [("call", facts, _summary(call))]
     attempts = Text()
     for attempt in call.attempts:
@@ -144,10 +148,13 @@ class ModelCallsScreen(ModalScreen[None]):
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        call = self._open(self.calls[int(event.option.id)])
-        if inspect.isawaitable(call):  # an attached studio asks the served run's store for the recorded I/O
-            call = await call
-        self.app.push_screen(ModelCallScreen(call))
+        self.app.push_screen(ModelCallScreen(await opened_call(self._open, self.calls[int(event.option.id)])))
 
 
-__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block"]
+async def opened_call(open_call, call: ModelCall) -> ModelCall:
+    """The call with its recorded I/O: an attached studio asks the served run's store (awaited)."""
+    opened = open_call(call)
+    return await opened if inspect.isawaitable(opened) else opened
+
+
+__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block", "opened_call"]

@@ -6,6 +6,9 @@ preview of its payload is the costly part) when it comes on screen, or when a te
 of the filter has to read it; `text.delta` rows extend the line of the model call they
 belong to, so streamed text reads as it arrives. Changing the filter refills the buffer
 from the session's event history, in the same slices.
+
+Up and down move a cursor over the rows (the pane stops following while one is there);
+enter asks for the event under it whole (`Chosen`); end follows the newest again.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from dataclasses import dataclass, field
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
+from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
@@ -138,6 +143,11 @@ class EventsPane(ScrollView, can_focus=True):
     """
 
     ALLOW_SELECT = True
+    BINDINGS = [Binding("up", "cursor(-1)", "Older event", show=False),
+                Binding("down", "cursor(1)", "Newer event", show=False),
+                Binding("enter", "choose", "Open the event", show=False),
+                Binding("end", "follow", "Follow the newest", show=False)]
+    COMPONENT_CLASSES = {"events-pane--cursor"}
     DEFAULT_CSS = """
     EventsPane {
         background: $surface;
@@ -146,8 +156,22 @@ class EventsPane(ScrollView, can_focus=True):
         &:focus {
             background-tint: $foreground 5%;
         }
+        & > .events-pane--cursor {
+            background: $block-cursor-blurred-background;
+        }
+        &:focus > .events-pane--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+        }
     }
     """
+
+    class Chosen(Message):
+        """Enter on an event: the screen opens it (a model call's whole request and response)."""
+
+        def __init__(self, event: StampedEvent) -> None:
+            super().__init__()
+            self.event = event
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -158,6 +182,7 @@ class EventsPane(ScrollView, can_focus=True):
         self._width = 0  # the widest line formatted so far
         self._resuming = False
         self.show_branch = False  # a branch column, when the run has more than one branch
+        self.cursor: int | None = None  # the row under the cursor; None: no cursor, following
 
     def on_mount(self) -> None:
         self.anchor()
@@ -190,6 +215,7 @@ class EventsPane(ScrollView, can_focus=True):
         self._rows.clear()
         self._pending.clear()
         self._stream = None
+        self.cursor = None
         self._width = 0
         self.add(history)
 
@@ -198,6 +224,7 @@ class EventsPane(ScrollView, can_focus=True):
         pending, rows, stream_open, show_branch = self._pending, self._rows, self._stream, self.show_branch
         accepts = self.filter.accepts if self.filter.active else None
         deadline = time.perf_counter() + SLICE
+        before, appended = len(rows), 0
         while pending and time.perf_counter() < deadline:
             for _ in range(min(CHUNK, len(pending))):
                 event = pending.popleft()
@@ -212,7 +239,11 @@ class EventsPane(ScrollView, can_focus=True):
                 else:
                     stream_open = stream
                 rows.append(row)
+                appended += 1
         self._stream = stream_open
+        if self.cursor is not None:  # the oldest rows dropped off: the cursor stays on its event
+            self.cursor -= before + appended - len(rows)
+            self.cursor = self.cursor if self.cursor >= 0 else None
         self._resize()
         self.refresh()
         if pending and not self._resuming:
@@ -237,6 +268,8 @@ class EventsPane(ScrollView, can_focus=True):
         if length > self._width:  # found a wider line: the horizontal scroll range grows after this frame
             self._width = length
             self.call_later(self._resize)
+        if index == self.cursor:  # a bar across the pane: crop_extend pads with this style too
+            style += self.get_component_rich_style("events-pane--cursor")
         selection = self.text_selection
         span = selection.get_span(index) if selection is not None else None
         if span is None:
@@ -248,6 +281,37 @@ class EventsPane(ScrollView, can_focus=True):
                          len(line) if end == -1 else end)
             strip = Strip(text.render(self.app.console), length)
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+
+    # -- the cursor ----------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        """Move the cursor; the first press puts it on the newest row shown and stops following."""
+        if not self._rows:
+            return
+        if self.cursor is None:
+            self.release_anchor()
+            self.cursor = min(len(self._rows), int(self.scroll_y) + self.size.height) - 1
+        else:
+            self.cursor = max(0, min(len(self._rows) - 1, self.cursor + delta))
+        top, height = int(self.scroll_y), self.size.height
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False)
+        self.refresh()
+
+    @property
+    def chosen(self) -> StampedEvent | None:
+        """The event under the cursor."""
+        return self._rows[self.cursor].event if self.cursor is not None else None
+
+    def action_choose(self) -> None:
+        if self.chosen is not None:
+            self.post_message(self.Chosen(self.chosen))
+
+    def action_follow(self) -> None:
+        self.cursor = None
+        self.scroll_end(animate=False)
+        self.refresh()
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         return selection.extract("\n".join(self.lines)), "\n"

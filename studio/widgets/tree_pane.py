@@ -10,9 +10,11 @@ added or removed in place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from py_trees.common import Status
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -47,6 +49,32 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     return label
 
 
+class NodeTree(Tree[str]):
+    """Textual's Tree, made to take a large tree at once: nodes added together re-index the
+    tree once, not once per node, and a line is measured by its label's length instead of
+    rendering it (the tree measures every line whenever its lines or its style change: focus,
+    a resize). Both rendered or re-indexed 10,000 lines many times over for the first screen."""
+
+    _adding = False
+
+    @contextmanager
+    def adding(self) -> Iterator[None]:
+        self._adding = True
+        try:
+            yield
+        finally:
+            self._adding = False
+            self._invalidate()
+
+    def _invalidate(self) -> None:  # Textual's: clears the line index and caches, lays out again
+        if not self._adding:
+            super()._invalidate()
+
+    def get_label_width(self, node: TreeNode[str]) -> int:
+        icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
+        return cell_len(icon) + node.label.cell_len
+
+
 class TreePane(Vertical):
     """The tree (`#tree-view`), a name search above it and the "running now" list below."""
 
@@ -65,10 +93,11 @@ class TreePane(Vertical):
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running: list[str] | None = None  # None: not filled yet
+        self._names: list[tuple[str, str]] | None = None  # (path, lower-case name) in line order, for search
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
-        tree: Tree[str] = Tree("", id="tree-view")
+        tree = NodeTree("", id="tree-view")
         tree.guide_depth = 3
         yield tree
         yield OptionList(id="running-now")
@@ -78,13 +107,17 @@ class TreePane(Vertical):
         self.watch(self.tree, "scroll_y", self.flush, init=False)
 
     @property
-    def tree(self) -> Tree[str]:
-        return self.query_one("#tree-view", Tree)
+    def tree(self) -> NodeTree:
+        return self.query_one("#tree-view", NodeTree)
 
     @property
     def selected_path(self) -> str | None:
         node = self.tree.cursor_node
         return node.data if node is not None else None
+
+    @property
+    def node_count(self) -> int:
+        return len(self._tree_nodes)
 
     def knows(self, paths: Iterable[str]) -> bool:
         return all(path in self._tree_nodes for path in paths)
@@ -93,18 +126,20 @@ class TreePane(Vertical):
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
         """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
         present = {view.path for view in views}
-        for path in [p for p in self._tree_nodes if p not in present]:
-            node = self._tree_nodes.pop(path)
-            self._views.pop(path, None)
-            self._drawn.pop(path, None)
-            if node.parent is not None and node.parent.data in self._tree_nodes:
-                node.remove()
-        self._views = {view.path: view for view in views}
-        for view in views:
-            if view.path not in self._tree_nodes:
-                self._add(view)
+        with self.tree.adding():
+            for path in [p for p in self._tree_nodes if p not in present]:
+                node = self._tree_nodes.pop(path)
+                self._views.pop(path, None)
+                self._drawn.pop(path, None)
+                if node.parent is not None and node.parent.data in self._tree_nodes:
+                    node.remove()
+            self._views = {view.path: view for view in views}
+            for view in views:
+                if view.path not in self._tree_nodes:
+                    self._add(view)
         self._ticked = ticked
         self._stale = set(present)
+        self._names = None
         self.call_after_refresh(self.flush)
 
     def _add(self, view: NodeView) -> None:
@@ -116,7 +151,7 @@ class TreePane(Vertical):
         else:
             siblings = self._views[view.parent].children
             index = siblings.index(view.path) if view.path in siblings else None
-            node = parent.add(view.name, data=view.path, expand=True, allow_expand=bool(view.children),
+            node = parent.add(Text(view.name), data=view.path, expand=True, allow_expand=bool(view.children),
                               before=min(index, len(parent.children)) if index is not None else None)
         self._tree_nodes[view.path] = node
 
@@ -198,13 +233,17 @@ class TreePane(Vertical):
         node = self._tree_nodes.get(path)
         if node is None:
             return False
-        parent = node.parent
+        tree, parent, expanded = self.tree, node.parent, False
         while parent is not None:
-            parent.expand()
+            if not parent.is_expanded:
+                parent.expand()
+                expanded = True
             parent = parent.parent
-        tree = self.tree
-        tree.move_cursor(node)
-        tree.call_after_refresh(tree.scroll_to_node, node)
+        if expanded:  # move_cursor reads the node's line from the line index, which expanding made stale
+            tree.get_node_at_line(0)  # ... and reading a line rebuilds it
+        tree.move_cursor(node)  # scrolls to it too, within the tree's size as last laid out
+        if expanded:  # the tree grew: scroll again once the layout has the new size
+            tree.call_after_refresh(tree.scroll_to_node, node)
         return True
 
     def search(self, text: str, after: str | None = None) -> str | None:
@@ -212,12 +251,11 @@ class TreePane(Vertical):
         text = text.strip().lower()
         if not text:
             return None
-        order = [node.data for node in self._walk()]
-        start = order.index(after) + 1 if after in order else 0
-        for path in order[start:] + order[:start]:
-            if text in self._views[path].name.lower():
-                return path
-        return None
+        if self._names is None:  # walked once per tree shape, not per keystroke
+            self._names = [(node.data, self._views[node.data].name.lower()) for node in self._walk()]
+        names = self._names
+        start = next((i + 1 for i, (path, _) in enumerate(names) if path == after), 0) if after else 0
+        return next((path for path, name in names[start:] + names[:start] if text in name), None)
 
     def _walk(self):
         stack = [self.tree.root]

@@ -1,0 +1,47 @@
+"""Arguments checked against a tool's JSON schema, refused with the one line a tool's own check gives.
+
+An MCP tool checks its calls against the schema its server publishes; a debugger in
+another process checks corrected arguments against the schema the debug server sent,
+before it sends them. Both name the first argument at fault the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import ToolArgumentsError
+
+
+def schema_validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for `schema`, of the dialect it declares."""
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema)(schema)
+
+
+def check_arguments(tool: str, validator: Any, arguments: Any) -> None:
+    """`ToolArgumentsError` naming the argument when `arguments` (an object) break the schema."""
+    from jsonschema.exceptions import best_match
+
+    if not isinstance(arguments, Mapping):
+        raise ToolArgumentsError(f"tool '{tool}': arguments must be an object, got {type(arguments).__name__}",
+                                 tool=tool)
+    errors = list(validator.iter_errors(dict(arguments)))
+    error = best_match(errors)
+    if error is None:
+        return
+    field = ".".join(str(part) for part in error.absolute_path) or _missing_property(error)
+    where = f"argument '{field}'" if field else "arguments"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    raise ToolArgumentsError(f"tool '{tool}': invalid {where}: {error.message}{more}", tool=tool, field=field)
+
+
+def _missing_property(error: Any) -> str | None:
+    """The first missing name of a `required` error (jsonschema reports those at the parent)."""
+    if error.validator != "required" or not isinstance(error.instance, Mapping):
+        return None
+    return next((name for name in error.validator_value if name not in error.instance), None)
+
+
+__all__ = ["check_arguments", "schema_validator"]
