@@ -288,3 +288,18 @@ async def test_enter_on_the_node_pane_shows_its_values_and_failed_calls_whole(tm
         failed = app.screen.value["tool calls that failed"]
         assert [f["tool"] for f in failed] == ["stock_level", "stock_level"]
         assert failed[0]["arguments"] == {"sku": "A-100"} and "stock service reset" in failed[0]["error"]
+
+
+async def test_on_a_narrow_screen_the_status_line_takes_a_second_row_for_the_error(tmp_path):
+    app = StudioApp(DebugSession.load(BUDGET_ABORT, db=tmp_path / "runs.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.main.query_one("#status").size.height == 1  # nothing failed yet: one row
+        await run_to_end(app, pilot)
+        status = app.main.query_one("#status")
+        assert status.size.height == 2
+        rows = [status.render_line(y).text for y in range(2)]
+        assert " ".join(rows).split(" │ ")[1] == "✘ budget_exhausted at Squares: token budget spent: 1350 >= 1000 tokens"
+        await pilot.resize_terminal(200, 50)
+        await settle(app, pilot)
+        assert app.main.query_one("#status").size.height == 1  # it fits on one row there

@@ -52,4 +52,16 @@ class StatusLine(Static):
             line.append_text(Text.assemble(sep, (hint, "yellow")))
         if session.message and not failure:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
+        self._failed_line = line if failure is not None else None
+        self._fit()
         self.update(line)
+
+    _failed_line: Text | None = None
+
+    def _fit(self) -> None:
+        """Why it failed is never cut off: on a narrow screen the line takes a second row for it."""
+        line = self._failed_line
+        self.styles.height = 2 if line is not None and line.cell_len > self.size.width else 1
+
+    def on_resize(self) -> None:
+        self._fit()
