@@ -85,6 +85,7 @@ async def test_budget_abort_is_budget_exhausted_with_the_loop_named(tmp_path):
     assert failure.node == "Squares"
     assert failure.first_line == "token budget spent: 1350 >= 1000 tokens"
     assert session.agent.result_from(session.runner).termination_reason == "budget_exhausted"
+    assert session.state_snapshot()[""]["interaction.termination"]["reason"] == "budget_exhausted"  # state: the same
 
 
 async def test_a_raising_node_is_named_with_the_first_line_of_its_error(tmp_path, raising_tree):
