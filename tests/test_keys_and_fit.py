@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from test_snapshots import filter_events
 from textual.widgets import Input
-from tui_fixtures import REACT_CALCULATOR, approval_session, pipeline_session, settle, steady_terminal  # noqa: F401
+from tui_fixtures import (  # noqa: F401
+    REACT_CALCULATOR,
+    approval_session,
+    pipeline_session,
+    settle,
+    steady_terminal,
+    until,
+)
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
@@ -59,10 +66,10 @@ async def test_palette_screenshot_goes_to_the_working_directory_without_download
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("studio.app.user_downloads_path", lambda: tmp_path / "no-Downloads-here")
     app = StudioApp(pipeline_session())
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 30)):
         (screenshot,) = [c for c in app.get_system_commands(app.screen) if c.title == "Screenshot"]
-        screenshot.callback()  # what the palette's "Screenshot" runs
-        await pilot.pause(0.5)
+        screenshot.callback()  # what the palette's "Screenshot" runs (after a 0.1 s timer, written by a thread)
+        await until(lambda: any("Saved screenshot" in str(n.message) for n in app._notifications))
         (shot,) = tmp_path.glob("*.svg")
         assert shot.read_text().startswith("<svg")
         assert any(str(shot) in str(n.message) for n in app._notifications)  # it says where it really is
