@@ -49,6 +49,10 @@ class SessionAPI(Protocol):
     @property
     def breakpoints_kept(self) -> str: ...  # where the breakpoints live, as the breakpoints screen says
 
+    @property
+    def tree_shape(self) -> Any: ...  # changes when the tree pane must be rebuilt, not for another frame of it
+
+    def node_status(self, path: str) -> Status: ...  # in the frame shown
     def waiting_on(self) -> list[str]: ...
     def running_nodes(self) -> list[str]: ...
     def node_views(self) -> list[Any]: ...
