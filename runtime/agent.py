@@ -218,7 +218,7 @@ class Agent:
                 result.result_type, result.truncated = "answer", True
             return result
         result.final_answer = None
-        failed = self._failed_node(runner)
+        failed = self.failed_node(runner)
         if reason == "budget_exhausted":
             result.termination_reason = reason
             result.error = f"token budget spent: {result.usage.total_tokens} >= {config.max_budget_tokens} tokens"
@@ -252,7 +252,11 @@ class Agent:
         loop = agent.loop
         return runner.state_manager.get(InteractionKeys.TERMINATION, getattr(loop, "namespace", None)) or {}
 
-    def _failed_node(self, runner: ReactiveRunner) -> tuple[str, str] | None:
+    def termination(self, runner: ReactiveRunner) -> dict[str, Any]:
+        """What the loop of the agent that stopped the run wrote when it stopped early ({} if nothing)."""
+        return self._termination(runner, self._answering(runner))
+
+    def failed_node(self, runner: ReactiveRunner) -> tuple[str, str] | None:
         """(path, error) of a node that failed with an error in this run, deepest first."""
         for path, node in reversed(runner.nodes.items()):
             error = getattr(node, "last_error", None)

@@ -39,7 +39,7 @@ from .screens.state_editor import StateEditor
 from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
 from .widgets.events_pane import EventsPane, filter_example
-from .widgets.node_detail import NodeDetailPane
+from .widgets.node_detail import NodeDetailPane, full_values
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
 from .widgets.timeline import Timeline, field_of
@@ -338,6 +338,10 @@ class MainScreen(Screen):
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:
         self.app.push_screen(StateEditor(self.session, event.namespace, event.key, event.value), self._edited_state)
+
+    @on(NodeDetailPane.ValuesRequested)
+    def _show_node_values(self, event: NodeDetailPane.ValuesRequested) -> None:
+        self.app.push_screen(ValueScreen(f"{event.detail.view.path}: values", full_values(event.detail)))
 
     @on(StatePane.ValueRequested)
     def _show_value(self, event: StatePane.ValueRequested) -> None:

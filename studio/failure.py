@@ -13,8 +13,6 @@ from typing import Any
 
 from py_trees.common import Status
 
-from runtime.state import InteractionKeys
-
 
 @dataclass(frozen=True)
 class Failure:
@@ -47,10 +45,10 @@ def failure_of(agent: Any, runner: Any) -> Failure | None:
     if runner.status != Status.FAILURE:
         return None
     result = agent.result_from(runner)
-    failed = _deepest_error(runner)
+    failed = agent.failed_node(runner)
     if failed is not None:
         return Failure(failed[0], failed[1], result.termination_reason)
-    termination = _termination(runner)
+    termination = agent.termination(runner)
     node = termination.get("node") or _deepest_failure(runner)
     if result.error:
         error = result.error
@@ -61,28 +59,9 @@ def failure_of(agent: Any, runner: Any) -> Failure | None:
     return Failure(node, error, result.termination_reason)
 
 
-def _deepest_error(runner: Any) -> tuple[str, str] | None:
-    """(path, error) of the deepest FAILURE node that raised (its `last_error`)."""
-    for path, node in reversed(runner.nodes.items()):
-        error = getattr(node, "last_error", None)
-        if node.status == Status.FAILURE and error is not None:
-            return path, error.error
-    return None
-
-
 def _deepest_failure(runner: Any) -> str | None:
     """The deepest node that returned FAILURE without raising (a condition, a plain py_trees node)."""
     return next((path for path, node in reversed(runner.nodes.items()) if node.status == Status.FAILURE), None)
-
-
-def _termination(runner: Any) -> dict[str, Any]:
-    """The termination metadata a loop wrote (in any namespace); {} when none did."""
-    sm = runner.state_manager
-    for namespace in sm.namespaces():
-        found = sm.get(InteractionKeys.TERMINATION, namespace)
-        if isinstance(found, dict) and found:
-            return found
-    return {}
 
 
 @dataclass(frozen=True)

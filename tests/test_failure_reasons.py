@@ -262,3 +262,29 @@ async def test_failed_tool_calls_are_those_of_the_frame(tmp_path):
     while (await session.continue_()).kind != "finished":
         pass
     assert len(session.node_detail(tools).failed_calls) == 2  # the fork's own two
+
+
+async def test_enter_on_the_node_pane_shows_its_values_and_failed_calls_whole(tmp_path):
+    from studio.screens.value import ValueScreen
+
+    app = StudioApp(DebugSession.load(FLAKY_TOOLS, db=tmp_path / "runs.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await run_to_end(app, pilot)
+        app.main.query_one(TreePane).jump("Stock/Stock.loop/Stock.llm")
+        await settle(app, pilot)
+        app.main.query_one(NodeDetailPane).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ValueScreen)
+        messages = app.screen.value["inputs"]["messages"]
+        assert messages["key"] == "messages" and len(messages["value"]) == len(
+            app.session.state_snapshot()[""]["messages"])  # the whole list, not the pane's preview
+        await pilot.press("escape")
+        app.main.query_one(TreePane).jump("Stock/Stock.loop/Stock.tools")
+        await settle(app, pilot)
+        app.main.query_one(NodeDetailPane).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        failed = app.screen.value["tool calls that failed"]
+        assert [f["tool"] for f in failed] == ["stock_level", "stock_level"]
+        assert failed[0]["arguments"] == {"sku": "A-100"} and "stock service reset" in failed[0]["error"]

@@ -60,10 +60,12 @@ async def test_palette_screenshot_goes_to_the_working_directory_without_download
     monkeypatch.setattr("studio.app.user_downloads_path", lambda: tmp_path / "no-Downloads-here")
     app = StudioApp(pipeline_session())
     async with app.run_test(size=(100, 30)) as pilot:
-        app.deliver_screenshot("shot.svg")
-        await pilot.pause(0.3)
-        assert (tmp_path / "shot.svg").read_text().startswith("<svg")
-        assert any(str(tmp_path / "shot.svg") in str(n.message) for n in app._notifications)
+        (screenshot,) = [c for c in app.get_system_commands(app.screen) if c.title == "Screenshot"]
+        screenshot.callback()  # what the palette's "Screenshot" runs
+        await pilot.pause(0.5)
+        (shot,) = tmp_path.glob("*.svg")
+        assert shot.read_text().startswith("<svg")
+        assert any(str(shot) in str(n.message) for n in app._notifications)  # it says where it really is
 
 
 # -- dialogs at a small and a large terminal ----------------------------------------------

@@ -82,6 +82,41 @@ async def test_responses_over_the_size_cap_are_refused_with_a_clear_error(server
         await provider.complete([human("q")], ModelConfig(stream=stream))
 
 
+def endless_line_reply(piece: bytes = b"x" * 10_000, interval: float = 0.01):
+    """An SSE stream whose first line never ends: a reader that waits for its end holds all of it."""
+    async def reply(request, writer):
+        await _head(writer, 200, "text/event-stream")
+        writer.write(b'data: {"choices": [{"delta": {"content": "')
+        while True:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(interval)
+
+    return reply
+
+
+async def test_a_stream_line_that_never_ends_is_cut_off_by_the_size_cap(server, provider):
+    server.script(endless_line_reply())
+    async with asyncio.timeout(LIMIT):
+        with pytest.raises(ModelResponseError, match=r"larger than max_response_bytes=50,000"):
+            await provider.complete([human("q")], ModelConfig(stream=True))  # not held until the deadline
+
+
+async def test_stream_lines_split_anywhere_are_read_whole(server, provider):
+    body = ('data: {"choices": [{"delta": {"content": "caf\u00e9 été"}}]}\r\n\r\n'
+            'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\ndata: [DONE]').encode()
+
+    async def reply(request, writer):  # a byte at a time: lines and UTF-8 characters cut across reads
+        await _head(writer, 200, "text/event-stream")
+        for byte in body:
+            writer.write(bytes([byte]))
+            await writer.drain()
+
+    server.script(reply)
+    response = await provider.complete([human("q")], ModelConfig(stream=True))
+    assert (response.message.content, response.finish_reason) == ("café été", "stop")
+
+
 def test_the_size_cap_must_be_positive():
     with pytest.raises(ValueError, match="max_response_bytes must be >= 1"):
         OpenAICompatibleProvider("http://127.0.0.1:1/v1", max_response_bytes=0)
@@ -94,6 +129,8 @@ def test_the_size_cap_must_be_positive():
     json_reply({"choices": [{"message": {"content": "x", "tool_calls": {"id": "c"}}}]}),
     json_reply({"choices": [{"message": {"tool_calls": [{"function": {"name": ["calc"]}}]}}]}),
     json_reply({"choices": [{"message": {"tool_calls": [{"function": "calc"}]}}]}),
+    json_reply({"model": 5, "choices": [{"message": {"content": "hi"}}]}),  # a model name that is not text
+    json_reply({"choices": [{"message": {"content": "hi"}, "finish_reason": {"why": "stop"}}]}),
 ])
 async def test_odd_shapes_are_model_response_errors(server, provider, reply):
     server.script(reply)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from textual.widgets import Input, Static
-from tui_fixtures import SIZE, pipeline_session, settle, steady_terminal  # noqa: F401
+from textual.widgets import Input, Static, TextArea
+from tui_fixtures import SIZE, approval_session, pipeline_session, settle, steady_terminal  # noqa: F401
 
 from runtime.debug.bounded import TooLarge, parse_value
 from studio.app import StudioApp
 from studio.breakpoints import BreakpointError
+from studio.screens.approval import ApprovalScreen
+from studio.screens.bindings_editor import BindingsEditor
 from studio.screens.prompt import PromptScreen
 from studio.screens.state_editor import StateEditor
 
@@ -28,6 +30,13 @@ EXPENSIVE = {
     "1+" * 400 + "1": "nested too deeply",
     "-" * 900 + "1": "nested too deeply",
     "(" * 3000 + "1" + ")" * 3000: "expression of 6,001 characters",
+    # cheap to build (rows shared), yet 10^12 steps to walk: refused before walking
+    "[[0]*999999]*999999 == [[0]*999999]*999999": "comparing would walk more than 1,000,000 items",
+    "[[0]*999999]*999999 < [[0]*999999]*999999": "comparing would walk more than 1,000,000 items",
+    "[0]*999998+[1] in [[0]*999999]*999999": "'in' would walk more than 1,000,000 items",
+    "'a'*999998+'b' not in ['a'*999999]*999999": "'not in' would walk more than 1,000,000 items",
+    "max([[0]*999999]*999999) == 0": "max() would walk more than 1,000,000 items",
+    "min([[0]*999999]*999999) == 0": "min() would walk more than 1,000,000 items",
 }
 NASTY = [*EXPENSIVE, "[" * 3000 + "]" * 3000, "\x00", "9" * 5000, "int('9' * 5000) > 1", "__import__('os')",
          "words.__class__", "{", "\\", "1e999 > words", "'\ud800'", "🙂" * 3000, "a" * 200_000]
@@ -49,6 +58,15 @@ async def test_a_condition_that_grows_too_large_with_the_state_disables_its_brea
     assert stop.kind == "error" and "would build more than 1,000,000 items" in stop.message
     assert "(breakpoint disabled)" in stop.message and not bp.enabled
     assert (await session.continue_()).kind == "finished"  # the run goes on without it
+
+
+def test_comparisons_and_min_max_of_ordinary_values_still_evaluate():
+    from runtime.debug.conditions import Condition
+
+    snapshot = {"": {"words": [[0] * 999] * 999, "n": 4}}  # 999,000 items: under the budget
+    for expression in ("words == words", "words == [[0] * 999] * 999", "[] != words", "0 in words[0]",
+                       "max(n, 3) == 4", "min([3, n]) == 3", "'x' not in 'abc'"):
+        assert Condition(expression).evaluate(snapshot) is True, expression
 
 
 def test_deep_or_huge_state_values_are_refused_and_ordinary_ones_parse():
@@ -86,3 +104,53 @@ async def test_no_text_typed_into_a_prompt_crashes_the_tui():
             app.pop_screen()
             await pilot.pause()
         assert app.is_running and app.screen is app.main
+
+
+async def test_no_text_typed_into_the_bindings_editor_or_the_tree_search_crashes_the_tui(tmp_path):
+    session = pipeline_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        search = app.query_one("#tree-search", Input)
+        for text in NASTY:
+            search.value = text
+            await pilot.pause()
+            search.post_message(Input.Submitted(search, text))
+            await pilot.pause()
+        before = session.bindings()
+        screen = BindingsEditor(session, "TextPipeline/Normalize")
+        app.push_screen(screen)
+        await pilot.pause()
+        for text in NASTY:
+            screen.query_one(".port-key", Input).value = text
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert app.screen is screen, text[:40]  # no such key: refused, the editor stays open
+            check = str(screen.query_one(".port-check", Static).render())
+            assert check.startswith("✘ ") and len(check) < 400, (text[:40], check[:400])
+        assert session.bindings() == before
+        assert app.is_running
+
+
+async def test_no_text_typed_into_the_approval_dialog_crashes_the_tui(tmp_path):
+    session = approval_session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        for text in NASTY:  # as corrected arguments: each refused with a line, the dialog stays
+            screen.query_one("#approval-arguments", TextArea).text = text
+            await pilot.press("ctrl+a")
+            await pilot.pause()
+            assert app.screen is screen, text[:40]
+            error = str(screen.query_one("#approval-error", Static).render())
+            assert error.startswith("✘ ") and len(error) < 400, (text[:40], error[:400])
+        screen.query_one("#approval-arguments", TextArea).text = screen._original
+        screen.query_one("#approval-reason", Input).value = "no: " + "".join(NASTY)[:5000]
+        await pilot.press("ctrl+d")  # denied with all of it as the reason the model reads
+        await settle(app, pilot)
+        assert app.is_running and app.screen is app.main
+        assert session.state_snapshot()[""]["messages"][2]["content"].startswith("Error: tool 'calculator' was not")

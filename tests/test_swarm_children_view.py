@@ -42,7 +42,10 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(tmp_path
         assert ("@writer", "draft") in state._key_nodes
         assert tree.jump(RESEARCH_LLM)
         await settle(app, pilot)
-        assert "AgentLLMNode" in plain(app.main.query_one("#node-detail-body"))
+        detail = " ".join(plain(app.main.query_one("#node-detail-body")).split())
+        assert "AgentLLMNode" in detail
+        assert "namespace @researcher " in detail  # the agent's own state, as the state pane names it
+        assert "messages → messages = [{\"role\": \"user\", \"content\": \"Three hives" in detail  # read there
 
 
 async def test_a_breakpoint_on_a_swarm_agents_node_stops_the_run(tmp_path):
@@ -112,3 +115,19 @@ async def test_b_on_a_swarm_agents_node_says_it_stops_after_and_a_restart_stops_
             if app.session.runner.finished:
                 break
         assert app.session.breakpoints[0].hits > 1 and app.session.runner.finished and app.session.root_status.value == "SUCCESS"
+
+
+def test_headless_token_total_is_the_sum_of_every_model_call_of_skills_and_agents(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    for tree in (SKILL_SUBAGENT, SWARM_CHAT):
+        trace = tmp_path / f"{Path(tree).stem}.jsonl"
+        result = subprocess.run([sys.executable, "-m", "studio.cli", "run", tree, "--json", "--db",
+                                 str(tmp_path / "runs.db"), "--trace", str(trace)],
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert result.returncode == 0, result.stderr
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        used = sum(e["payload"]["usage"]["total_tokens"] for e in events if e["type"] == "model.call.completed")
+        assert json.loads(result.stdout.splitlines()[-1])["summary"]["tokens"] == used > 0, tree

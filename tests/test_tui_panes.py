@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
+from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
 
@@ -146,3 +147,16 @@ async def test_a_large_tree_relabels_only_what_is_on_screen(monkeypatch):
         assert pane.jump(deep)
         await pilot.pause()
         assert deep in relabelled  # relabelled when it scrolled into view
+
+
+async def test_the_tree_measures_its_lines_as_textual_renders_them():
+    """The tree pane's own line measure (no label rendered) must give Textual's width for every
+    line shown, expanded or not."""
+    app = StudioApp(DebugSession.load(str(ROOT / "sample_trees" / "text_pipeline.py")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        tree = app.main.query_one(TreePane).tree
+        tree.root.children[1].collapse()  # Count: one collapsed node among expanded ones
+        await pilot.pause()
+        nodes = [tree.get_node_at_line(line) for line in range(tree.last_line + 1)]
+        assert [tree.get_label_width(n) for n in nodes] == [Tree.get_label_width(tree, n) for n in nodes]

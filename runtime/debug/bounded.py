@@ -4,8 +4,11 @@ A condition is checked after every tick, so `len('a' * 3000000000)` or
 `len(str([[0]*20000]*20000))` would freeze the studio for seconds and take gigabytes, and
 `"1+"*5000+"1"` or a 3,000-deep JSON value would end in a `RecursionError`. Here every such
 input is refused before the work is done: expressions and values have a length and a nesting
-limit, and the operations that build new values (`*`, `+`, `%` on text and lists, `str()`,
-big integers) first check the size of what they would build.
+limit, the operations that build new values (`*`, `+`, `%` on text and lists, `str()`,
+big integers) first check the size of what they would build, and those that walk values
+(comparisons and `in` of lists, `min()`, `max()`) the size of what they would walk:
+`[[0]*999999]*999999 == [[0]*999999]*999999` is two cheap lists of shared rows, yet
+comparing them is 10^12 steps no signal can interrupt.
 """
 
 from __future__ import annotations
@@ -50,30 +53,42 @@ def parse_expression(source: str) -> ast.expr:
     return tree
 
 
+_SCALAR = int | float | complex | None
+
+
 def size(value: Any, budget: int = MAX_ITEMS) -> int:
-    """Characters and elements in `value`, counted only up to `budget` (so counting stays cheap)."""
+    """Characters and elements in `value`, counted only up to `budget` (so counting stays cheap).
+
+    A row shared many times (`[[0]*1000]*1000`) counts each time, as walking it would, but a
+    row of scalars is scanned once."""
     total, stack = 0, [value]
+    rows: dict[int, int] = {}  # id -> length of a container of scalars only, already scanned
     while stack and total <= budget:
         item = stack.pop()
         if isinstance(item, str | bytes):
             total += len(item)
-        elif isinstance(item, Mapping):
-            total += len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            total += len(item)
-            stack.extend(item)
         elif isinstance(item, int):
             total += item.bit_length() // 3 + 1
+        elif isinstance(item, Mapping | list | tuple | set | frozenset):
+            known = rows.get(id(item))
+            if known is not None:
+                total += known
+                continue
+            total += len(item)
+            nested = [x for x in ([*item.keys(), *item.values()] if isinstance(item, Mapping) else item)
+                      if not isinstance(x, _SCALAR)]
+            if nested:
+                stack.extend(nested)
+            else:
+                rows[id(item)] = len(item)
         else:
             total += 1
     return total
 
 
-def _check_size(result_size: int, what: str) -> None:
+def _check_size(result_size: int, what: str, verb: str = "build") -> None:
     if result_size > MAX_ITEMS:
-        raise TooLarge(f"{what} would build more than {MAX_ITEMS:,} items")
+        raise TooLarge(f"{what} would {verb} more than {MAX_ITEMS:,} items")
 
 
 def _sequence(value: Any) -> bool:
@@ -99,26 +114,47 @@ def binary(op: type, function: Callable[[Any, Any], Any], left: Any, right: Any)
     return function(left, right)
 
 
-_BUILDS_TEXT = frozenset({"str"})
+_CONTAINER = list | tuple | set | frozenset | Mapping
+
+
+def compare(op: type, function: Callable[[Any, Any], bool], left: Any, right: Any) -> bool:
+    """`function(left, right)` for the comparison class `op`, once what it walks is known to fit:
+    `in` walks the list it searches, `==` or `<` of two containers at most the smaller one."""
+    if op in (ast.In, ast.NotIn):
+        if isinstance(right, list | tuple):
+            _check_size(size(right), f"'{'in' if op is ast.In else 'not in'}'", "walk")
+    elif isinstance(left, _CONTAINER) and isinstance(right, _CONTAINER) and size(left) > MAX_ITEMS:
+        _check_size(size(right), "comparing", "walk")  # walks the smaller of the two
+    return function(left, right)
+
+
+_WALKS_ARGUMENTS = frozenset({"str", "min", "max"})  # str() builds text of them, min/max compare them
 
 
 def call(name: str, function: Callable[..., Any], args: list[Any]) -> Any:
-    """A whitelisted builtin, refusing `str()` of a value whose text would be over the budget."""
-    if name in _BUILDS_TEXT:
-        for arg in args:
-            _check_size(size(arg), f"{name}()")
+    """A whitelisted builtin, refusing `str()`, `min()` or `max()` of values over the budget."""
+    if name in _WALKS_ARGUMENTS:
+        _check_size(sum(size(arg) for arg in args), f"{name}()", "build" if name == "str" else "walk")
     return function(*args)
 
 
-def parse_value(text: str) -> Any:
-    """A typed state value: JSON when it parses (`3`, `true`, `["a"]`), otherwise the text itself;
-    `TooLarge` for text over the budget or JSON nested deeper than `MAX_DEPTH`."""
+def loads(text: str) -> Any:
+    """Typed JSON (approved tool arguments, a state value): `TooLarge` for text over the budget or
+    nested deeper than `MAX_DEPTH` (before `json` recurses into it), else what `json.loads` gives."""
     if len(text) > MAX_VALUE_TEXT:
         raise TooLarge(f"value of {len(text):,} characters (at most {MAX_VALUE_TEXT:,})")
     if ("[" in text or "{" in text) and _json_depth(text) > MAX_DEPTH:
         raise TooLarge(f"value nested too deeply (at most {MAX_DEPTH} levels)")
+    return json.loads(text)
+
+
+def parse_value(text: str) -> Any:
+    """A typed state value: JSON when it parses (`3`, `true`, `["a"]`), otherwise the text itself;
+    `TooLarge` as `loads` says."""
     try:
-        return json.loads(text)
+        return loads(text)
+    except TooLarge:
+        raise
     except ValueError:  # not JSON, or a number past Python's 4,300 digits
         return text
 
@@ -145,5 +181,5 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
-__all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_SOURCE", "TooLarge", "binary", "call", "parse_expression",
-           "parse_value", "size"]
+__all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_SOURCE", "TooLarge", "binary", "call", "compare", "loads",
+           "parse_expression", "parse_value", "size"]

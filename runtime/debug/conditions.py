@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .bounded import TooLarge, binary, call, parse_expression
+from .bounded import TooLarge, binary, call, compare, parse_expression
 
 
 class ConditionError(ValueError):
@@ -131,7 +131,7 @@ class Condition:
                 current = self._eval(left, scope)
                 for op, comparator in zip(ops, comparators, strict=True):
                     other = self._eval(comparator, scope)
-                    if not _COMPARE[type(op)](current, other):
+                    if not compare(type(op), _COMPARE[type(op)], current, other):
                         return False
                     current = other
                 return True

@@ -26,6 +26,11 @@ class EditRefused(ValueError):
     """An edit that does not fit the run; the message is the reason."""
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """A typed key as a refusal quotes it: a key pasted 200,000 characters long is not echoed whole."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text):,} characters)"
+
+
 @dataclass(frozen=True)
 class StateFacts:
     """What the checks know of a run's state."""
@@ -59,10 +64,10 @@ def check_state_key(facts: StateFacts, namespace: Any, key: Any) -> str | None:
     except ValueError as exc:
         raise EditRefused(str(exc)) from None
     if namespace is not None and namespace not in facts.namespaces:
-        raise EditRefused(f"no namespace {namespace!r} (namespaces: {', '.join(sorted(facts.namespaces))})")
+        raise EditRefused(f"no namespace {_shown(namespace)} (namespaces: {', '.join(sorted(facts.namespaces))})")
     if not (key in facts.names or key in RUNTIME_KEYS or facts.holds(key, namespace)):
         where = f"{namespace}.{key}" if namespace else key
-        raise EditRefused(f"no state key {where!r} (fields of {facts.schema}: {', '.join(facts.fields)})")
+        raise EditRefused(f"no state key {_shown(where)} (fields of {facts.schema}: {', '.join(facts.fields)})")
     return namespace
 
 
@@ -77,7 +82,7 @@ def check_binding_key(facts: StateFacts, key: Any, node_namespace: str | None) -
     if (qualified or key in facts.names or key in RUNTIME_KEYS or facts.holds(key, node_namespace)
             or facts.holds(key, None)):
         return key
-    raise EditRefused(f"no state field {key!r} in {facts.schema} (fields: {', '.join(facts.fields)})")
+    raise EditRefused(f"no state field {_shown(key)} in {facts.schema} (fields: {', '.join(facts.fields)})")
 
 
 def check_port(path: str, direction: Any, port: Any, ports: list[Any]) -> None:

@@ -365,8 +365,9 @@ class ReactiveRunner:
         stale = [key for key in (InteractionKeys.PENDING, InteractionKeys.RESPONSES) if self.state_manager.get(key)]
         if stale:
             self.state_manager.load(dict.fromkeys(stale, {}))
-        if self.state_manager.get(InteractionKeys.TERMINATION) is not None:  # the last run's, not this one's
-            self.state_manager.load({InteractionKeys.TERMINATION: None})
+        for namespace in self.state_manager.namespaces():  # a loop's termination is the last run's, in its namespace
+            if self.state_manager.get(InteractionKeys.TERMINATION, namespace) is not None:
+                self.state_manager.load({InteractionKeys.TERMINATION: None}, namespace)
         if input_data:
             self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]

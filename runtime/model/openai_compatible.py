@@ -96,6 +96,12 @@ class OpenAICompatibleProvider:
         try:
             async with asyncio.timeout(timeout):
                 reply, usage, finish_reason, model = await self._attempt(body, headers, timeout, on_delta)
+            return ModelResponse(  # a `model` or `finish_reason` that is not text is an odd shape too
+                message=reply,
+                usage=usage or Usage.estimate(messages, reply),
+                model=model or body["model"],
+                finish_reason=finish_reason,
+            )
         except (ValidationError, AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of an odd shape
             raise ModelResponseError(
                 f"unexpected response shape from {self.url}: {self._excerpt(str(exc))}"
@@ -113,12 +119,6 @@ class OpenAICompatibleProvider:
             raise ModelConnectionError(
                 f"cannot reach {self.url}: {self._redactor(str(exc)) or type(exc).__name__}"
             ) from None
-        return ModelResponse(
-            message=reply,
-            usage=usage or Usage.estimate(messages, reply),
-            model=model or body["model"],
-            finish_reason=finish_reason,
-        )
 
     async def _attempt(
         self, body: dict[str, Any], headers: dict[str, str], timeout: float, on_delta: DeltaCallback | None
@@ -232,12 +232,23 @@ class OpenAICompatibleProvider:
         return ai("".join(content) or None, self._tool_calls(merged)), usage, finish_reason, model
 
     async def _capped_lines(self, resp: httpx.Response) -> AsyncIterator[str]:
+        """The stream's lines, its bytes counted as they arrive: a line that never ends is cut off
+        by the cap too (`aiter_lines` would hold all of it first)."""
         size = 0
-        async for line in resp.aiter_lines():
-            size += len(line) + 1
+        pending: list[bytes] = []  # the start of a line not ended yet
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
             if size > self.max_response_bytes:
                 raise _TooLarge
-            yield line
+            *ended, rest = chunk.split(b"\n")
+            if ended:
+                ended[0] = b"".join([*pending, ended[0]])
+                pending = []
+                for line in ended:
+                    yield line.removesuffix(b"\r").decode(errors="replace")
+            pending.append(rest)
+        if tail := b"".join(pending):
+            yield tail.removesuffix(b"\r").decode(errors="replace")
 
     def _tool_calls(self, calls: list[tuple[Any, Any, Any]]) -> list[ToolCall]:
         """Malformed argument JSON is kept on the call as `parse_error`, never raised."""

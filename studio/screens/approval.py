@@ -18,6 +18,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from runtime.debug.bounded import loads
+
 KEYS = "ctrl+a approve · ctrl+d deny · enter in the reason box denies · esc later"
 
 
@@ -90,7 +92,7 @@ class ApprovalScreen(ModalScreen[Decision | None]):
         if text.strip() == self._original.strip():
             return None
         try:
-            arguments = json.loads(text)
+            arguments = loads(text)  # bounded: 3,000 nested brackets are an error line, not a RecursionError
         except json.JSONDecodeError as exc:
             raise ValueError(f"arguments are not JSON: {exc.msg} (line {exc.lineno})") from None
         if self._check is not None:

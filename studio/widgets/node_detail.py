@@ -3,10 +3,14 @@ how its status moved; its last error and failed tool calls come first, the trace
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from ..session import NodeDetail
@@ -66,12 +70,42 @@ def render_detail(detail: NodeDetail) -> Group:
     return Group(*parts)
 
 
+def full_values(detail: NodeDetail) -> dict[str, Any]:
+    """What the pane shortens, whole: every port's key and value, the last error, the failed calls."""
+    values: dict[str, Any] = {"path": detail.view.path}
+    for direction, title in (("in", "inputs"), ("out", "outputs")):
+        ports = {p.port: {"key": p.key, "value": p.value} for p in detail.ports if p.direction == direction}
+        if ports:
+            values[title] = ports
+    if detail.error:
+        values["last error"] = detail.error
+    if detail.failed_calls:
+        values["tool calls that failed"] = [{"tick": f.tick, "tool": f.tool, "call_id": f.call_id,
+                                             "arguments": f.arguments, "error": f.error} for f in detail.failed_calls]
+    return values
+
+
 class NodeDetailPane(VerticalScroll):
-    """Shows `session.node_detail(path)` for one node; redrawn when that node may have changed."""
+    """Shows `session.node_detail(path)` for one node; redrawn when that node may have changed.
+    Enter asks for its values whole (`ValuesRequested`): the pane shortens long ones."""
+
+    BINDINGS = [Binding("enter", "values", "Values whole", show=False)]
+
+    class ValuesRequested(Message):
+        def __init__(self, detail: NodeDetail) -> None:
+            super().__init__()
+            self.detail = detail
+
+    detail: NodeDetail | None = None
 
     def compose(self):
         yield Static("select a node in the tree", id="node-detail-body")
 
     def show(self, detail: NodeDetail | None) -> None:
+        self.detail = detail
         body = self.query_one("#node-detail-body", Static)
         body.update(render_detail(detail) if detail is not None else "select a node in the tree")
+
+    def action_values(self) -> None:
+        if self.detail is not None:
+            self.post_message(self.ValuesRequested(self.detail))

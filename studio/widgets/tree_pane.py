@@ -10,9 +10,11 @@ added or removed in place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from py_trees.common import Status
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -47,6 +49,32 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     return label
 
 
+class NodeTree(Tree[str]):
+    """Textual's Tree, made to take a large tree at once: nodes added together re-index the
+    tree once, not once per node, and a line is measured by its label's length instead of
+    rendering it (the tree measures every line whenever its lines or its style change: focus,
+    a resize). Both rendered or re-indexed 10,000 lines many times over for the first screen."""
+
+    _adding = False
+
+    @contextmanager
+    def adding(self) -> Iterator[None]:
+        self._adding = True
+        try:
+            yield
+        finally:
+            self._adding = False
+            self._invalidate()
+
+    def _invalidate(self) -> None:  # Textual's: clears the line index and caches, lays out again
+        if not self._adding:
+            super()._invalidate()
+
+    def get_label_width(self, node: TreeNode[str]) -> int:
+        icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
+        return cell_len(icon) + node.label.cell_len
+
+
 class TreePane(Vertical):
     """The tree (`#tree-view`), a name search above it and the "running now" list below."""
 
@@ -69,7 +97,7 @@ class TreePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
-        tree: Tree[str] = Tree("", id="tree-view")
+        tree = NodeTree("", id="tree-view")
         tree.guide_depth = 3
         yield tree
         yield OptionList(id="running-now")
@@ -79,8 +107,8 @@ class TreePane(Vertical):
         self.watch(self.tree, "scroll_y", self.flush, init=False)
 
     @property
-    def tree(self) -> Tree[str]:
-        return self.query_one("#tree-view", Tree)
+    def tree(self) -> NodeTree:
+        return self.query_one("#tree-view", NodeTree)
 
     @property
     def selected_path(self) -> str | None:
@@ -98,16 +126,17 @@ class TreePane(Vertical):
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
         """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
         present = {view.path for view in views}
-        for path in [p for p in self._tree_nodes if p not in present]:
-            node = self._tree_nodes.pop(path)
-            self._views.pop(path, None)
-            self._drawn.pop(path, None)
-            if node.parent is not None and node.parent.data in self._tree_nodes:
-                node.remove()
-        self._views = {view.path: view for view in views}
-        for view in views:
-            if view.path not in self._tree_nodes:
-                self._add(view)
+        with self.tree.adding():
+            for path in [p for p in self._tree_nodes if p not in present]:
+                node = self._tree_nodes.pop(path)
+                self._views.pop(path, None)
+                self._drawn.pop(path, None)
+                if node.parent is not None and node.parent.data in self._tree_nodes:
+                    node.remove()
+            self._views = {view.path: view for view in views}
+            for view in views:
+                if view.path not in self._tree_nodes:
+                    self._add(view)
         self._ticked = ticked
         self._stale = set(present)
         self._names = None
@@ -122,7 +151,7 @@ class TreePane(Vertical):
         else:
             siblings = self._views[view.parent].children
             index = siblings.index(view.path) if view.path in siblings else None
-            node = parent.add(view.name, data=view.path, expand=True, allow_expand=bool(view.children),
+            node = parent.add(Text(view.name), data=view.path, expand=True, allow_expand=bool(view.children),
                               before=min(index, len(parent.children)) if index is not None else None)
         self._tree_nodes[view.path] = node
 
