@@ -167,7 +167,7 @@ class MainScreen(Screen):
         tree = self.query_one(TreePane)
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
-        shape = getattr(session, "tree_shape", frame.key)  # a remote session redraws per frame
+        shape = session.tree_shape
         ticked = set(last.ticked) if last is not None and viewing is None else set()
         breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
         if shape != self._shape or not tree.knows(touched):

@@ -120,6 +120,8 @@ class RemoteSession:
         self._summaries: dict[int, str] = {}  # checkpoint id -> what it changed, as the server summed it up
         self._lineage = RunTimeline(self._rows, None)  # only its lineage(): the rows stand in for the store
         self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
+        self._past_paths: frozenset[str] | None = None  # the nodes it knew, when not every node of the tree
+        self._tree_version = 0  # a new tree from the server (a picture, a deferred subtree compiled)
         self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
         self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
         self._model_io: dict[tuple, dict[str, Any] | None] = {}
@@ -166,6 +168,7 @@ class RemoteSession:
     # -- the mirror ------------------------------------------------------------------
     def _apply_picture(self, picture: dict[str, Any]) -> None:
         self._nodes = {node["path"]: node for node in picture["tree"]}
+        self._tree_version += 1
         self._state = {ns: dict(values) for ns, values in picture["state"].items()}
         self._approvals = list(picture.get("approvals", ()))
         self._run_id, self._tick, self._status = picture["run_id"], picture["tick"], picture["status"]
@@ -226,6 +229,7 @@ class RemoteSession:
     def _apply_update(self, update: dict[str, Any]) -> None:
         if "tree" in update:
             self._nodes = {node["path"]: node for node in update["tree"]}
+            self._tree_version += 1
         changed: dict[str, tuple[Status, Status]] = {}
         for path, (old, new) in update.get("nodes", {}).items():
             if path in self._nodes:
@@ -379,6 +383,18 @@ class RemoteSession:
 
     def node_views(self) -> list[NodeView]:
         return [self.node_view(path) for path in self._shown()]
+
+    @property
+    def tree_shape(self) -> tuple:
+        """Changes when the tree pane must be rebuilt: another tree from the server, or a checkpoint that
+        knew fewer nodes. Another frame of the same nodes only restates their lines (`node_status`)."""
+        return self._tree_version, self._past_paths if self._past is not None else None
+
+    def node_status(self, path: str) -> Status:
+        """A node's status in the frame shown."""
+        if self._past is not None:
+            return Status(self._past["statuses"].get(path, "INVALID"))
+        return Status(self._node(path)["status"])
 
     def node_view(self, path: str) -> NodeView:
         node, past = self._node(path), self._past
@@ -541,8 +557,9 @@ class RemoteSession:
             raise EditError("the attached run records no checkpoints: its runner has no checkpoint store")
 
         def arrived(reply: dict[str, Any]) -> None:
-            row = reply["checkpoint"]
+            row, known = reply["checkpoint"], reply["statuses"]
             self._past, self.staged = reply, StagedEdits()
+            self._past_paths = None if all(path in known for path in self._nodes) else frozenset(known)
             self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
                                        row["summary"])
             self._say(f"viewing checkpoint {row['id']} (tick {row['tick']}, {row['branch']})")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -311,8 +311,10 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         ports = (port_views(node, (node.input_bindings, node.output_bindings), self._locate(path)[0].state_manager.get)
                  if isinstance(node, JianmuNodeMixin) else [])
         error = getattr(node, "last_error", None)
-        return NodeDetail(self._child_view(path), ports, [], error.error if error else None,
-                          error.traceback if error else None)
+        view = self._child_view(path)
+        agent = f"@{split_child_path(path)[0]}"  # its namespace as the state pane names it, not "(global)"
+        view = replace(view, namespace=f"{agent}.{view.namespace}" if view.namespace else agent)
+        return NodeDetail(view, ports, [], error.error if error else None, error.traceback if error else None)
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
         """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in);

@@ -42,7 +42,10 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(tmp_path
         assert ("@writer", "draft") in state._key_nodes
         assert tree.jump(RESEARCH_LLM)
         await settle(app, pilot)
-        assert "AgentLLMNode" in plain(app.main.query_one("#node-detail-body"))
+        detail = " ".join(plain(app.main.query_one("#node-detail-body")).split())
+        assert "AgentLLMNode" in detail
+        assert "namespace @researcher " in detail  # the agent's own state, as the state pane names it
+        assert "messages → messages = [{\"role\": \"user\", \"content\": \"Three hives" in detail  # read there
 
 
 async def test_a_breakpoint_on_a_swarm_agents_node_stops_the_run(tmp_path):

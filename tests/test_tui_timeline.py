@@ -34,6 +34,18 @@ async def choose_checkpoint(app, pilot, row: int) -> None:
     await settle(app, pilot)
 
 
+def rebuilds(session) -> list[int]:
+    """Grows each time the tree pane rebuilds itself from the session's whole tree (`node_views()`)."""
+    calls, node_views = [], session.node_views
+
+    def counted():
+        calls.append(1)
+        return node_views()
+
+    session.node_views = counted
+    return calls
+
+
 def state_label(app, key: str) -> str:
     return str(app.main.query_one(StatePane)._key_nodes[("", key)].label)
 
@@ -46,6 +58,7 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only(kind, tmp
             await run_ticks(app, pilot, 3)
             rows = list(session.checkpoints())
             assert app.main.query_one(Timeline).row_count == len(rows) >= 3
+            rebuilt = rebuilds(session)
             await choose_checkpoint(app, pilot, 0)
             assert field_of(session.viewing, "tick") == field_of(rows[0], "tick")
             line = str(app.main.query_one(StatusLine).render())
@@ -59,6 +72,7 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only(kind, tmp
             await settle(app, pilot)
             assert session.viewing is None and app.main.query_one(StatePane).styles.border_top[0] != "heavy"
             assert "the quick brown fox" in state_label(app, "normalized_text")
+            assert rebuilt == []  # the past and back: the same nodes restated, the tree pane never rebuilt
 
 
 @BOTH
