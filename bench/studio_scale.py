@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner_overhead import Empty, build_tree, nodes_of, raw_py_trees  # noqa: E402
-from studio_latency import SIZE, ProbedApp, _painted, _until, rss_mb, shows_tick  # noqa: E402
+from studio_latency import SIZE, ProbedApp, _painted, _until, private_store, rss_mb, shows_tick  # noqa: E402
 
 from runtime import Agent  # noqa: E402
 from runtime.engine import ReactiveRunner  # noqa: E402
@@ -67,7 +67,7 @@ async def measure(nodes: int, steps: int) -> dict:
     built = time.perf_counter() - started
     started = time.perf_counter()
     session = DebugSession(LoadedTree(Agent(root, state_schema=large_tree.LargeState), Path(large_tree.__file__),
-                                      "build_root", {}))
+                                      "build_root", {}), store=private_store())
     loaded = time.perf_counter() - started
     app = ProbedApp(session)
 
