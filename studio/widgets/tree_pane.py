@@ -51,9 +51,9 @@ def node_label(view: NodeView, ticked: bool) -> Text:
 
 class NodeTree(Tree[str]):
     """Textual's Tree, made to take a large tree at once: nodes added together re-index the
-    tree once, not once per node, and a line is measured by its label's length instead of
-    rendering it (the tree measures every line whenever its lines or its style change: focus,
-    a resize). Both rendered or re-indexed 10,000 lines many times over for the first screen."""
+    tree once, not once per node; a style change (focus) does not re-index it; and a line is
+    measured by its label's length instead of rendering it. Textual's Tree rendered and
+    re-indexed 10,000 lines many times over for the first screen and on every Tab."""
 
     _adding = False
 
@@ -69,6 +69,13 @@ class NodeTree(Tree[str]):
     def _invalidate(self) -> None:  # Textual's: clears the line index and caches, lays out again
         if not self._adding:
             super()._invalidate()
+
+    def notify_style_update(self) -> None:
+        """A new style (focus moving in or out, a theme) changes how lines look, not which lines
+        there are or how wide: drop the drawn lines only, where Textual's Tree re-indexes them all."""
+        super(Tree, self).notify_style_update()
+        self._line_cache.clear()
+        self.refresh()
 
     def get_label_width(self, node: TreeNode[str]) -> int:
         icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
