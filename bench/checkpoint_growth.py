@@ -262,7 +262,7 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
     for part in TABLES:
         row("  " + part, [f"{c['parts'].get(part, 0) / 1e3:.0f} KB" for c in columns.values()])
     row("save per tick, mean", [f"{statistics.fmean(c['save_ms']):.3f} ms" for c in columns.values()],
-        f"{peer['ms_per_checkpoint']:.3f} ms (step)" if peer else "")
+        f"{peer['ms_per_checkpoint']:.1f} ms/step" if peer else "")
     row("save per tick, median / p95", [f"{statistics.median(c['save_ms']):.3f}/"
                                         f"{sorted(c['save_ms'])[int(n * 0.95)]:.3f}" for c in columns.values()])
     row("tick own time, mean", [f"{statistics.fmean(c['tick_ms']):.3f} ms" for c in columns.values()])

@@ -59,6 +59,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,7 +76,7 @@ from runtime import Agent  # noqa: E402
 from runtime.node import LoopUntilSuccess, Node  # noqa: E402
 from studio.app import REFRESH_HZ, MainScreen, StudioApp  # noqa: E402
 from studio.loader import LoadedTree, load_tree  # noqa: E402
-from studio.session import DebugSession  # noqa: E402
+from studio.session import DebugSession, open_store  # noqa: E402
 from studio.widgets.events_pane import EventsPane  # noqa: E402
 from studio.widgets.state_pane import StatePane, qualified  # noqa: E402
 from studio.widgets.status_line import StatusLine  # noqa: E402
@@ -113,12 +114,19 @@ def build_running_tree() -> Agent:
     return Agent(root, state_schema=PulseState)
 
 
+def private_store():
+    """A store of its own for each session: the user's default store (and the breakpoints saved
+    beside it) is never read or written, so no earlier run of the bench changes this one."""
+    return open_store(Path(tempfile.mkdtemp(prefix="jianmu-bench-")) / "runs.db")
+
+
 def running_session() -> DebugSession:
-    return DebugSession(LoadedTree(build_running_tree(), Path(__file__), "build_running_tree", {}))
+    return DebugSession(LoadedTree(build_running_tree(), Path(__file__), "build_running_tree", {}),
+                        store=private_store())
 
 
 def large_session() -> DebugSession:
-    return DebugSession(load_tree(str(LARGE)))
+    return DebugSession(load_tree(str(LARGE)), store=private_store())
 
 
 # -- the probed app ----------------------------------------------------------------

@@ -259,6 +259,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         stop = await session.continue_(max_ticks=left)
     unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
+        session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
         print(f"jianmu-studio: the run stopped: {unrecorded}", file=sys.stderr, flush=True)
         print(f"jianmu-studio: {_record_end(session, unrecorded)}", file=sys.stderr, flush=True)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
@@ -282,11 +283,23 @@ async def run_headless(args: argparse.Namespace) -> int:
     for request in waiting:
         print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
               f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
-    if args.trace is not None:
-        with replacing(args.trace) as out_file:
+    trace_failed = args.trace is not None and not _write_trace(session, args.trace)
+    succeeded = session.root_status.value == "SUCCESS" and failure is None and unrecorded is None
+    return 0 if succeeded and not trace_failed else 1
+
+
+def _write_trace(session: DebugSession, path: Path) -> bool:
+    """Export the run to `path` (whole, or an earlier file stays); False, said in one line, if it cannot."""
+    try:
+        with replacing(path) as out_file:
             count = export_run(session.store, session.run_id, out_file)
-        print(f"trace: {count} events written to {args.trace}", file=sys.stderr)
-    return 0 if session.root_status.value == "SUCCESS" and failure is None and unrecorded is None else 1
+    except (OSError, StoreError) as exc:  # a full disk, the store gone
+        reason = exc if isinstance(exc, StoreError) else (exc.strerror or exc)
+        print(f"jianmu-studio: trace not written to {path}: {reason} (the run's events are in "
+              f"{session.store.location}: python -m runtime.memory.checkpoint export)", file=sys.stderr)
+        return False
+    print(f"trace: {count} events written to {path}", file=sys.stderr)
+    return True
 
 
 def _tokens(session: DebugSession) -> int | None:

@@ -347,7 +347,7 @@ class PastFrame(Frame):
         self.checkpoint = checkpoint
         self.checkpoint_id = checkpoint.id
         self.run_id, self.branch, self.tick = checkpoint.run_id, checkpoint.branch, checkpoint.tick
-        self.root_status = Status(checkpoint.status)
+        self.root_status = checkpoint.root_status  # a recorded end (ERROR) or damage is no py_trees status
         self.lineage = timeline.lineage(checkpoint.info, checkpoint.run_id, checkpoint.branch)
         self.staged = staged  # edits made while viewing it, applied by a fork
         self._view: StateManager | None = None

@@ -76,6 +76,13 @@ def test_bad_flags_are_one_line(args):
     one_line(cli("run", TREE, *args), "(see --help)")
 
 
+def test_a_store_that_is_a_pipe_is_one_line_without_waiting_for_a_writer(tmp_path):
+    pipe = tmp_path / "S.db"
+    os.mkfifo(pipe)
+    one_line(cli("run", TREE, "--db", str(pipe)), "not a regular file")
+    one_line(checkpoint_cli("list", str(pipe)), "not a regular file")
+
+
 def test_a_db_whose_folder_cannot_be_created_is_one_line(tmp_path):
     (tmp_path / "file").write_text("")
     one_line(cli("run", TREE, "--db", str(tmp_path / "file/sub/s.db")), "cannot create the store")
@@ -134,6 +141,57 @@ def test_damaged_pages_and_items_are_one_line(store, sql, params):
     for result in failures:
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert result.stderr.count("\n") == 1 and str(store) in result.stderr
+
+
+def test_a_damaged_schema_is_one_line_though_sqlite_quotes_it_with_newlines(store):
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE checkpoints(' || char(10) || '`j NULL' "
+                 "WHERE name = 'checkpoints'")
+    conn.commit()
+    conn.close()
+    one_line(checkpoint_cli("list", str(store)), f"{store}: corrupt checkpoint store", "`j NULL")
+    one_line(cli("run", TREE, "--db", str(store)), f"{store}: corrupt checkpoint store")
+
+
+@pytest.mark.parametrize("time", [1e300, "'yesterday'", "-1e20"])
+def test_a_damaged_time_is_listed_as_it_is(store, time):
+    _damaged(store, f"UPDATE checkpoints SET time = {time}")
+    listed = checkpoint_cli("list", str(store))
+    assert listed.returncode == 0 and "(time " in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_a_damaged_or_recorded_error_status_still_replays(store):
+    from studio.session import DebugSession
+
+    run_id = _run_id(store)
+    _damaged(store, "UPDATE checkpoints SET status = 'RUN\x1bdZv' WHERE id = 3")
+    _damaged(store, "UPDATE checkpoints SET status = 'ERROR' WHERE id = (SELECT max(id) FROM checkpoints)")
+    session = DebugSession.open_recorded(store, run_id)
+    assert session.frame.root_status.value == "FAILURE"  # the recorded end of a run whose save failed
+    session.select_checkpoint(3)
+    assert session.frame.root_status.value == "INVALID" and session.state_snapshot()
+    session.store.close()
+
+
+def test_damaged_pages_are_one_line(store):
+    """Bytes overwritten across every page of the file: each command reads it or says so in one line."""
+    import contextlib
+    import io
+
+    from runtime.memory.checkpoint.__main__ import main
+
+    run_id = _run_id(store)
+    _damaged(store, "PRAGMA wal_checkpoint(TRUNCATE)")
+    data = store.read_bytes()
+    damaged = store.with_name("damaged.db")
+    for offset in range(100, len(data), 1024):
+        damaged.write_bytes(data[:offset] + b"\xde\xad\xbe\xef" * 16 + data[offset + 64:])
+        for command in (["list"], ["export", "--run", run_id], *(["show", str(i)] for i in (1, 3, 6))):
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                code = main([command[0], str(damaged), *command[1:]])  # an exception here is a traceback
+            assert code == 0 or (code == 2 and err.getvalue().count("\n") == 1), (offset, command, err.getvalue())
 
 
 @pytest.mark.parametrize(("sql", "params"), [

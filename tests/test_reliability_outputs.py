@@ -5,6 +5,7 @@ Every case runs the real CLI in a subprocess, then checks that what was there is
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,37 @@ def test_export_onto_the_store_is_refused_and_the_store_keeps_its_runs(store, tm
     assert subprocess.run(export, capture_output=True, timeout=60).returncode == 0
     one_line_refusal(subprocess.run(export, capture_output=True, text=True, timeout=60), "already exists")
     assert subprocess.run([*export, "--force"], capture_output=True, timeout=60).returncode == 0
+
+
+def test_a_trace_or_export_onto_a_pipe_is_refused_without_waiting_for_a_reader(store, tmp_path):
+    """Checking a pipe's first bytes (is it SQLite?) would block forever; renaming over /dev/null
+    (as root) would replace the device: neither is a regular file, neither is written."""
+    pipe = tmp_path / "trace.pipe"
+    os.mkfifo(pipe)
+    one_line_refusal(cli("run", TREE, "--db", str(store), "--trace", str(pipe), "--force"), "not a regular file")
+    (run_id,) = runs_in(store)
+    result = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "export", str(store),
+                             "--run", run_id, "-o", str(pipe), "--force"], capture_output=True, text=True, timeout=60)
+    one_line_refusal(result, "not a regular file")
+    assert pipe.is_fifo() and runs_in(store) == [run_id]
+
+
+def test_a_trace_that_cannot_be_written_after_the_run_is_one_line_and_exit_1(store, tmp_path):
+    """The folder checked before the run is gone when the trace is written (a full disk fails the same
+    write): the run is recorded, the trace is not, and both are said."""
+    from test_reliability_saves import WRITER, wait_for
+
+    tree, folder, go = tmp_path / "writer.py", tmp_path / "traces", tmp_path / "go"
+    tree.write_text(WRITER)
+    folder.mkdir()
+    child = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", str(tree), "--db", str(store),
+                              "--trace", str(folder / "t.jsonl")], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "GO": str(go)})
+    wait_for(Path(f"{go}.waiting"), child)
+    folder.rmdir()
+    go.touch()
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 1 and "Traceback" not in err, out + err
+    assert err.strip() == (f"jianmu-studio: trace not written to {folder / 't.jsonl'}: No such file or directory "
+                           f"(the run's events are in {store}: python -m runtime.memory.checkpoint export)")
+    assert "SUCCESS after 2 ticks" in out and len(runs_in(store)) == 2

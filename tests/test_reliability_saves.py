@@ -16,9 +16,12 @@ from pathlib import Path
 from test_cli import ROOT
 
 from runtime.memory.checkpoint import SQLiteCheckpointStore
+from studio.session import DebugSession
 
 WRITER = '''
 import os
+import resource
+import signal
 from pathlib import Path
 
 from py_trees.common import Status
@@ -30,10 +33,12 @@ from runtime.node import Node
 
 class S(BaseModel):
     counter: int = 0
+    note: str = ""
 
 
 class Writer(Node):
-    """Tick 1 writes `counter` $WRITES times (or publishes $EVENTS events); tick 2 waits for $GO."""
+    """Tick 1 writes `counter` $WRITES times (or publishes $EVENTS events); tick 2 waits for $GO,
+    or fills the disk under the store $FULL (no file may grow any more) and writes a long note."""
 
     def update(self):
         if self.state_manager.get("counter") == 0:
@@ -46,11 +51,49 @@ class Writer(Node):
             Path(os.environ["GO"] + ".waiting").touch()
             while not Path(os.environ["GO"]).exists():
                 pass
+        if "FULL" in os.environ:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails, as on a full disk
+            files = [Path(os.environ["FULL"] + suffix) for suffix in ("", "-wal")]
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max(f.stat().st_size for f in files if f.exists()),
+                                                       resource.RLIM_INFINITY))
+            self.write_state({"note": "x" * 2_000_000})
         return Status.SUCCESS
 
 
 def build():
     return Agent(Writer(name="Writer"), state_schema=S)
+'''
+
+IN_FLIGHT = '''
+import os
+import resource
+import signal
+from pathlib import Path
+
+from py_trees.common import ParallelPolicy, Status
+
+from runtime import Agent, ModelClient, ReActState, ScriptedProvider
+from runtime.node import Node, Parallel, SimpleLLMNode
+
+
+class Filler(Node):
+    """Fills the disk under the store $FULL (no file may grow any more) while Ask is in flight."""
+
+    def update(self):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        files = [Path(os.environ["FULL"] + suffix) for suffix in ("", "-wal")]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max(f.stat().st_size for f in files if f.exists()),
+                                                   resource.RLIM_INFINITY))
+        self.write_state({"streaming_output": "x" * 2_000_000})
+        return Status.SUCCESS
+
+
+def build():
+    ask = SimpleLLMNode("Ask", model_client=ModelClient(ScriptedProvider(["an answer"])))
+    return Agent(Parallel("Both", policy=ParallelPolicy.SuccessOnAll(), children=[Filler(name="Fill"), ask]),
+                 state_schema=ReActState)
+
+INPUT = {"messages": []}
 '''
 
 CLI = ("import sys\nimport runtime.memory.checkpoint.sqlite_store as s\ns.LOCK_TIMEOUT = float(sys.argv.pop(1))\n"
@@ -96,6 +139,39 @@ def test_a_checkpoint_that_cannot_be_written_stops_the_run_and_the_store_records
     events = store.events(run.run_id)
     assert events[-1][1].type == "run.failed" and "checkpoint of tick 2" in events[-1][1].payload["error"]
     store.close()
+    replayed = DebugSession.open_recorded(db, run.run_id)  # `replay` shows the recorded end (a ValueError before)
+    assert replayed.frame.tick == 2 and replayed.frame.root_status.value == "FAILURE"
+    replayed.store.close()
+
+
+def test_a_full_disk_stops_the_run_in_lines_and_leaves_earlier_runs_whole(tmp_path):
+    tree, db = tmp_path / "writer.py", tmp_path / "S.db"
+    tree.write_text(WRITER)
+    earlier = start_run(tree, db)
+    assert earlier.wait(timeout=120) == 0
+    child = start_run(tree, db, FULL=str(db))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 1 and "Traceback" not in err, out + err
+    stopped, end = err.splitlines()
+    assert stopped.startswith("jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: ")
+    assert end.startswith(("jianmu-studio: its end is recorded in", "jianmu-studio: its end could not be recorded"))
+    store = SQLiteCheckpointStore(db, create=False)
+    first, second = store.runs()
+    assert first.last_status == "SUCCESS" and store.get(store.list(first.run_id)[-1].id).state[""]["counter"] == 1
+    assert [info.tick for info in store.list(second.run_id)][:2] == [0, 1]  # what was saved before stays
+    store.close()
+
+
+def test_work_in_flight_when_a_save_fails_is_stopped_not_left_to_fail_unseen(tmp_path):
+    """The model call of a node still running would record itself into the full store after the run
+    stopped, and end in a `Task exception was never retrieved` traceback."""
+    tree, db = tmp_path / "in_flight.py", tmp_path / "S.db"
+    tree.write_text(IN_FLIGHT)
+    child = start_run(tree, db, FULL=str(db))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 1, out + err
+    assert "Traceback" not in err and "never retrieved" not in err and len(err.splitlines()) == 2, err
+    assert err.startswith("jianmu-studio: the run stopped: StoreError: checkpoint of tick 1 not written: ")
 
 
 def test_three_concurrent_runs_committing_a_400k_event_tick_all_end_recorded_or_non_zero(tmp_path):

@@ -30,7 +30,11 @@ from .trace import TraceError, export_run
 
 
 def _when(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    """A stored time as a date; a damaged one (text, past year 9999, NaN) as itself."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return f"(time {t!r:.30})"
 
 
 def _list(store: SQLCheckpointStore, args: argparse.Namespace) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from py_trees.common import Status
 from pydantic_core import to_json, to_jsonable_python
 
 # A state entry in a record: ["v", value] | ["l", list_id, length] | ["d"] (deleted)
@@ -42,6 +43,14 @@ class CheckpointInfo:
     status: str
     source: str
     event_position: int
+
+    @property
+    def root_status(self) -> Status:
+        """`status` as the root's py_trees status: the recorded end of a run whose save failed
+        (`ERROR`, what `list` shows) is a FAILURE, a damaged value INVALID."""
+        if self.status == "ERROR":
+            return Status.FAILURE
+        return Status._value2member_map_.get(self.status, Status.INVALID)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A trace written over the store empties it; one written over a tree file loses the tree.
 So an output path is refused when it is the store or one of its `-wal`/`-shm`/`-journal`
-files (also through a link), any SQLite database, or a source file; an existing file is
+files (also through a link), any SQLite database, a source file, or not a regular file (a
+pipe, `/dev/null`: renamed over, a device node would be gone); an existing file is
 replaced only when the caller says so (`--force`). The check runs before any work starts,
 and the file is written beside its destination and renamed over it at the end, so a write
 that fails halfway leaves an earlier file whole.
@@ -55,6 +56,8 @@ def check_output_path(path: str | Path, *, store: str | Path | None = None, forc
                                       f"({store}); choose another output file")
     if target.is_dir():
         raise OutputPathError(f"{target}: is a directory")
+    if target.exists() and not target.is_file():  # a pipe would hang the check; a device be replaced
+        raise OutputPathError(f"{target}: not a regular file (a pipe, device or socket); write to a file")
     if target.exists():
         if _is_sqlite(target):
             raise OutputPathError(f"{target}: is an SQLite database; refusing to overwrite it")

@@ -96,6 +96,8 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             if not create:
                 raise StoreError(f"{path}: no such checkpoint store")
             return
+        if not path.is_file():  # reading a pipe's first bytes would wait for a writer forever
+            raise StoreError(f"{path}: not a regular file (a pipe, device or socket), not a checkpoint store")
         try:
             with path.open("rb") as f:
                 head = f.read(len(_SQLITE_MAGIC))

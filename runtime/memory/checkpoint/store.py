@@ -18,7 +18,14 @@ class CheckpointError(LookupError):
 
 
 class StoreError(OSError):
-    """A store file that is missing, corrupt, locked or newer than this version reads."""
+    """A store file that is missing, corrupt, locked or newer than this version reads.
+
+    Its message is one line of printable text whatever the driver said: SQLite quotes a
+    damaged schema with its newlines, a damaged row with its bytes."""
+
+    def __init__(self, message: str):
+        text = " ".join(str(message).split())
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in text))
 
 
 @dataclass(frozen=True)

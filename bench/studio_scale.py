@@ -1,0 +1,127 @@
+"""The studio's scale curve: sample_trees/large_tree.py's shape at 100, 1,000, 10,000 and 100,000 nodes.
+
+Each size runs in a fresh process, so its memory is its own. For each: building the tree
+file's root (py_trees' own cost), opening the studio (DebugSession, then `App.run_test()`
+until the root's line is painted), step `n` until the screen shows the tick (median of
+`--steps`, the first step apart), the RSS after those steps (per node: beyond the process's
+RSS before the tree was built), then the runner alone ticking an all-sync tree of the same
+size (µs per node-tick) beside raw py_trees ticking that tree in the same process.
+
+    .venv/bin/python bench/studio_scale.py [--sizes 100,1000,10000,100000] [--steps 5]
+
+Goals (issue #14 point 6): a 100,000-node tree opens in <= 5 s and steps in <= 250 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runner_overhead import Empty, build_tree, nodes_of, raw_py_trees  # noqa: E402
+from studio_latency import SIZE, ProbedApp, _painted, _until, private_store, rss_mb, shows_tick  # noqa: E402
+
+from runtime import Agent  # noqa: E402
+from runtime.engine import ReactiveRunner  # noqa: E402
+from sample_trees import large_tree  # noqa: E402
+from studio.loader import LoadedTree  # noqa: E402
+from studio.session import DebugSession  # noqa: E402
+from studio.widgets.tree_pane import TreePane  # noqa: E402
+
+TICKS = 20  # ticks of the runner alone
+
+
+def build(nodes: int):
+    return large_tree.build_root(total=nodes, stages=min(10, max(1, nodes // 100)))
+
+
+def static_tree(nodes: int):
+    """bench/runner_overhead.py's all-sync tree of about `nodes` nodes (large_tree.py pauses
+    between stages, which a per-node-tick figure must not count)."""
+    branches = max(1, round((nodes - 1) / (nodes_of(1) - 1)))
+    return nodes_of(branches), lambda: build_tree(branches)
+
+
+async def _runner_alone(make) -> float:
+    runner = ReactiveRunner(make(), Empty)
+    started = time.perf_counter()
+    for _ in range(TICKS):
+        await runner.step()
+    return time.perf_counter() - started
+
+
+async def measure(nodes: int, steps: int) -> dict:
+    gc.collect()
+    before = rss_mb()
+    started = time.perf_counter()
+    root = build(nodes)
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    session = DebugSession(LoadedTree(Agent(root, state_schema=large_tree.LargeState), Path(large_tree.__file__),
+                                      "build_root", {}), store=private_store())
+    loaded = time.perf_counter() - started
+    app = ProbedApp(session)
+
+    def root_shown() -> bool:
+        tree = app.main.query_one(TreePane).tree
+        return tree.root.data is not None and root.name in tree.root.label.plain and _painted(tree)
+
+    shown = app.expect(root_shown)
+    started = time.perf_counter()
+    step_ms: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        first = await asyncio.wait_for(shown, 600) - started
+        for _ in range(steps + 1):
+            await _until(lambda: session.runner.can_tick_now or session.runner.finished, 60)
+            if session.runner.finished:
+                break
+            tick = session.tick
+            shown = app.expect(lambda tick=tick: shows_tick(app, tick + 1))
+            started = time.perf_counter()
+            await pilot.press("n")
+            step_ms.append((await asyncio.wait_for(shown, 600) - started) * 1000)
+        gc.collect()
+        after = rss_mb()
+    size, make = static_tree(nodes)  # after the RSS: these trees come and go
+    raw = raw_py_trees(make, TICKS) / (TICKS * size)
+    alone = await _runner_alone(make) / (TICKS * size)
+    return {"nodes": nodes, "raw_us": raw * 1e6, "alone_us": alone * 1e6, "build_s": built, "load_s": loaded,
+            "first_s": first, "first_step_ms": step_ms[0], "step_ms": statistics.median(step_ms[1:] or step_ms),
+            "rss_mb": after, "rss_before_mb": before}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process measuring one size
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(asyncio.run(measure(args.one, args.steps))))
+        return
+    print(f"headless Textual {SIZE[0]}x{SIZE[1]}; each size in a fresh process; step: median of {args.steps}")
+    print(f"{'nodes':>8}{'raw us/nt':>11}{'runner us/nt':>14}{'build s':>9}{'session s':>11}{'first frame s':>15}"
+          f"{'open s':>8}{'1st step ms':>13}{'step ms':>9}{'RSS MB':>8}{'KB/node':>9}")
+    for nodes in (int(n) for n in args.sizes.split(",")):
+        out = subprocess.run([sys.executable, __file__, "--one", str(nodes), "--steps", str(args.steps)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        opened = r["build_s"] + r["load_s"] + r["first_s"]
+        per_node = (r["rss_mb"] - r["rss_before_mb"]) * 1000 / nodes
+        print(f"{nodes:>8,}{r['raw_us']:>11.2f}{r['alone_us']:>14.2f}{r['build_s']:>9.2f}{r['load_s']:>11.2f}"
+              f"{r['first_s']:>15.2f}{opened:>8.2f}{r['first_step_ms']:>13.0f}{r['step_ms']:>9.0f}"
+              f"{r['rss_mb']:>8.0f}{per_node:>9.1f}")
+    print("open = build + session + first frame (goal at 100,000: <= 5 s); step goal at 100,000: <= 250 ms")
+
+
+if __name__ == "__main__":
+    main()
