@@ -3,7 +3,7 @@
     coordinator ──spawn──> researcher (ReAct + calculator)  ──notes──> writer ──draft──> coordinator
                 └─spawn──> writer            coordinator ──"team" group note──> researcher, writer
 
-The coordinator (this file's tree) spawns both agents into the group "team", tells the
+The coordinator (this file's tree) spawns both agents at once into the group "team", tells the
 group the deadline, and waits for the writer's draft. The researcher is a ReAct agent
 with a scripted model: it works out the question with the calculator, then sends its
 answer to the writer. The writer waits for the researcher's notes (the coordinator's
@@ -19,6 +19,7 @@ the researcher asks that endpoint instead.
 
 from __future__ import annotations
 
+from py_trees.common import ParallelPolicy
 from pydantic import BaseModel
 
 from runtime import (
@@ -30,7 +31,7 @@ from runtime import (
     ScriptedProvider,
     create_react_node,
 )
-from runtime.node import Sequence, node
+from runtime.node import Parallel, Sequence, node
 from runtime.swarm import SendMessage, SpawnAgent, SwarmAgent, SwarmRuntime, WaitMessage
 
 SCRIPT = [
@@ -84,11 +85,15 @@ def build() -> Agent:
     swarm = SwarmRuntime(host_id="coordinator", roles={"researcher": researcher, "writer": writer})
     # reuse_if_present: a restored checkpoint that spawns again finds the same agents
     root = Sequence("Coordinator", memory=True, children=[
-        SpawnAgent("Hire researcher", role="researcher", agent_id="researcher", groups=["team"],
-                   reuse_if_present=True).bind(inputs={"task": "question"},
-                                               outputs={"spawned_agent_id": "researcher_id"}),
-        SpawnAgent("Hire writer", role="writer", agent_id="writer", task="Write up the researcher's notes",
-                   groups=["team"], reuse_if_present=True).bind(outputs={"spawned_agent_id": "writer_id"}),
+        # both in one tick: each agent exists before the other can speak to it, however long the
+        # studio holds the coordinator between ticks (the agents run on while it is held)
+        Parallel("Hire", policy=ParallelPolicy.SuccessOnAll(), children=[
+            SpawnAgent("Hire researcher", role="researcher", agent_id="researcher", groups=["team"],
+                       reuse_if_present=True).bind(inputs={"task": "question"},
+                                                   outputs={"spawned_agent_id": "researcher_id"}),
+            SpawnAgent("Hire writer", role="writer", agent_id="writer", task="Write up the researcher's notes",
+                       groups=["team"], reuse_if_present=True).bind(outputs={"spawned_agent_id": "writer_id"}),
+        ]),
         SendMessage("Brief team", group="team", message="Deadline: a draft within 30 seconds."),
         WaitMessage("Wait for draft", from_agent_id="writer", timeout=30).bind(
             outputs={"message": "final_answer", "sender": "drafted_by"}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from test_tui_app import plain
-from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import SIZE, settle, steady_terminal, until  # noqa: F401
 
 from runtime.engine.events import EventType
 from studio.app import StudioApp
@@ -32,8 +32,8 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(tmp_path
         await settle(app, pilot)
         tree = app.main.query_one(TreePane)
         researcher = tree._tree_nodes["@researcher/Researcher"]
-        assert researcher.parent.data == "Coordinator/Hire researcher"
-        assert tree._tree_nodes["@writer/Writer"].parent.data == "Coordinator/Hire writer"
+        assert researcher.parent.data == "Coordinator/Hire/Hire researcher"
+        assert tree._tree_nodes["@writer/Writer"].parent.data == "Coordinator/Hire/Hire writer"
         assert "✔ Research.llm" in str(tree._tree_nodes[RESEARCH_LLM].label)
         assert [child.data for child in tree._tree_nodes["@writer/Writer"].children] == [
             "@writer/Writer/Wait for notes", "@writer/Writer/Draft", "@writer/Writer/Send draft"]
@@ -131,3 +131,18 @@ def test_headless_token_total_is_the_sum_of_every_model_call_of_skills_and_agent
         events = [json.loads(line) for line in trace.read_text().splitlines()]
         used = sum(e["payload"]["usage"]["total_tokens"] for e in events if e["type"] == "model.call.completed")
         assert json.loads(result.stdout.splitlines()[-1])["summary"]["tokens"] == used > 0, tree
+
+
+async def test_the_agents_find_each_other_however_long_the_coordinator_is_held(tmp_path):
+    """The agents run on while the studio holds the coordinator after a step: the researcher
+    finishes and sends its notes before the coordinator's next tick, so the writer must exist."""
+    session = DebugSession.load(SWARM_CHAT, db=tmp_path / "runs.db")
+    await session.step()
+    await until(lambda: "researcher" in session.children.runners())
+    researcher = session.children.runners()["researcher"]
+    await until(lambda: researcher.finished)  # the coordinator held all along
+    await session.continue_()
+    await until(lambda: session.runner.finished)
+    assert researcher.status.name == "SUCCESS"
+    assert session.runner.status.name == "SUCCESS", session.failure
+    assert session.state_snapshot()[""]["drafted_by"] == "writer"
