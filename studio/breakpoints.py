@@ -78,14 +78,19 @@ class Breakpoint:
 
     # -- kept across restarts (see `studio.persist`) -----------------------------------
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "enabled": self.enabled}
+        return {"kind": self.kind, "enabled": self.enabled, **self._what(when="on", event="event_type")}
+
+    def to_protocol(self) -> dict[str, Any]:
+        """The fields of the debug protocol's `break` request (docs/protocol.md)."""
+        return {"kind": self.kind, **self._what(when="when", event="event")}
+
+    def _what(self, *, when: str, event: str) -> dict[str, Any]:
+        """Where it stops, under the field names of the saved file or of the protocol."""
         if self.kind == "node":
-            data.update(node=self.node, on=self.on)
-        elif self.kind == "event":
-            data["event_type"] = self.event_type
-        else:
-            data["condition"] = self.condition.source
-        return data
+            return {"node": self.node, when: self.on}
+        if self.kind == "event":
+            return {event: self.event_type}
+        return {"condition": self.condition.source}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Breakpoint:

@@ -644,14 +644,7 @@ class RemoteSession:
 
     def _place(self, bp: Breakpoint) -> None:
         """Set the breakpoint on the server; a refusal takes it off the list again."""
-        fields: dict[str, Any] = {"kind": bp.kind}
-        if bp.kind == "node":
-            fields.update(node=bp.node, when=bp.on)
-        elif bp.kind == "event":
-            fields["event"] = bp.event_type
-        else:
-            fields["condition"] = bp.condition.source
-        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **fields)
+        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **bp.to_protocol())
         self._server_ids[id(bp)] = task
         task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
 
