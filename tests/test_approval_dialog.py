@@ -11,9 +11,9 @@ from tui_fixtures import (  # noqa: F401
     BOTH,
     SIZE,
     approval_session,
-    session_on,
     settle,
     steady_terminal,
+    studio_on,
     until,
 )
 
@@ -74,13 +74,11 @@ async def test_ctrl_a_approves_while_a_text_box_has_focus(tmp_path):
 async def correcting(kind: str, tmp_path, arguments: dict):
     """The approval dialog of a calculator call (local or attached), its arguments edited to `arguments`,
     approve pressed; yields (app, pilot)."""
-    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await suspended(app, pilot)
-            app.screen.query_one("#approval-arguments", TextArea).text = json.dumps(arguments)
-            await pilot.click("#approve")
-            yield app, pilot
+    async with studio_on(kind, APPROVAL_TREE, tmp_path) as (session, app, pilot):
+        await suspended(app, pilot)
+        app.screen.query_one("#approval-arguments", TextArea).text = json.dumps(arguments)
+        await pilot.click("#approve")
+        yield app, pilot
 
 
 @BOTH

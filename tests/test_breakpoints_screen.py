@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from textual.widgets import DataTable, Input
-from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, session_on, settle, steady_terminal  # noqa: F401
+from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, settle, steady_terminal, studio_on  # noqa: F401
 
 from studio.app import StudioApp
 from studio.breakpoints import Breakpoint
@@ -73,32 +73,28 @@ async def test_after_breakpoint_stops_once_the_status_changed(tmp_path):
 
 @BOTH
 async def test_step_into_goes_node_by_node_and_n_finishes_the_tick(kind, tmp_path):
-    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        seen = []
+        for _ in range(3):
+            await pilot.press("s")
             await settle(app, pilot)
-            seen = []
-            for _ in range(3):
-                await pilot.press("s")
-                await settle(app, pilot)
-                seen.append(session.message)
-            assert seen == [f"before {path} (tick 1, not run yet)"
-                            for path in ("Calculator", "Calculator/Calculator.loop", LLM)]
-            assert f"before {LLM} (tick 1, not run yet)" in str(app.main.query_one("#status").render())
-            assert model_calls(session) == []
-            await pilot.press("n")
-            await settle(app, pilot)
-            assert session.message == "tick 1" and session.tick == 1  # one tick, finished: step over
-            assert model_calls(session) == ["model.call.started", "model.call.completed"]
+            seen.append(session.message)
+        assert seen == [f"before {path} (tick 1, not run yet)"
+                        for path in ("Calculator", "Calculator/Calculator.loop", LLM)]
+        assert f"before {LLM} (tick 1, not run yet)" in str(app.main.query_one("#status").render())
+        assert model_calls(session) == []
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert session.message == "tick 1" and session.tick == 1  # one tick, finished: step over
+        assert model_calls(session) == ["model.call.started", "model.call.completed"]
 
 
 # -- the list screen -------------------------------------------------------------------
 @BOTH
 async def test_breakpoint_screen_adds_disables_and_removes(kind, tmp_path):
-    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await breakpoints_added_disabled_and_removed(app, pilot)
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await breakpoints_added_disabled_and_removed(app, pilot)
 
 
 async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
@@ -140,17 +136,15 @@ async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
 
 @BOTH
 async def test_hit_counts_show_in_the_list(kind, tmp_path):
-    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        session.toggle_node_breakpoint(TOOLS)
+        for _ in range(2):
+            await pilot.press("c")
             await settle(app, pilot)
-            session.toggle_node_breakpoint(TOOLS)
-            for _ in range(2):
-                await pilot.press("c")
-                await settle(app, pilot)
-            await pilot.press("B")
-            await pilot.pause()
-            assert rows(app)[0][1] == "2"
+        await pilot.press("B")
+        await pilot.pause()
+        assert rows(app)[0][1] == "2"
 
 
 async def test_a_disabled_breakpoint_does_not_stop(tmp_path):

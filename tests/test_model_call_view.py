@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import OptionList, Static
-from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, session_on, settle, steady_terminal, until  # noqa: F401
+from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
 from runtime.config import ModelResilienceConfig
@@ -39,65 +39,61 @@ async def finished_calculator(app: StudioApp, pilot) -> None:
 
 @BOTH
 async def test_the_model_call_view_shows_request_and_response(kind, tmp_path):
-    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await finished_calculator(app, pilot)
-            await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
-            await settle(app, pilot)
-            app.main.query_one(TreePane).jump(LLM)
-            await pilot.press("m")
-            await pilot.pause()
-            assert isinstance(app.screen, ModelCallsScreen)
-            listed = option_texts(app, "#model-calls-list")
-            assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
-                                                                 "Calculator.llm round 1 (tick 4)"]
-            await pilot.press("down", "enter")  # the second round: after the tool answered
-            await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
-            text = "\n".join(option_texts(app, "#model-call-items"))
-            facts = [" ".join(line.split()) for line in text.splitlines()[:6]]  # one fact a line
-            assert facts == [f"node {LLM}", "round 1 tick 4", "model scripted", facts[3], "usage prompt 171, "
-                             "completion 5, total 176", "outcome stop, 176 tokens"] and facts[3].startswith("latency ")
-            assert "attempt 1  scripted  ✔ answered" in text
-            # the conversation, not JSON: roles, the tool call and the tool's result
-            assert "user\nWhat is 25 * 4 + 10?" in text
-            assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
-            assert "tool  result of calculator (call_1)\n110" in text
-            assert "tool offered calculator  Evaluate an arithmetic expression" in text
-            assert "config temperature=0.2" in text
-            assert "response\nassistant\n25 * 4 + 10 = 110" in text
-            assert '"role"' not in text
-            # enter on the system message: the whole of it
-            app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
-            await pilot.press("enter")
-            await pilot.pause()
-            assert isinstance(app.screen, ValueScreen)
-            assert app.screen.value["role"] == "system"
-            body = str(app.screen.query_one("#value-body").render())
-            assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await finished_calculator(app, pilot)
+        await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
+        await settle(app, pilot)
+        app.main.query_one(TreePane).jump(LLM)
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelCallsScreen)
+        listed = option_texts(app, "#model-calls-list")
+        assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
+                                                             "Calculator.llm round 1 (tick 4)"]
+        await pilot.press("down", "enter")  # the second round: after the tool answered
+        await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
+        text = "\n".join(option_texts(app, "#model-call-items"))
+        facts = [" ".join(line.split()) for line in text.splitlines()[:6]]  # one fact a line
+        assert facts == [f"node {LLM}", "round 1 tick 4", "model scripted", facts[3], "usage prompt 171, "
+                         "completion 5, total 176", "outcome stop, 176 tokens"] and facts[3].startswith("latency ")
+        assert "attempt 1  scripted  ✔ answered" in text
+        # the conversation, not JSON: roles, the tool call and the tool's result
+        assert "user\nWhat is 25 * 4 + 10?" in text
+        assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
+        assert "tool  result of calculator (call_1)\n110" in text
+        assert "tool offered calculator  Evaluate an arithmetic expression" in text
+        assert "config temperature=0.2" in text
+        assert "response\nassistant\n25 * 4 + 10 = 110" in text
+        assert '"role"' not in text
+        # enter on the system message: the whole of it
+        app.screen.query_one("#model-call-items", OptionList).highlighted = 2  # call, attempts, then the messages
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ValueScreen)
+        assert app.screen.value["role"] == "system"
+        body = str(app.screen.query_one("#value-body").render())
+        assert "Available tools" in body and '"role": "system"' in body  # pretty JSON of the message
 
 
 @BOTH
 async def test_the_model_call_of_a_held_run_shows_its_recorded_request_and_response(kind, tmp_path):
-    async with session_on(kind, REACT_CALCULATOR, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(app, pilot)
-            session.toggle_node_breakpoint("Calculator/Calculator.loop/Calculator.tools")
-            await pilot.press("c")  # held before the tools run: the first round's call is made and recorded
-            await settle(app, pilot)
-            app.main.query_one(TreePane).jump(LLM)
-            await pilot.press("m")
-            await pilot.pause()
-            assert isinstance(app.screen, ModelCallsScreen)
-            listed = option_texts(app, "#model-calls-list")
-            assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)"]
-            await pilot.press("enter")
-            await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
-            text = "\n".join(option_texts(app, "#model-call-items"))
-            assert "user\nWhat is 25 * 4 + 10?" in text
-            assert "tool offered calculator  Evaluate an arithmetic expression" in text
-            assert '→ calls calculator({"expression": "25 * 4 + 10"})' in text
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        session.toggle_node_breakpoint("Calculator/Calculator.loop/Calculator.tools")
+        await pilot.press("c")  # held before the tools run: the first round's call is made and recorded
+        await settle(app, pilot)
+        app.main.query_one(TreePane).jump(LLM)
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelCallsScreen)
+        listed = option_texts(app, "#model-calls-list")
+        assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)"]
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for
+        text = "\n".join(option_texts(app, "#model-call-items"))
+        assert "user\nWhat is 25 * 4 + 10?" in text
+        assert "tool offered calculator  Evaluate an arithmetic expression" in text
+        assert '→ calls calculator({"expression": "25 * 4 + 10"})' in text
 
 
 async def test_a_failed_call_shows_its_retried_attempts(tmp_path):

@@ -19,6 +19,7 @@ from tui_fixtures import (  # noqa: F401
     session_on,
     settle,
     steady_terminal,
+    studio_on,
     until,
 )
 
@@ -59,48 +60,42 @@ def status_line(app: StudioApp) -> str:
 
 @BOTH
 async def test_step_changes_the_tree_and_the_state(kind, tmp_path):
-    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(app, pilot)
-            assert "○ Normalize" in tree_label(app, NORMALIZE)
-            await pilot.press("n")
-            await settle(app, pilot)
-            assert "● Normalize" in tree_label(app, NORMALIZE)
-            assert "tick 1" in status_line(app) and "paused" in status_line(app)
-            await pilot.press("n")  # waits for Normalize's async work, which writes state between ticks
-            await settle(app, pilot)
-            assert "✔ Normalize" in tree_label(app, NORMALIZE)
-            label = state_label(app, "", "normalized_text")
-            assert "the quick brown fox" in label and label.startswith("●")  # changed by the last tick
-            running = app.main.query_one("#running-now", OptionList)
-            assert {running.get_option_at_index(i).id for i in range(running.option_count)} == {
-                "TextPipeline/Count/AllWords", "TextPipeline/Count/UniqueWords"}
+    async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        assert "○ Normalize" in tree_label(app, NORMALIZE)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "● Normalize" in tree_label(app, NORMALIZE)
+        assert "tick 1" in status_line(app) and "paused" in status_line(app)
+        await pilot.press("n")  # waits for Normalize's async work, which writes state between ticks
+        await settle(app, pilot)
+        assert "✔ Normalize" in tree_label(app, NORMALIZE)
+        label = state_label(app, "", "normalized_text")
+        assert "the quick brown fox" in label and label.startswith("●")  # changed by the last tick
+        running = app.main.query_one("#running-now", OptionList)
+        assert {running.get_option_at_index(i).id for i in range(running.option_count)} == {
+            "TextPipeline/Count/AllWords", "TextPipeline/Count/UniqueWords"}
 
 
 @BOTH
 async def test_continue_stops_at_a_node_breakpoint(kind, tmp_path):
-    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(app, pilot)
-            assert app.main.query_one(TreePane).jump("TextPipeline/Summarise")
-            await pilot.press("b")
-            await settle(app, pilot)
-            assert tree_label(app, "TextPipeline/Summarise").startswith("◆")
-            await pilot.press("c")
-            await settle(app, pilot)
-            assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
-            assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
-            assert session.run_state == RunState.PAUSED
+    async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        assert app.main.query_one(TreePane).jump("TextPipeline/Summarise")
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert tree_label(app, "TextPipeline/Summarise").startswith("◆")
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
+        assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
+        assert session.run_state == RunState.PAUSED
 
 
 @BOTH
 async def test_continue_stops_at_a_conditional_breakpoint_set_from_the_palette(kind, tmp_path):
-    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await conditional_breakpoint_from_the_palette(app, pilot, session)
+    async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await conditional_breakpoint_from_the_palette(app, pilot, session)
 
 
 async def conditional_breakpoint_from_the_palette(app: StudioApp, pilot, session) -> None:
@@ -202,62 +197,56 @@ async def test_apply_and_save_keeps_the_bindings_beside_the_store(tmp_path):
 
 @BOTH
 async def test_a_bad_binding_is_rejected_with_a_reason(kind, tmp_path):
-    async with session_on(kind, TEXT_PIPELINE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(app, pilot)
-            app.main.query_one(TreePane).jump(NORMALIZE)
-            await pilot.press("e")
-            await pilot.pause()
-            app.screen.query_one("#port-0", Input).value = "no_such_key"
-            await pilot.pause()
-            assert "no state field 'no_such_key'" in str(app.screen.query_one("#port-check-0", Static).render())
-            await pilot.click("#apply")
-            await pilot.pause()
-            assert isinstance(app.screen, BindingsEditor)
-            assert "no state field" in str(app.screen.query_one("#bindings-error", Static).render())
-            await pilot.press("escape")
-            await settle(app, pilot)
-            assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "text"}
+    async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        app.main.query_one(TreePane).jump(NORMALIZE)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#port-0", Input).value = "no_such_key"
+        await pilot.pause()
+        assert "no state field 'no_such_key'" in str(app.screen.query_one("#port-check-0", Static).render())
+        await pilot.click("#apply")
+        await pilot.pause()
+        assert isinstance(app.screen, BindingsEditor)
+        assert "no state field" in str(app.screen.query_one("#bindings-error", Static).render())
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert session.bindings()[NORMALIZE]["inputs"] == {"source_text": "text"}
 
 
 @BOTH
 async def test_approve_a_pending_tool_call(kind, tmp_path):
-    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.press("c")
-            await settle(app, pilot)
-            assert session.run_state == RunState.SUSPENDED
-            assert "suspended for approval" in status_line(app)
-            assert isinstance(app.screen, ApprovalScreen)
-            assert app.screen.request.tool == "calculator"
-            await pilot.click("#approve")
-            await until(lambda: session.run_state == RunState.PAUSED)  # answered: held until c or n, both alike
-            await settle(app, pilot)
-            assert "approval resolved: continue" in status_line(app)
-            await pilot.press("c")
-            await settle(app, pilot)
-            await until(lambda: session.run_state == RunState.FINISHED)
-            assert session.state_snapshot()[""]["final_answer"] == "110"
+    async with studio_on(kind, APPROVAL_TREE, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert session.run_state == RunState.SUSPENDED
+        assert "suspended for approval" in status_line(app)
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.tool == "calculator"
+        await pilot.click("#approve")
+        await until(lambda: session.run_state == RunState.PAUSED)  # answered: held until c or n, both alike
+        await settle(app, pilot)
+        assert "approval resolved: continue" in status_line(app)
+        await pilot.press("c")
+        await settle(app, pilot)
+        await until(lambda: session.run_state == RunState.FINISHED)
+        assert session.state_snapshot()[""]["final_answer"] == "110"
 
 
 @BOTH
 async def test_deny_a_pending_tool_call_with_a_reason(kind, tmp_path):
-    async with session_on(kind, APPROVAL_TREE, tmp_path) as session:
-        app = StudioApp(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.press("c")
-            await settle(app, pilot)
-            app.screen.query_one("#approval-reason", Input).value = "not today"
-            await pilot.click("#deny")
-            await until(lambda: session.run_state == RunState.PAUSED)
-            await pilot.press("c")
-            await settle(app, pilot)
-            await until(lambda: session.run_state == RunState.FINISHED)
-            messages = session.state_snapshot()[""]["messages"]
-            assert messages[2]["content"] == "Error: tool 'calculator' was not approved: not today"
-            assert session.state_snapshot()[""]["final_answer"] == "110"  # the scripted model's next answer
+    async with studio_on(kind, APPROVAL_TREE, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await settle(app, pilot)
+        app.screen.query_one("#approval-reason", Input).value = "not today"
+        await pilot.click("#deny")
+        await until(lambda: session.run_state == RunState.PAUSED)
+        await pilot.press("c")
+        await settle(app, pilot)
+        await until(lambda: session.run_state == RunState.FINISHED)
+        messages = session.state_snapshot()[""]["messages"]
+        assert messages[2]["content"] == "Error: tool 'calculator' was not approved: not today"
+        assert session.state_snapshot()[""]["final_answer"] == "110"  # the scripted model's next answer
 
 
 async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():

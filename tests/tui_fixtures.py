@@ -74,6 +74,15 @@ async def session_on(kind: str, tree: Path, tmp_path: Path):
             await session.close()
 
 
+@contextlib.asynccontextmanager
+async def studio_on(kind: str, tree: Path, tmp_path: Path):
+    """The studio on `session_on(kind, tree, tmp_path)`, started headless: (session, app, pilot)."""
+    async with session_on(kind, tree, tmp_path) as session:
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            yield session, app, pilot
+
+
 async def until(condition: Callable[[], bool]) -> None:
     """Wait (bounded) until `condition()` holds: a remote session shows what the server answered when it comes."""
     async def holds() -> None:
