@@ -33,6 +33,7 @@ from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .edits import StagedEdits
+from .failure import Failure
 from .frames import EventLog, StampedEvent
 from .model_calls import MODEL_EVENTS, ModelCall, collect
 from .session import (
@@ -177,6 +178,7 @@ class RemoteSession:
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
+        self._failure = picture.get("failure")
         self._settle()
 
     def _add_rows(self, rows: Any) -> None:
@@ -208,7 +210,7 @@ class RemoteSession:
             self._paused = None
             self._settle()
         elif kind == "finished":
-            self._finished = True
+            self._finished, self._failure = True, message.get("failure")
             self._stop(StopReason("finished", f"finished: {message['status']}"))
         elif kind == "bye":
             self._finished = True
@@ -326,22 +328,31 @@ class RemoteSession:
         return _tokens(self._state)
 
     @property
+    def failure(self) -> Failure | None:
+        """Why the run failed, as the server's runtime explained it with `finished`; None unless it did."""
+        return Failure(**self._failure) if self._failure is not None and self.viewing is None else None
+
+    @property
     def frame(self) -> RemoteFrame:
         past = self._past
         if past is None:
             return RemoteFrame((self._run_id, self.branch, None), self._tick, self.root_status, self.tokens,
                                self.branch)
-        row = past["checkpoint"]
-        return RemoteFrame((self._run_id, row["branch"], row["id"]), row["tick"], Status(row["status"]),
-                           _tokens(self.state_snapshot()), row["branch"])
+        info = self._past_info()
+        return RemoteFrame((self._run_id, info.branch, info.id), info.tick, info.root_status,  # ERROR: FAILURE
+                           _tokens(self.state_snapshot()), info.branch)
+
+    def _past_info(self) -> CheckpointInfo:
+        """The viewed checkpoint's header (its row, as the store lists it)."""
+        row = self._past["checkpoint"]
+        if row["id"] not in self._rows.infos:
+            self._rows.add(self._run_id, row)
+        return self._rows.infos[row["id"]]
 
     def _frame_lineage(self) -> Lineage:
         if self._past is None:
             return self._lineage.lineage(None, self._run_id, self.branch)
-        info = self._rows.infos.get(self._past["checkpoint"]["id"])
-        if info is None:
-            self._rows.add(self._run_id, self._past["checkpoint"])
-            info = self._rows.infos[self._past["checkpoint"]["id"]]
+        info = self._past_info()
         return self._lineage.lineage(info, self._run_id, info.branch)
 
     def branches(self) -> list[str]:
@@ -421,6 +432,9 @@ class RemoteSession:
                 error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
         if past is None and node.get("error"):
             error, traceback = node["error"].get("error"), node["error"].get("traceback")
+        failure = self.failure
+        if error is None and failure is not None and failure.node == path:
+            error = failure.headline
         return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
 
     def _staged_ports(self, path: str, ports: list[list[str]]) -> list[list[str]]:

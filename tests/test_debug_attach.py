@@ -17,7 +17,8 @@ from tui_fixtures import until as condition_holds
 
 from runtime import Agent, CalculatorTool, ModelClient, ReActState, ScriptedProvider, create_react_node, human
 from runtime.debug import DebugClient, DebugServer
-from runtime.memory.checkpoint import open_store
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import Source, open_store
 from studio.app import StudioApp
 from studio.cli import main
 from studio.remote_session import RemoteSession
@@ -131,4 +132,37 @@ async def test_a_studio_attaching_mid_run_sees_the_events_and_model_calls_from_b
     finally:
         provider.go.set()
         await asyncio.wait([run], timeout=30)
+        await server.close()
+
+
+async def test_a_remote_timeline_shows_a_run_whose_end_was_recorded_as_error(tmp_path):
+    """A run whose save failed has its end recorded with status ERROR (the CLI does so): attached, that
+    checkpoint is a row like any other, and viewing it shows a failed root, as a local session does."""
+    root = create_react_node(name="Calculator", model_client=ModelClient(ScriptedProvider([CALC, "110"])),
+                             tools=[CalculatorTool()])
+    runner = Agent(root, state_schema=ReActState).make_runner(checkpointer=open_store(tmp_path / "runs.db"))
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, wait=30, hold_end=0)
+    await server.listen()
+
+    async def run():
+        await server.wait_for_client()
+        return await server.run(input_data={"messages": [human("What is 25 * 4 + 10?")]})
+
+    task = asyncio.create_task(run())
+    session = await RemoteSession.connect(f"127.0.0.1:{server.port}", TOKEN)
+    try:
+        await until_state(session, RunState.READY)
+        await session.step()
+        runner.checkpoints.save(Source.UPDATE, status="ERROR")  # as `jianmu-studio run` records a stopped run
+        runner.event_bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the store is full"})
+        await condition_holds(lambda: session.checkpoints() and session.checkpoints()[-1].status == "ERROR")
+        error_row = session.checkpoints()[-1]
+        session.select_checkpoint(error_row.id)
+        await session.drained()
+        assert session.viewing.id == error_row.id and session.frame.tick == error_row.tick
+        assert session.frame.root_status == Status.FAILURE  # CheckpointInfo.root_status: ERROR is a FAILURE
+        session.select_live()
+    finally:
+        await session.close()
+        await asyncio.wait_for(task, 30)
         await server.close()

@@ -89,10 +89,13 @@ def _counter(node: Any) -> str | None:
 class DebugController:
     """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False):
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False,
+                 agent: Any = None):
         """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once;
-        `hold_end`: the client asked to find the run held at its end (the server holds it there)."""
+        `hold_end`: the client asked to find the run held at its end (the server holds it there);
+        `agent`: the `Agent` whose `failure()` explains a failed run (None: the runner's tree read as one)."""
         self.runner = runner
+        self.agent = agent
         self._wakeup = wakeup
         self.hold_end = hold_end
         self.breakpoints: dict[int, ServerBreakpoint] = {}
@@ -163,7 +166,8 @@ class DebugController:
         if len(rows) == ROWS_PER_UPDATE:  # a long run's other rows follow in updates
             self._wakeup(False)
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
-                "finished": runner.finished, "paused": self.paused, "branch": self._branch,
+                "finished": runner.finished, "failure": self.failure() if runner.finished else None,
+                "paused": self.paused, "branch": self._branch,
                 "recording": self.past.recording, "checkpoints": rows,
                 "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
@@ -276,6 +280,16 @@ class DebugController:
                       branch=self._branch)
         return update
 
+    def failure(self) -> dict[str, Any] | None:
+        """Why the run failed (`node`, `error`, `reason`: `runtime.agent.Failure`), None unless it did."""
+        agent = self.agent
+        if agent is None:
+            from ..agent import Agent  # here, not above: runtime.agent imports this package
+
+            agent = self.agent = Agent(self.runner.root)
+        failure = agent.failure(self.runner)
+        return None if failure is None else {"node": failure.node, "error": failure.error, "reason": failure.reason}
+
     # -- holding the run -----------------------------------------------------------
     async def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
         if self._pause_requested:
@@ -290,7 +304,8 @@ class DebugController:
         self._wakeup(False)
         stop = self._stop_after(report)
         if runner.finished:
-            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count})
+            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count,
+                       "failure": self.failure()})
         elif stop is not None:
             kind, text, where = stop
             await self.hold(kind, text, **where)
