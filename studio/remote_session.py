@@ -179,6 +179,7 @@ class RemoteSession:
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
         self._failure = picture.get("failure")
+        self._head_marks = picture.get("marks", [])
         self._settle()
 
     def _add_rows(self, rows: Any) -> None:
@@ -256,11 +257,17 @@ class RemoteSession:
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
         self._add_events(update.get("events", ()))
+        self._head_marks = update.get("marks", self._head_marks)
         self._mark(update, state_changes)
         if "report" in update or changed or state_changes:
-            report = update.get("report") or {}
+            report = update.get("report")
+            if report is not None:
+                ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)
+            else:  # changes between ticks: the last tick's nodes are still the ones it ticked
+                ticked = self.last_report.ticked if self.last_report is not None else []
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
-                                          state_changes=state_changes, duration_ms=report.get("duration_ms", 0.0))
+                                          state_changes=state_changes, ticked=ticked,
+                                          duration_ms=(report or {}).get("duration_ms", 0.0))
             self._notify("tick", self.last_report)
         if self.suspended and self._continuing:
             self._stop(StopReason("suspended", self._suspension_message()))
@@ -369,10 +376,13 @@ class RemoteSession:
         return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:
-        """The past checkpoint's changes since its parent; live, what the last tick changed and what was
-        written after it."""
+        """What a local session marks, as the server read it from the store: the past checkpoint's changes
+        since its parent; live, the newest checkpoint's and what was written since. A run that records no
+        checkpoints is marked with what its last tick changed and what was written after it."""
         if self._past is not None:
-            return {key: Mark(old, new) for key, old, new in self._past["marks"]}
+            return {key: Mark(old, new, between) for key, old, new, between in self._past["marks"]}
+        if self.recording:
+            return {key: Mark(old, self._value_of(key), between) for key, old, between in self._head_marks}
         between = {key: Mark(old, new, between=self._tick) for key, (old, new) in self._since.items() if old != new}
         return {**self._tick_marks, **between}
 
@@ -441,6 +451,15 @@ class RemoteSession:
         """A past node's `[direction, port, key]` ports with the binding edits staged on it."""
         return [[direction, port, self.staged.bindings.get((path, direction, port), key)]
                 for direction, port, key in ports]
+
+    def _value_of(self, qualified: str) -> Any:
+        """The value of a key as a mark names it (`key` global, `ns.key`), from the mirror."""
+        if qualified in self._state.get("", {}):
+            return self._state[""][qualified]
+        for ns in sorted(self._state, key=len, reverse=True):
+            if ns and qualified.startswith(ns + "."):
+                return self._state[ns].get(qualified[len(ns) + 1:])
+        return None
 
     @staticmethod
     def _value(state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:

@@ -12,7 +12,16 @@ from debug_fixtures import LLM, TOKEN, agent_process, until
 from py_trees.common import Status
 from test_model_call_view import option_texts
 from test_tui_app import status_line, tree_label
-from tui_fixtures import CALC, SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import (  # noqa: F401
+    BOTH,
+    CALC,
+    REACT_CALCULATOR,
+    SIZE,
+    session_on,
+    settle,
+    steady_terminal,
+    studio_on,
+)
 from tui_fixtures import until as condition_holds
 
 from runtime import Agent, CalculatorTool, ModelClient, ReActState, ScriptedProvider, create_react_node, human
@@ -166,3 +175,51 @@ async def test_a_remote_timeline_shows_a_run_whose_end_was_recorded_as_error(tmp
         await session.close()
         await asyncio.wait_for(task, 30)
         await server.close()
+
+
+def shown(marks) -> dict:
+    return {key: (mark.old, mark.new, mark.between) for key, mark in marks.items()}
+
+
+async def test_the_changed_marks_attached_are_the_local_sessions_for_the_same_frames(tmp_path):
+    """The same run, locally and attached: at its start, after a step whose model answer lands between
+    ticks, at its end, and at every checkpoint of its timeline, the marks are the same (and the state's
+    keys, in the same order)."""
+    seen = {}
+    for kind in ("local", "remote"):
+        (tmp_path / kind).mkdir()
+        async with session_on(kind, REACT_CALCULATOR, tmp_path / kind) as session:
+            frames = [shown(session.marks())]  # tick 0: nothing marked (the input is no change)
+            await session.step()
+            await condition_holds(lambda: session.state_snapshot()[""]["rounds"] == 1)  # the answer landed
+            await condition_holds(lambda: "llm.usage" in session.marks())
+            frames.append(shown(session.marks()))
+            while (await session.continue_()).kind != "finished":
+                pass
+            frames.append(shown(session.marks()))
+            frames.append(list(session.state_snapshot()[""]))  # one name per value (llm.usage, not usage too)
+            for row in session.checkpoints():
+                session.select_checkpoint(row.id)
+                await condition_holds(lambda row=row: session.viewing is not None and session.viewing.id == row.id)
+                frames.append((row.tick, shown(session.marks())))
+            seen[kind] = frames
+    assert seen["local"][0] == {}
+    assert seen["local"][1]["messages"][2] == 1  # written by the answer, after tick 1's checkpoint
+    assert len(seen["local"]) > 7 and any(marks for _, marks in seen["local"][4:])
+    assert seen["remote"] == seen["local"]
+
+
+@BOTH
+async def test_the_tree_shows_the_loops_counter_and_the_ticked_nodes_of_the_last_tick(kind, tmp_path):
+    """A loop's counter moves while its status stays RUNNING: its line is re-read because the tick visited
+    it (attached, the tick's report says which nodes it visited, as a local runner's does)."""
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        assert "iter 0/10" in tree_label(app, "Calculator")
+        await pilot.press("c")
+        await condition_holds(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        assert session.node_view("Calculator").counter == "iter 1/10"
+        assert "iter 1/10" in tree_label(app, "Calculator")  # was "iter 0/10" attached: never re-read
+        ticked = app.main.query_one(TreePane)._ticked
+        assert "Calculator/Calculator.loop/Calculator.done" in ticked and ticked == set(session.last_report.ticked)

@@ -118,6 +118,8 @@ class DebugController:
         self._indexed: object = None
         self._report: dict[str, Any] | None = None
         self._branch: str | None = None
+        self._in_tick = False
+        self._sent_marks: list[list[Any]] = []
         self.past = RunPast(runner)
 
     # -- attaching -----------------------------------------------------------------
@@ -158,6 +160,7 @@ class DebugController:
         """The run as it is now; later updates carry only what changes after it."""
         runner = self.runner
         self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
+        self._sent_marks = self.past.head_marks(whole=True)
         tree = [describe_node(runner, path) for path in runner.nodes]
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
@@ -171,7 +174,8 @@ class DebugController:
                 "recording": self.past.recording, "checkpoints": rows,
                 "schema": StateFacts.of(runner).describe(),
                 "tree": tree,
-                "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
+                "state": self.past.names.state(runner.state_manager.snapshot()), "marks": self._sent_marks,
+                "approvals": self._approvals(),
                 "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
 
     @property
@@ -183,6 +187,7 @@ class DebugController:
     def _on_state_change(self, change: StateChange) -> None:
         namespace = change.namespace or ""
         self._dirty_state.update((namespace, key) for key in change.changes)
+        self.past.wrote(change.namespace, change.changes, between=not self._in_tick)
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
@@ -250,14 +255,20 @@ class DebugController:
                       if getattr(runner.nodes[path], "last_error", None) is not None}
             if errors:
                 update["errors"] = errors
+        rows = self.past.new_rows()
         if self._dirty_state:
             sm, dirty, self._dirty_state = runner.state_manager, self._dirty_state, set()
-            for namespace, key in sorted(dirty):
+            names = self.past.names
+            for namespace, key in sorted({(ns, names.key(key) if not ns else key) for ns, key in dirty}):
                 ns = namespace or None
                 if sm.contains(key, ns):
                     update.setdefault("state", []).append([namespace, key, sm.get(key, ns)])
                 else:
                     update.setdefault("removed", []).append([namespace, key])
+        if "state" in update or "removed" in update or rows or self._report is not None:
+            marks = self.past.head_marks()
+            if marks != self._sent_marks:
+                update["marks"] = self._sent_marks = marks
         if self._events:
             update["events"] = list(self._events)
             self._events.clear()
@@ -268,7 +279,6 @@ class DebugController:
             update["approvals"] = self._approvals()
         if self._report is not None:
             update["report"], self._report = self._report, None
-        rows = self.past.new_rows()
         if rows:
             update["checkpoints"] = rows
             if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
@@ -295,12 +305,14 @@ class DebugController:
         if self._pause_requested:
             self._pause_requested = False
             await self.hold("paused", f"paused before tick {tick}")
+        self._in_tick = True
 
     async def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
+        self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
         self._report = {"tick": report.tick, "status": report.status.value,
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
-                        "state_keys": report.state_keys}
+                        "ticked": report.ticked, "state_keys": report.state_keys}
         self._wakeup(False)
         stop = self._stop_after(report)
         if runner.finished:
