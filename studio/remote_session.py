@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from py_trees.common import Status
@@ -32,6 +32,7 @@ from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .children import child_namespace, split_child_path
 from .edits import StagedEdits
 from .failure import Failure
 from .frames import EventLog, StampedEvent
@@ -332,7 +333,10 @@ class RemoteSession:
 
     @property
     def tokens(self) -> int:
-        return _tokens(self._state)
+        """As a local session counts them: the model calls of the frame's lineage (a swarm's agents' too), or
+        the run's state (`llm.usage`, its own namespaces) when larger (a replay calls no model)."""
+        return max(_tokens({ns: values for ns, values in self._state.items() if not ns.startswith("@")}),
+                   self.log.tokens(self._frame_lineage()))
 
     @property
     def failure(self) -> Failure | None:
@@ -347,7 +351,7 @@ class RemoteSession:
                                self.branch)
         info = self._past_info()
         return RemoteFrame((self._run_id, info.branch, info.id), info.tick, info.root_status,  # ERROR: FAILURE
-                           _tokens(self.state_snapshot()), info.branch)
+                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch)
 
     def _past_info(self) -> CheckpointInfo:
         """The viewed checkpoint's header (its row, as the store lists it)."""
@@ -430,6 +434,8 @@ class RemoteSession:
 
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
+        if node.get("agent") is not None:
+            return self._agent_detail(node)
         state = self.state_snapshot()
         ports = node["ports"] if past is None else self._staged_ports(path, past["ports"].get(path, []))
         views = [PortView(port, key, direction, self._value(state, key, node["namespace"]))
@@ -447,6 +453,17 @@ class RemoteSession:
             error = failure.headline
         return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
 
+    def _agent_detail(self, node: dict[str, Any]) -> NodeDetail:
+        """A swarm agent's node, as a local session shows it: live, its ports read in the agent's own state,
+        its namespace named as the state pane names it (`@agent`, `@agent.ns`)."""
+        state, agent = self._state, node["agent"]
+        own, scope = child_namespace(agent, node["namespace"]), child_namespace(agent, None)
+        views = [PortView(port, key, direction, state.get(own, {}).get(key, state.get(scope, {}).get(key)))
+                 for direction, port, key in node["ports"]]
+        error = node.get("error") or {}
+        return NodeDetail(replace(self.node_view(node["path"]), namespace=own), views, [], error.get("error"),
+                          error.get("traceback"))
+
     def _staged_ports(self, path: str, ports: list[list[str]]) -> list[list[str]]:
         """A past node's `[direction, port, key]` ports with the binding edits staged on it."""
         return [[direction, port, self.staged.bindings.get((path, direction, port), key)]
@@ -461,11 +478,10 @@ class RemoteSession:
                 return self._state[ns].get(qualified[len(ns) + 1:])
         return None
 
-    @staticmethod
-    def _value(state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
+    def _value(self, state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
         if namespace and key in state.get(namespace, {}):
             return state[namespace][key]
-        return state.get("", {}).get(key)
+        return state.get("", {}).get(self._schema.get("aliases", {}).get(key, key))  # `usage` is `llm.usage`
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
         """Every namespace as of the frame (the staged edits in, in the past)."""
@@ -549,6 +565,7 @@ class RemoteSession:
     async def _until_stopped(self, request: str) -> bool:
         self._stopped.clear()
         self._moved = True
+        await self.drained()  # an edit or breakpoint made just before reaches the run before it moves
         try:
             await self.client.request(request)
         except DebugError as exc:
@@ -642,7 +659,7 @@ class RemoteSession:
             for bp in existing:
                 self.remove_breakpoint(bp)
             return False
-        self.add_node_breakpoint(path, on)
+        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
@@ -651,6 +668,9 @@ class RemoteSession:
             raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
         if path not in self._nodes:
             raise BreakpointError(f"no node at path {path!r}")
+        if on == "before" and split_child_path(path) is not None:
+            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
+                                  "changes (after:)")
         return self._add(Breakpoint("node", node=path, on=on))
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:

@@ -23,6 +23,7 @@ from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..state import StateChange, StateValidationError
 from ..tools.base import ToolError
+from .children import SwarmChildren, child_namespace, child_path, split_child_path
 from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
@@ -121,6 +122,10 @@ class DebugController:
         self._in_tick = False
         self._sent_marks: list[list[Any]] = []
         self.past = RunPast(runner)
+        self.children = SwarmChildren(runner, self._on_agent_tick)  # a swarm's agents, each on its own runner
+        self._agent_hit: ServerBreakpoint | None = None
+        self._agents_shape: tuple = ()
+        self._agents_state: set[str] = set()  # agents whose state changes are watched
 
     # -- attaching -----------------------------------------------------------------
     def attach(self, *, paused: bool = False) -> dict[str, Any]:
@@ -130,7 +135,9 @@ class DebugController:
         self._pause_requested = paused
         self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event)]
+                           runner.event_bus.subscribe(self._on_event), self.children.close]
+        for event in runner.event_bus.history:  # where the agents spawned before this client came were spawned
+            self.children.on_event(event)
         approvals = runner.context.approval_manager
         if approvals is not None:
             self._detachers.append(approvals.on_change(self._on_approval))
@@ -161,7 +168,7 @@ class DebugController:
         runner = self.runner
         self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
         self._sent_marks = self.past.head_marks(whole=True)
-        tree = [describe_node(runner, path) for path in runner.nodes]
+        tree = self._tree()
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
         self._branch = self.branch
@@ -172,9 +179,10 @@ class DebugController:
                 "finished": runner.finished, "failure": self.failure() if runner.finished else None,
                 "paused": self.paused, "branch": self._branch,
                 "recording": self.past.recording, "checkpoints": rows,
-                "schema": StateFacts.of(runner).describe(),
+                "schema": {**StateFacts.of(runner).describe(), "aliases": self.past.names.aliases},
                 "tree": tree,
-                "state": self.past.names.state(runner.state_manager.snapshot()), "marks": self._sent_marks,
+                "state": {**self.past.names.state(runner.state_manager.snapshot()), **self.children.snapshot()},
+                "marks": self._sent_marks,
                 "approvals": self._approvals(),
                 "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
 
@@ -191,6 +199,8 @@ class DebugController:
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
+        if event.type == EventType.SWARM_AGENT_SPAWNED:
+            self.children.on_event(event)
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
@@ -234,13 +244,13 @@ class DebugController:
     def _take_update(self) -> dict[str, Any] | None:
         runner = self.runner
         update: dict[str, Any] = {}
-        if runner.nodes is not self._indexed:  # the tree was re-indexed (a subtree compiled)
-            self._indexed = runner.nodes
-            update["tree"] = [describe_node(runner, path) for path in runner.nodes]
+        if runner.nodes is not self._indexed or self.children.shape != self._agents_shape:  # a subtree compiled,
+            self._indexed = runner.nodes                                                      # an agent started
+            update["tree"] = self._tree()
             self._sent_statuses = {node["path"]: node["status"] for node in update["tree"]}
             self._sent_counters = {node["path"]: node["counter"] for node in update["tree"]}
         statuses = {}
-        for path, node in runner.nodes.items():
+        for path, node in self._nodes():
             status = node.status.value
             old = self._sent_statuses.get(path)
             if old != status:
@@ -251,8 +261,8 @@ class DebugController:
                 update.setdefault("counters", {})[path] = self._sent_counters[path] = counter
         if statuses:
             update["nodes"] = statuses
-            errors = {path: describe_node(runner, path)["error"] for path in statuses
-                      if getattr(runner.nodes[path], "last_error", None) is not None}
+            errors = {path: self._describe(path)["error"] for path in statuses
+                      if getattr(self._node_at(path), "last_error", None) is not None}
             if errors:
                 update["errors"] = errors
         rows = self.past.new_rows()
@@ -260,8 +270,8 @@ class DebugController:
             sm, dirty, self._dirty_state = runner.state_manager, self._dirty_state, set()
             names = self.past.names
             for namespace, key in sorted({(ns, names.key(key) if not ns else key) for ns, key in dirty}):
-                ns = namespace or None
-                if sm.contains(key, ns):
+                sm, ns = self._state_manager(namespace)
+                if sm is not None and sm.contains(key, ns):
                     update.setdefault("state", []).append([namespace, key, sm.get(key, ns)])
                 else:
                     update.setdefault("removed", []).append([namespace, key])
@@ -300,9 +310,90 @@ class DebugController:
         failure = agent.failure(self.runner)
         return None if failure is None else {"node": failure.node, "error": failure.error, "reason": failure.reason}
 
+    # -- a swarm's agents: their trees under the nodes that spawned them, their namespaces as `@agent` ----
+    def _tree(self) -> list[dict[str, Any]]:
+        """Every node description: the host's, then each agent's (paths `@agent/...`, its root a child
+        of the host node that spawned it, `agent` naming it), as a local session shows them."""
+        tree = [describe_node(self.runner, path) for path in self.runner.nodes]
+        by_path = {node["path"]: node for node in tree}
+        for agent_id, runner in self.children.runners().items():
+            self._watch_state(agent_id, runner)
+            for path in runner.nodes:
+                node = self._describe(child_path(agent_id, path))
+                if node["parent"] in by_path and "/" not in path:
+                    by_path[node["parent"]]["children"].append(node["path"])
+                tree.append(node)
+        self._agents_shape = self.children.shape
+        return tree
+
+    def _describe(self, path: str) -> dict[str, Any]:
+        split = split_child_path(path)
+        if split is None:
+            return describe_node(self.runner, path)
+        agent_id, inner = split
+        runner = self.children.runners()[agent_id]
+        node = describe_node(runner, inner)
+        parent = inner.rpartition("/")[0]
+        node.update(path=path, agent=agent_id, children=[child_path(agent_id, child) for child in node["children"]],
+                    parent=child_path(agent_id, parent) if parent else self.children.spawned_by.get(agent_id))
+        return node
+
+    def _node_at(self, path: str) -> Any:
+        found = self.children.resolve(path)
+        return found[0].nodes[found[1]] if found is not None else self.runner.nodes.get(path)
+
+    def _nodes(self):
+        """(path, node) of the host's nodes and every agent's (`@agent/path`)."""
+        yield from self.runner.nodes.items()
+        for agent_id, runner in self.children.runners().items():
+            for path, node in runner.nodes.items():
+                yield child_path(agent_id, path), node
+
+    def _watch_state(self, agent_id: str, runner: ReactiveRunner) -> None:
+        """Send an agent's whole state once, then what changes in it (keys named as its snapshot names them)."""
+        if agent_id in self._agents_state:
+            return
+        self._agents_state.add(agent_id)
+        sm = runner.state_manager
+        attrs = {info.alias: attr for attr, info in sm.schema.model_fields.items() if info.alias}
+
+        def changed(change: StateChange) -> None:
+            self._dirty_state.update((child_namespace(agent_id, change.namespace),
+                                      key if change.namespace else attrs.get(key, key)) for key in change.changes)
+            self._wakeup(False)
+
+        self._detachers.append(sm.subscribe(changed))
+        self._dirty_state.update((child_namespace(agent_id, ns or None), key)
+                                 for ns, values in sm.snapshot().items() for key in values)
+
+    def _state_manager(self, namespace: str) -> tuple[Any, str | None]:
+        """The state manager holding a namespace as the client names it (`@agent.ns`: an agent's), and its
+        namespace there; (None, None) for an agent no longer there."""
+        if not namespace.startswith("@"):
+            return self.runner.state_manager, namespace or None
+        agent_id, _, inner = namespace[1:].partition(".")
+        runner = self.children.runners().get(agent_id)
+        return (runner.state_manager, inner or None) if runner is not None else (None, None)
+
+    def _on_agent_tick(self, agent_id: str, report: TickReport) -> bool:
+        """An agent ticked: its statuses go out; True (the agent is held) when an after-breakpoint on one of
+        its nodes hit while the host runs, which then stops before its next tick (woken for it)."""
+        self._wakeup(False)
+        if not self._attached or self.paused is not None or self._agent_hit is not None:
+            return False
+        for bp in self.breakpoints.values():
+            if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
+                self._agent_hit = bp
+                self.runner.signal()
+                return True
+        return False
+
     # -- holding the run -----------------------------------------------------------
     async def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
-        if self._pause_requested:
+        if self._agent_hit is not None:
+            bp, self._agent_hit = self._agent_hit, None
+            await self.hold("breakpoint", f"breakpoint: {bp.label}", breakpoint=bp.id)
+        elif self._pause_requested:
             self._pause_requested = False
             await self.hold("paused", f"paused before tick {tick}")
         self._in_tick = True
@@ -380,6 +471,7 @@ class DebugController:
             await self._resume.wait()
         finally:
             self.paused = None
+            self.children.release()  # an agent held at a breakpoint carries on with the host
         if self._attached:
             self.post({"type": "resumed", "tick": self.runner.tick_count})
 
@@ -431,10 +523,13 @@ class DebugController:
         bp = ServerBreakpoint(self._next_id, kind)
         if kind == "node":
             bp.node, bp.when = str(message.get("node")), message.get("when", "after")
-            if bp.node not in self.runner.nodes:
+            if self._node_at(bp.node) is None:
                 raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
             if bp.when not in ("before", "after"):
                 raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
+            if bp.when == "before" and split_child_path(bp.node) is not None:
+                raise ProtocolError("bad_request", f"{bp.node}: a swarm agent runs on its own; its nodes stop "
+                                                   "after their status changes (when: after)")
         elif kind == "event":
             bp.event = str(message.get("event") or "").strip()
             if not bp.event:

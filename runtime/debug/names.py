@@ -25,6 +25,11 @@ class StateNames:
                 self._names[attr] = info.alias
         self._order = {self.key(attr): i for i, attr in enumerate(schema.model_fields)}
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """`{attribute: alias}` of the fields with an alias: the name each is shown by."""
+        return dict(self._names)
+
     def key(self, key: str) -> str:
         return self._names.get(key, key)
 
