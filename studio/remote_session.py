@@ -9,7 +9,9 @@ sent in order; a refusal from the server shows in the status line, and what it a
 (a past checkpoint, a rebound node) shows when it arrives. The timeline is the served
 run's checkpoint store, read by the server: rows arrive with the updates, a past
 checkpoint is asked for when chosen. Only restarting and saving bindings beside the tree
-file are refused: the run and its tree belong to the other process.
+file are refused: the run and its tree belong to the other process. Nor does it follow a
+recording (`DebugSession.follow`, for a store another process writes): it is live, and
+once the run is gone it says which store to replay.
 """
 
 from __future__ import annotations
@@ -175,6 +177,7 @@ class RemoteSession:
         self._approvals = list(picture.get("approvals", ()))
         self._run_id, self._tick, self._status = picture["run_id"], picture["tick"], picture["status"]
         self.branch, self.recording = picture.get("branch", "main"), picture.get("recording", False)
+        self._store = picture.get("store")
         self._schema = picture.get("schema") or {"name": "the state schema", "fields": [], "names": []}
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
@@ -195,7 +198,13 @@ class RemoteSession:
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
-        self._stop(StopReason("finished", self.message if self._finished else "the debug connection was lost"))
+        self._stop(StopReason("finished", (self.message if self._finished else "the debug connection was lost")
+                              + self._replay_hint()))
+
+    def _replay_hint(self) -> str:
+        """Once the served run is gone its recording is a store another studio opens (and follows while a
+        writer still adds to it); an attached studio is live and follows nothing itself."""
+        return f"; its recording: jianmu-studio replay {self._store} --tree FILE" if self._store else ""
 
     def _apply(self, message: dict[str, Any]) -> None:
         kind = message["type"]

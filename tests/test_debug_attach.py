@@ -17,6 +17,7 @@ from tui_fixtures import (  # noqa: F401
     CALC,
     REACT_CALCULATOR,
     SIZE,
+    TEXT_PIPELINE,
     session_on,
     settle,
     steady_terminal,
@@ -223,3 +224,16 @@ async def test_the_tree_shows_the_loops_counter_and_the_ticked_nodes_of_the_last
         assert "iter 1/10" in tree_label(app, "Calculator")  # was "iter 0/10" attached: never re-read
         ticked = app.main.query_one(TreePane)._ticked
         assert "Calculator/Calculator.loop/Calculator.done" in ticked and ticked == set(session.last_report.ticked)
+
+
+async def test_once_the_served_run_is_gone_the_studio_says_where_its_recording_is(tmp_path):
+    """Following a recording is for a store another process writes (`jianmu-studio replay`): an attached
+    studio is live and follows nothing, and when the run is gone it says how to open what it recorded."""
+    async with session_on("remote", TEXT_PIPELINE, tmp_path) as session:
+        await session.continue_()
+        await until_state(session, RunState.FINISHED)
+        assert not hasattr(session, "follow")
+    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'} --tree FILE")
+    recorded = DebugSession.open_recorded(tmp_path / "served.db", tree=str(TEXT_PIPELINE))  # the whole run
+    assert recorded.run_id is None and recorded.recorded_run == session.run_id
+    assert [row.tick for row in recorded.checkpoints()] == [row.tick for row in session.checkpoints()]

@@ -178,7 +178,7 @@ class DebugController:
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "failure": self.failure() if runner.finished else None,
                 "paused": self.paused, "branch": self._branch,
-                "recording": self.past.recording, "checkpoints": rows,
+                "recording": self.past.recording, "store": self.past.location, "checkpoints": rows,
                 "schema": {**StateFacts.of(runner).describe(), "aliases": self.past.names.aliases},
                 "tree": tree,
                 "state": {**self.past.names.state(runner.state_manager.snapshot()), **self.children.snapshot()},

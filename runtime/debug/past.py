@@ -69,6 +69,13 @@ class RunPast:
         checkpoints = self.runner.checkpoints
         return checkpoints.branch if checkpoints is not None else "main"
 
+    @property
+    def location(self) -> str | None:
+        """Where the run records (a file or a PostgreSQL URL without its password), for `jianmu-studio
+        replay` once the run has returned; None when it records nowhere another process can open."""
+        location = getattr(getattr(self.runner.checkpoints, "store", None), "location", None)
+        return location if location and location != ":memory:" else None
+
     def _store(self):
         if not self.recording:
             raise ProtocolError("bad_request", NO_STORE)
