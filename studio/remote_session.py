@@ -269,7 +269,11 @@ class RemoteSession:
         self._add_events(update.get("events", ()))
         self._head_marks = update.get("marks", self._head_marks)
         self._mark(update, state_changes)
-        if "report" in update or changed or state_changes:
+        for tick in update.get("agent_ticks", ()):  # a swarm agent's tick, its paths @agent/...
+            self._notify("subtick", TickReport(tick["tick"], Status(tick["status"]), ticked=tick["ticked"],
+                                               changed={path: (Status(old), Status(new))
+                                                        for path, (old, new) in tick["changed"].items()}))
+        if "report" in update or any(split_child_path(path) is None for path in changed):  # a tick (its changes)
             report = update.get("report")
             if report is not None:
                 ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)

@@ -55,6 +55,18 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(kind, tm
         assert session.tokens == 370  # the agents' model calls counted, the host calls none
 
 
+@BOTH
+async def test_an_agents_loop_counter_moves_on_its_own_ticks_while_the_host_is_held(kind, tmp_path):
+    async with studio_on(kind, Path(SWARM_CHAT), tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")  # the agents are spawned, and run on while the coordinator is held
+        await until(lambda: "@researcher/Researcher" in {view.path for view in session.node_views()}
+                    and session.node_status("@researcher/Researcher").name == "SUCCESS")
+        await settle(app, pilot)
+        assert session.tick == 1
+        assert "iter 1/10" in str(app.main.query_one(TreePane)._tree_nodes["@researcher/Researcher/Research"].label)
+
+
 async def test_an_attached_studio_shows_the_agents_as_a_local_one_does(tmp_path):
     """The same finished swarm run, locally and attached: every node (the agents' too) as the tree pane
     gets it, and every namespace with its keys."""

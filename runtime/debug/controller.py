@@ -30,6 +30,7 @@ from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
+AGENT_TICKS = 200  # swarm agents' tick reports kept between two updates (the newest)
 
 
 @dataclass
@@ -124,6 +125,7 @@ class DebugController:
         self.past = RunPast(runner)
         self.children = SwarmChildren(runner, self._on_agent_tick)  # a swarm's agents, each on its own runner
         self._agent_hit: ServerBreakpoint | None = None
+        self._agent_ticks: deque[dict[str, Any]] = deque(maxlen=AGENT_TICKS)
         self._agents_shape: tuple = ()
         self._agents_state: set[str] = set()  # agents whose state changes are watched
 
@@ -289,6 +291,9 @@ class DebugController:
             update["approvals"] = self._approvals()
         if self._report is not None:
             update["report"], self._report = self._report, None
+        if self._agent_ticks:
+            update["agent_ticks"] = list(self._agent_ticks)
+            self._agent_ticks.clear()
         if rows:
             update["checkpoints"] = rows
             if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
@@ -378,6 +383,8 @@ class DebugController:
     def _on_agent_tick(self, agent_id: str, report: TickReport) -> bool:
         """An agent ticked: its statuses go out; True (the agent is held) when an after-breakpoint on one of
         its nodes hit while the host runs, which then stops before its next tick (woken for it)."""
+        self._agent_ticks.append({"tick": report.tick, "status": report.status.value, "ticked": report.ticked,
+                                  "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()}})
         self._wakeup(False)
         if not self._attached or self.paused is not None or self._agent_hit is not None:
             return False
