@@ -43,7 +43,7 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
-from runtime.memory.checkpoint.postgres_store import is_postgres_url
+from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.state import StateValidationError
 
 from .breakpoint_list import BreakpointListMixin

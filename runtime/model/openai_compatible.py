@@ -23,9 +23,8 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import ValidationError
 
 from runtime.messages import Message, ToolCall, ai
@@ -38,6 +37,9 @@ from runtime.model.errors import (
 )
 from runtime.model.secrets import Redactor, checked_api_key
 from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
+
+if TYPE_CHECKING:  # imported where a request is made: ~7 MB a process without a real model never needs
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,11 @@ class OpenAICompatibleProvider:
         self.default_model = default_model
         self.max_response_bytes = max_response_bytes
         self._owns_client = http_client is None
-        self._http = http_client or httpx.AsyncClient()
+        if http_client is None:
+            import httpx
+
+            http_client = httpx.AsyncClient()
+        self._http = http_client
         self._top_k_warned = False
 
     def __repr__(self) -> str:
@@ -90,6 +96,8 @@ class OpenAICompatibleProvider:
     async def complete(
         self, messages: list[Message], config: ModelConfig, on_delta: DeltaCallback | None = None
     ) -> ModelResponse:
+        import httpx
+
         body = self._body(messages, config)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = config.timeout or self.timeout
