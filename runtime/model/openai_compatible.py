@@ -18,6 +18,7 @@ or `retry-after-ms` goes on the error for the client's backoff.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import logging
@@ -339,11 +340,15 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _http_date(value: str | None) -> float | None:
-    """An HTTP date as a timestamp, None when absent or unreadable."""
+    """An HTTP date as a timestamp, None when absent or unreadable. One written without a zone (the
+    asctime form) is GMT like every HTTP date, not this machine's local time."""
+    if not value:
+        return None
     try:
-        return email.utils.parsedate_to_datetime(value).timestamp() if value else None
+        when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)).timestamp()
 
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAICompatibleProvider"]
