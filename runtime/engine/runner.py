@@ -7,7 +7,8 @@ the debugger's seam, together with the before/after tick hooks that can hold a t
 
 Node boundaries make a tick interruptible between nodes (see `runtime.engine.boundaries`):
 `stop_before` names nodes the runner stops before (their `initialise()`/`update()`/async
-work not started yet), `step_into()` runs to the next boundary of any node. A held tick
+work not started yet; an async node whose work is in flight is passed: the tick only asks
+after it), `step_into()` runs to the next boundary of any node. A held tick
 is resumed from that exact point by the next `step()`, `step_into()` or `run()`.
 
 Work a tick does only for observers (the per-node status diff, events) is done only when
@@ -99,6 +100,12 @@ class _HeldTick:
 
 def _qualified(namespace: str | None, key: str) -> str:
     return f"{namespace}.{key}" if namespace else key
+
+
+def _starts_work(node: py_trees.behaviour.Behaviour) -> bool:
+    """A stop before `node` is due: not an async node whose work is already in flight."""
+    starts_work = getattr(node, "starts_work", None)
+    return starts_work is None or starts_work()
 
 
 def _guard_foreign(node: py_trees.behaviour.Behaviour, runner: ReactiveRunner) -> None:
@@ -463,7 +470,7 @@ class ReactiveRunner:
             for item in held.generator:
                 if type(item) is Marker:
                     path = paths.get(id(item.node)) or self.path_of(item.node)
-                    if into or path in stop:
+                    if into or (path in stop and _starts_work(item.node)):
                         held.elapsed += time.perf_counter() - started
                         held.paused_at = NodeBoundary(self.tick_count, path)
                         bus = self.event_bus

@@ -18,6 +18,7 @@ or `retry-after-ms` goes on the error for the client's backoff.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import logging
@@ -241,22 +242,24 @@ class OpenAICompatibleProvider:
 
     async def _capped_lines(self, resp: httpx.Response) -> AsyncIterator[str]:
         """The stream's lines, its bytes counted as they arrive: a line that never ends is cut off
-        by the cap too (`aiter_lines` would hold all of it first)."""
+        by the cap too (`aiter_lines` would hold all of it first). Lines end in CRLF, LF or a bare
+        CR, as the SSE format allows (a CRLF cut between two reads gives a blank line, which the
+        reader skips)."""
         size = 0
         pending: list[bytes] = []  # the start of a line not ended yet
         async for chunk in resp.aiter_bytes():
             size += len(chunk)
             if size > self.max_response_bytes:
                 raise _TooLarge
-            *ended, rest = chunk.split(b"\n")
+            *ended, rest = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
             if ended:
                 ended[0] = b"".join([*pending, ended[0]])
                 pending = []
                 for line in ended:
-                    yield line.removesuffix(b"\r").decode(errors="replace")
+                    yield line.decode(errors="replace")
             pending.append(rest)
         if tail := b"".join(pending):
-            yield tail.removesuffix(b"\r").decode(errors="replace")
+            yield tail.decode(errors="replace")
 
     def _tool_calls(self, calls: list[tuple[Any, Any, Any]]) -> list[ToolCall]:
         """Malformed argument JSON is kept on the call as `parse_error`, never raised."""
@@ -345,11 +348,15 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _http_date(value: str | None) -> float | None:
-    """An HTTP date as a timestamp, None when absent or unreadable."""
+    """An HTTP date as a timestamp, None when absent or unreadable. One written without a zone (the
+    asctime form) is GMT like every HTTP date, not this machine's local time."""
+    if not value:
+        return None
     try:
-        return email.utils.parsedate_to_datetime(value).timestamp() if value else None
+        when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)).timestamp()
 
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAICompatibleProvider"]
