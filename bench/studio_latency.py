@@ -1,6 +1,6 @@
-"""Studio latency: key-to-screen in the headless Textual UI, beside the session alone.
+"""Studio latency: key-to-screen in the headless Textual UI and in a real terminal (tmux).
 
-Four measurements, each printed beside its goal, with `await session.step()` on a
+Four headless measurements, each printed beside its goal, with `await session.step()` on a
 session without any UI (same tree, same run) as the baseline so the UI's share shows:
 
 1. Step (`n`) to screen, median over `--steps` steps after one warm-up step:
@@ -28,6 +28,17 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    root's label (large_tree.py, react_calculator.py); loading the tree and building the
    `DebugSession` is timed separately, before.
 
+5. In a real terminal (tmux; skipped with one line when tmux is missing): the studio on
+   large_tree.py as a fresh `python -m studio.cli` process in a detached 160x48 tmux session,
+   its own store; the bench sends the studio's keys (`send-keys`) and polls `capture-pane -p`
+   (a capture every few ms, the median interval printed as the resolution) until the screen
+   shows the change: `n` until the status line's tick advanced (warm-up step left out, `r`
+   when the run finished), enter on the middle timeline row until the PAST badge and its
+   tick, esc until the live badge again, each key of the tree search until the box holds
+   the text and the node pane shows the first node whose name holds it, and a launch until
+   the first frame has its labels filled (status line, root line, node pane, state key).
+   Printed (median, p90) beside the same action's headless figures of the run.
+
 "Updated" (the screen shows tick N): the first frame the app hands to the terminal
 driver (`App._display` with a non-empty update, outside `batch_update()`) at which
   - the status line reads `tick N`,
@@ -44,7 +55,8 @@ driver writes nothing; the bench encodes each frame to terminal sequences as a r
 driver would, so that cost is included. A full-screen render after the last step checks
 that the probe's verdict matches what the screen holds.
 
-    .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5]
+    .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5] [--views 7]
+                                             [--tmux | --headless]   (default: both)
 """
 
 from __future__ import annotations
