@@ -220,8 +220,8 @@ async def test_the_tree_shows_the_loops_counter_and_the_ticked_nodes_of_the_last
         await pilot.press("c")
         await condition_holds(lambda: session.run_state == RunState.FINISHED)
         await settle(app, pilot)
-        assert session.node_view("Calculator").counter == "iter 1/10"
-        assert "iter 1/10" in tree_label(app, "Calculator")  # was "iter 0/10" attached: never re-read
+        assert session.node_view("Calculator").counter == "iter 2/10"
+        assert "iter 2/10" in tree_label(app, "Calculator")  # was "iter 0/10" attached: never re-read
         ticked = app.main.query_one(TreePane)._ticked
         assert "Calculator/Calculator.loop/Calculator.done" in ticked and ticked == set(session.last_report.ticked)
 

@@ -39,7 +39,7 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(kind, tm
         assert researcher.parent.data == "Coordinator/Hire/Hire researcher"
         assert tree._tree_nodes["@writer/Writer"].parent.data == "Coordinator/Hire/Hire writer"
         assert "✔ Research.llm" in str(tree._tree_nodes[RESEARCH_LLM].label)
-        assert "iter 1/10" in str(tree._tree_nodes["@researcher/Researcher/Research"].label)
+        assert "iter 2/10" in str(tree._tree_nodes["@researcher/Researcher/Research"].label)
         assert [child.data for child in tree._tree_nodes["@writer/Writer"].children] == [
             "@writer/Writer/Wait for notes", "@writer/Writer/Draft", "@writer/Writer/Send draft"]
         state = app.main.query_one(StatePane)
@@ -64,7 +64,7 @@ async def test_an_agents_loop_counter_moves_on_its_own_ticks_while_the_host_is_h
                     and session.node_status("@researcher/Researcher").name == "SUCCESS")
         await settle(app, pilot)
         assert session.tick == 1
-        assert "iter 1/10" in str(app.main.query_one(TreePane)._tree_nodes["@researcher/Researcher/Research"].label)
+        assert "iter 2/10" in str(app.main.query_one(TreePane)._tree_nodes["@researcher/Researcher/Research"].label)
 
 
 async def test_an_attached_studio_shows_the_agents_as_a_local_one_does(tmp_path):
