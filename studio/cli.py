@@ -266,7 +266,8 @@ async def run_headless(args: argparse.Namespace) -> int:
     result = session.agent.result_from(session.runner)
     failure = session.failure
     error = failure.line if failure else (stop.message if stop.kind == "error" else None)
-    summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
+    status = "ERROR" if unrecorded is not None else session.root_status.value  # as recorded, not the stopped INVALID
+    summary = {"status": status, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
                "error": error, "ticks": session.tick, "tokens": _tokens(session), "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}

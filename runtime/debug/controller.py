@@ -21,6 +21,7 @@ from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
+from ..node.composites import loop_counter
 from ..state import StateChange, StateValidationError
 from ..tools.base import ToolError
 from .conditions import Condition, ConditionError
@@ -68,7 +69,7 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
                            "parent": path.rpartition("/")[0] or None,
                            "children": [runner.path_of(child) for child in node.children],
                            "status": node.status.value, "namespace": getattr(node, "namespace", None),
-                           "counter": _counter(node), "ports": []}
+                           "counter": loop_counter(node, node.status), "ports": []}
     if isinstance(node, JianmuNodeMixin):
         for direction, declared, bound, resolve in (
                 ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
@@ -78,12 +79,6 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
     if error is not None:
         out["error"] = {"error": error.error, "traceback": error.traceback}
     return out
-
-
-def _counter(node: Any) -> str | None:
-    if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
-        return f"iter {node.iteration_count}/{node.max_iterations}"
-    return None
 
 
 class DebugController:
@@ -237,7 +232,7 @@ class DebugController:
             if old != status:
                 statuses[path] = [old, status]
                 self._sent_statuses[path] = status
-            counter = _counter(node)
+            counter = loop_counter(node, node.status)
             if counter is not None and self._sent_counters.get(path) != counter:
                 update.setdefault("counters", {})[path] = self._sent_counters[path] = counter
         if statuses:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from py_trees.common import Status
+
 from ..engine.behaviour import JianmuNodeMixin, binding_key
 from ..engine.runner import ReactiveRunner
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
+from ..node.composites import loop_counter
 from .protocol import ProtocolError
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
@@ -131,8 +134,10 @@ class RunPast:
         for path in checkpoint.statuses:
             node = nodes.get(path)
             data = (checkpoint.resume.get(path) or {}).get("data")
-            if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
-                counters[path] = f"iter {data['iteration_count']}/{node.max_iterations}"
+            if isinstance(data, dict) and "iteration_count" in data:
+                counter = loop_counter(node, Status(checkpoint.statuses[path]), data["iteration_count"])
+                if counter is not None:
+                    counters[path] = counter
             if isinstance(node, JianmuNodeMixin):
                 inputs, outputs = self.runner.checkpoints.bindings_at(checkpoint, path)
                 ports[path] = [[direction, port, binding_key(port, bound.get(port))]
