@@ -850,6 +850,8 @@ def report_tmux(t: dict, r: dict | None) -> None:
     print("    headless first frame: load_tree() + DebugSession() + run_test() to the root on screen "
           "(no interpreter start, no imports); tmux: a fresh `python -m studio.cli` process")
     print("    match: the search box holds the text and the node pane shows the first node whose name holds it")
+    print(f"    esc includes Textual's wait for the rest of an escape sequence: ESCDELAY="
+          f"{os.environ.get('ESCDELAY', '100')} ms (headless has none)")
 
 
 def report_headless(args: argparse.Namespace) -> dict:
