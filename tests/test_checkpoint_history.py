@@ -122,3 +122,18 @@ def test_a_deferred_value_restored_over_is_never_loaded():
     sm.restore({"ns": {"messages": Deferred(lambda: pytest.fail("loaded"))}}, trusted={"ns": ["messages"]})
     sm.restore({})  # a restore replaces every slot
     assert sm.snapshot() == {"": {"messages": [], "big": "x" * 10_000, "turns": 0}}
+
+
+def test_a_deferred_value_that_cannot_load_fails_every_read_until_written_over():
+    sm = StateManager(Chat)
+
+    def damaged():
+        raise StoreError("run.db: stored list 1 is incomplete (0 of 9 items)")
+
+    sm.restore({"": {"messages": Deferred(damaged), "turns": 1}}, trusted={"": ["messages"]})
+    for read in (lambda: sm.model, sm.snapshot, lambda: sm.get("messages"), lambda: sm.model):
+        with pytest.raises(StoreError, match="is incomplete"):
+            read()
+    assert sm.get("turns") == 1
+    sm.restore({"": {"messages": ["a"]}})
+    assert sm.model.messages == ["a"]

@@ -190,10 +190,10 @@ class StateManager:
         return value
 
     def _load_deferred(self) -> None:
-        while self._deferred:
-            namespace, key = next(iter(self._deferred))
-            self._deferred.discard((namespace, key))
-            self._raw(key, namespace)
+        if self._deferred:
+            for namespace, key in list(self._deferred):
+                self._raw(key, namespace)  # loads it, or raises why not (and it stays deferred)
+            self._deferred.clear()  # the rest were written over
 
     def stored(self, key: str, namespace: str | None = None, default: Any = None) -> Any:
         """The value as stored, not copied (read it, never mutate it: values are replaced, not
