@@ -36,8 +36,9 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    when the run finished), enter on the middle timeline row until the PAST badge and its
    tick, esc until the live badge again, each key of the tree search until the box holds
    the text and the node pane shows the first node whose name holds it, and a launch until
-   the first frame has its labels filled (status line, root line, node pane, state key).
-   Printed (median, p90) beside the same action's headless figures of the run.
+   the first frame has its labels filled (status line, root line, node pane, state key);
+   and the studio process's RSS after one full run (`c`) in a launch of its own. Printed
+   (median, p90) beside the same action's headless figures of the run.
 
 "Updated" (the screen shows tick N): the first frame the app hands to the terminal
 driver (`App._display` with a non-empty update, outside `batch_update()`) at which
@@ -614,9 +615,9 @@ async def tree_search(rounds: int) -> dict:
     return {"key": keys, "first": firsts, "alone": alone}
 
 
-def rss_mb() -> float:
-    """Resident memory of this process now, in MB (Linux /proc)."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident memory of this process (or of `pid`) now, in MB (Linux /proc)."""
+    pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
@@ -675,10 +676,14 @@ class Terminal:
     def launch(self) -> float:
         """Start the studio on large_tree.py with a store of its own; returns the launch time."""
         db = Path(tempfile.mkdtemp(prefix="jianmu-bench-")) / "runs.db"
-        command = shlex.join([sys.executable, "-m", "studio.cli", "open", str(LARGE), "--db", str(db)])
+        command = "exec " + shlex.join([sys.executable, "-m", "studio.cli", "open", str(LARGE), "--db", str(db)])
         started = time.perf_counter()
         self.tmux("new-session", "-d", "-s", "studio", "-x", str(SIZE[0]), "-y", str(SIZE[1]), command)
         return started
+
+    def rss(self) -> float:
+        """Resident memory of the studio's process (the pane's: the shell execs it), in MB."""
+        return rss_mb(self.tmux("display-message", "-p", "-t", "studio", "#{pane_pid}").strip())
 
     def close(self) -> None:
         self.tmux("kill-session", "-t", "studio")
@@ -738,6 +743,13 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
             started = term.launch()
             first.append(term.until(_first_frame, "the first frame")[0] - started)
             term.close()
+        term.launch()  # one full run and nothing else, as --rss-child measures it headless
+        term.until(_first_frame, "the first frame")
+        term.key("c")
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        time.sleep(0.5)  # the last drains
+        rss = term.rss()
+        term.close()
         term.launch()
         term.until(_first_frame, "the first frame")
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
@@ -784,7 +796,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
             term.key("C-u")  # the box emptied for the next round
             term.until(lambda lines: "search nodes by name" in "\n".join(lines), "the emptied search box")
     return {"first": first, "step": step, "past": past, "back": back, "key": keys, "first_key": firsts,
-            "poll": term.intervals, "send": term.sends}
+            "poll": term.intervals, "send": term.sends, "rss": rss}
 
 
 def _p90(values: list[float]) -> float:
@@ -831,11 +843,15 @@ def report_tmux(t: dict, r: dict | None) -> None:
             ("first", "launch -> first frame, labels filled", "<=1000")):
         beside = f"{_ms(h[key]):>10.1f}{_p90(h[key]):>8.1f}" if key in h else f"{'-':>10}{'-':>8}"
         print(f"{label:<52}{_ms(t[key]):>8.1f}{_p90(t[key]):>8.1f}{beside}{goal:>7}")
+    beside = f"{r['rss']['after']:>10.0f}" if r is not None else f"{'-':>10}"
+    print(f"{'RSS of the studio process after a full run (c), MB':<52}{t['rss']:>8.0f}{'':>8}{beside}{'':>8}{'<=100':>7}")
     print(f"    each figure includes one send-keys call ({_ms(t['send']):.1f} ms median) and is late by at "
           "most one poll interval")
     print("    headless first frame: load_tree() + DebugSession() + run_test() to the root on screen "
           "(no interpreter start, no imports); tmux: a fresh `python -m studio.cli` process")
     print("    match: the search box holds the text and the node pane shows the first node whose name holds it")
+    print(f"    esc includes Textual's wait for the rest of an escape sequence: ESCDELAY="
+          f"{os.environ.get('ESCDELAY', '100')} ms (headless has none)")
 
 
 def report_headless(args: argparse.Namespace) -> dict:

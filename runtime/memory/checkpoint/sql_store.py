@@ -298,6 +298,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
         data = dumpb({"s": record.statuses, "r": record.resume, "st": record.state,
                       "b": record.bindings, "w": record.wake, "t": record.telemetry})
+        record.size = len(data)
 
         def write(conn: Any, items: dict, streams: dict) -> int:
             self._write_chunks(conn, record.chunks, items)
