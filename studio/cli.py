@@ -119,7 +119,13 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     return argv
 
 
+ESCAPE_DELAY_MS = "50"
+"""How long a lone escape byte waits to be told from an escape sequence (Textual's default, 100 ms,
+made esc back to live feel slow; 50 ms is neovim's ttimeoutlen). $ESCDELAY, if set, wins."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)  # read when textual is first imported, below
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(_argv_with_default_command(argv))
     if args.command is None:
