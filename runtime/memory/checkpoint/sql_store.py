@@ -428,6 +428,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         state: dict[str, dict[str, Any]] = {}
         lists: dict[str, dict[str, list]] = {}
         for ns, values in entries.items():
+            if ns and not values:  # every key deleted (a cleared namespace): gone, as in the live state
+                continue
             state[ns] = {}
             for key, entry in values.items():
                 if entry[0] == "v":
