@@ -260,7 +260,10 @@ class RemoteSession:
             state_changes[f"{namespace}.{key}" if namespace else key] = (values.get(key), value)
             values[key] = value
         for namespace, key in update.get("removed", ()):
-            self._state.get(namespace, {}).pop(key, None)
+            values = self._state.get(namespace, {})
+            values.pop(key, None)
+            if namespace and not values:  # a cleared namespace is gone, as in a local session
+                self._state.pop(namespace, None)
         if "approvals" in update:
             self._approvals = update["approvals"]
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]

@@ -10,7 +10,7 @@ import pytest
 from test_checkpoint_store import Chat, chat_tree
 
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import StoreError, open_store
+from runtime.memory.checkpoint import SQLiteCheckpointStore, StoreError, open_store
 from runtime.state import Deferred, StateManager
 
 
@@ -137,3 +137,21 @@ def test_a_deferred_value_that_cannot_load_fails_every_read_until_written_over()
     assert sm.get("turns") == 1
     sm.restore({"": {"messages": ["a"]}})
     assert sm.model.messages == ["a"]
+
+
+async def test_a_restored_history_written_again_by_a_new_process_inserts_none_of_its_items(store_name):
+    """A new store object knows no item: the restored history's items are found in one query,
+    not each deflated and inserted only to meet the stored row."""
+    run_id, infos = await _recorded(store_name)
+    store = open_store(store_name)
+    statements: list[str] = []
+    if isinstance(store, SQLiteCheckpointStore):
+        store._conn.set_trace_callback(statements.append)
+    runner = ReactiveRunner(chat_tree(40), Chat, checkpointer=store)
+    middle = infos[len(infos) // 2]
+    runner.restore(middle.id)
+    runner.checkpoints.save()  # a full record: the history as a new stored list
+    assert [s for s in statements if s.startswith("INSERT INTO items")] == []
+    assert len(store.get(runner.checkpoints.head).state[""]["messages"]) >= 16
+    assert store.get(runner.checkpoints.head).state == store.get(middle.id).state
+    store.close()

@@ -76,7 +76,9 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class StateChange:
-    """One `update()`: which keys of which namespace changed, with (old, new) values."""
+    """One `update()`: which keys of which namespace changed, with (old, new) values. After a
+    restore, a value not decoded yet (a long history) is new as a `Deferred`: its `load()` reads
+    it, or read the key from the manager."""
 
     namespace: str | None
     changes: Mapping[str, tuple[Any, Any]]
