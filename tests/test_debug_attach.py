@@ -237,3 +237,47 @@ async def test_once_the_served_run_is_gone_the_studio_says_where_its_recording_i
     recorded = DebugSession.open_recorded(tmp_path / "served.db", tree=str(TEXT_PIPELINE))  # the whole run
     assert recorded.run_id is None and recorded.recorded_run == session.run_id
     assert [row.tick for row in recorded.checkpoints()] == [row.tick for row in session.checkpoints()]
+
+
+WAITING_TREE = """\
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from runtime import Agent
+from runtime.node import Node, Sequence
+
+
+class S(BaseModel):
+    go: bool = False
+
+
+class Gate(Node):
+    def update(self):
+        return Status.SUCCESS if self.read_state("go") else Status.RUNNING
+
+
+def build():
+    return Agent(Sequence("Root", memory=True, children=[Gate("Gate")]), state_schema=S)
+"""
+
+
+@BOTH
+async def test_p_pauses_a_run_that_waits_for_a_wake_at_once(kind, tmp_path):
+    """The gate waits for `go` (nothing wakes the run): `p` holds it now, and an edit made there lets it
+    finish."""
+    tree = tmp_path / "waiting.py"
+    tree.write_text(WAITING_TREE)
+    async with studio_on(kind, tree, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await pilot.press("c")
+        await condition_holds(lambda: session.tick == 1 and session.node_status("Root/Gate") == Status.RUNNING)
+        await pilot.pause()  # not settle(): the continue goes on until the pause
+        assert session.run_state in (RunState.RUNNING, RunState.WAITING)
+        await pilot.press("p")
+        await condition_holds(lambda: session.run_state == RunState.PAUSED)
+        await settle(app, pilot)
+        assert "paused" in status_line(app)
+        session.edit_state(None, "go", True)
+        await pilot.press("c")
+        await condition_holds(lambda: session.run_state == RunState.FINISHED)
+        assert session.root_status == Status.SUCCESS

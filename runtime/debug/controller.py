@@ -493,8 +493,11 @@ class DebugController:
         return {"picture": self.picture()}
 
     def _do_pause(self, message):
+        """Hold at the next tick boundary; a run waiting for a wake (async work, an input) is woken for it,
+        so the pause holds now, as a local session's does, not when that work ends."""
         if self.paused is None:
             self._pause_requested = True
+            self.runner.signal()
         return {"paused": self.paused is not None}
 
     def _do_continue(self, message):
