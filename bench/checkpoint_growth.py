@@ -5,8 +5,8 @@
 Prints, side by side: bytes stored versus the final state's size, save time per tick
 versus the tick's own time, and restore time at the first, middle and last checkpoint:
 the median of repeated restores by one runner (it keeps the lists it restored decoded,
-as when stepping through a timeline), and the first restore by a new runner (which reads
-and validates the whole message list). Items are the messages, recorded replies and tool
+as when stepping through a timeline), and the first restore by a new runner (the message
+list is read and validated when first read: that read is timed beside it). Items are the messages, recorded replies and tool
 results, stored once by content. The message texts are random words, which compress
 about as badly as any real text, so the ratio owes nothing to a repeated letter.
 One column per store: an SQLite file, and a database of a PostgreSQL server on loopback
@@ -104,11 +104,15 @@ def postgres_sizes(url: str) -> dict[str, int]:
     return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}
 
 
-def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> float:
+def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> tuple[float, float]:
+    """A new runner's restore, and its restore plus the first read of the history (which a
+    restore leaves undecoded until then): what a resumed run pays before its next model call."""
     runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
     started = time.perf_counter()
     runner.restore(checkpoint_id)
-    return (time.perf_counter() - started) * 1000
+    restored = time.perf_counter()
+    runner.state_manager.stored("messages")
+    return (restored - started) * 1000, (time.perf_counter() - started) * 1000
 
 
 def _median_ms(fn, repeat: int = 21) -> float:
@@ -151,13 +155,14 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     infos = [c for c in store.list(run_id) if c.status == "RUNNING"]
     points = {"first": infos[0], "middle": infos[len(infos) // 2], "last": infos[-1]}
     restore = {point: _median_ms(lambda c=c: again.restore(c.id)) for point, c in points.items()}
-    cold = {point: statistics.median(_first_restore_ms(store, rounds, c.id) for _ in range(5))
-            for point, c in points.items()}
+    firsts = {point: [_first_restore_ms(store, rounds, c.id) for _ in range(5)] for point, c in points.items()}
+    cold = {point: statistics.median(t[0] for t in times) for point, times in firsts.items()}
+    cold_read = {point: statistics.median(t[1] for t in times) for point, times in firsts.items()}
     read = {point: _median_ms(lambda c=c: store.get(c.id)) for point, c in points.items()}
     store.close()
     return {"wall": wall, "final": final, "final_bytes": len(json.dumps(final, ensure_ascii=False).encode()),
             "parts": parts, "save_ms": save_ms, "tick_ms": tick_ms, "points": points, "restore": restore,
-            "cold": cold, "read": read}
+            "cold": cold, "cold_read": cold_read, "read": read}
 
 
 def write_one_run(name: str, go: str, rounds: int) -> None:
@@ -270,6 +275,7 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
         row(f"restore {point} (tick {c.tick})", [f"{col['restore'][point]:.3f} ms" for col in columns.values()])
         row("  new runner (cold)", [f"{col['cold'][point]:.3f} ms" for col in columns.values()],
             f"{peer['cold'][point]:.3f} ms" if peer else "")
+        row("    and its first read of messages", [f"{col['cold_read'][point]:.3f} ms" for col in columns.values()])
         row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
     print(f"concurrent writers: one run of {writer_rounds} ReAct rounds each, checkpoints/s in total "
           "from a common start to the last writer's end")

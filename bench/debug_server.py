@@ -4,7 +4,8 @@
    the `paused` after that tick received. Baseline: a `ping` round trip on the same socket.
 2. Event throughput: the child's run (a counter node writing state and logging every tick)
    continued with the client attached, events received per second; baseline: the same run
-   with nobody attached (the child times it).
+   with nobody attached (the child times it). Again with the run recording a checkpoint per
+   tick into SQLite, where the server also sends the studio's changed marks read from it.
 3. Runner overhead: bench/runner_overhead.py's 1,101-node tree ticked with a debug server
    listening and nobody attached, beside the runner without one and raw py_trees.
 
@@ -21,6 +22,7 @@ import os
 import re
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, DebugServer  # noqa: E402
 from runtime.engine import ReactiveRunner, RuntimeEventBus  # noqa: E402
 from runtime.engine.behaviour import Behaviour  # noqa: E402
+from runtime.memory.checkpoint import open_store  # noqa: E402
 
 TOKEN = "bench-token"
 
@@ -55,10 +58,12 @@ class CountUp(Behaviour):
         return Status.SUCCESS if count >= self.read_state("limit") else Status.RUNNING
 
 
-def child(limit: int) -> None:
-    """The debugged process: serve one run, print how long it took."""
+def child(limit: int, db: str | None) -> None:
+    """The debugged process: serve one run (recording into `db`, if given), print how long it took."""
     async def main() -> None:
         agent = Agent(CountUp("count"), state_schema=Count)
+        if db is not None:
+            agent.runner = agent.make_runner(checkpointer=open_store(db))
         started = time.perf_counter()
         result = await agent.run({"limit": limit}, debug="127.0.0.1:0")
         print(json.dumps({"seconds": time.perf_counter() - started, "status": result.status.value}),
@@ -66,10 +71,11 @@ def child(limit: int) -> None:
     asyncio.run(main())
 
 
-async def spawn(limit: int, wait: float) -> tuple[asyncio.subprocess.Process, str]:
+async def spawn(limit: int, wait: float, db: str | None = None) -> tuple[asyncio.subprocess.Process, str]:
     env = dict(os.environ, JIANMU_DEBUG_TOKEN=TOKEN, JIANMU_DEBUG_WAIT=str(wait))
+    store = ["--db", db] if db is not None else []
     process = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--child", str(limit), env=env, stdout=asyncio.subprocess.PIPE,
+        sys.executable, __file__, "--child", str(limit), *store, env=env, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
     line = (await process.stderr.readline()).decode()
     return process, re.search(r"ws://(\S+)", line)[1]
@@ -101,12 +107,13 @@ async def round_trips(steps: int) -> tuple[list[float], list[float]]:
     return pings, step_times
 
 
-async def throughput(ticks: int) -> tuple[float, float, int]:
-    """(seconds alone, seconds attached, events received attached)."""
-    process, _ = await spawn(ticks, wait=0)
+async def throughput(ticks: int, folder: str | None = None) -> tuple[float, float, int]:
+    """(seconds alone, seconds attached, events received attached); recording into a store in `folder`."""
+    db = (lambda name: os.path.join(folder, name)) if folder is not None else (lambda name: None)
+    process, _ = await spawn(ticks, wait=0, db=db("alone.db"))
     alone = json.loads((await process.stdout.read()).decode())["seconds"]
     await process.wait()
-    process, address = await spawn(ticks, wait=60)
+    process, address = await spawn(ticks, wait=60, db=db("attached.db"))
     client = await DebugClient.connect(address, TOKEN)
     await until(client, "paused")
     started = time.perf_counter()
@@ -149,9 +156,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--ticks", type=int, default=20000)
     parser.add_argument("--child", type=int)
+    parser.add_argument("--db")
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child)
+        child(args.child, args.db)
         return
 
     pings, steps = asyncio.run(round_trips(args.steps))
@@ -165,6 +173,13 @@ def main() -> None:
     print(f"\nevent throughput, {args.ticks} ticks of a counter node")
     print(f"{'nobody attached (baseline)':<34}{args.ticks / alone:>12,.0f} ticks/s")
     print(f"{'client attached, continuing':<34}{args.ticks / attached:>12,.0f} ticks/s"
+          f"{events / attached:>12,.0f} events/s received ({events:,} events)")
+    recorded = args.ticks // 4
+    with tempfile.TemporaryDirectory() as folder:
+        alone, attached, events = asyncio.run(throughput(recorded, folder))
+    print(f"recording into SQLite, {recorded} ticks")
+    print(f"{'nobody attached (baseline)':<34}{recorded / alone:>12,.0f} ticks/s")
+    print(f"{'client attached, continuing':<34}{recorded / attached:>12,.0f} ticks/s"
           f"{events / attached:>12,.0f} events/s received ({events:,} events)")
 
     raw, bare, served = overhead(300, 7)

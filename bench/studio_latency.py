@@ -1,6 +1,6 @@
-"""Studio latency: key-to-screen in the headless Textual UI, beside the session alone.
+"""Studio latency: key-to-screen in the headless Textual UI and in a real terminal (tmux).
 
-Four measurements, each printed beside its goal, with `await session.step()` on a
+Four headless measurements, each printed beside its goal, with `await session.step()` on a
 session without any UI (same tree, same run) as the baseline so the UI's share shows:
 
 1. Step (`n`) to screen, median over `--steps` steps after one warm-up step:
@@ -28,6 +28,18 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    root's label (large_tree.py, react_calculator.py); loading the tree and building the
    `DebugSession` is timed separately, before.
 
+5. In a real terminal (tmux; skipped with one line when tmux is missing): the studio on
+   large_tree.py as a fresh `python -m studio.cli` process in a detached 160x48 tmux session,
+   its own store; the bench sends the studio's keys (`send-keys`) and polls `capture-pane -p`
+   (a capture every few ms, the median interval printed as the resolution) until the screen
+   shows the change: `n` until the status line's tick advanced (warm-up step left out, `r`
+   when the run finished), enter on the middle timeline row until the PAST badge and its
+   tick, esc until the live badge again, each key of the tree search until the box holds
+   the text and the node pane shows the first node whose name holds it, and a launch until
+   the first frame has its labels filled (status line, root line, node pane, state key);
+   and the studio process's RSS after one full run (`c`) in a launch of its own. Printed
+   (median, p90) beside the same action's headless figures of the run.
+
 "Updated" (the screen shows tick N): the first frame the app hands to the terminal
 driver (`App._display` with a non-empty update, outside `batch_update()`) at which
   - the status line reads `tick N`,
@@ -44,7 +56,8 @@ driver writes nothing; the bench encodes each frame to terminal sequences as a r
 driver would, so that cost is included. A full-screen render after the last step checks
 that the probe's verdict matches what the screen holds.
 
-    .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5]
+    .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5] [--views 7]
+                                             [--tmux | --headless]   (default: both)
 """
 
 from __future__ import annotations
@@ -56,6 +69,9 @@ import gc
 import json
 import os
 import random
+import re
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -469,7 +485,7 @@ async def first_screen(path: Path, starts: int) -> dict:
     loads, firsts = [], []
     for _ in range(starts):
         started = time.perf_counter()
-        session = DebugSession(load_tree(str(path)))
+        session = DebugSession(load_tree(str(path)), store=private_store())
         loads.append(time.perf_counter() - started)
         app = ProbedApp(session)
         name = session.runner.root.name
@@ -549,6 +565,13 @@ async def past_and_back(views: int) -> dict:
 SEARCH = "s9.b87"  # typed a key at a time: each prefix matches a node further down the 10,000
 
 
+def search_matches(session: DebugSession) -> dict[str, str]:
+    """Each prefix of SEARCH -> the first node (preorder, as the pane walks them) whose name holds it."""
+    names = [(path, path.rpartition("/")[2].lower()) for path in session.runner.nodes]
+    return {text: next(path for path, name in names if text in name)
+            for text in (SEARCH[:n] for n in range(1, len(SEARCH) + 1))}
+
+
 def shows_match(app: ProbedApp, text: str, path: str) -> bool:
     """The search box shows `text` and the tree's cursor is on `path`, its line on screen, both painted."""
     pane = app.main.query_one(TreePane)
@@ -565,13 +588,11 @@ async def tree_search(rounds: int) -> dict:
     the box emptied and the tree collapsed in between. Alone: the same lookups over the
     session's node names (preorder, as the pane walks them)."""
     session = large_session()
-    names = [(path, path.rpartition("/")[2].lower()) for path in session.runner.nodes]
     prefixes = [SEARCH[:n] for n in range(1, len(SEARCH) + 1)]
     alone, expected = [], {}
     for _ in range(rounds):
         started = time.perf_counter()
-        for text in prefixes:
-            expected[text] = next(path for path, name in names if text in name)
+        expected = search_matches(session)
         alone.append((time.perf_counter() - started) / len(prefixes))
     app = ProbedApp(session)
     keys: list[float] = []
@@ -594,9 +615,9 @@ async def tree_search(rounds: int) -> dict:
     return {"key": keys, "first": firsts, "alone": alone}
 
 
-def rss_mb() -> float:
-    """Resident memory of this process now, in MB (Linux /proc)."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident memory of this process (or of `pid`) now, in MB (Linux /proc)."""
+    pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
@@ -621,6 +642,167 @@ def rss_after_run() -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# -- 5. in a real terminal: tmux, key sent, screen polled ----------------------------
+TMUX = shutil.which("tmux")
+POLL_SLEEP = 0.002  # between two captures: each capture-pane is a process of its own (~3 ms here)
+STATUS = re.compile(r"^ (?P<badge>.+?)  │ tick (?P<tick>\d+) │")
+
+
+class Terminal:
+    """The studio in a detached tmux session of a fixed size, on a tmux server of the bench's own
+    (`-L`, no config file): keys go in with `send-keys`, the screen comes back with `capture-pane -p`,
+    polled in a tight loop. Every poll is timed, so the resolution of each figure is known."""
+
+    def __init__(self) -> None:
+        self.socket = f"jianmu-bench-{os.getpid()}"
+        self.intervals: list[float] = []  # between successive captures of one wait: the resolution
+        self.sends: list[float] = []  # how long a send-keys call takes (inside every key figure)
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, check=True).stdout
+
+    def __enter__(self) -> Terminal:
+        # a session that only keeps the server up, so no studio launch pays for starting it;
+        # a studio that exits stays on screen (remain-on-exit), so a failure shows its last words
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "keep", "sleep 86400")
+        self.tmux("set-option", "-g", "remain-on-exit", "on")
+        self.path = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True)
+        self.path.unlink(missing_ok=True)  # the server leaves its socket file behind
+
+    def launch(self) -> float:
+        """Start the studio on large_tree.py with a store of its own; returns the launch time."""
+        db = Path(tempfile.mkdtemp(prefix="jianmu-bench-")) / "runs.db"
+        command = "exec " + shlex.join([sys.executable, "-m", "studio.cli", "open", str(LARGE), "--db", str(db)])
+        started = time.perf_counter()
+        self.tmux("new-session", "-d", "-s", "studio", "-x", str(SIZE[0]), "-y", str(SIZE[1]), command)
+        return started
+
+    def rss(self) -> float:
+        """Resident memory of the studio's process (the pane's: the shell execs it), in MB."""
+        return rss_mb(self.tmux("display-message", "-p", "-t", "studio", "#{pane_pid}").strip())
+
+    def close(self) -> None:
+        self.tmux("kill-session", "-t", "studio")
+
+    def key(self, key: str) -> float:
+        """Send one key; returns the time just before sending it."""
+        started = time.perf_counter()
+        self.tmux("send-keys", "-t", "studio", key)
+        self.sends.append(time.perf_counter() - started)
+        return started
+
+    def until(self, shown, what: str, timeout: float = 10.0) -> tuple[float, list[str]]:
+        """Capture the screen until `shown(lines)`; returns the time the showing capture returned
+        (the change happened at most one poll interval before) and the lines."""
+        deadline = time.perf_counter() + timeout
+        last = None
+        while True:
+            lines = self.tmux("capture-pane", "-p", "-t", "studio").splitlines()
+            seen = time.perf_counter()
+            if last is not None:
+                self.intervals.append(seen - last)
+            last = seen
+            if shown(lines):
+                return seen, lines
+            if seen > deadline:
+                raise TimeoutError(f"tmux: {what} not on screen after {timeout:.0f} s; it shows:\n" + "\n".join(lines))
+            time.sleep(POLL_SLEEP)
+
+
+def _status(lines: list[str]) -> tuple[str, int]:
+    """(badge, tick) of the status line, ("", -1) before it is drawn."""
+    found = STATUS.match(lines[0]) if lines else None
+    return (found["badge"].strip(), int(found["tick"])) if found else ("", -1)
+
+
+def _first_frame(lines: list[str]) -> bool:
+    """Labels filled: the status line, the root's line, the node pane on the root, the state key."""
+    text = "\n".join(lines)
+    return (_status(lines) == ("ready", 0) and "○ LargeTree  Sequence" in text
+            and re.search(r"│path\s+LargeTree\s+│", text) is not None and "stages_done = 0" in text)
+
+
+def _searched(lines: list[str], text: str, path: str) -> bool:
+    """The search box (the line under the tree pane's top border) holds `text`, the node pane shows `path`."""
+    box = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("╭─ tree")), "")
+    return (box.startswith(f"│ {text} ")
+            and re.search(rf"│path\s+{re.escape(path)}\s+│", "\n".join(lines)) is not None)
+
+
+def tmux_latency(steps: int, starts: int, views: int) -> dict:
+    """The same actions as the headless figures, on large_tree.py in a real terminal: key sent,
+    screen polled. The keys are the studio's own (studio/app.py BINDINGS, docs/studio.md)."""
+    expected = search_matches(large_session())
+    first, step, past, back, keys, firsts = [], [], [], [], [], []
+    with Terminal() as term:
+        for _ in range(starts):
+            started = term.launch()
+            first.append(term.until(_first_frame, "the first frame")[0] - started)
+            term.close()
+        term.launch()  # one full run and nothing else, as --rss-child measures it headless
+        term.until(_first_frame, "the first frame")
+        term.key("c")
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        time.sleep(0.5)  # the last drains
+        rss = term.rss()
+        term.close()
+        term.launch()
+        term.until(_first_frame, "the first frame")
+        while len(step) < steps + 1:  # the first step is a warm-up, as headless
+            _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
+            badge, tick = _status(lines)
+            if badge == "finished":
+                term.key("r")
+                term.until(lambda lines: _status(lines) == ("ready", 0), "the restarted run")
+                tick = 0
+            time.sleep(0.05 + PHASE.uniform(0, 1 / REFRESH_HZ))  # the stage's async pause is over
+            sent = term.key("n")
+            seen, _ = term.until(lambda lines, tick=tick: _status(lines)[1] == tick + 1, f"tick {tick + 1}")
+            step.append(seen - sent)
+        step.pop(0)
+        term.key("c")
+        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        ticks = _status(lines)[1]
+        for key in ("BTab", "BTab"):  # tree -> search box -> (wrapping) the timeline, its cursor on the last row
+            term.key(key)
+            time.sleep(0.2)
+        for _ in range(ticks - 1 - ticks // 2):  # up to the middle row, as headless
+            term.key("Up")
+        middle = ticks // 2 + 1
+        time.sleep(0.3)
+        for _ in range(views):
+            time.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+            sent = term.key("Enter")
+            seen, _ = term.until(lambda lines: _status(lines) == ("PAST (read-only)", middle), f"PAST at tick {middle}")
+            past.append(seen - sent)
+            time.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+            sent = term.key("Escape")
+            seen, _ = term.until(lambda lines: _status(lines) == ("finished", ticks), "the live run again")
+            back.append(seen - sent)
+        term.key("Tab")  # the timeline -> (wrapping) the search box
+        term.until(lambda lines: lines[-1].startswith(" f10 Step "), "the search box focused (its footer)")
+        for _ in range(views):
+            for n in range(1, len(SEARCH) + 1):
+                text = SEARCH[:n]
+                time.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+                sent = term.key(text[-1])
+                seen, _ = term.until(lambda lines, text=text: _searched(lines, text, expected[text]),
+                                     f"{text!r} in the search box with {expected[text]} selected")
+                (firsts if n == 1 else keys).append(seen - sent)
+            term.key("C-u")  # the box emptied for the next round
+            term.until(lambda lines: "search nodes by name" in "\n".join(lines), "the emptied search box")
+    return {"first": first, "step": step, "past": past, "back": back, "key": keys, "first_key": firsts,
+            "poll": term.intervals, "send": term.sends, "rss": rss}
+
+
+def _p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[8] * 1000 if len(values) > 1 else values[0] * 1000
+
+
 # -- report ------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -628,7 +810,52 @@ def main() -> None:
     parser.add_argument("--bursts", type=int, default=7)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--views", type=int, default=7)
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--tmux", action="store_true", help="only the real-terminal figures (tmux)")
+    only.add_argument("--headless", action="store_true", help="only the headless figures")
     args = parser.parse_args()
+    r = None if args.tmux else report_headless(args)
+    if args.headless:
+        return
+    if TMUX is None:
+        print("tmux mode skipped: tmux is not on PATH (install tmux for the real-terminal figures)")
+        return
+    report_tmux(tmux_latency(args.steps, args.starts, args.views), r)
+
+
+def report_tmux(t: dict, r: dict | None) -> None:
+    """The tmux figures, each beside the same action's headless figure of this run (when it ran)."""
+    version = subprocess.run([TMUX, "-V"], capture_output=True, text=True).stdout.strip()
+    print(f"\nreal terminal ({version}, {SIZE[0]}x{SIZE[1]}, large_tree.py): key sent (send-keys) -> the screen "
+          f"shows it (capture-pane, polled every {_ms(t['poll']):.1f} ms median, p90 {_p90(t['poll']):.1f}), ms")
+    print(f"{'measurement':<52}{'median':>8}{'p90':>8}{'headless':>10}{'p90':>8}{'goal':>7}")
+    h = {} if r is None else {
+        "step": r["ui_large"]["total"], "past": r["past"]["past"], "back": r["past"]["back"],
+        "key": r["search"]["key"], "first_key": r["search"]["first"],
+        "first": [load + first for load, first in zip(r["first_large"]["load"], r["first_large"]["first"],
+                                                      strict=True)]}
+    for key, label, goal in (
+            ("step", "step n -> the status line's tick advanced", "<=50"),
+            ("past", "enter on a timeline row -> PAST badge and its tick", "<=100"),
+            ("back", "esc -> the live run's badge again", "<=100"),
+            ("key", f"a key typed in the tree search ({SEARCH!r}) -> match", "<=30"),
+            ("first_key", "  the first key", "<=100"),
+            ("first", "launch -> first frame, labels filled", "<=1000")):
+        beside = f"{_ms(h[key]):>10.1f}{_p90(h[key]):>8.1f}" if key in h else f"{'-':>10}{'-':>8}"
+        print(f"{label:<52}{_ms(t[key]):>8.1f}{_p90(t[key]):>8.1f}{beside}{goal:>7}")
+    beside = f"{r['rss']['after']:>10.0f}" if r is not None else f"{'-':>10}"
+    print(f"{'RSS of the studio process after a full run (c), MB':<52}{t['rss']:>8.0f}{'':>8}{beside}{'':>8}{'<=100':>7}")
+    print(f"    each figure includes one send-keys call ({_ms(t['send']):.1f} ms median) and is late by at "
+          "most one poll interval")
+    print("    headless first frame: load_tree() + DebugSession() + run_test() to the root on screen "
+          "(no interpreter start, no imports); tmux: a fresh `python -m studio.cli` process")
+    print("    match: the search box holds the text and the node pane shows the first node whose name holds it")
+    print(f"    esc includes Textual's wait for the rest of an escape sequence: ESCDELAY="
+          f"{os.environ.get('ESCDELAY', '100')} ms (headless has none)")
+
+
+def report_headless(args: argparse.Namespace) -> dict:
+    """Run the headless measurements and print them; returns them for the tmux table."""
 
     async def measure() -> dict:
         return {
@@ -701,6 +928,8 @@ def main() -> None:
           f"{'':>8}{m['before']:>8.0f}{m['after'] - m['before']:>10.0f}{'<=100':>7}")
     print("    (alone: the process before loading the tree; UI share: what the studio and run added)")
     print("alone: the same steps as `await session.step()` on a session with no UI")
+    return r
+
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--rss-child"]:

@@ -71,6 +71,36 @@ class AgentResult:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Why a run failed, in one line: where (`node`), why (`error`, maybe several lines) and its
+    termination `reason` as `AgentResult` names it (`error`, `max_iterations`, `budget_exhausted`).
+
+    The studio's status line and node pane, the headless CLI and a debugger attached over the
+    protocol (sent with `finished`) all read this one story of a failed run."""
+
+    node: str | None
+    error: str
+    reason: str
+
+    @property
+    def first_line(self) -> str:
+        text = self.error.strip()
+        return text.splitlines()[0] if text else self.reason
+
+    @property
+    def line(self) -> str:
+        """`node: first line of the error` (what a user reads first)."""
+        return f"{self.node}: {self.first_line}" if self.node else self.first_line
+
+    @property
+    def headline(self) -> str:
+        """`budget_exhausted at Squares: token budget spent…` (the status line and the CLI's stderr)."""
+        reason = "failed" if self.reason in ("error", "completed") else self.reason
+        where = f" at {self.node}" if self.node else ""
+        return f"{reason}{where}: {self.first_line}"
+
+
+@dataclass(frozen=True)
 class AgentLoop:
     """One agent of a tree: its loop (what fails, and where termination is written) and the
     node whose outputs are its result (`LoopUntilSuccess.answer_node`)."""
@@ -157,7 +187,7 @@ class Agent:
         if self.runner is None:
             self.runner = self.make_runner()
         try:
-            async with debugging(self.runner, debug) as run:
+            async with debugging(self.runner, debug, agent=self) as run:
                 await run(max_ticks, input_data=input_data)
         except BaseException:
             await self.close()
@@ -264,6 +294,30 @@ class Agent:
                 return path, error.error
         return None
 
+    def failure(self, runner: ReactiveRunner) -> Failure | None:
+        """Why a finished run failed (the failing node, its error, the termination reason); None
+        unless the root failed."""
+        if runner.status != Status.FAILURE:
+            return None
+        result = self.result_from(runner)
+        failed = self.failed_node(runner)
+        if failed is not None:
+            return Failure(failed[0], failed[1], result.termination_reason)
+        termination = self.termination(runner)
+        node = termination.get("node") or self._deepest_failure(runner)
+        if result.error:
+            error = result.error
+        elif termination.get("reason") == "max_iterations":
+            error = f"max_iterations: {termination.get('iterations')} of {termination.get('max_iterations')} used"
+        else:
+            error = f"{node or 'the tree'} returned FAILURE"
+        return Failure(node, error, result.termination_reason)
+
+    @staticmethod
+    def _deepest_failure(runner: ReactiveRunner) -> str | None:
+        """The deepest node that returned FAILURE without raising (a condition, a plain py_trees node)."""
+        return next((path for path, node in reversed(runner.nodes.items()) if node.status == Status.FAILURE), None)
+
     def _observations(self, runner: ReactiveRunner, agent: AgentLoop | None) -> list[str]:
         """The tool results of this turn: tool messages after the last user message."""
         messages: list[Message] = self._read(runner, agent, "messages") or []
@@ -271,4 +325,4 @@ class Agent:
         return [message.content or "" for message in messages[start + 1:] if message.role == "tool"]
 
 
-__all__ = ["Agent", "AgentLoop", "AgentResult", "ResultType", "find_agents"]
+__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents"]

@@ -13,7 +13,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.state.keys import StateKeys
@@ -72,6 +71,8 @@ def _config_path() -> Path | None:
 
 
 def _load(path: Path) -> JianmuSettings:
+    import yaml  # here: only a process with a jianmu.yaml pays for the parser (~1.5 MB)
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

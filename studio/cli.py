@@ -119,7 +119,13 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     return argv
 
 
+ESCAPE_DELAY_MS = "50"
+"""How long a lone escape byte waits to be told from an escape sequence (Textual's default, 100 ms,
+made esc back to live feel slow; 50 ms is neovim's ttimeoutlen). $ESCDELAY, if set, wins."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)  # read when textual is first imported, below
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(_argv_with_default_command(argv))
     if args.command is None:
@@ -266,7 +272,8 @@ async def run_headless(args: argparse.Namespace) -> int:
     result = session.agent.result_from(session.runner)
     failure = session.failure
     error = failure.line if failure else (stop.message if stop.kind == "error" else None)
-    summary = {"status": session.root_status.value, "stopped": stop.kind, "message": stop.message,
+    status = "ERROR" if unrecorded is not None else session.root_status.value  # as recorded, not the stopped INVALID
+    summary = {"status": status, "stopped": stop.kind, "message": stop.message,
                "termination_reason": result.termination_reason, "final_answer": result.final_answer,
                "error": error, "ticks": session.tick, "tokens": _tokens(session), "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}

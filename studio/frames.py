@@ -21,6 +21,7 @@ from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint
+from runtime.node.composites import loop_counter
 from runtime.state import StateManager
 
 from .edits import StagedEdits
@@ -264,10 +265,9 @@ class Frame:
 
     def node_view(self, path: str, breakpoints: set[str]) -> NodeView:
         node = self.runner.nodes[path]
-        counter = None
         data = self.resume_data(path)
-        if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
-            counter = f"iter {data['iteration_count']}/{node.max_iterations}"
+        counter = (loop_counter(node, self.status(path), data["iteration_count"])
+                   if isinstance(data, dict) and "iteration_count" in data else None)
         shown = self._shown()
         return NodeView(
             path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),

@@ -9,7 +9,9 @@ sent in order; a refusal from the server shows in the status line, and what it a
 (a past checkpoint, a rebound node) shows when it arrives. The timeline is the served
 run's checkpoint store, read by the server: rows arrive with the updates, a past
 checkpoint is asked for when chosen. Only restarting and saving bindings beside the tree
-file are refused: the run and its tree belong to the other process.
+file are refused: the run and its tree belong to the other process. Nor does it follow a
+recording (`DebugSession.follow`, for a store another process writes): it is live, and
+once the run is gone it says which store to replay.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from py_trees.common import Status
@@ -32,7 +34,9 @@ from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .children import child_namespace, split_child_path
 from .edits import StagedEdits
+from .failure import Failure
 from .frames import EventLog, StampedEvent
 from .model_calls import MODEL_EVENTS, ModelCall, collect
 from .session import (
@@ -173,10 +177,13 @@ class RemoteSession:
         self._approvals = list(picture.get("approvals", ()))
         self._run_id, self._tick, self._status = picture["run_id"], picture["tick"], picture["status"]
         self.branch, self.recording = picture.get("branch", "main"), picture.get("recording", False)
+        self._store = picture.get("store")
         self._schema = picture.get("schema") or {"name": "the state schema", "fields": [], "names": []}
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
+        self._failure = picture.get("failure")
+        self._head_marks = picture.get("marks", [])
         self._settle()
 
     def _add_rows(self, rows: Any) -> None:
@@ -191,7 +198,13 @@ class RemoteSession:
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
-        self._stop(StopReason("finished", self.message if self._finished else "the debug connection was lost"))
+        self._stop(StopReason("finished", (self.message if self._finished else "the debug connection was lost")
+                              + self._replay_hint()))
+
+    def _replay_hint(self) -> str:
+        """Once the served run is gone its recording is a store another studio opens (and follows while a
+        writer still adds to it); an attached studio is live and follows nothing itself."""
+        return f"; its recording: jianmu-studio replay {self._store} --tree FILE" if self._store else ""
 
     def _apply(self, message: dict[str, Any]) -> None:
         kind = message["type"]
@@ -208,7 +221,7 @@ class RemoteSession:
             self._paused = None
             self._settle()
         elif kind == "finished":
-            self._finished = True
+            self._finished, self._failure = True, message.get("failure")
             self._stop(StopReason("finished", f"finished: {message['status']}"))
         elif kind == "bye":
             self._finished = True
@@ -247,18 +260,31 @@ class RemoteSession:
             state_changes[f"{namespace}.{key}" if namespace else key] = (values.get(key), value)
             values[key] = value
         for namespace, key in update.get("removed", ()):
-            self._state.get(namespace, {}).pop(key, None)
+            values = self._state.get(namespace, {})
+            values.pop(key, None)
+            if namespace and not values:  # a cleared namespace is gone, as in a local session
+                self._state.pop(namespace, None)
         if "approvals" in update:
             self._approvals = update["approvals"]
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
         self._add_events(update.get("events", ()))
+        self._head_marks = update.get("marks", self._head_marks)
         self._mark(update, state_changes)
-        if "report" in update or changed or state_changes:
-            report = update.get("report") or {}
+        for tick in update.get("agent_ticks", ()):  # a swarm agent's tick, its paths @agent/...
+            self._notify("subtick", TickReport(tick["tick"], Status(tick["status"]), ticked=tick["ticked"],
+                                               changed={path: (Status(old), Status(new))
+                                                        for path, (old, new) in tick["changed"].items()}))
+        if "report" in update or any(split_child_path(path) is None for path in changed):  # a tick (its changes)
+            report = update.get("report")
+            if report is not None:
+                ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)
+            else:  # changes between ticks: the last tick's nodes are still the ones it ticked
+                ticked = self.last_report.ticked if self.last_report is not None else []
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
-                                          state_changes=state_changes, duration_ms=report.get("duration_ms", 0.0))
+                                          state_changes=state_changes, ticked=ticked,
+                                          duration_ms=(report or {}).get("duration_ms", 0.0))
             self._notify("tick", self.last_report)
         if self.suspended and self._continuing:
             self._stop(StopReason("suspended", self._suspension_message()))
@@ -323,7 +349,15 @@ class RemoteSession:
 
     @property
     def tokens(self) -> int:
-        return _tokens(self._state)
+        """As a local session counts them: the model calls of the frame's lineage (a swarm's agents' too), or
+        the run's state (`llm.usage`, its own namespaces) when larger (a replay calls no model)."""
+        return max(_tokens({ns: values for ns, values in self._state.items() if not ns.startswith("@")}),
+                   self.log.tokens(self._frame_lineage()))
+
+    @property
+    def failure(self) -> Failure | None:
+        """Why the run failed, as the server's runtime explained it with `finished`; None unless it did."""
+        return Failure(**self._failure) if self._failure is not None and self.viewing is None else None
 
     @property
     def frame(self) -> RemoteFrame:
@@ -331,17 +365,21 @@ class RemoteSession:
         if past is None:
             return RemoteFrame((self._run_id, self.branch, None), self._tick, self.root_status, self.tokens,
                                self.branch)
-        row = past["checkpoint"]
-        return RemoteFrame((self._run_id, row["branch"], row["id"]), row["tick"], Status(row["status"]),
-                           _tokens(self.state_snapshot()), row["branch"])
+        info = self._past_info()
+        return RemoteFrame((self._run_id, info.branch, info.id), info.tick, info.root_status,  # ERROR: FAILURE
+                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch)
+
+    def _past_info(self) -> CheckpointInfo:
+        """The viewed checkpoint's header (its row, as the store lists it)."""
+        row = self._past["checkpoint"]
+        if row["id"] not in self._rows.infos:
+            self._rows.add(self._run_id, row)
+        return self._rows.infos[row["id"]]
 
     def _frame_lineage(self) -> Lineage:
         if self._past is None:
             return self._lineage.lineage(None, self._run_id, self.branch)
-        info = self._rows.infos.get(self._past["checkpoint"]["id"])
-        if info is None:
-            self._rows.add(self._run_id, self._past["checkpoint"])
-            info = self._rows.infos[self._past["checkpoint"]["id"]]
+        info = self._past_info()
         return self._lineage.lineage(info, self._run_id, info.branch)
 
     def branches(self) -> list[str]:
@@ -358,10 +396,13 @@ class RemoteSession:
         return self.log.of(self._frame_lineage())
 
     def marks(self) -> dict[str, Mark]:
-        """The past checkpoint's changes since its parent; live, what the last tick changed and what was
-        written after it."""
+        """What a local session marks, as the server read it from the store: the past checkpoint's changes
+        since its parent; live, the newest checkpoint's and what was written since. A run that records no
+        checkpoints is marked with what its last tick changed and what was written after it."""
         if self._past is not None:
-            return {key: Mark(old, new) for key, old, new in self._past["marks"]}
+            return {key: Mark(old, new, between) for key, old, new, between in self._past["marks"]}
+        if self.recording:
+            return {key: Mark(old, self._value_of(key), between) for key, old, between in self._head_marks}
         between = {key: Mark(old, new, between=self._tick) for key, (old, new) in self._since.items() if old != new}
         return {**self._tick_marks, **between}
 
@@ -409,6 +450,8 @@ class RemoteSession:
 
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
+        if node.get("agent") is not None:
+            return self._agent_detail(node)
         state = self.state_snapshot()
         ports = node["ports"] if past is None else self._staged_ports(path, past["ports"].get(path, []))
         views = [PortView(port, key, direction, self._value(state, key, node["namespace"]))
@@ -421,18 +464,40 @@ class RemoteSession:
                 error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
         if past is None and node.get("error"):
             error, traceback = node["error"].get("error"), node["error"].get("traceback")
+        failure = self.failure
+        if error is None and failure is not None and failure.node == path:
+            error = failure.headline
         return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
+
+    def _agent_detail(self, node: dict[str, Any]) -> NodeDetail:
+        """A swarm agent's node, as a local session shows it: live, its ports read in the agent's own state,
+        its namespace named as the state pane names it (`@agent`, `@agent.ns`)."""
+        state, agent = self._state, node["agent"]
+        own, scope = child_namespace(agent, node["namespace"]), child_namespace(agent, None)
+        views = [PortView(port, key, direction, state.get(own, {}).get(key, state.get(scope, {}).get(key)))
+                 for direction, port, key in node["ports"]]
+        error = node.get("error") or {}
+        return NodeDetail(replace(self.node_view(node["path"]), namespace=own), views, [], error.get("error"),
+                          error.get("traceback"))
 
     def _staged_ports(self, path: str, ports: list[list[str]]) -> list[list[str]]:
         """A past node's `[direction, port, key]` ports with the binding edits staged on it."""
         return [[direction, port, self.staged.bindings.get((path, direction, port), key)]
                 for direction, port, key in ports]
 
-    @staticmethod
-    def _value(state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
+    def _value_of(self, qualified: str) -> Any:
+        """The value of a key as a mark names it (`key` global, `ns.key`), from the mirror."""
+        if qualified in self._state.get("", {}):
+            return self._state[""][qualified]
+        for ns in sorted(self._state, key=len, reverse=True):
+            if ns and qualified.startswith(ns + "."):
+                return self._state[ns].get(qualified[len(ns) + 1:])
+        return None
+
+    def _value(self, state: dict[str, dict[str, Any]], key: str, namespace: str | None) -> Any:
         if namespace and key in state.get(namespace, {}):
             return state[namespace][key]
-        return state.get("", {}).get(key)
+        return state.get("", {}).get(self._schema.get("aliases", {}).get(key, key))  # `usage` is `llm.usage`
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
         """Every namespace as of the frame (the staged edits in, in the past)."""
@@ -516,6 +581,7 @@ class RemoteSession:
     async def _until_stopped(self, request: str) -> bool:
         self._stopped.clear()
         self._moved = True
+        await self.drained()  # an edit or breakpoint made just before reaches the run before it moves
         try:
             await self.client.request(request)
         except DebugError as exc:
@@ -609,7 +675,7 @@ class RemoteSession:
             for bp in existing:
                 self.remove_breakpoint(bp)
             return False
-        self.add_node_breakpoint(path, on)
+        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
@@ -618,6 +684,9 @@ class RemoteSession:
             raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
         if path not in self._nodes:
             raise BreakpointError(f"no node at path {path!r}")
+        if on == "before" and split_child_path(path) is not None:
+            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
+                                  "changes (after:)")
         return self._add(Breakpoint("node", node=path, on=on))
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:

@@ -43,7 +43,8 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
-from runtime.memory.checkpoint.postgres_store import is_postgres_url
+from runtime.memory.checkpoint.naming import is_postgres_url
+from runtime.node.composites import loop_counter
 from runtime.state import StateValidationError
 
 from .breakpoint_list import BreakpointListMixin
@@ -277,16 +278,13 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         runner, inner = self._locate(path)
         node = runner.nodes[inner]
         agent_id = split_child_path(path)[0]
-        counter = None
-        if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
-            counter = f"iter {node.iteration_count}/{node.max_iterations}"
         parent = (child_path(agent_id, inner.rpartition("/")[0]) if "/" in inner
                   else self.children.spawned_by.get(agent_id))
         return NodeView(
             path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"), parent=parent,
             children=[child_path(agent_id, runner.path_of(child)) for child in node.children],
-            status=node.status, namespace=getattr(node, "namespace", None), counter=counter,
-            breakpoint=path in self._breakpoint_paths())
+            status=node.status, namespace=getattr(node, "namespace", None),
+            counter=loop_counter(node, node.status), breakpoint=path in self._breakpoint_paths())
 
     def _locate(self, path: str) -> tuple[ReactiveRunner, str]:
         """The runner a node path belongs to (the host's, or a swarm agent's) and its path there."""

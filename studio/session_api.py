@@ -44,6 +44,9 @@ class SessionAPI(Protocol):
     def tokens(self) -> int: ...
 
     @property
+    def failure(self) -> Any: ...  # why the live run failed (`runtime.agent.Failure`), or None
+
+    @property
     def frame(self) -> Any: ...  # `.key`, `.tick`, `.root_status`, `.tokens`, `.branch` of what is shown
 
     @property

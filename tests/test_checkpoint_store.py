@@ -72,6 +72,23 @@ async def test_checkpoints_store_what_changed_and_restore_through_a_bounded_chai
     assert chain <= 11
 
 
+class Talk(BaseModel):
+    messages: Annotated[list[str], operator.add] = []
+    turns: int = 0
+
+
+async def test_a_chain_ends_once_its_deltas_outgrow_its_full_record(store):
+    """Small full records, deltas of a third of their size: chains stay a few records long
+    with no count forcing them (a restore parses a few full records' worth at most)."""
+    runner = ReactiveRunner(chat_tree(60), Talk, checkpointer=store)
+    runner.checkpoints.full_every = 1000
+    await runner.run()
+    chains = [row[0] for row in rows(store, "SELECT count(*) FROM checkpoints GROUP BY base_id")]
+    assert sum(chains) > 100 and max(chains) <= 20
+    infos = store.list(runner.run_id)
+    assert store.get(infos[-1].id).state[""] == runner.state_manager.snapshot()[""]
+
+
 async def test_list_latest_and_history_newest_first(store):
     runner = ReactiveRunner(chat_tree(3), Chat, checkpointer=store)
     await runner.run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,14 @@ def test_contradictory_approval_flags_are_bad_input():
     result = cli("run", APPROVAL_GUARD, "--approve", "send_email", "--deny", "send_email:no")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "jianmu-studio: both --approve and --deny name send_email"
+
+
+@pytest.mark.parametrize("escdelay, seconds", [(None, 0.05), ("300", 0.3)])
+def test_a_lone_escape_is_read_after_50_ms_unless_escdelay_says_otherwise(escdelay, seconds):
+    """esc leaves the past view: Textual's default wait (100 ms) to tell it from a sequence was felt."""
+    env = {k: v for k, v in os.environ.items() if k != "ESCDELAY"} | ({"ESCDELAY": escdelay} if escdelay else {})
+    code = ("from studio import cli\ncli.main(['run', '/nonexistent/tree.py'])\n"
+            "import textual.constants\nprint(textual.constants.ESCAPE_DELAY)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=120)
+    assert float(result.stdout.split()[-1]) == seconds, result.stdout + result.stderr

@@ -12,12 +12,23 @@ from debug_fixtures import LLM, TOKEN, agent_process, until
 from py_trees.common import Status
 from test_model_call_view import option_texts
 from test_tui_app import status_line, tree_label
-from tui_fixtures import CALC, SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import (  # noqa: F401
+    BOTH,
+    CALC,
+    REACT_CALCULATOR,
+    SIZE,
+    TEXT_PIPELINE,
+    session_on,
+    settle,
+    steady_terminal,
+    studio_on,
+)
 from tui_fixtures import until as condition_holds
 
 from runtime import Agent, CalculatorTool, ModelClient, ReActState, ScriptedProvider, create_react_node, human
 from runtime.debug import DebugClient, DebugServer
-from runtime.memory.checkpoint import open_store
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import Source, open_store
 from studio.app import StudioApp
 from studio.cli import main
 from studio.remote_session import RemoteSession
@@ -132,3 +143,97 @@ async def test_a_studio_attaching_mid_run_sees_the_events_and_model_calls_from_b
         provider.go.set()
         await asyncio.wait([run], timeout=30)
         await server.close()
+
+
+async def test_a_remote_timeline_shows_a_run_whose_end_was_recorded_as_error(tmp_path):
+    """A run whose save failed has its end recorded with status ERROR (the CLI does so): attached, that
+    checkpoint is a row like any other, and viewing it shows a failed root, as a local session does."""
+    root = create_react_node(name="Calculator", model_client=ModelClient(ScriptedProvider([CALC, "110"])),
+                             tools=[CalculatorTool()])
+    runner = Agent(root, state_schema=ReActState).make_runner(checkpointer=open_store(tmp_path / "runs.db"))
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN, wait=30, hold_end=0)
+    await server.listen()
+
+    async def run():
+        await server.wait_for_client()
+        return await server.run(input_data={"messages": [human("What is 25 * 4 + 10?")]})
+
+    task = asyncio.create_task(run())
+    session = await RemoteSession.connect(f"127.0.0.1:{server.port}", TOKEN)
+    try:
+        await until_state(session, RunState.READY)
+        await session.step()
+        runner.checkpoints.save(Source.UPDATE, status="ERROR")  # as `jianmu-studio run` records a stopped run
+        runner.event_bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": "the store is full"})
+        await condition_holds(lambda: session.checkpoints() and session.checkpoints()[-1].status == "ERROR")
+        error_row = session.checkpoints()[-1]
+        session.select_checkpoint(error_row.id)
+        await session.drained()
+        assert session.viewing.id == error_row.id and session.frame.tick == error_row.tick
+        assert session.frame.root_status == Status.FAILURE  # CheckpointInfo.root_status: ERROR is a FAILURE
+        session.select_live()
+    finally:
+        await session.close()
+        await asyncio.wait_for(task, 30)
+        await server.close()
+
+
+def shown(marks) -> dict:
+    return {key: (mark.old, mark.new, mark.between) for key, mark in marks.items()}
+
+
+async def test_the_changed_marks_attached_are_the_local_sessions_for_the_same_frames(tmp_path):
+    """The same run, locally and attached: at its start, after a step whose model answer lands between
+    ticks, at its end, and at every checkpoint of its timeline, the marks are the same (and the state's
+    keys, in the same order)."""
+    seen = {}
+    for kind in ("local", "remote"):
+        (tmp_path / kind).mkdir()
+        async with session_on(kind, REACT_CALCULATOR, tmp_path / kind) as session:
+            frames = [shown(session.marks())]  # tick 0: nothing marked (the input is no change)
+            await session.step()
+            await condition_holds(lambda: session.state_snapshot()[""]["rounds"] == 1)  # the answer landed
+            await condition_holds(lambda: "llm.usage" in session.marks())
+            frames.append(shown(session.marks()))
+            while (await session.continue_()).kind != "finished":
+                pass
+            frames.append(shown(session.marks()))
+            frames.append(list(session.state_snapshot()[""]))  # one name per value (llm.usage, not usage too)
+            for row in session.checkpoints():
+                session.select_checkpoint(row.id)
+                await condition_holds(lambda row=row: session.viewing is not None and session.viewing.id == row.id)
+                frames.append((row.tick, shown(session.marks())))
+            seen[kind] = frames
+    assert seen["local"][0] == {}
+    assert seen["local"][1]["messages"][2] == 1  # written by the answer, after tick 1's checkpoint
+    assert len(seen["local"]) > 7 and any(marks for _, marks in seen["local"][4:])
+    assert seen["remote"] == seen["local"]
+
+
+@BOTH
+async def test_the_tree_shows_the_loops_counter_and_the_ticked_nodes_of_the_last_tick(kind, tmp_path):
+    """A loop's counter moves while its status stays RUNNING: its line is re-read because the tick visited
+    it (attached, the tick's report says which nodes it visited, as a local runner's does)."""
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        assert "iter 0/10" in tree_label(app, "Calculator")
+        await pilot.press("c")
+        await condition_holds(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        assert session.node_view("Calculator").counter == "iter 2/10"
+        assert "iter 2/10" in tree_label(app, "Calculator")  # was "iter 0/10" attached: never re-read
+        ticked = app.main.query_one(TreePane)._ticked
+        assert "Calculator/Calculator.loop/Calculator.done" in ticked and ticked == set(session.last_report.ticked)
+
+
+async def test_once_the_served_run_is_gone_the_studio_says_where_its_recording_is(tmp_path):
+    """Following a recording is for a store another process writes (`jianmu-studio replay`): an attached
+    studio is live and follows nothing, and when the run is gone it says how to open what it recorded."""
+    async with session_on("remote", TEXT_PIPELINE, tmp_path) as session:
+        await session.continue_()
+        await until_state(session, RunState.FINISHED)
+        assert not hasattr(session, "follow")
+    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'} --tree FILE")
+    recorded = DebugSession.open_recorded(tmp_path / "served.db", tree=str(TEXT_PIPELINE))  # the whole run
+    assert recorded.run_id is None and recorded.recorded_run == session.run_id
+    assert [row.tick for row in recorded.checkpoints()] == [row.tick for row in session.checkpoints()]

@@ -85,6 +85,23 @@ async def test_step_runs_one_tick_and_holds_after_it():
         assert await task == Status.SUCCESS
 
 
+async def test_finished_says_why_the_run_failed_as_the_runtime_explains_it():
+    """A bare runner is served (no Agent given): its tree is read as an Agent's to say why it failed;
+    a client attaching to the run held at its end finds the same reason in the picture."""
+    agent, data = sample("budget_abort")
+    async with served(agent, data, hold_end=30) as (runner, client, task):
+        await client.request("continue")
+        finished = await until(client, "finished")
+        assert finished["status"] == "FAILURE"
+        assert finished["failure"] == {"node": "Squares", "reason": "budget_exhausted",
+                                       "error": "token budget spent: 1350 >= 1000 tokens"}
+        assert agent.failure(runner).headline == "budget_exhausted at Squares: token budget spent: 1350 >= 1000 tokens"
+        await until(client, "paused")
+        assert (await client.request("resync"))["picture"]["failure"] == finished["failure"]
+        await client.request("continue")
+        assert await task == Status.FAILURE
+
+
 async def test_after_event_and_condition_breakpoints_each_stop_the_run():
     agent, data = sample("react_calculator")
     async with served(agent, data) as (runner, client, task):

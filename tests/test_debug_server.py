@@ -166,7 +166,7 @@ async def test_an_older_protocol_version_is_told_so():
     async with agent_process(wait=0.5) as target:
         host, port = target.address.split(":")
         async with connect(f"ws://{host}:{port}") as ws:
-            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION - 1, "token": TOKEN}))  # 2
+            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION - 1, "token": TOKEN}))  # 3
             reply = json.loads(await ws.recv())
         assert reply["code"] == "version" and f"speaks {PROTOCOL_VERSION}" in reply["message"]
         assert (await target.result())["status"] == "SUCCESS"

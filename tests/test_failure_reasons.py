@@ -11,11 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import BOTH, SIZE, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.memory.checkpoint import SQLiteCheckpointStore
 from studio.app import StudioApp
-from studio.session import DebugSession
+from studio.session import DebugSession, RunState
 from studio.widgets.node_detail import NodeDetailPane
 from studio.widgets.tree_pane import TreePane
 
@@ -101,11 +101,19 @@ async def test_a_successful_run_has_no_failure(tmp_path):
     assert session.root_status.value == "SUCCESS" and session.failure is None
 
 
-# -- the studio ----------------------------------------------------------------------
-async def test_status_line_names_the_budget_abort(tmp_path):
-    app = StudioApp(DebugSession.load(BUDGET_ABORT, db=tmp_path / "runs.db"))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await run_to_end(app, pilot)
+# -- the studio, on a local session and attached to the run in another process -----------
+async def until_finished(app: StudioApp, pilot) -> None:
+    await settle(app, pilot)
+    await pilot.press("c")
+    await until(lambda: app.session.run_state == RunState.FINISHED)
+    await settle(app, pilot)
+
+
+@BOTH
+async def test_status_line_names_the_budget_abort(kind, tmp_path):
+    async with studio_on(kind, Path(BUDGET_ABORT), tmp_path) as (session, app, pilot):
+        await pilot.resize_terminal(80, 24)
+        await until_finished(app, pilot)
         line = status_text(app)
         assert "✘ budget_exhausted at Squares: token budget spent: 1350 >= 1000 tokens" in line
         assert line.index("budget_exhausted") < 40  # near the start: a narrow screen keeps it
@@ -116,12 +124,13 @@ async def test_status_line_names_the_budget_abort(tmp_path):
         assert " ".join(lines[1:3]).startswith("budget_exhausted at Squares: token")
 
 
-async def test_status_line_and_node_pane_show_a_raising_node(tmp_path, raising_tree):
-    app = StudioApp(DebugSession.load(raising_tree, db=tmp_path / "runs.db"))
-    async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
+@BOTH
+async def test_status_line_and_node_pane_show_a_raising_node(kind, tmp_path, raising_tree):
+    async with studio_on(kind, Path(raising_tree), tmp_path) as (session, app, pilot):
+        await until_finished(app, pilot)
         assert "✘ failed at Root/Fetch: ConnectionRefusedError: inventory API refused the connection" in \
             status_text(app)
+        assert session.failure.line == "Root/Fetch: ConnectionRefusedError: inventory API refused the connection"
         app.main.query_one(TreePane).jump("Root/Fetch")
         await settle(app, pilot)
         text = detail_text(app)

@@ -102,9 +102,10 @@ async def test_a_stream_line_that_never_ends_is_cut_off_by_the_size_cap(server, 
             await provider.complete([human("q")], ModelConfig(stream=True))  # not held until the deadline
 
 
-async def test_stream_lines_split_anywhere_are_read_whole(server, provider):
-    body = ('data: {"choices": [{"delta": {"content": "caf\u00e9 été"}}]}\r\n\r\n'
-            'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\ndata: [DONE]').encode()
+@pytest.mark.parametrize("end", ["\r\n", "\n", "\r"])  # the three line ends SSE allows
+async def test_stream_lines_split_anywhere_are_read_whole(server, provider, end):
+    body = (f'data: {{"choices": [{{"delta": {{"content": "caf\u00e9 été"}}}}]}}{end}{end}'
+            f'data: {{"choices": [{{"delta": {{}}, "finish_reason": "stop"}}]}}{end}{end}data: [DONE]').encode()
 
     async def reply(request, writer):  # a byte at a time: lines and UTF-8 characters cut across reads
         await _head(writer, 200, "text/event-stream")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from py_trees.common import Status
+from py_trees.common import ParallelPolicy, Status
 from pydantic import BaseModel
 
 from runtime.engine import EventType, NodeBoundary, ReactiveRunner, RuntimeEventBus
 from runtime.memory.checkpoint import CheckpointError, InMemoryCheckpointStore
-from runtime.node import AsyncNode, Node, Sequence
+from runtime.node import AsyncNode, Node, Parallel, Sequence
 
 
 class State(BaseModel):
@@ -108,6 +108,44 @@ async def test_stop_before_an_async_node_comes_before_its_task_starts():
     runner.stop_before = ()
     assert await runner.run() == Status.SUCCESS
     assert runner.state_manager.get("answer") == "async edited"
+
+
+class SlowAnswer(AsyncNode):
+    """Answers once `release` is set: its work stays in flight across the ticks others cause."""
+
+    release: asyncio.Event
+
+    async def update_async(self) -> Status:
+        await self.release.wait()
+        self.write_state({"answer": "slow"}, signal=False)
+        return Status.SUCCESS
+
+
+class Counter(Node):
+    """RUNNING for three ticks, waking the runner each time: ticks while the async node works."""
+
+    def update(self) -> Status:
+        self.write_state({"log": [*self.read_state("log"), "count"]})  # signal: another tick comes
+        return Status.SUCCESS if len(self.read_state("log")) >= 3 else Status.RUNNING
+
+
+async def test_a_stop_before_an_async_node_is_not_repeated_while_its_work_is_in_flight():
+    slow = SlowAnswer("slow")
+    slow.release = asyncio.Event()
+    root = Parallel("root", policy=ParallelPolicy.SuccessOnAll(), children=[slow, Counter("count")])
+    runner = runner_for(root)
+    runner.stop_before = {"root/slow"}
+    stops = []
+    runner.event_bus.subscribe(lambda e: stops.append(e.tick), types=[EventType.TICK_PAUSED])
+    report = await runner.step()
+    assert report.paused_at == NodeBoundary(1, "root/slow")  # before its work started
+    for _ in range(3):  # the counter's ticks: the slow node is ticked, its work still in flight
+        report = await runner.step()
+        assert report.completed and report.paused_at is None
+    slow.release.set()
+    assert await asyncio.wait_for(runner.run(), timeout=5) == Status.SUCCESS
+    assert runner.state_manager.get("answer") == "slow"
+    assert stops == [1]  # once, before the work; not before asking after it, nor before collecting it
 
 
 async def test_a_stop_is_reached_again_on_every_tick_that_visits_the_node():

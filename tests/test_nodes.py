@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from runtime.engine import InjectPayload, ReactiveRunner, RunContext, inject_runtime_deps
 from runtime.node import AsyncNode, LoopUntilSuccess, Node, Timeout, Wait
+from runtime.node.composites import loop_counter
 from runtime.state import Ephemeral, InteractionKeys
 
 
@@ -55,6 +56,22 @@ async def test_loop_retries_until_success_without_external_signal():
     # FAILURE was reset to INVALID by the loop within the tick, then the child ran again
     assert ("INVALID", "SUCCESS") in statuses or ("FAILURE", "SUCCESS") in statuses
     assert runner.state_manager.get(InteractionKeys.TERMINATION) is None
+
+
+async def test_a_loops_counter_names_the_attempt_it_is_on_or_ended_on():
+    """What the studio's tree shows beside a loop: a loop that succeeded on its third attempt
+    says 3 (its iteration_count, the failures, is 2); one that used up its attempts says 3/3."""
+    loop = LoopUntilSuccess("loop", FailTimes("child", fail=2), max_iterations=5)
+    assert loop_counter(loop, loop.status) == "iter 0/5"  # not started
+    runner = ReactiveRunner(loop, LoopState)
+    assert await asyncio.wait_for(runner.run(), timeout=2) == Status.SUCCESS
+    assert loop_counter(loop, loop.status) == "iter 3/5"
+    assert loop_counter(loop, Status.RUNNING, 0) == "iter 1/5"  # a past frame: its first attempt, under way
+
+    spent = LoopUntilSuccess("loop", FailTimes("child", fail=100), max_iterations=3)
+    assert await asyncio.wait_for(ReactiveRunner(spent, LoopState).run(), timeout=2) == Status.FAILURE
+    assert loop_counter(spent, spent.status) == "iter 3/3"
+    assert loop_counter(FailTimes("child", fail=0), Status.SUCCESS) is None  # not a loop
 
 
 async def test_loop_resets_step_scope_at_each_iteration():

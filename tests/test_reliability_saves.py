@@ -130,6 +130,7 @@ def test_a_checkpoint_that_cannot_be_written_stops_the_run_and_the_store_records
     assert stopped.startswith("jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: ")
     assert "locked by another process" in stopped and "Traceback" not in rest
     assert rest.strip() == f"jianmu-studio: its end is recorded in {db} (status ERROR)"
+    assert out.splitlines()[-1].startswith("ERROR after 2 ticks"), out  # what the store says, not INVALID
     store = SQLiteCheckpointStore(db, create=False)
     (run,) = store.runs()
     assert run.last_status == "ERROR"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_tui_app import plain
-from tui_fixtures import SIZE, settle, steady_terminal, until  # noqa: F401
+from tui_fixtures import BOTH, SIZE, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.engine.events import EventType
 from studio.app import StudioApp
-from studio.session import DebugSession
+from studio.breakpoints import BreakpointError
+from studio.session import DebugSession, RunState
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
 
@@ -24,21 +26,25 @@ def model_call_tokens(session: DebugSession) -> int:
                if e.type == EventType.MODEL_CALL_COMPLETED and e.run_id == session.run_id)
 
 
-async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(tmp_path):
-    app = StudioApp(DebugSession.load(SWARM_CHAT, db=tmp_path / "runs.db"))
-    async with app.run_test(size=SIZE) as pilot:
+@BOTH
+async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(kind, tmp_path):
+    async with studio_on(kind, Path(SWARM_CHAT), tmp_path) as (session, app, pilot):
         await settle(app, pilot)
         await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await until(lambda: session.node_status("@writer/Writer").name == "SUCCESS")  # the agents' last ticks
         await settle(app, pilot)
         tree = app.main.query_one(TreePane)
         researcher = tree._tree_nodes["@researcher/Researcher"]
         assert researcher.parent.data == "Coordinator/Hire/Hire researcher"
         assert tree._tree_nodes["@writer/Writer"].parent.data == "Coordinator/Hire/Hire writer"
         assert "✔ Research.llm" in str(tree._tree_nodes[RESEARCH_LLM].label)
+        assert "iter 2/10" in str(tree._tree_nodes["@researcher/Researcher/Research"].label)
         assert [child.data for child in tree._tree_nodes["@writer/Writer"].children] == [
             "@writer/Writer/Wait for notes", "@writer/Writer/Draft", "@writer/Writer/Send draft"]
         state = app.main.query_one(StatePane)
         assert ("@researcher", "final_answer") in state._key_nodes  # the agent's own state
+        assert ("@researcher", "streaming_output") in state._key_nodes  # all of it, not only what was written
         assert ("@writer", "draft") in state._key_nodes
         assert tree.jump(RESEARCH_LLM)
         await settle(app, pilot)
@@ -46,6 +52,103 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(tmp_path
         assert "AgentLLMNode" in detail
         assert "namespace @researcher " in detail  # the agent's own state, as the state pane names it
         assert "messages → messages = [{\"role\": \"user\", \"content\": \"Three hives" in detail  # read there
+        assert session.tokens == 370  # the agents' model calls counted, the host calls none
+
+
+@BOTH
+async def test_an_agents_loop_counter_moves_on_its_own_ticks_while_the_host_is_held(kind, tmp_path):
+    async with studio_on(kind, Path(SWARM_CHAT), tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")  # the agents are spawned, and run on while the coordinator is held
+        await until(lambda: "@researcher/Researcher" in {view.path for view in session.node_views()}
+                    and session.node_status("@researcher/Researcher").name == "SUCCESS")
+        await settle(app, pilot)
+        assert session.tick == 1
+        assert "iter 2/10" in str(app.main.query_one(TreePane)._tree_nodes["@researcher/Researcher/Research"].label)
+
+
+async def test_an_attached_studio_shows_the_agents_as_a_local_one_does(tmp_path):
+    """The same finished swarm run, locally and attached: every node (the agents' too) as the tree pane
+    gets it, and every namespace with its keys."""
+    seen = {}
+    for kind in ("local", "remote"):
+        (tmp_path / kind).mkdir()
+        async with session_on(kind, Path(SWARM_CHAT), tmp_path / kind) as session:
+            await session.continue_()
+            await until(lambda: session.run_state == RunState.FINISHED)
+            await until(lambda: session.node_status("@writer/Writer").name == "SUCCESS")
+            views = [session.node_view(view.path) for view in session.node_views()]
+            seen[kind] = ([(v.path, v.parent, v.children, v.status, v.namespace, v.counter) for v in views],
+                          {ns: sorted(values) for ns, values in session.state_snapshot().items()},
+                          session.node_detail(RESEARCH_LLM).view.namespace)
+    assert any(path.startswith("@writer/") for path, *_ in seen["local"][0])
+    assert seen["remote"] == seen["local"]
+
+
+GATED = """\
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from runtime import Agent, RunContext
+from runtime.node import Node, Sequence
+from runtime.swarm import SendMessage, SpawnAgent, SwarmRuntime, WaitMessage
+
+
+class HostState(BaseModel):
+    go: bool = False
+    reply: str = ""
+
+
+class WorkerState(BaseModel):
+    order: str = ""
+
+
+class Gate(Node):
+    def update(self):
+        return Status.SUCCESS if self.read_state("go") else Status.RUNNING
+
+
+def worker(agent):
+    return Agent(Sequence("Worker", memory=True, children=[
+        WaitMessage("Wait for order", from_agent_id="host", timeout=60).bind(outputs={"message": "order"}),
+        SendMessage("Report", to_agent_id="host").bind(inputs={"message": "order"}),
+    ]), state_schema=WorkerState)
+
+
+def build():
+    swarm = SwarmRuntime(host_id="host", roles={"worker": worker})
+    return Agent(Sequence("Host", memory=True, children=[
+        SpawnAgent("Hire", role="worker", agent_id="worker", reuse_if_present=True),
+        Gate("Gate"),
+        SendMessage("Order", to_agent_id="worker", message="build it"),
+        WaitMessage("Wait for report", from_agent_id="worker", timeout=60).bind(outputs={"message": "reply"}),
+    ]), state_schema=HostState, context=RunContext(runtime=swarm))
+"""
+WAIT_FOR_ORDER = "@worker/Worker/Wait for order"
+
+
+@BOTH
+async def test_an_after_breakpoint_on_an_agents_node_stops_the_run_and_releases_it(kind, tmp_path):
+    """The worker waits for the host's order, the host for `go`: nothing races. The breakpoint on the
+    worker's node fires when the order arrives, holding the run; continuing lets both finish."""
+    tree = tmp_path / "gated_swarm.py"
+    tree.write_text(GATED)
+    async with session_on(kind, tree, tmp_path) as session:
+        await session.step()  # the worker is spawned and waits
+        await until(lambda: WAIT_FOR_ORDER in {view.path for view in session.node_views()}
+                    and session.node_status(WAIT_FOR_ORDER).name == "RUNNING")
+        with pytest.raises(BreakpointError, match="a swarm agent runs on its own"):
+            session.add_node_breakpoint(WAIT_FOR_ORDER, "before")
+        assert session.toggle_node_breakpoint(WAIT_FOR_ORDER)
+        assert session.breakpoints[0].on == "after"  # an agent's runner runs on its own: it stops after
+        session.edit_state(None, "go", True)
+        stop = await session.continue_()
+        assert stop.kind == "breakpoint" and stop.message == f"breakpoint: after {WAIT_FOR_ORDER} changes status"
+        assert session.breakpoints[0].hits == 1
+        await until(lambda: session.node_status(WAIT_FOR_ORDER).name == "SUCCESS")
+        assert session.node_status("@worker/Worker/Report").name != "SUCCESS"  # the worker is held there
+        assert (await session.continue_()).kind == "finished"
+        await until(lambda: session.state_snapshot()[""]["reply"] == "build it")
 
 
 async def test_a_breakpoint_on_a_swarm_agents_node_stops_the_run(tmp_path):

@@ -116,6 +116,28 @@ async def test_an_http_date_counts_from_the_answers_own_date(server, provider, r
     assert waits.asked == [wait]
 
 
+@pytest.fixture
+def far_from_gmt(monkeypatch):
+    """This machine's local time 8 hours ahead of GMT (the zone the HTTP dates are in)."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("retry_after", [
+    time.asctime(time.gmtime(SENT + 5)),  # asctime form: no zone written, GMT all the same (RFC 9110)
+    email.utils.formatdate(SENT + 5).replace("-0000", "GMT").rsplit(" ", 1)[0],  # no zone at all
+])
+async def test_an_http_date_without_a_zone_is_gmt(server, provider, far_from_gmt, retry_after):
+    headers = {"Date": email.utils.formatdate(SENT, usegmt=True), "Retry-After": retry_after}
+    server.script(json_reply({}, 503, headers), json_reply(completion("ok")))
+    waits = Waits()
+    await ModelClient(provider, resilience=ModelResilienceConfig(backoff_max=60), sleep=waits).invoke([human("q")])
+    assert waits.asked == [5.0]  # read as local time it would be 8 hours off: 0, or the cap
+
+
 async def test_every_retry_of_a_logical_call_follows_the_same_rule(server, provider):
     server.script(raw_reply("overloaded", 529), json_reply({}, 429, {"Retry-After": "2"}),
                   raw_reply("down", 502), json_reply(completion("ok")))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from py_trees.common import Status
 
@@ -32,18 +33,19 @@ def _seconds(name: str, default: float) -> float:
 
 
 @asynccontextmanager
-async def debugging(runner: ReactiveRunner, debug: str | int | None = None) -> AsyncIterator[RunFunction]:
+async def debugging(runner: ReactiveRunner, debug: str | int | None = None, *,
+                    agent: Any = None) -> AsyncIterator[RunFunction]:
     """Yield the function that runs `runner`: served for a debugger when `debug` or $JIANMU_DEBUG names
     an address (heartbeat $JIANMU_DEBUG_HEARTBEAT, wait for a client $JIANMU_DEBUG_WAIT seconds, hold
     a finished run for a client that asks $JIANMU_DEBUG_HOLD_END seconds at most), plain `runner.run`
-    otherwise."""
+    otherwise. `agent`: the `Agent` the runner runs (why its run failed is read through it)."""
     address = debug if debug is not None else os.environ.get("JIANMU_DEBUG") or None
     if address is None:
         yield runner.run
         return
     async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT),
                            wait=_seconds("JIANMU_DEBUG_WAIT", 0.0),
-                           hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END)) as server:
+                           hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END), agent=agent) as server:
         yield server.run
 
 

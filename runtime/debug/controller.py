@@ -21,14 +21,17 @@ from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
+from ..node.composites import loop_counter
 from ..state import StateChange, StateValidationError
 from ..tools.base import ToolError
+from .children import SwarmChildren, child_namespace, child_path, split_child_path
 from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
+AGENT_TICKS = 200  # swarm agents' tick reports kept between two updates (the newest)
 
 
 @dataclass
@@ -68,7 +71,7 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
                            "parent": path.rpartition("/")[0] or None,
                            "children": [runner.path_of(child) for child in node.children],
                            "status": node.status.value, "namespace": getattr(node, "namespace", None),
-                           "counter": _counter(node), "ports": []}
+                           "counter": loop_counter(node, node.status), "ports": []}
     if isinstance(node, JianmuNodeMixin):
         for direction, declared, bound, resolve in (
                 ("in", node.input_ports, node.input_bindings, node.resolve_input_port),
@@ -80,19 +83,16 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
     return out
 
 
-def _counter(node: Any) -> str | None:
-    if hasattr(node, "iteration_count") and hasattr(node, "max_iterations"):
-        return f"iter {node.iteration_count}/{node.max_iterations}"
-    return None
-
-
 class DebugController:
     """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False):
+    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False,
+                 agent: Any = None):
         """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once;
-        `hold_end`: the client asked to find the run held at its end (the server holds it there)."""
+        `hold_end`: the client asked to find the run held at its end (the server holds it there);
+        `agent`: the `Agent` whose `failure()` explains a failed run (None: the runner's tree read as one)."""
         self.runner = runner
+        self.agent = agent
         self._wakeup = wakeup
         self.hold_end = hold_end
         self.breakpoints: dict[int, ServerBreakpoint] = {}
@@ -115,7 +115,14 @@ class DebugController:
         self._indexed: object = None
         self._report: dict[str, Any] | None = None
         self._branch: str | None = None
+        self._in_tick = False
+        self._sent_marks: list[list[Any]] = []
         self.past = RunPast(runner)
+        self.children = SwarmChildren(runner, self._on_agent_tick)  # a swarm's agents, each on its own runner
+        self._agent_hit: ServerBreakpoint | None = None
+        self._agent_ticks: deque[dict[str, Any]] = deque(maxlen=AGENT_TICKS)
+        self._agents_shape: tuple = ()
+        self._agents_state: set[str] = set()  # agents whose state changes are watched
 
     # -- attaching -----------------------------------------------------------------
     def attach(self, *, paused: bool = False) -> dict[str, Any]:
@@ -125,7 +132,9 @@ class DebugController:
         self._pause_requested = paused
         self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event)]
+                           runner.event_bus.subscribe(self._on_event), self.children.close]
+        for event in runner.event_bus.history:  # where the agents spawned before this client came were spawned
+            self.children.on_event(event)
         approvals = runner.context.approval_manager
         if approvals is not None:
             self._detachers.append(approvals.on_change(self._on_approval))
@@ -155,7 +164,8 @@ class DebugController:
         """The run as it is now; later updates carry only what changes after it."""
         runner = self.runner
         self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
-        tree = [describe_node(runner, path) for path in runner.nodes]
+        self._sent_marks = self.past.head_marks(whole=True)
+        tree = self._tree()
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
         self._branch = self.branch
@@ -163,11 +173,14 @@ class DebugController:
         if len(rows) == ROWS_PER_UPDATE:  # a long run's other rows follow in updates
             self._wakeup(False)
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
-                "finished": runner.finished, "paused": self.paused, "branch": self._branch,
-                "recording": self.past.recording, "checkpoints": rows,
-                "schema": StateFacts.of(runner).describe(),
+                "finished": runner.finished, "failure": self.failure() if runner.finished else None,
+                "paused": self.paused, "branch": self._branch,
+                "recording": self.past.recording, "store": self.past.location, "checkpoints": rows,
+                "schema": {**StateFacts.of(runner).describe(), "aliases": self.past.names.aliases},
                 "tree": tree,
-                "state": runner.state_manager.snapshot(), "approvals": self._approvals(),
+                "state": {**self.past.names.state(runner.state_manager.snapshot()), **self.children.snapshot()},
+                "marks": self._sent_marks,
+                "approvals": self._approvals(),
                 "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
 
     @property
@@ -179,9 +192,12 @@ class DebugController:
     def _on_state_change(self, change: StateChange) -> None:
         namespace = change.namespace or ""
         self._dirty_state.update((namespace, key) for key in change.changes)
+        self.past.wrote(change.namespace, change.changes, between=not self._in_tick)
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
+        if event.type == EventType.SWARM_AGENT_SPAWNED:
+            self.children.on_event(event)
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
@@ -225,35 +241,41 @@ class DebugController:
     def _take_update(self) -> dict[str, Any] | None:
         runner = self.runner
         update: dict[str, Any] = {}
-        if runner.nodes is not self._indexed:  # the tree was re-indexed (a subtree compiled)
-            self._indexed = runner.nodes
-            update["tree"] = [describe_node(runner, path) for path in runner.nodes]
+        if runner.nodes is not self._indexed or self.children.shape != self._agents_shape:  # a subtree compiled,
+            self._indexed = runner.nodes                                                      # an agent started
+            update["tree"] = self._tree()
             self._sent_statuses = {node["path"]: node["status"] for node in update["tree"]}
             self._sent_counters = {node["path"]: node["counter"] for node in update["tree"]}
         statuses = {}
-        for path, node in runner.nodes.items():
+        for path, node in self._nodes():
             status = node.status.value
             old = self._sent_statuses.get(path)
             if old != status:
                 statuses[path] = [old, status]
                 self._sent_statuses[path] = status
-            counter = _counter(node)
+            counter = loop_counter(node, node.status)
             if counter is not None and self._sent_counters.get(path) != counter:
                 update.setdefault("counters", {})[path] = self._sent_counters[path] = counter
         if statuses:
             update["nodes"] = statuses
-            errors = {path: describe_node(runner, path)["error"] for path in statuses
-                      if getattr(runner.nodes[path], "last_error", None) is not None}
+            errors = {path: self._describe(path)["error"] for path in statuses
+                      if getattr(self._node_at(path), "last_error", None) is not None}
             if errors:
                 update["errors"] = errors
+        rows = self.past.new_rows()
         if self._dirty_state:
             sm, dirty, self._dirty_state = runner.state_manager, self._dirty_state, set()
-            for namespace, key in sorted(dirty):
-                ns = namespace or None
-                if sm.contains(key, ns):
+            names = self.past.names
+            for namespace, key in sorted({(ns, names.key(key) if not ns else key) for ns, key in dirty}):
+                sm, ns = self._state_manager(namespace)
+                if sm is not None and sm.contains(key, ns):
                     update.setdefault("state", []).append([namespace, key, sm.get(key, ns)])
                 else:
                     update.setdefault("removed", []).append([namespace, key])
+        if "state" in update or "removed" in update or rows or self._report is not None:
+            marks = self.past.head_marks()
+            if marks != self._sent_marks:
+                update["marks"] = self._sent_marks = marks
         if self._events:
             update["events"] = list(self._events)
             self._events.clear()
@@ -264,7 +286,9 @@ class DebugController:
             update["approvals"] = self._approvals()
         if self._report is not None:
             update["report"], self._report = self._report, None
-        rows = self.past.new_rows()
+        if self._agent_ticks:
+            update["agent_ticks"] = list(self._agent_ticks)
+            self._agent_ticks.clear()
         if rows:
             update["checkpoints"] = rows
             if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
@@ -276,21 +300,117 @@ class DebugController:
                       branch=self._branch)
         return update
 
+    def failure(self) -> dict[str, Any] | None:
+        """Why the run failed (`node`, `error`, `reason`: `runtime.agent.Failure`), None unless it did."""
+        agent = self.agent
+        if agent is None:
+            from ..agent import Agent  # here, not above: runtime.agent imports this package
+
+            agent = self.agent = Agent(self.runner.root)
+        failure = agent.failure(self.runner)
+        return None if failure is None else {"node": failure.node, "error": failure.error, "reason": failure.reason}
+
+    # -- a swarm's agents: their trees under the nodes that spawned them, their namespaces as `@agent` ----
+    def _tree(self) -> list[dict[str, Any]]:
+        """Every node description: the host's, then each agent's (paths `@agent/...`, its root a child
+        of the host node that spawned it, `agent` naming it), as a local session shows them."""
+        tree = [describe_node(self.runner, path) for path in self.runner.nodes]
+        by_path = {node["path"]: node for node in tree}
+        for agent_id, runner in self.children.runners().items():
+            self._watch_state(agent_id, runner)
+            for path in runner.nodes:
+                node = self._describe(child_path(agent_id, path))
+                if node["parent"] in by_path and "/" not in path:
+                    by_path[node["parent"]]["children"].append(node["path"])
+                tree.append(node)
+        self._agents_shape = self.children.shape
+        return tree
+
+    def _describe(self, path: str) -> dict[str, Any]:
+        split = split_child_path(path)
+        if split is None:
+            return describe_node(self.runner, path)
+        agent_id, inner = split
+        runner = self.children.runners()[agent_id]
+        node = describe_node(runner, inner)
+        parent = inner.rpartition("/")[0]
+        node.update(path=path, agent=agent_id, children=[child_path(agent_id, child) for child in node["children"]],
+                    parent=child_path(agent_id, parent) if parent else self.children.spawned_by.get(agent_id))
+        return node
+
+    def _node_at(self, path: str) -> Any:
+        found = self.children.resolve(path)
+        return found[0].nodes[found[1]] if found is not None else self.runner.nodes.get(path)
+
+    def _nodes(self):
+        """(path, node) of the host's nodes and every agent's (`@agent/path`)."""
+        yield from self.runner.nodes.items()
+        for agent_id, runner in self.children.runners().items():
+            for path, node in runner.nodes.items():
+                yield child_path(agent_id, path), node
+
+    def _watch_state(self, agent_id: str, runner: ReactiveRunner) -> None:
+        """Send an agent's whole state once, then what changes in it (keys named as its snapshot names them)."""
+        if agent_id in self._agents_state:
+            return
+        self._agents_state.add(agent_id)
+        sm = runner.state_manager
+        attrs = {info.alias: attr for attr, info in sm.schema.model_fields.items() if info.alias}
+
+        def changed(change: StateChange) -> None:
+            self._dirty_state.update((child_namespace(agent_id, change.namespace),
+                                      key if change.namespace else attrs.get(key, key)) for key in change.changes)
+            self._wakeup(False)
+
+        self._detachers.append(sm.subscribe(changed))
+        self._dirty_state.update((child_namespace(agent_id, ns or None), key)
+                                 for ns, values in sm.snapshot().items() for key in values)
+
+    def _state_manager(self, namespace: str) -> tuple[Any, str | None]:
+        """The state manager holding a namespace as the client names it (`@agent.ns`: an agent's), and its
+        namespace there; (None, None) for an agent no longer there."""
+        if not namespace.startswith("@"):
+            return self.runner.state_manager, namespace or None
+        agent_id, _, inner = namespace[1:].partition(".")
+        runner = self.children.runners().get(agent_id)
+        return (runner.state_manager, inner or None) if runner is not None else (None, None)
+
+    def _on_agent_tick(self, agent_id: str, report: TickReport) -> bool:
+        """An agent ticked: its statuses go out; True (the agent is held) when an after-breakpoint on one of
+        its nodes hit while the host runs, which then stops before its next tick (woken for it)."""
+        self._agent_ticks.append({"tick": report.tick, "status": report.status.value, "ticked": report.ticked,
+                                  "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()}})
+        self._wakeup(False)
+        if not self._attached or self.paused is not None or self._agent_hit is not None:
+            return False
+        for bp in self.breakpoints.values():
+            if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
+                self._agent_hit = bp
+                self.runner.signal()
+                return True
+        return False
+
     # -- holding the run -----------------------------------------------------------
     async def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
-        if self._pause_requested:
+        if self._agent_hit is not None:
+            bp, self._agent_hit = self._agent_hit, None
+            await self.hold("breakpoint", f"breakpoint: {bp.label}", breakpoint=bp.id)
+        elif self._pause_requested:
             self._pause_requested = False
             await self.hold("paused", f"paused before tick {tick}")
+        self._in_tick = True
 
     async def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
+        self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
         self._report = {"tick": report.tick, "status": report.status.value,
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
-                        "state_keys": report.state_keys}
+                        "ticked": report.ticked, "state_keys": report.state_keys}
         self._wakeup(False)
         stop = self._stop_after(report)
         if runner.finished:
-            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count})
+            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count,
+                       "failure": self.failure()})
         elif stop is not None:
             kind, text, where = stop
             await self.hold(kind, text, **where)
@@ -353,6 +473,7 @@ class DebugController:
             await self._resume.wait()
         finally:
             self.paused = None
+            self.children.release()  # an agent held at a breakpoint carries on with the host
         if self._attached:
             self.post({"type": "resumed", "tick": self.runner.tick_count})
 
@@ -404,10 +525,13 @@ class DebugController:
         bp = ServerBreakpoint(self._next_id, kind)
         if kind == "node":
             bp.node, bp.when = str(message.get("node")), message.get("when", "after")
-            if bp.node not in self.runner.nodes:
+            if self._node_at(bp.node) is None:
                 raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
             if bp.when not in ("before", "after"):
                 raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
+            if bp.when == "before" and split_child_path(bp.node) is not None:
+                raise ProtocolError("bad_request", f"{bp.node}: a swarm agent runs on its own; its nodes stop "
+                                                   "after their status changes (when: after)")
         elif kind == "event":
             bp.event = str(message.get("event") or "").strip()
             if not bp.event:

@@ -5,6 +5,11 @@ store)`); then the client gets every checkpoint as a timeline row (id, tick, bra
 what it changed) and can ask for one checkpoint as the studio draws it: node statuses and
 loop counters, state, the keys that differ from its parent, and the port bindings of then.
 Everything is read from the store, so nothing later than the checkpoint leaks into it.
+
+The keys marked as changed are the ones a local studio marks (`studio.frames`): a checkpoint's
+differences from its parent, a key written only by work finishing after the parent's tick
+(between ticks) labelled with that tick, and live, what was written since the newest
+checkpoint was saved. So the server is told which writes happen between ticks (`wrote`).
 """
 
 from __future__ import annotations
@@ -12,13 +17,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from py_trees.common import Status
+
 from ..engine.behaviour import JianmuNodeMixin, binding_key
 from ..engine.runner import ReactiveRunner
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
+from ..node.composites import loop_counter
+from .names import State, StateNames
 from .protocol import ProtocolError
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
+WRITES_KEPT = 10_000  # ticks whose written keys are remembered (to label a past checkpoint's marks)
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
 
 
@@ -49,10 +59,25 @@ class RunPast:
         self._cache: OrderedDict[tuple[int, bool], Checkpoint] = OrderedDict()
         self._summaries: dict[int, str] = {}
         self._listed: tuple[str | None, int | None] = (None, None)  # (run id, last id) sent as rows
+        self.names = StateNames(runner.state_manager.schema)
+        self._writes: OrderedDict[tuple[str, int, bool], set[str]] = OrderedDict()  # (branch, tick, between)
+        self._head: tuple[int, int, State, dict[str, list[Any]]] | None = None  # the newest: id, tick, state, marks
 
     @property
     def recording(self) -> bool:
         return getattr(self.runner.checkpoints, "store", None) is not None
+
+    @property
+    def branch(self) -> str:
+        checkpoints = self.runner.checkpoints
+        return checkpoints.branch if checkpoints is not None else "main"
+
+    @property
+    def location(self) -> str | None:
+        """Where the run records (a file or a PostgreSQL URL without its password), for `jianmu-studio
+        replay` once the run has returned; None when it records nowhere another process can open."""
+        location = getattr(getattr(self.runner.checkpoints, "store", None), "location", None)
+        return location if location and location != ":memory:" else None
 
     def _store(self):
         if not self.recording:
@@ -125,14 +150,15 @@ class RunPast:
     def describe(self, checkpoint_id: Any) -> dict[str, Any]:
         """One checkpoint as a frame: statuses, loop counters, state, marks, ports bound then."""
         checkpoint = self.get(checkpoint_id)
-        parent = self.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
         nodes = self.runner.nodes
         counters, ports = {}, {}
         for path in checkpoint.statuses:
             node = nodes.get(path)
             data = (checkpoint.resume.get(path) or {}).get("data")
-            if isinstance(data, dict) and "iteration_count" in data and hasattr(node, "max_iterations"):
-                counters[path] = f"iter {data['iteration_count']}/{node.max_iterations}"
+            if isinstance(data, dict) and "iteration_count" in data:
+                counter = loop_counter(node, Status(checkpoint.statuses[path]), data["iteration_count"])
+                if counter is not None:
+                    counters[path] = counter
             if isinstance(node, JianmuNodeMixin):
                 inputs, outputs = self.runner.checkpoints.bindings_at(checkpoint, path)
                 ports[path] = [[direction, port, binding_key(port, bound.get(port))]
@@ -140,8 +166,60 @@ class RunPast:
                                                                   ("out", node.output_ports, outputs))
                                for port in dict.fromkeys([*declared, *bound])]
         return {"checkpoint": self.row(checkpoint.info), "statuses": checkpoint.statuses, "counters": counters,
-                "ports": ports, "state": checkpoint.state,
-                "marks": changed_keys(parent.state, checkpoint.state) if parent is not None else []}
+                "ports": ports, "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint)}
+
+    # -- what changed, as the studio marks it ----------------------------------------
+    def wrote(self, namespace: str | None, keys: Any, *, between: bool) -> None:
+        """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved)."""
+        where = (self.branch, self.runner.tick_count, between)
+        written = self._writes.pop(where, None) or set()
+        written.update((namespace or "", self.names.key(key) if not namespace else key) for key in keys)
+        self._writes[where] = written
+        while len(self._writes) > WRITES_KEPT:
+            self._writes.popitem(last=False)
+
+    def _written(self, branch: str, tick: int, between: bool) -> set[str]:
+        return {self.names.qualified(ns, key) for ns, key in self._writes.get((branch, tick, between), ())}
+
+    def marks(self, checkpoint: Checkpoint) -> list[list[Any]]:
+        """`[key, old, new, between]` for each key that differs from the parent checkpoint; `between`
+        is the parent's tick for a key written only after that tick's checkpoint (not during this
+        tick), else null."""
+        if checkpoint.parent_id is None:
+            return []
+        parent = self.get(checkpoint.parent_id)
+        between = (self._written(parent.branch, parent.tick, True)
+                   - self._written(checkpoint.branch, checkpoint.tick, False))
+        return [[key, old, new, parent.tick if key in between else None] for key, old, new
+                in changed_keys(self.names.state(parent.state), self.names.state(checkpoint.state))]
+
+    def head_marks(self, *, whole: bool = False) -> list[list[Any]]:
+        """The live run's marks as `[key, old, between]` (new: the value the client holds): its newest
+        checkpoint's, and what was written since it was saved (`between` that checkpoint's tick).
+        Only the keys written since are compared with the state, unless `whole` (a client attaching
+        now, who may have missed writes); none for a run that records no checkpoints."""
+        head = self.runner.checkpoints.head if self.recording else None
+        if head is None:
+            return []
+        if self._head is None or self._head[0] != head:
+            checkpoint = self.get(head)
+            self._head = (head, checkpoint.tick, self.names.state(checkpoint.state),
+                          {key: [key, old, between] for key, old, _, between in self.marks(checkpoint)})
+        _, tick, saved, marks = self._head
+        sm = self.runner.state_manager
+        if whole:
+            now = self.names.state(sm.snapshot())
+        else:  # written after the checkpoint, or during the next tick (held before a node)
+            now, then = {}, {}
+            for ns, key in {*self._writes.get((self.branch, tick, True), ()),
+                            *self._writes.get((self.branch, tick + 1, False), ())}:
+                if sm.contains(key, ns or None):
+                    now.setdefault(ns, {})[key] = sm.get(key, ns or None)
+                if key in saved.get(ns, {}):
+                    then.setdefault(ns, {})[key] = saved[ns][key]
+            now, saved = self.names.state(now), then
+        since = {key: [key, old, tick] for key, old, _ in changed_keys(saved, now)}
+        return list({**marks, **since}.values())
 
 
 __all__ = ["NO_STORE", "RunPast", "changed_keys"]

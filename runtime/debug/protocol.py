@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-PROTOCOL_VERSION = 3  # 2: step_into, the timeline (checkpoint, replay, fork), model_io; 3: hold_end, earlier events, corrected arguments
+PROTOCOL_VERSION = 4  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+# 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 DEFAULT_PORT = 7777

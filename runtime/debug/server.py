@@ -71,10 +71,14 @@ def _is_loopback(host: str) -> bool:
 
 class DebugServer:
     def __init__(self, runner: ReactiveRunner, address: str | int = "127.0.0.1:7777", *, token: str | None = None,
-                 heartbeat: float = DEFAULT_HEARTBEAT, wait: float = 0.0, hold_end: float = DEFAULT_HOLD_END):
+                 heartbeat: float = DEFAULT_HEARTBEAT, wait: float = 0.0, hold_end: float = DEFAULT_HOLD_END,
+                 agent: Any = None):
         """`wait`: seconds to wait for a client before the run starts (it then starts paused);
-        `hold_end`: seconds at most a finished run is held for a client whose hello asked for it."""
+        `hold_end`: seconds at most a finished run is held for a client whose hello asked for it;
+        `agent`: the `Agent` the runner runs, whose `failure()` says why a failed run failed (a bare
+        runner's tree is read as `Agent(runner.root)` would read it)."""
         self.runner = runner
+        self.agent = agent
         self.host, self.port = parse_address(address)
         self.token, self._show_token = _resolve_token(token)
         self.heartbeat = heartbeat
@@ -212,7 +216,8 @@ class DebugServer:
         if hello is None:
             await ws.close(1008, "refused")
             return
-        controller = self.controller = DebugController(self.runner, self._wakeup, hold_end=hello.get("hold_end") is True)
+        controller = self.controller = DebugController(self.runner, self._wakeup, hold_end=hello.get("hold_end") is True,
+                                                       agent=self.agent)
         self._detached.clear()
         picture = controller.attach(paused=self._waiting)
         self._attached.set()

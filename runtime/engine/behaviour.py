@@ -273,11 +273,20 @@ class AsyncBehaviour(Behaviour):
             self.wake()
 
     def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
-        task = self.async_task
-        if (self.status == Status.RUNNING and task is not None and task.done() and not task.cancelled()
-                and task.exception() is None and task.result() == Status.RUNNING):
+        if self.status == Status.RUNNING and self._ran_on():
             self.initialise()
         yield from super().tick()
+
+    def _ran_on(self) -> bool:
+        """The task finished with RUNNING: the next tick starts `update_async()` again."""
+        task = self.async_task
+        return (task is not None and task.done() and not task.cancelled() and task.exception() is None
+                and task.result() == Status.RUNNING)
+
+    def starts_work(self) -> bool:
+        """Whether ticking it now starts `update_async()`, rather than only asking after the work in
+        flight (or collecting its result): what a stop before this node waits for."""
+        return self.status != Status.RUNNING or self._ran_on()
 
     def update(self) -> Status:
         task = self.async_task

@@ -18,14 +18,14 @@ or `retry-after-ms` goes on the error for the client's backoff.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import ValidationError
 
 from runtime.messages import Message, ToolCall, ai
@@ -38,6 +38,9 @@ from runtime.model.errors import (
 )
 from runtime.model.secrets import Redactor, checked_api_key
 from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
+
+if TYPE_CHECKING:  # imported where a request is made: ~7 MB a process without a real model never needs
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,11 @@ class OpenAICompatibleProvider:
         self.default_model = default_model
         self.max_response_bytes = max_response_bytes
         self._owns_client = http_client is None
-        self._http = http_client or httpx.AsyncClient()
+        if http_client is None:
+            import httpx
+
+            http_client = httpx.AsyncClient()
+        self._http = http_client
         self._top_k_warned = False
 
     def __repr__(self) -> str:
@@ -90,6 +97,8 @@ class OpenAICompatibleProvider:
     async def complete(
         self, messages: list[Message], config: ModelConfig, on_delta: DeltaCallback | None = None
     ) -> ModelResponse:
+        import httpx
+
         body = self._body(messages, config)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = config.timeout or self.timeout
@@ -233,22 +242,24 @@ class OpenAICompatibleProvider:
 
     async def _capped_lines(self, resp: httpx.Response) -> AsyncIterator[str]:
         """The stream's lines, its bytes counted as they arrive: a line that never ends is cut off
-        by the cap too (`aiter_lines` would hold all of it first)."""
+        by the cap too (`aiter_lines` would hold all of it first). Lines end in CRLF, LF or a bare
+        CR, as the SSE format allows (a CRLF cut between two reads gives a blank line, which the
+        reader skips)."""
         size = 0
         pending: list[bytes] = []  # the start of a line not ended yet
         async for chunk in resp.aiter_bytes():
             size += len(chunk)
             if size > self.max_response_bytes:
                 raise _TooLarge
-            *ended, rest = chunk.split(b"\n")
+            *ended, rest = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
             if ended:
                 ended[0] = b"".join([*pending, ended[0]])
                 pending = []
                 for line in ended:
-                    yield line.removesuffix(b"\r").decode(errors="replace")
+                    yield line.decode(errors="replace")
             pending.append(rest)
         if tail := b"".join(pending):
-            yield tail.removesuffix(b"\r").decode(errors="replace")
+            yield tail.decode(errors="replace")
 
     def _tool_calls(self, calls: list[tuple[Any, Any, Any]]) -> list[ToolCall]:
         """Malformed argument JSON is kept on the call as `parse_error`, never raised."""
@@ -337,11 +348,15 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _http_date(value: str | None) -> float | None:
-    """An HTTP date as a timestamp, None when absent or unreadable."""
+    """An HTTP date as a timestamp, None when absent or unreadable. One written without a zone (the
+    asctime form) is GMT like every HTTP date, not this machine's local time."""
+    if not value:
+        return None
     try:
-        return email.utils.parsedate_to_datetime(value).timestamp() if value else None
+        when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)).timestamp()
 
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAICompatibleProvider"]

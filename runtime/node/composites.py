@@ -115,4 +115,16 @@ class LoopUntilSuccess(Decorator):
         self.iteration_count = int(data.get("iteration_count", 0))
 
 
-__all__ = ["AbortCondition", "LoopUntilSuccess", "Parallel", "Selector", "Sequence"]
+def loop_counter(node: Any, status: Status, iteration_count: int | None = None) -> str | None:
+    """What a debugger shows of a loop: "iter k/N", k the attempt it is on or ended on (None: not a
+    loop). `iteration_count` (the node's own when not given: a checkpoint's resume data for a past
+    frame) counts failed attempts, so a loop that succeeded on its second attempt has counted one."""
+    if not isinstance(node, LoopUntilSuccess):
+        return None
+    count = node.iteration_count if iteration_count is None else iteration_count
+    under_way = status != Status.INVALID and count < node.max_iterations  # a loop that used up its
+    # attempts has counted the last one already
+    return f"iter {count + 1 if under_way else count}/{node.max_iterations}"
+
+
+__all__ = ["AbortCondition", "LoopUntilSuccess", "Parallel", "Selector", "Sequence", "loop_counter"]

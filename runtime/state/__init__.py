@@ -2,10 +2,11 @@
 
 from .ephemeral import Ephemeral, Scope
 from .keys import InteractionKeys, StateKeys
-from .manager import GLOBAL, StateChange, StateManager, StateValidationError, normalize_namespace
+from .manager import GLOBAL, Deferred, StateChange, StateManager, StateValidationError, normalize_namespace
 
 __all__ = [
     "GLOBAL",
+    "Deferred",
     "Ephemeral",
     "InteractionKeys",
     "Scope",

@@ -35,6 +35,21 @@ class StateValidationError(ValueError):
     """A write that the schema rejects; the message names the key and the namespace."""
 
 
+class Deferred:
+    """A restored value loaded on its first read (a checkpoint's long message history): a
+    restore costs what it puts back, not the decoding of every message, and the value is
+    loaded once, by whoever reads it first (a node, a snapshot, a save).
+
+    `load()` gives the value as validated for its key (it is stored as trusted: not checked
+    again); what it raises (a damaged store, say) reaches that reader.
+    """
+
+    __slots__ = ("load",)
+
+    def __init__(self, load: Callable[[], Any]):
+        self.load = load
+
+
 def normalize_namespace(namespace: str | None) -> str | None:
     """`None`/`""` → global (None); otherwise the namespace itself, if well formed."""
     if namespace is None or namespace == "":
@@ -61,7 +76,9 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class StateChange:
-    """One `update()`: which keys of which namespace changed, with (old, new) values."""
+    """One `update()`: which keys of which namespace changed, with (old, new) values. After a
+    restore, a value not decoded yet (a long history) is new as a `Deferred`: its `load()` reads
+    it, or read the key from the manager."""
 
     namespace: str | None
     changes: Mapping[str, tuple[Any, Any]]
@@ -140,6 +157,7 @@ class StateManager:
         self._subscribers: list[Callable[[StateChange], Any]] = []
         self._wake_listeners: list[Callable[[], Any]] = []
         self._dirty: set[tuple[str, str]] = set()
+        self._deferred: set[tuple[str | None, str]] = set()  # slots that may hold a `Deferred` still
 
     def _defaults(self) -> dict[str, Any]:
         return {attr: self._specs[attr].default() for attr in self.schema.model_fields}
@@ -148,6 +166,7 @@ class StateManager:
     @property
     def model(self) -> BaseModel:
         """The live state model (read it, never write it: use `update`)."""
+        self._load_deferred()
         return self._model
 
     def field(self, key: str) -> FieldSpec | None:
@@ -161,9 +180,22 @@ class StateManager:
         if namespace is None:
             spec = self._specs.get(key)
             if spec is not None:
-                return self._model.__dict__.get(spec.attr, _MISSING)
-            return self._model.__pydantic_extra__.get(key, _MISSING)
-        return self._model.__pydantic_extra__.get(f"{namespace}.{key}", _MISSING)
+                value = self._model.__dict__.get(spec.attr, _MISSING)
+            else:
+                value = self._model.__pydantic_extra__.get(key, _MISSING)
+        else:
+            value = self._model.__pydantic_extra__.get(f"{namespace}.{key}", _MISSING)
+        if type(value) is Deferred:
+            value = value.load()
+            self._put(key, value, namespace)  # not a write: the key stays clean
+            self._deferred.discard((namespace, key))
+        return value
+
+    def _load_deferred(self) -> None:
+        if self._deferred:
+            for namespace, key in list(self._deferred):
+                self._raw(key, namespace)  # loads it, or raises why not (and it stays deferred)
+            self._deferred.clear()  # the rest were written over
 
     def stored(self, key: str, namespace: str | None = None, default: Any = None) -> Any:
         """The value as stored, not copied (read it, never mutate it: values are replaced, not
@@ -195,6 +227,7 @@ class StateManager:
         return {key: _copy(value) for key, value in self._items(namespace)}
 
     def _items(self, namespace: str | None) -> Iterable[tuple[str, Any]]:
+        self._load_deferred()
         extra = self._model.__pydantic_extra__
         if namespace is None:
             for attr in self.schema.model_fields:
@@ -268,12 +301,17 @@ class StateManager:
         changes = {}
         for key, old, new in prepared:
             self._store(key, new, namespace)
+            if type(new) is Deferred:
+                self._deferred.add((namespace, key))
             if old is _MISSING or old != new:
                 changes[key] = (None if old is _MISSING else old, new)
         return self._notify(namespace, changes, signal)
 
     def _store(self, key: str, value: Any, namespace: str | None) -> None:
         self._dirty.add((namespace or GLOBAL, key))
+        self._put(key, value, namespace)
+
+    def _put(self, key: str, value: Any, namespace: str | None) -> None:
         if namespace is None:
             spec = self._specs.get(key)
             if spec is not None:
@@ -366,8 +404,10 @@ class StateManager:
         `trusted` names, per namespace, keys whose values this manager validated before and
         nobody changes in place (a checkpointer's decoded lists; state values are replaced,
         never mutated): stored without validating and copying them again, which is most of
-        a restore's time for a long history.
+        a restore's time for a long history. A trusted value may be a `Deferred`, loaded
+        when first read.
         """
+        self._deferred = set()
         self._model.__pydantic_extra__ = dict(self._extra_initial)
         for attr, value in self._defaults().items():
             self._model.__dict__[attr] = value
@@ -377,4 +417,4 @@ class StateManager:
         self._dirty = set()
 
 
-__all__ = ["GLOBAL", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace"]
+__all__ = ["GLOBAL", "Deferred", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace"]

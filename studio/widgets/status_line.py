@@ -35,7 +35,7 @@ class StatusLine(Static):
         sep = (" │ ", "dim")
         frame = session.frame
         viewing = session.viewing
-        failure = getattr(session, "failure", None)  # first, so a narrow screen keeps it
+        failure = session.failure  # first, so a narrow screen keeps it
         tokens = session.tokens if viewing is None else frame.tokens  # live: every model call counted
         if viewing is None:
             badge, style, hint = run_state_text(session), STATE_STYLES[session.run_state], None

@@ -1,4 +1,4 @@
-"""One row per checkpoint: tick, root status, what changed, branch. Rows update by key."""
+"""One row per checkpoint: tick, root status, branch, what changed. Rows update by key."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from textual.widgets import DataTable
 
 from .marks import status_text
 
-COLUMNS = ("", "tick", "status", "changed", "branch")
-CHANGED_WIDTH = 26  # so the branch column stays on screen
+COLUMNS = ("", "tick", "status", "branch", "changed")  # the one of any length last: a narrow pane cuts only it
+CHANGED_WIDTH = 40
 
 
 def _clip(text: str) -> str:
@@ -72,8 +72,8 @@ class Timeline(DataTable):
 
     @staticmethod
     def _fields(row: Any) -> tuple:
-        return (field_of(row, "tick"), field_of(row, "status"), _clip(field_of(row, "summary") or ""),
-                field_of(row, "branch") or "main")
+        return (field_of(row, "tick"), field_of(row, "status"), field_of(row, "branch") or "main",
+                _clip(field_of(row, "summary") or ""))
 
     def _put(self, key: str, fields: tuple, viewing_id: str | None) -> None:
         """Add or update one row (only the cells that differ from what is drawn)."""

@@ -254,7 +254,7 @@ class TreePane(Vertical):
             ticked = set(reports[-1].ticked)
             self._stale |= ticked ^ self._ticked
             self._ticked = ticked
-            for path in ticked:
+            for path in {path for report in reports for path in report.ticked}:  # every tick of the batch
                 if self._views[path].counter is not None:
                     self._views[path] = fetch(path)
                     self._stale.add(path)

@@ -1,15 +1,25 @@
-"""Checkpoints of a run, the stores that keep them, recorded I/O, traces and the recovery facade."""
+"""Checkpoints of a run, the stores that keep them, recorded I/O, traces and the recovery facade.
+
+`PostgresCheckpointStore` is imported on first use (its driver, psycopg, is ~13 MB)."""
 
 from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
 from .naming import chosen_store, display_name, open_store
-from .postgres_store import PostgresCheckpointStore
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
 from .trace import TRACE_SCHEMA_VERSION, TraceError, export_run, read_trace, write_trace
+
+
+def __getattr__(name: str):
+    if name == "PostgresCheckpointStore":
+        from .postgres_store import PostgresCheckpointStore
+
+        return PostgresCheckpointStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EFFECTS_KEY",

@@ -1,7 +1,8 @@
 """What a checkpoint is, on the way in (a delta record) and on the way out (a whole checkpoint).
 
-A record stores only what changed since its parent; every `full_every` records (and at the
-start of every saving session) it is a full snapshot, so restoring reads a bounded chain.
+A record stores only what changed since its parent; it is a full snapshot at the start of
+every saving session, once the deltas since the last full one outgrow it a few times, and at
+the latest every `full_every` records, so restoring reads a bounded chain.
 Growing lists (a message history) are stored as appended chunks of content-addressed items:
 a list of 400 messages costs its messages once, plus a reference per checkpoint.
 """
@@ -99,6 +100,7 @@ class CheckpointRecord:
     bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     chunks: list[ListChunk] = field(default_factory=list)
     telemetry: dict[str, Any] | None = None  # a tick's: how to rebuild its telemetry events (see RunnerCheckpoints)
+    size: int = 0  # set by the store's save(): the bytes of its encoded data (what a restore parses)
 
     @property
     def full(self) -> bool:

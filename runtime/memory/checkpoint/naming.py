@@ -1,7 +1,9 @@
 """One way to name a checkpoint store everywhere: a file (`runs.db`) or a PostgreSQL URL
 (`postgresql://user:password@host/db`), given with `--db` or in `$JIANMU_DB`.
 
-What a name shows in messages is `display_name`: a URL loses its password there.
+What a name shows in messages is `display_name`: a URL loses its password there. The
+PostgreSQL driver is imported only when a URL is opened or shown (psycopg is ~13 MB of a
+process that never uses it: the studio on a file store).
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .postgres_store import PostgresCheckpointStore, is_postgres_url, redacted
 from .sql_store import SQLCheckpointStore
 from .sqlite_store import SQLiteCheckpointStore
 
 ENVIRONMENT = "JIANMU_DB"
+
+
+def is_postgres_url(name: str) -> bool:
+    return name.startswith(("postgresql://", "postgres://"))
 
 
 def chosen_store(given: str | Path | None, default: str | Path | None = None) -> str | None:
@@ -29,12 +34,18 @@ def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
     With `create=False` a store that does not exist yet is refused instead of created."""
     name = str(name)
     if is_postgres_url(name):
+        from .postgres_store import PostgresCheckpointStore
+
         return PostgresCheckpointStore(name, create=create)
     return SQLiteCheckpointStore(name, create=create)
 
 
 def display_name(name: str | Path) -> str:
-    return redacted(str(name)) if is_postgres_url(str(name)) else str(name)
+    if not is_postgres_url(str(name)):
+        return str(name)
+    from .postgres_store import redacted
+
+    return redacted(str(name))
 
 
-__all__ = ["ENVIRONMENT", "chosen_store", "display_name", "open_store"]
+__all__ = ["ENVIRONMENT", "chosen_store", "display_name", "is_postgres_url", "open_store"]

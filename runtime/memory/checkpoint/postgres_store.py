@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo
 
+from .naming import is_postgres_url
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
@@ -54,10 +55,6 @@ CREATE TABLE io(id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id TEXT 
     idx INTEGER NOT NULL, request TEXT NOT NULL, response TEXT, error TEXT, time DOUBLE PRECISION NOT NULL);
 CREATE INDEX io_call ON io(run_id, kind, node, round, idx);
 """
-
-
-def is_postgres_url(name: str) -> bool:
-    return name.startswith(("postgresql://", "postgres://"))
 
 
 def redacted(url: str) -> str:

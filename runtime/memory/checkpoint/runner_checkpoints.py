@@ -6,8 +6,11 @@ save, resume data, and the events published since, all in one store transaction.
 tick's own telemetry is not taken as events (a large tree changes thousands of statuses
 a tick): the record says how the runner numbered it and the store rebuilds it from the
 status delta. The first save after a fresh start, a restore or a fork captures the whole
-runner; every `full_every` saves the record is a full one again (the picture the deltas
-kept, not the tree walked again), so a restore reads a bounded chain.
+runner; the record is a full one again (the picture the deltas kept, not the tree walked
+again) once the deltas since the last full one add up to `CHAIN_SIZE` times its size, and at
+the latest every `full_every` saves: a restore parses a few full records' worth at most (a
+ReAct run's chains are about ten records long; a large tree whose ticks change little goes
+`full_every` saves between its big full records).
 
 Restoring stops the tree (cancelling tasks in flight), loads the state raw (no reducers,
 run-scoped fields as saved), puts back statuses, composite positions and resume data, and
@@ -19,6 +22,7 @@ tick for tick (same final state, same events).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
 from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
-from ...state import GLOBAL, StateManager
+from ...state import GLOBAL, Deferred, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
 from .store import CheckpointError, CheckpointStore, StoreError
 
@@ -35,13 +39,14 @@ if TYPE_CHECKING:
     from ...engine.runner import ReactiveRunner, TickReport
 
 LIST_MIN = 8  # lists at least this long are stored as chunks (appends cost only the new items)
+CHAIN_SIZE = 4  # a full record again once the deltas since the last one are this many times its size
 DECODED_LISTS = 16  # stored lists kept decoded and validated, for restores that read them again
 _FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
 SPILL_EVENTS = 2_000  # events held before they are written ahead of their tick's checkpoint (memory stays bounded)
 
 
 class RunnerCheckpoints:
-    def __init__(self, runner: ReactiveRunner, store: CheckpointStore, full_every: int = 50):
+    def __init__(self, runner: ReactiveRunner, store: CheckpointStore, full_every: int = 20):
         self.runner = runner
         self.store = store
         self.full_every = full_every
@@ -50,6 +55,8 @@ class RunnerCheckpoints:
         self._run_id: str | None = None
         self._base_id: int | None = None
         self._since_full = 0
+        self._full_bytes = 0  # the size of the last full record, and of the deltas since
+        self._chain_bytes = 0
         self._lists = ListTracker()
         self._values: dict[tuple[str, str], Any] = {}
         self._statuses: dict[str, str] = {}  # path -> status, as saved
@@ -143,7 +150,7 @@ class RunnerCheckpoints:
             self._start_session(runner.run_id, "main", None)
         self._index()
         fresh = self._base_id is None  # a new line: capture the whole runner
-        full = fresh or self._since_full >= self.full_every
+        full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         captured = runner.capture(None if fresh else self._touched)
         self._touched = {}
         changed = tick.changed if tick is not None else {}
@@ -166,9 +173,10 @@ class RunnerCheckpoints:
         self._events, self._unwritten = [], False
         self.head = checkpoint_id
         if full:
-            self._base_id, self._since_full = checkpoint_id, 0
+            self._base_id, self._since_full, self._full_bytes, self._chain_bytes = checkpoint_id, 0, record.size, 0
         else:
             self._since_full += 1
+            self._chain_bytes += record.size
         return checkpoint_id
 
     def _index(self) -> None:
@@ -257,8 +265,8 @@ class RunnerCheckpoints:
         return delta
 
     # -- restoring -------------------------------------------------------------------
-    def _load(self, checkpoint_id: int) -> Checkpoint:
-        checkpoint = self._decode_lists(self.store.get(checkpoint_id, read_lists=False))
+    def _load(self, checkpoint_id: int, lazy: bool = False) -> Checkpoint:
+        checkpoint = self._decode_lists(self.store.get(checkpoint_id, read_lists=False), lazy)
         compiled_since = self.compile_deferred(checkpoint)
         unknown = [path for path in checkpoint.statuses
                    if path not in self.runner.nodes and not path.startswith(compiled_since)]
@@ -282,33 +290,43 @@ class RunnerCheckpoints:
             elif data["compiled"] and not compiled:
                 if view is None:
                     view = StateManager(self.runner.state_manager.schema)
-                    view.restore(checkpoint.state)
+                    view.restore(checkpoint.state, trusted=checkpoint.lists)
                 try:
                     node.compile_from(view)
                 except Exception as exc:
                     raise CheckpointError(f"checkpoint {checkpoint.id}: cannot compile {path!r} again: {exc}") from exc
         return tuple(later)
 
-    def _decode_lists(self, cp: Checkpoint) -> Checkpoint:
-        """Put the checkpoint's stored lists into its state, validated, from the lists decoded
-        for earlier restores when possible: a stored list's items never change, so a prefix of
-        a decoded list is that list at an earlier checkpoint of its line."""
-        sm = self.runner.state_manager
+    def _decode_lists(self, cp: Checkpoint, lazy: bool) -> Checkpoint:
+        """Put the checkpoint's stored lists into its state, validated: from a list decoded for an
+        earlier restore when it holds them, else (`lazy`) as a `Deferred` that reads and validates
+        the list when something first reads it, so a restore does not decode a long history."""
         for ns, lists in cp.lists.items():
             for key, (list_id, length) in lists.items():
-                slot = (ns, key, list_id)
-                decoded = self._decoded.pop(slot, None)
-                if decoded is None or len(decoded) < length:
-                    decoded = sm.validate_json(key, self.store.read_list_json(list_id, length), ns or None)
-                self._decoded[slot] = decoded  # the most recently used last
-                if len(self._decoded) > DECODED_LISTS:
-                    del self._decoded[next(iter(self._decoded))]
-                cp.state.setdefault(ns, {})[key] = decoded[:length]
+                read = functools.partial(self._read_list, ns, key, list_id, length)
+                decoded = self._decoded.get((ns, key, list_id))
+                known = decoded is not None and len(decoded) >= length
+                cp.state.setdefault(ns, {})[key] = Deferred(read) if lazy and not known else read()
         return cp
 
+    def _read_list(self, ns: str, key: str, list_id: str, length: int) -> list:
+        """A stored list's first `length` items, validated; a stored list's items never change, so
+        a prefix of a list decoded before is that list at an earlier checkpoint of its line."""
+        slot = (ns, key, list_id)
+        decoded = self._decoded.pop(slot, None)
+        if decoded is None or len(decoded) < length:
+            decoded = self.runner.state_manager.validate_json(key, self.store.read_list_json(list_id, length),
+                                                              ns or None)
+        self._decoded[slot] = decoded  # the most recently used last
+        if len(self._decoded) > DECODED_LISTS:
+            del self._decoded[next(iter(self._decoded))]
+        return decoded[:length]
+
     def restore(self, checkpoint_id: int) -> None:
-        """Continue the checkpoint's run and branch from that checkpoint."""
-        checkpoint = self._load(checkpoint_id)
+        """Continue the checkpoint's run and branch from that checkpoint. Its stored lists are read
+        when first read (`Deferred`): a damaged history is a `StoreError` then, and a run stops on it
+        at the latest when it saves its next checkpoint."""
+        checkpoint = self._load(checkpoint_id, lazy=True)
         self._apply(checkpoint)
         self._bindings = checkpoint.bindings
         self._start_session(checkpoint.run_id, checkpoint.branch, checkpoint.id)
