@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from py_trees.common import Status
 from textual.app import App, ComposeResult
 from textual.widgets import Input, Tree
@@ -174,12 +176,18 @@ def shows_the_session(pane: TreePane, session: DebugSession, path: str) -> bool:
     return label.plain == expected.plain and label.spans == expected.spans
 
 
-async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_before():
+@contextlib.asynccontextmanager
+async def large_studio():
+    """The studio on large_tree.py, settled: (session, app, pilot, tree pane)."""
     session = DebugSession.load(str(LARGE_TREE))
     app = StudioApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        pane = app.main.query_one(TreePane)
+        yield session, app, pilot, app.main.query_one(TreePane)
+
+
+async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_before():
+    async with large_studio() as (session, app, pilot, pane):
         assert len(pane._tree_nodes) < len(session.runner.nodes) // 5  # the branches' leaves are not built
         for _ in range(3):  # the first step re-reads the whole tree; the later ones change it line by line
             await pilot.press("n")
@@ -196,11 +204,7 @@ async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_
 
 
 async def test_search_finds_a_node_in_a_branch_never_built_and_puts_the_cursor_on_it():
-    session = DebugSession.load(str(LARGE_TREE))
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        pane = app.main.query_one(TreePane)
+    async with large_studio() as (session, app, pilot, pane):
         match = "LargeTree/Stage9/Fan9/s9.b87/s9.b87.l3"
         assert match not in pane._tree_nodes
         app.main.query_one("#tree-search", Input).focus()
