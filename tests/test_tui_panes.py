@@ -7,8 +7,9 @@ import contextlib
 from py_trees.common import Status
 from textual.app import App, ComposeResult
 from textual.widgets import Input, Tree
+from textual.widgets._footer import FooterKey
 from textual.widgets.tree import TreeNode
-from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import ROOT, SIZE, TEXT_PIPELINE, settle, steady_terminal  # noqa: F401
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
@@ -214,3 +215,24 @@ async def test_search_finds_a_node_in_a_branch_never_built_and_puts_the_cursor_o
         top = pane.tree.scroll_offset.y
         assert top <= pane.tree.cursor_line < top + pane.tree.size.height  # its line is on screen
         assert shows_the_session(pane, session, match)
+
+
+def footer_actions(app: StudioApp) -> set[str]:
+    return {key.action for key in app.screen.query(FooterKey) if not key.has_class("-disabled")}
+
+
+async def test_the_footer_shows_the_keys_that_apply_as_the_run_moves_to_the_past_and_back():
+    """The Footer is rebuilt only when a key comes or goes: it must still follow every change."""
+    session = DebugSession.load(str(TEXT_PIPELINE))
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "live" not in footer_actions(app) and "restart" in footer_actions(app)
+        app.main.view_checkpoint(session.checkpoints()[0].id)
+        await settle(app, pilot)
+        assert "live" in footer_actions(app) and "restart" not in footer_actions(app)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert "live" not in footer_actions(app) and "restart" in footer_actions(app)
