@@ -89,6 +89,7 @@ class MainScreen(Screen):
         self._tree_frame: tuple = ()  # the frame the tree pane shows
         self._past = False
         self._offered: set[str] = set()
+        self._keys: tuple = ()  # which keys the Footer shows (check_action of each)
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -155,8 +156,16 @@ class MainScreen(Screen):
             if reports or dirty or any(event.type in REDRAW_EVENTS for event in events):
                 self._redraw(reports)
         if dirty:
-            self.refresh_bindings()
+            self._refresh_keys()
             self._offer_approval()
+
+    def _refresh_keys(self) -> None:
+        """The Footer again, only if a key came or went: Textual rebuilds all its keys each time
+        (new widgets styled and laid out), and most changes (a step's) leave the same keys."""
+        keys = tuple(self.check_action(binding.action, ()) for binding in Binding.make_bindings(self.BINDINGS))
+        if keys != self._keys:
+            self._keys = keys
+            self.refresh_bindings()
 
     def _redraw(self, reports: list[TickReport]) -> None:
         session = self.session

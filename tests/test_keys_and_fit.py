@@ -105,6 +105,8 @@ def test_snapshot_bindings_editor_with_an_error(snap_compare, size, tmp_path):
         await pilot.click("#apply")
         await pilot.hover(None, offset=(0, 0))  # off the button: whether it is drawn hovered is a race
         await settle(app, pilot)  # the error drawn, the panes behind it idle
+        await until(lambda: not app.screen.query_one("#apply").has_class("-active"))  # the press's flash over
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
+from py_trees.common import Status
 from textual.app import App, ComposeResult
-from textual.widgets import Tree
+from textual.widgets import Input, Tree
+from textual.widgets._footer import FooterKey
 from textual.widgets.tree import TreeNode
-from tui_fixtures import ROOT, SIZE, settle, steady_terminal  # noqa: F401
+from tui_fixtures import ROOT, SIZE, TEXT_PIPELINE, settle, steady_terminal  # noqa: F401
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
@@ -13,7 +17,7 @@ from studio.frames import StampedEvent
 from studio.session import DebugSession
 from studio.widgets import events_pane
 from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
-from studio.widgets.tree_pane import TreePane
+from studio.widgets.tree_pane import TreePane, node_label
 
 
 class EventsApp(App):
@@ -160,3 +164,75 @@ async def test_the_tree_measures_its_lines_as_textual_renders_them():
         await pilot.pause()
         nodes = [tree.get_node_at_line(line) for line in range(tree.last_line + 1)]
         assert [tree.get_label_width(n) for n in nodes] == [Tree.get_label_width(tree, n) for n in nodes]
+
+
+LARGE_TREE = ROOT / "sample_trees" / "large_tree.py"
+
+
+def shows_the_session(pane: TreePane, session: DebugSession, path: str) -> bool:
+    """The node's line holds what the session holds now (status, counter, mark, ticked highlight)."""
+    ticked = set(session.last_report.ticked) if session.last_report is not None else set()
+    expected = node_label(session.node_view(path), path in ticked)
+    label = pane._tree_nodes[path].label
+    return label.plain == expected.plain and label.spans == expected.spans
+
+
+@contextlib.asynccontextmanager
+async def large_studio():
+    """The studio on large_tree.py, settled: (session, app, pilot, tree pane)."""
+    session = DebugSession.load(str(LARGE_TREE))
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        yield session, app, pilot, app.main.query_one(TreePane)
+
+
+async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_before():
+    async with large_studio() as (session, app, pilot, pane):
+        assert len(pane._tree_nodes) < len(session.runner.nodes) // 5  # the branches' leaves are not built
+        for _ in range(3):  # the first step re-reads the whole tree; the later ones change it line by line
+            await pilot.press("n")
+            await settle(app, pilot)
+        leaf = next(path for path in session.last_report.changed if path.count("/") == 4)  # changed in step 3
+        branch = leaf.rpartition("/")[0]
+        leaves = [path for path in session.runner.nodes if path.startswith(branch + "/")]
+        assert not pane._tree_nodes[branch].is_expanded and not any(path in pane._tree_nodes for path in leaves)
+        assert pane.jump(branch)
+        await pilot.press("space")  # Textual's Tree: space opens the node under the cursor
+        await settle(app, pilot)
+        assert all(session.node_view(leaf).status != Status.INVALID for leaf in leaves)  # they ran
+        assert all(shows_the_session(pane, session, path) for path in [branch, *leaves])
+
+
+async def test_search_finds_a_node_in_a_branch_never_built_and_puts_the_cursor_on_it():
+    async with large_studio() as (session, app, pilot, pane):
+        match = "LargeTree/Stage9/Fan9/s9.b87/s9.b87.l3"
+        assert match not in pane._tree_nodes
+        app.main.query_one("#tree-search", Input).focus()
+        await pilot.press(*"s9.b87.l3")
+        await pilot.pause()
+        assert pane.selected_path == match and pane.tree.cursor_node.data == match
+        top = pane.tree.scroll_offset.y
+        assert top <= pane.tree.cursor_line < top + pane.tree.size.height  # its line is on screen
+        assert shows_the_session(pane, session, match)
+
+
+def footer_actions(app: StudioApp) -> set[str]:
+    return {key.action for key in app.screen.query(FooterKey) if not key.has_class("-disabled")}
+
+
+async def test_the_footer_shows_the_keys_that_apply_as_the_run_moves_to_the_past_and_back():
+    """The Footer is rebuilt only when a key comes or goes: it must still follow every change."""
+    session = DebugSession.load(str(TEXT_PIPELINE))
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "live" not in footer_actions(app) and "restart" in footer_actions(app)
+        app.main.view_checkpoint(session.checkpoints()[0].id)
+        await settle(app, pilot)
+        assert "live" in footer_actions(app) and "restart" not in footer_actions(app)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert "live" not in footer_actions(app) and "restart" in footer_actions(app)

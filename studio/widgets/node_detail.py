@@ -102,6 +102,8 @@ class NodeDetailPane(VerticalScroll):
         yield Static("select a node in the tree", id="node-detail-body")
 
     def show(self, detail: NodeDetail | None) -> None:
+        if detail is not None and detail == self.detail:  # a step that left the node as it was
+            return
         self.detail = detail
         body = self.query_one("#node-detail-body", Static)
         body.update(render_detail(detail) if detail is not None else "select a node in the tree")

@@ -1,11 +1,15 @@
 """The behaviour tree, live: one line per node, redrawn only where something changed.
 
-The pane keeps a path → `TreeNode` map and, per path, what its line should show. A tick
-report updates those records (status from `report.changed`, the highlight from
-`report.ticked`) and marks them stale; only the stale nodes on screen are relabelled,
-the rest when they scroll into view. So a tick costs the same in a 10,000-node tree as
-in a small one. Nodes that appear or vanish (a subtree compiled on its first tick) are
-added or removed in place: the cursor, scroll position and expansion survive.
+The pane keeps, per path, what its line should show (a `NodeView`, for every node), and a
+path → `TreeNode` map of the lines built so far. A tick report updates those records
+(status from `report.changed`, the highlight from `report.ticked`) and marks them stale;
+only the stale lines on screen are relabelled, the rest when they scroll into view. A
+branch's lines are built when it is first expanded: a tree opens expanded level by level
+while it shows at most `OPEN_LINES` lines, so a 100,000-node tree builds a few thousand
+Textual nodes, not 100,000, and a tick costs the same as in a small one. Search and
+`jump()` read the records, so they find a node in a branch never opened (and open it).
+Nodes that appear or vanish (a subtree compiled on its first tick) are added or removed in
+place: the cursor, scroll position and expansion survive.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
@@ -30,6 +36,7 @@ from ..session import NodeView
 from .marks import BREAKPOINT, status_mark, status_name
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
+OPEN_LINES = 2_000  # a tree opens expanded, a level at a time, while it shows at most this many lines
 
 
 def node_label(view: NodeView, ticked: bool) -> Text:
@@ -49,26 +56,47 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     return label
 
 
-class NodeTree(Tree[str]):
-    """Textual's Tree, made to take a large tree at once: nodes added together re-index the
-    tree once, not once per node; a style change (focus) does not re-index it; and a line is
-    measured by its label's length instead of rendering it. Textual's Tree rendered and
-    re-indexed 10,000 lines many times over for the first screen and on every Tab."""
+class _Line(TreeNode[str]):
+    """A tree line whose children are built when it is first expanded (`NodeTree.grow`)."""
 
-    _adding = False
+    def _expand(self, expand_all: bool) -> None:
+        self._tree.grow(self)
+        super()._expand(expand_all)
+
+
+class NodeTree(Tree[str]):
+    """Textual's Tree, made to take a large tree: nodes added together re-index the tree once,
+    not once per node; a style change (focus) does not re-index it; a line is measured by its
+    label's length instead of rendering it; and a node's children are built by `grow` when it
+    is expanded, not before. Textual's Tree rendered and re-indexed 10,000 lines many times
+    over for the first screen and on every Tab."""
+
+    _adding = 0
+
+    def __init__(self, grow: Callable[[TreeNode[str]], None], **kwargs) -> None:
+        self.grow = grow  # builds a node's children, called before it expands
+        super().__init__("", **kwargs)
 
     @contextmanager
     def adding(self) -> Iterator[None]:
-        self._adding = True
+        self._adding += 1
         try:
             yield
         finally:
-            self._adding = False
+            self._adding -= 1
             self._invalidate()
 
     def _invalidate(self) -> None:  # Textual's: clears the line index and caches, lays out again
         if not self._adding:
             super()._invalidate()
+
+    def _add_node(self, parent: TreeNode[str] | None, label: Text, data: str | None,
+                  expand: bool = False) -> TreeNode[str]:
+        """Textual's, making a `_Line`."""
+        node = _Line(self, parent, self._new_id(), label, data, expanded=expand)
+        self._tree_nodes[node._id] = node
+        self._updates += 1
+        return node
 
     def notify_style_update(self) -> None:
         """A new style (focus moving in or out, a theme) changes how lines look, not which lines
@@ -80,6 +108,14 @@ class NodeTree(Tree[str]):
     def get_label_width(self, node: TreeNode[str]) -> int:
         icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
         return cell_len(icon) + node.label.cell_len
+
+
+class SearchBox(Input):
+    """The name search. Its size is fixed (studio.tcss), so what it holds never moves another
+    widget: Textual's Input sets its virtual size on every key, a reactive that lays the whole
+    screen out again, a second layout and render per key beside the tree's own."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)
 
 
 class TreePane(Vertical):
@@ -94,17 +130,19 @@ class TreePane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._tree_nodes: dict[str, TreeNode[str]] = {}
-        self._views: dict[str, NodeView] = {}  # what each line should show
+        self._tree_nodes: dict[str, TreeNode[str]] = {}  # the lines built so far
+        self._views: dict[str, NodeView] = {}  # what each node's line should show, built or not
+        self._kids: dict[str, list[str]] = {}  # each node's children, in line order
         self._ticked: set[str] = set()
+        self._breakpoints: set[str] = set()  # the nodes whose views carry the mark
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running: list[str] | None = None  # None: not filled yet
         self._names: list[tuple[str, str]] | None = None  # (path, lower-case name) in line order, for search
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search nodes by name (enter: next match)", id="tree-search")
-        tree = NodeTree("", id="tree-view")
+        yield SearchBox(placeholder="search nodes by name (enter: next match)", id="tree-search")
+        tree = NodeTree(self._grow, id="tree-view")
         tree.guide_depth = 3
         yield tree
         yield OptionList(id="running-now")
@@ -124,43 +162,87 @@ class TreePane(Vertical):
 
     @property
     def node_count(self) -> int:
-        return len(self._tree_nodes)
+        return len(self._views)
 
     def knows(self, paths: Iterable[str]) -> bool:
-        return all(path in self._tree_nodes for path in paths)
+        return all(path in self._views for path in paths)
 
     # -- drawing -------------------------------------------------------------------
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
         """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
-        present = {view.path for view in views}
+        self._views = {view.path: view for view in views}
+        self._kids = {view.path: [] for view in views}
+        for view in views[1:]:  # the first is the root; a swarm agent's root hangs under the node that spawned it
+            if view.parent in self._kids:
+                self._kids[view.parent].append(view.path)
+        self._ticked = ticked
+        self._breakpoints = {view.path for view in views if view.breakpoint}
+        root = views[0].path if views else None
         with self.tree.adding():
-            for path in [p for p in self._tree_nodes if p not in present]:
+            if self.tree.root.data != root:  # another tree (or the first): nothing built is kept
+                self.tree.root.remove_children()
+                self._tree_nodes.clear()
+                self._drawn.clear()
+            for path in [p for p in self._tree_nodes if p not in self._views]:
                 node = self._tree_nodes.pop(path)
-                self._views.pop(path, None)
                 self._drawn.pop(path, None)
                 if node.parent is not None and node.parent.data in self._tree_nodes:
                     node.remove()
-            self._views = {view.path: view for view in views}
-            for view in views:
-                if view.path not in self._tree_nodes:
-                    self._add(view)
-        self._ticked = ticked
-        self._stale = set(present)
+            self._open(root)
+        self._stale = set(self._views)
         self._names = None
         self.call_after_refresh(self.flush)
 
-    def _add(self, view: NodeView) -> None:
-        parent = self._tree_nodes.get(view.parent) if view.parent else None
-        if parent is None:
-            node = self.tree.root
-            node.data = view.path
-            node.expand()
-        else:
-            siblings = self._views[view.parent].children
-            index = siblings.index(view.path) if view.path in siblings else None
-            node = parent.add(Text(view.name), data=view.path, expand=True, allow_expand=bool(view.children),
-                              before=min(index, len(parent.children)) if index is not None else None)
-        self._tree_nodes[view.path] = node
+    def _open(self, root: str | None) -> None:
+        """Build the lines shown: under every expanded line, its children. A line new to the tree
+        (or a leaf that now has children) opens expanded when its whole level fits in OPEN_LINES
+        lines; otherwise it stays collapsed and its children unbuilt until it is expanded."""
+        tree = self.tree
+        if root is None:
+            return
+        fresh: set[str] = set()
+        if root not in self._tree_nodes:
+            tree.root.data = root
+            tree.root.set_label(self._label(root))
+            tree.root._expanded = True
+            self._tree_nodes[root] = tree.root
+        lines, level = 1, [tree.root]
+        while level:
+            for node in level:
+                if node.allow_expand != bool(self._kids[node.data]):
+                    node.allow_expand = not node.allow_expand
+                    fresh.add(node.data)
+            opening = sum(len(self._kids[node.data]) for node in level
+                          if node._expanded or node.data in fresh)
+            fits = lines + opening <= OPEN_LINES
+            below = []
+            for node in level:
+                if node.data in fresh and node is not tree.root:
+                    node._expanded = fits or not node.allow_expand  # a leaf: expanded as Textual draws it
+                if node._expanded:
+                    fresh.update(self._grow(node))
+                    lines += len(node.children)
+                    below += node.children
+            level = below
+
+    def _grow(self, node: TreeNode[str]) -> list[str]:
+        """Build the children of `node` not built yet, each in its place; the paths built."""
+        built = []
+        with self.tree.adding():
+            for index, path in enumerate(self._kids.get(node.data, ())):
+                if path not in self._tree_nodes:
+                    leaf = not self._kids[path]
+                    self._tree_nodes[path] = node.add(self._label(path), data=path, before=index, expand=leaf,
+                                                      allow_expand=not leaf)
+                    built.append(path)
+        return built
+
+    def _label(self, path: str) -> Text:
+        """A line's label, recorded as drawn."""
+        view, ticked = self._views[path], path in self._ticked
+        self._stale.discard(path)
+        self._drawn[path] = (status_name(view.status), view.counter, view.breakpoint, ticked)
+        return node_label(view, ticked)
 
     def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
         """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
@@ -176,10 +258,12 @@ class TreePane(Vertical):
                 if self._views[path].counter is not None:
                     self._views[path] = fetch(path)
                     self._stale.add(path)
-        for path, view in self._views.items():
-            if view.breakpoint != (path in breakpoints):
-                view.breakpoint = not view.breakpoint
+        for path in breakpoints ^ self._breakpoints:
+            view = self._views.get(path)
+            if view is not None:
+                view.breakpoint = path in breakpoints
                 self._stale.add(path)
+        self._breakpoints = set(breakpoints)
         self.flush()
 
     def restate(self, status_of: Callable[[str], Status], ticked: set[str], breakpoints: set[str],
@@ -214,8 +298,7 @@ class TreePane(Vertical):
             view, ticked = self._views[path], path in self._ticked
             drawn = (status_name(view.status), view.counter, view.breakpoint, ticked)
             if self._drawn.get(path) != drawn:
-                self._drawn[path] = drawn
-                node.set_label(node_label(view, ticked))
+                node.set_label(self._label(path))
 
     @on(Tree.NodeExpanded, "#tree-view")
     def _expanded(self) -> None:
@@ -236,16 +319,19 @@ class TreePane(Vertical):
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:
-        """Put the cursor on a node (expanding its ancestors); False if there is none."""
-        node = self._tree_nodes.get(path)
-        if node is None:
+        """Put the cursor on a node (expanding its ancestors, building their lines); False if there is none."""
+        chain, up = [], path  # the node and its ancestors, up to the root
+        while up in self._views:
+            chain.append(up)
+            up = self._views[up].parent
+        if not chain or chain[-1] != self.tree.root.data:
             return False
-        tree, parent, expanded = self.tree, node.parent, False
-        while parent is not None:
-            if not parent.is_expanded:
-                parent.expand()
+        tree, expanded = self.tree, False
+        for ancestor in reversed(chain[1:]):  # from the root down: expanding one builds the next
+            if not self._tree_nodes[ancestor].is_expanded:
+                self._tree_nodes[ancestor].expand()
                 expanded = True
-            parent = parent.parent
+        node = self._tree_nodes[path]
         if expanded:  # move_cursor reads the node's line from the line index, which expanding made stale
             tree.get_node_at_line(0)  # ... and reading a line rebuilds it
         tree.move_cursor(node)  # scrolls to it too, within the tree's size as last laid out
@@ -254,22 +340,23 @@ class TreePane(Vertical):
         return True
 
     def search(self, text: str, after: str | None = None) -> str | None:
-        """The first node (after `after`, wrapping) whose name contains `text`."""
+        """The first node (after `after`, wrapping) whose name contains `text`, built or not."""
         text = text.strip().lower()
         if not text:
             return None
         if self._names is None:  # walked once per tree shape, not per keystroke
-            self._names = [(node.data, self._views[node.data].name.lower()) for node in self._walk()]
+            self._names = [(path, self._views[path].name.lower()) for path in self._walk()]
         names = self._names
         start = next((i + 1 for i, (path, _) in enumerate(names) if path == after), 0) if after else 0
         return next((path for path, name in names[start:] + names[:start] if text in name), None)
 
-    def _walk(self):
-        stack = [self.tree.root]
+    def _walk(self) -> Iterator[str]:
+        """Every node's path, in line order (as if the whole tree were expanded)."""
+        stack = [self.tree.root.data] if self.tree.root.data in self._kids else []
         while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.children))
+            path = stack.pop()
+            yield path
+            stack.extend(reversed(self._kids[path]))
 
     @on(Input.Changed, "#tree-search")
     def _search_changed(self, event: Input.Changed) -> None:
