@@ -20,8 +20,9 @@ Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -140,6 +141,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._child_hit: StopReason | None = None
+        self._moving = False  # a step or a continue is under way: the swarm's agents run too
         self._attach(loaded)
         self.breakpoint_warnings = self._load_breakpoints()
 
@@ -400,16 +402,34 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             raise EditError(f"no node at path {path!r}") from None
 
     def _on_child_tick(self, agent_id: str, report: TickReport) -> bool:
-        """A swarm agent ticked: redraw its nodes; True (hold the agent) when a breakpoint of its nodes hit."""
+        """A swarm agent ticked: redraw its nodes. True holds the agent until the host moves again:
+        while the host is held (paused, between steps) so are its agents, as a debugger stops every
+        thread; while it moves (a step, a continue) they run with it, and a continuing host stops
+        for a breakpoint of their nodes."""
         self._notify("subtick", report)
+        if not self._moving:
+            return True
+        if self.run_state not in (RunState.RUNNING, RunState.WAITING):  # a step: a breakpoint waits for c
+            return False
         hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
-        if not hits or self.run_state not in (RunState.RUNNING, RunState.WAITING):
+        if not hits:
             return False
         self._child_hit = self._hit(hits[0])
         self._pause.set()
         return True
 
     # -- running -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _host_moving(self) -> Iterator[None]:
+        """While the host runs (a step, a continue) its agents run, the held ones released; they are
+        held again at the end of their next tick once it stops (`_on_child_tick`)."""
+        self._moving = True
+        self.children.release()
+        try:
+            yield
+        finally:
+            self._moving = False
+
     def _ensure_started(self) -> None:
         """Before the run moves: a fresh run if none yet, stops matching the enabled breakpoints."""
         if self.runner.run_id is None:
@@ -450,11 +470,11 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             return None
         self._ensure_started()
         self._pause.clear()
-        self.children.release()
-        if not await self._wait_until_ready():
-            self._set_state(RunState.PAUSED, "paused")
-            return None
-        report = await self.runner.step()
+        with self._host_moving():
+            if not await self._wait_until_ready():
+                self._set_state(RunState.PAUSED, "paused")
+                return None
+            report = await self.runner.step()
         self._settle(self._after_tick(report) or StopReason("step", f"tick {report.tick}"))
         return report
 
@@ -465,10 +485,11 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             return await self.step()  # says why it cannot step
         self._ensure_started()
         self._pause.clear()
-        if not await self._wait_until_ready():
-            self._set_state(RunState.PAUSED, "paused")
-            return None
-        report = await self.runner.step_into()
+        with self._host_moving():
+            if not await self._wait_until_ready():
+                self._set_state(RunState.PAUSED, "paused")
+                return None
+            report = await self.runner.step_into()
         hit = self._after_tick(report)
         where = report.paused_at
         self._settle(hit or StopReason("step", f"before {where.path} (tick {where.tick}, not run yet)" if where
@@ -490,34 +511,34 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             return StopReason("refused", refusal)
         self._ensure_started()
         self._pause.clear()
-        self.children.release()
         self._set_state(RunState.RUNNING, "running")
         reason = StopReason("paused", "paused")
         ticks = 0
         try:
-            while True:
-                if max_ticks is not None and ticks >= max_ticks:
-                    reason = StopReason("paused", f"stopped after --max-ticks {max_ticks}")
-                    break
-                if self.runner.finished:
-                    reason = StopReason("finished", f"finished: {self.root_status.value}")
-                    break
-                if self.runner.suspended:
-                    reason = StopReason("suspended", self._suspension_message())
-                    break
-                if not await self._wait_until_ready():
-                    break
-                hit = self._hit_between_ticks()
-                if hit is not None:  # work that finished after the last tick caused it: stop there
-                    reason = hit
-                    break
-                report = await self.runner.step()
-                ticks += 1
-                hit = self._after_tick(report)
-                if hit is not None:
-                    reason = hit
-                    break
-                await asyncio.sleep(0)  # let the views draw between ticks
+            with self._host_moving():
+                while True:
+                    if max_ticks is not None and ticks >= max_ticks:
+                        reason = StopReason("paused", f"stopped after --max-ticks {max_ticks}")
+                        break
+                    if self.runner.finished:
+                        reason = StopReason("finished", f"finished: {self.root_status.value}")
+                        break
+                    if self.runner.suspended:
+                        reason = StopReason("suspended", self._suspension_message())
+                        break
+                    if not await self._wait_until_ready():
+                        break
+                    hit = self._hit_between_ticks()
+                    if hit is not None:  # work that finished after the last tick caused it: stop there
+                        reason = hit
+                        break
+                    report = await self.runner.step()
+                    ticks += 1
+                    hit = self._after_tick(report)
+                    if hit is not None:
+                        reason = hit
+                        break
+                    await asyncio.sleep(0)  # let the views draw between ticks
         except Exception as exc:
             reason = StopReason("error", f"{type(exc).__name__}: {exc}")
         if self._child_hit is not None:  # a swarm agent is held at a breakpoint

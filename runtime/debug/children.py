@@ -57,6 +57,7 @@ class SwarmChildren:
         self._unhook: list[Callable[[], None]] = []
         self._released = asyncio.Event()
         self._released.set()
+        self.held: set[str] = set()  # the agents waiting in their after-tick hook for `release()`
 
     def on_event(self, event: RuntimeEvent) -> None:
         if event.type == EventType.SWARM_AGENT_SPAWNED and event.node:
@@ -86,12 +87,16 @@ class SwarmChildren:
                                   ticked=[child_path(agent_id, p) for p in report.ticked])
             if self._on_tick(agent_id, prefixed):
                 self._released.clear()
-                await self._released.wait()
+                self.held.add(agent_id)
+                try:
+                    await self._released.wait()
+                finally:
+                    self.held.discard(agent_id)
 
         return after
 
     def release(self) -> None:
-        """Let an agent held at a breakpoint carry on."""
+        """Let the held agents carry on (each to its next tick's end, where `on_tick` is asked again)."""
         self._released.set()
 
     def resolve(self, path: str) -> tuple[ReactiveRunner, str] | None:

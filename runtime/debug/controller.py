@@ -376,13 +376,17 @@ class DebugController:
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
     def _on_agent_tick(self, agent_id: str, report: TickReport) -> bool:
-        """An agent ticked: its statuses go out; True (the agent is held) when an after-breakpoint on one of
-        its nodes hit while the host runs, which then stops before its next tick (woken for it)."""
+        """An agent ticked: its statuses go out. True holds the agent until the host moves again: while
+        the client holds the host, as a local session does (a tick per host step at most), and when an
+        after-breakpoint on one of its nodes hit while the host runs, which then stops before its next
+        tick (woken for it)."""
         self._agent_ticks.append({"tick": report.tick, "status": report.status.value, "ticked": report.ticked,
                                   "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()}})
         self._wakeup(False)
-        if not self._attached or self.paused is not None or self._agent_hit is not None:
+        if not self._attached or self._agent_hit is not None:
             return False
+        if self.paused is not None:
+            return True
         for bp in self.breakpoints.values():
             if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
                 self._agent_hit = bp
