@@ -58,6 +58,9 @@ class SwarmChildren:
         self._released = asyncio.Event()
         self._released.set()
         self.held: set[str] = set()  # the agents waiting in their after-tick hook for `release()`
+        swarm = getattr(host.context, "runtime", None)
+        if callable(getattr(swarm, "watch_runners", None)):  # each agent watched from its first tick
+            self._unhook.append(swarm.watch_runners(lambda agent_id, runner: self.runners()))
 
     def on_event(self, event: RuntimeEvent) -> None:
         if event.type == EventType.SWARM_AGENT_SPAWNED and event.node:

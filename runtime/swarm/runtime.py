@@ -188,6 +188,7 @@ class SwarmRuntime:
         self._factories: dict[str, Factory] = dict(roles or {})
         self._message_ids = itertools.count(1)
         self._run_id: str | None = None
+        self._runner_watchers: list[Callable[[str, ReactiveRunner], Any]] = []
         self._clear()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SwarmRuntime:
@@ -249,6 +250,12 @@ class SwarmRuntime:
         ticks (`add_tick_hook`); the swarm itself never reads them.
         """
         return {agent_id: child.runner for agent_id, child in self._children.items() if child.runner is not None}
+
+    def watch_runners(self, callback: Callable[[str, ReactiveRunner], Any]) -> Callable[[], None]:
+        """Call `callback(agent id, runner)` for each agent's runner once it is built, before its first
+        tick (a debugger's seam: a hook added then sees every tick). Returns the way to stop."""
+        self._runner_watchers.append(callback)
+        return lambda: self._runner_watchers.remove(callback) if callback in self._runner_watchers else None
 
     def mailbox_size(self, agent_id: str) -> int:
         """Messages queued for an agent and not yet received."""
@@ -324,6 +331,9 @@ class SwarmRuntime:
         if record.task and "messages" in schema.model_fields:
             input_data["messages"] = [human(record.task)]
         try:
+            child.runner = child.make_runner()  # what child.run() would build: built here, shown first
+            for watcher in tuple(self._runner_watchers):
+                watcher(record.id, child.runner)
             result = await child.run(input_data=input_data)
         except asyncio.CancelledError:
             self._finish(record, "cancelled")
