@@ -102,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
                                        "(a run written by a service, not by jianmu-studio)")
+    serve = sub.add_parser("serve", help="run a tree with the debug server on, for `attach` from elsewhere",
+                           parents=[debug])
+    serve.add_argument("tree", help="path.py or path.py:function")
+    serve.add_argument("--at", default="127.0.0.1:7777", metavar="HOST:PORT",
+                       help="where the debug server listens (default 127.0.0.1:7777; port 0: any free one)")
+    serve.add_argument("--db", metavar="STORE", help=f"record checkpoints into this {STORE_HELP} "
+                       "(default: $JIANMU_DB, else the studio's default file): the attached timeline")
+    serve.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+                       help="wait this long for a studio to attach before the run starts (default 300)")
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
@@ -113,7 +122,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "run", "replay", "attach"):
+        if arg not in ("open", "run", "replay", "attach", "serve"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -139,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             return open_recorded(args)
         if args.command == "attach":
             return asyncio.run(attach(args))
+        if args.command == "serve":
+            return asyncio.run(serve(args))
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
         if args.debug:
@@ -377,6 +388,30 @@ def _pick_run(name: str) -> str | None:
         return RunPickerApp(store).run()
     finally:
         store.close()
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """The tree run as a service would run it (`Agent.run(debug=...)`), recording into the store: what
+    `attach` connects to. The server prints its address and token on stderr; the outcome is one line."""
+    from .loader import load_tree
+
+    loaded = load_tree(args.tree)
+    store = open_store(args.db or str(default_db_path()))
+    agent = loaded.agent
+    agent.runner = agent.make_runner(checkpointer=store)
+    os.environ["JIANMU_DEBUG_WAIT"] = str(args.wait)  # read by the server the run starts
+    try:
+        result = await agent.run(loaded.input_data, debug=args.at)
+    except ValueError as exc:  # a malformed address
+        raise UsageError(f"--at {args.at}: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"--at {args.at}: cannot listen there ({exc.strerror or exc})") from exc
+    finally:
+        store.close()
+    print(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}")
+    if result.final_answer:
+        print(f"final answer: {result.final_answer}")
+    return 0 if result.ok else 1
 
 
 async def attach(args: argparse.Namespace) -> int:

@@ -212,3 +212,43 @@ def test_a_lone_escape_is_read_after_50_ms_unless_escdelay_says_otherwise(escdel
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
                             timeout=120)
     assert float(result.stdout.split()[-1]) == seconds, result.stdout + result.stderr
+
+
+async def test_serve_runs_a_tree_for_a_studio_to_attach_and_prints_its_outcome(tmp_path):
+    """`jianmu-studio serve` is the other end of `attach`: the run waits for the studio, which drives it."""
+    import asyncio
+    import re
+
+    from tui_fixtures import until
+
+    from studio.remote_session import RemoteSession
+    from studio.session import RunState
+
+    env = dict(os.environ, JIANMU_DEBUG_TOKEN="t0ken-for-serve")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "studio.cli", "serve", "sample_trees/react_calculator.py", "--at", "127.0.0.1:0",
+        "--db", str(tmp_path / "served.db"), cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        first = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        address = re.search(r"ws://(127\.0\.0\.1:\d+)", first).group(1)
+        assert "t0ken-for-serve" not in first  # a token given is not printed
+        session = await RemoteSession.connect(address, "t0ken-for-serve")
+        try:
+            await until(lambda: session.run_state == RunState.READY)
+            assert session.tick == 0  # it waited for the studio before its first tick
+            assert (await session.continue_()).kind == "finished"
+        finally:
+            await session.close()
+        out = (await asyncio.wait_for(process.stdout.read(), 60)).decode()
+        assert await asyncio.wait_for(process.wait(), 60) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+    assert out.startswith("SUCCESS (completed); recorded in ") and "final answer: 25 * 4 + 10 = 110" in out
+
+
+def test_serve_at_a_bad_address_is_one_line(tmp_path):
+    result = cli("serve", "sample_trees/react_calculator.py", "--at", "nowhere", "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("jianmu-studio: --at nowhere: ") and len(result.stderr.splitlines()) == 1
