@@ -156,6 +156,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.children = SwarmChildren(self.runner, self._on_child_tick)
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
+        self._index: tuple[Mapping | None, frozenset[str], list[tuple[str, Any]]] = (None, frozenset(), [])
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -259,7 +260,18 @@ class DebugSession(EditsMixin, BreakpointListMixin):
     def tree_shape(self) -> tuple:
         """Changes when the tree pane must be rebuilt: the frame's nodes, the swarm agents and their
         trees. Another frame of the same nodes (a past checkpoint) only restates their lines."""
-        return self.frame.shape, self.children.shape if self.viewing is None else ()
+        if self.viewing is not None:
+            return self.frame.shape, ()
+        return self._tree_index()[0], self.children.shape
+
+    def _tree_index(self) -> tuple[frozenset[str], list[tuple[str, Any]]]:
+        """The host tree's paths and its leaves, worked out once per tree rather than at every
+        redraw (a step at 100,000 nodes walked them all twice): the runner indexes a tree that
+        changed shape into a new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
+        nodes = self.runner.nodes
+        if self._index[0] is not nodes:
+            self._index = (nodes, frozenset(nodes), [(path, node) for path, node in nodes.items() if not node.children])
+        return self._index[1], self._index[2]
 
     def node_status(self, path: str) -> Status:
         """A node's status in the frame shown (a swarm agent's: live)."""
@@ -391,8 +403,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                 and node.async_task is not None and not node.async_task.done()]
 
     def running_nodes(self) -> list[str]:
-        return [path for path, node in self.runner.nodes.items()
-                if node.status == Status.RUNNING and not node.children]
+        running = Status.RUNNING
+        return [path for path, node in self._tree_index()[1] if node.status is running]
 
     def _node(self, path: str):
         runner, inner = self._locate(path)

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import py_trees
 import pytest
 from py_trees.common import Status
 
@@ -32,6 +33,20 @@ async def test_step_ticks_once_and_reports_what_changed(session):
     assert report.tick == 2
     assert "normalized_text" in report.state_changes
     assert session.state_snapshot()[""]["normalized_text"].startswith("the quick brown fox")
+
+
+async def test_running_now_and_the_tree_shape_follow_a_tree_that_grows(session):
+    """Both are worked out once per tree (not at every redraw): a re-indexed tree counts again."""
+    await session.step()
+    assert session.running_nodes() == ["TextPipeline/Normalize"]
+    shape = session.tree_shape
+    assert session.tree_shape == shape and "TextPipeline/Normalize" in shape[0]
+    spin = py_trees.behaviours.Running(name="Spin")
+    session.runner.root.add_child(spin)
+    session.runner.refresh_tree()  # as a deferred subtree compiling indexes its nodes
+    spin.status = Status.RUNNING
+    assert session.tree_shape != shape and "TextPipeline/Spin" in session.tree_shape[0]
+    assert session.running_nodes() == ["TextPipeline/Normalize", "TextPipeline/Spin"]
 
 
 async def test_continue_runs_to_the_end(session):

@@ -54,7 +54,11 @@ class StatusLine(Static):
             line.append_text(Text.assemble(sep, (session.message, "italic")))
         self._failed_line = line if failure is not None else None
         self._fit()
-        self.update(line)
+        if line != self._shown:  # most redraws restate it; and its size is the stylesheet's (or `_fit`'s),
+            self._shown = line   # never the text's, so a new text needs no layout of the whole screen
+            self.update(line, layout=False)
+
+    _shown: Text | None = None
 
     _failed_line: Text | None = None
 
