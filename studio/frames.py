@@ -20,7 +20,7 @@ from py_trees.common import Status
 from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import Checkpoint
+from runtime.memory.checkpoint import Checkpoint, CheckpointInfo
 from runtime.node.composites import loop_counter
 from runtime.state import StateManager
 
@@ -236,13 +236,13 @@ class Frame:
     def events(self) -> list[StampedEvent]:
         return self.log.of(self.lineage)
 
-    def _checkpoint_marks(self, checkpoint: Checkpoint) -> dict[str, Mark]:
+    def _checkpoint_marks(self, checkpoint: CheckpointInfo) -> dict[str, Mark]:
         """A checkpoint's marks; a key written only by work finishing between the previous tick and
         this one (not during this tick) is labelled with that tick."""
-        marks = self.timeline.marks(checkpoint.info)
+        marks = self.timeline.marks(checkpoint)
         if not marks or checkpoint.parent_id is None:
             return marks
-        before = self.timeline.get(checkpoint.parent_id)[0].tick
+        before = self.timeline.saved(checkpoint.parent_id).tick
         between, during = set(), set()
         for tick in {before, checkpoint.tick}:
             for stamped in self.log.writes(self.lineage, tick):
@@ -328,9 +328,9 @@ class HeadFrame(Frame):
         checkpoints = self.runner.checkpoints
         if checkpoints is None or checkpoints.head is None:
             return {}
-        head, saved = self.timeline.get(checkpoints.head)
+        head = self.timeline.info(self.run_id, checkpoints.head)
         marks = self._checkpoint_marks(head)
-        for key, mark in diff(saved, self.state()).items():
+        for key, mark in diff(self.timeline.saved(head.id).state, self.state()).items():
             marks[key] = Mark(mark.old, mark.new, between=head.tick)
         return marks
 
@@ -372,7 +372,7 @@ class PastFrame(Frame):
         return self._state
 
     def marks(self) -> dict[str, Mark]:
-        return self._checkpoint_marks(self.checkpoint)
+        return self._checkpoint_marks(self.checkpoint.info)
 
     def _value_reader(self) -> Callable[[str, str | None], Any]:
         if self._view is None:

@@ -67,7 +67,7 @@ from .frames import (
 )
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
-from .timeline import Lineage, Mark, RunTimeline, StateNames
+from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
@@ -140,6 +140,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._head_lineage: Lineage | None = None
         self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
+        self._head_before: int | None = None  # the runner's last checkpoint as a tick began
         self._child_hit: StopReason | None = None
         self._moving = False  # a step or a continue is under way: the swarm's agents run too
         self._attach(loaded)
@@ -151,7 +152,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.agent = loaded.agent
         self.bus = RuntimeEventBus(history=0)
         self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
-        self.runner.add_tick_hook(after=self._saved)
+        self.runner.add_tick_hook(before=self._ticking, after=self._saved)
         self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
         self.children = SwarmChildren(self.runner, self._on_child_tick)
         self.bus.subscribe(self._on_event)
@@ -216,9 +217,18 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             self._divergence = event.payload["error"]
         self._notify("event", stamped)
 
+    def _ticking(self, runner: ReactiveRunner, tick: int) -> None:
+        self._head_before = runner.checkpoints.head
+
     def _saved(self, runner: ReactiveRunner, report: TickReport) -> None:
-        """After a tick's checkpoint: what is published from now on happens between ticks."""
-        self._saved_at = (runner.checkpoints.branch, report.tick)
+        """After a tick's checkpoint: what is published from now on happens between ticks. What it
+        saved is remembered as the runner holds it, so the head's marks read nothing back."""
+        checkpoints = runner.checkpoints
+        self._saved_at = (checkpoints.branch, report.tick)
+        if checkpoints.head is not None and checkpoints.head != self._head_before:
+            self.timeline.remember(checkpoints.head, Saved(
+                runner.tick_count, self.timeline.names.state(runner.state_manager.snapshot()),
+                {path: node.status.value for path, node in runner.nodes.items()}))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         self.run_state = state

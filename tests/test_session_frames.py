@@ -10,6 +10,7 @@ from py_trees.common import Status
 
 from studio.frames import StampedEvent
 from studio.session import DebugSession
+from studio.timeline import RunTimeline
 from studio.widgets.events_pane import EventFilter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +191,22 @@ async def test_a_binding_edit_in_the_past_is_staged_and_a_fork_applies_it(tmp_pa
     state = session.state_snapshot()[""]
     assert state["task"] == "25 * 4 + 10 = 110" and state["final_answer"] in (None, "")
     assert session.store.get(session.checkpoints()[-1].id).bindings[llm]["outputs"]["final_answer"] == "task"
+
+
+async def test_the_head_is_read_from_what_the_runner_saved_and_matches_the_store(tmp_path):
+    """The head's marks and timeline rows come from each save as the runner held it (decoding the
+    head again costs ~60 ms at 100,000 nodes): they must be what the store holds."""
+    for target in (PIPELINE, CALCULATOR):
+        session = DebugSession.load(target, db=tmp_path / f"{Path(target).stem}.db")
+        read_back: list[int] = []
+        get = session.store.get
+        session.store.get = lambda checkpoint_id, read_back=read_back, get=get, **kw: (
+            read_back.append(checkpoint_id) or get(checkpoint_id, **kw))
+        while not session.runner.finished:
+            await session.step()
+            head = session.runner.checkpoints.head
+            rows = [row.summary for row in session.checkpoints()]
+            assert head not in read_back
+            store = RunTimeline(session.store, session.timeline.names)
+            assert store.saved(head) == session.timeline.saved(head)
+            assert rows == [store.summary(info) for info in store.infos(session.run_id)]
