@@ -13,7 +13,7 @@ tmux() { command tmux -L "$session" -f /dev/null "$@"; }  # a server of its own:
 
 tmux new-session -d -s "$session" -x 160 -y 48 \
     "env -u JIANMU_BASE_URL -u OPENAI_BASE_URL -u COLUMNS -u LINES .venv/bin/jianmu-studio $tree; sleep 5"
-trap 'tmux kill-server 2>/dev/null || true' EXIT
+trap 'tmux kill-server 2>/dev/null || true; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$session"' EXIT
 
 expect() {  # wait up to 10 s for text on the screen
     for _ in $(seq 50); do
