@@ -37,17 +37,22 @@ async def finished_calculator(app: StudioApp, pilot) -> None:
     await settle(app, pilot)
 
 
+async def llm_model_calls(app: StudioApp, pilot) -> list[str]:
+    """`m` on the calculator's LLM node: the lines of the model calls screen it opens."""
+    app.main.query_one(TreePane).jump(LLM)
+    await pilot.press("m")
+    await pilot.pause()
+    assert isinstance(app.screen, ModelCallsScreen)
+    return option_texts(app, "#model-calls-list")
+
+
 @BOTH
 async def test_the_model_call_view_shows_request_and_response(kind, tmp_path):
     async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
         await finished_calculator(app, pilot)
         await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
         await settle(app, pilot)
-        app.main.query_one(TreePane).jump(LLM)
-        await pilot.press("m")
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallsScreen)
-        listed = option_texts(app, "#model-calls-list")
+        listed = await llm_model_calls(app, pilot)
         assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)",
                                                              "Calculator.llm round 1 (tick 4)"]
         await pilot.press("down", "enter")  # the second round: after the tool answered
@@ -82,11 +87,7 @@ async def test_the_model_call_of_a_held_run_shows_its_recorded_request_and_respo
         session.toggle_node_breakpoint("Calculator/Calculator.loop/Calculator.tools")
         await pilot.press("c")  # held before the tools run: the first round's call is made and recorded
         await settle(app, pilot)
-        app.main.query_one(TreePane).jump(LLM)
-        await pilot.press("m")
-        await pilot.pause()
-        assert isinstance(app.screen, ModelCallsScreen)
-        listed = option_texts(app, "#model-calls-list")
+        listed = await llm_model_calls(app, pilot)
         assert [line.split("  ")[0] for line in listed] == ["Calculator.llm round 0 (tick 1)"]
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, ModelCallScreen))  # attached: the I/O is asked for

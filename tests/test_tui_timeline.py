@@ -33,6 +33,15 @@ async def choose_checkpoint(app, pilot, row: int) -> None:
     await settle(app, pilot)
 
 
+async def replay_from_the_first_checkpoint(app, pilot) -> None:
+    """Tick 0 viewed, then replay (f) from it."""
+    await choose_checkpoint(app, pilot, 0)
+    await pilot.press("f")
+    await pilot.pause()
+    await pilot.click("#replay")
+    await settle(app, pilot)
+
+
 def rebuilds(session) -> list[int]:
     """Grows each time the tree pane rebuilds itself from the session's whole tree (`node_views()`)."""
     calls, node_views = [], session.node_views
@@ -105,11 +114,7 @@ async def test_replay_a_finished_run_gives_the_same_result(kind, tmp_path):
         await settle(app, pilot)
         await until(lambda: session.run_state == RunState.FINISHED)  # attached: held at its end for the studio
         recorded = session.state_snapshot()
-        await choose_checkpoint(app, pilot, 0)
-        await pilot.press("f")
-        await pilot.pause()
-        await pilot.click("#replay")
-        await settle(app, pilot)
+        await replay_from_the_first_checkpoint(app, pilot)
         assert session.branch == "replay-1" and session.run_state == RunState.PAUSED
         await pilot.press("c")
         await settle(app, pilot)
@@ -123,11 +128,7 @@ async def test_a_replay_from_a_checkpoint_while_held_takes_the_same_path(kind, t
     async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
         await run_ticks(app, pilot, 3)
         recorded = session.state_snapshot()
-        await choose_checkpoint(app, pilot, 0)
-        await pilot.press("f")
-        await pilot.pause()
-        await pilot.click("#replay")
-        await settle(app, pilot)
+        await replay_from_the_first_checkpoint(app, pilot)
         assert session.branch == "replay-1" and session.viewing is None and session.tick == 0
         assert "replaying checkpoint" in str(app.main.query_one(StatusLine).render())
         await run_ticks(app, pilot, 3)
