@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from runtime.debug.names import State, StateNames
+from runtime.debug.past import changed_keys
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
 
@@ -53,13 +54,7 @@ class Mark:
 
 def diff(old: State, new: State) -> dict[str, Mark]:
     """Qualified key (`key` or `ns.key`) -> Mark, for every key added, changed or removed."""
-    marks = {}
-    for ns in dict.fromkeys([*old, *new]):
-        before, after = old.get(ns, {}), new.get(ns, {})
-        for key in dict.fromkeys([*before, *after]):
-            if before.get(key) != after.get(key) or (key in before) != (key in after):
-                marks[f"{ns}.{key}" if ns else key] = Mark(before.get(key), after.get(key))
-    return marks
+    return {key: Mark(before, after) for key, before, after in changed_keys(old, new)}
 
 
 class Saved(NamedTuple):
