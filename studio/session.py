@@ -226,8 +226,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         checkpoints = runner.checkpoints
         self._saved_at = (checkpoints.branch, report.tick)
         if checkpoints.head is not None and checkpoints.head != self._head_before:
+            sm = runner.state_manager
             self.timeline.remember(checkpoints.head, Saved(
-                runner.tick_count, self.timeline.names.state(runner.state_manager.snapshot()),
+                runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
                 {path: node.status.value for path, node in runner.nodes.items()}))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:

@@ -65,6 +65,10 @@ class Saved(NamedTuple):
     statuses: Mapping[str, str]
 
 
+class _Stored(dict):
+    """A remembered state as the runner stored it, not named and converted yet."""
+
+
 class RunTimeline:
     """Read side of the store for one session: checkpoints (cached), lineages, row summaries."""
 
@@ -74,7 +78,8 @@ class RunTimeline:
         self._cache: OrderedDict[int, tuple[Checkpoint, State]] = OrderedDict()
         self._summaries: dict[int, str] = {}
         self._infos: tuple[str | None, list[CheckpointInfo]] = (None, [])  # one run's headers, as listed
-        self._remembered: OrderedDict[int, Saved] = OrderedDict()  # the live runner's last saves
+        self._remembered: OrderedDict[int, Saved] = OrderedDict()  # the live runner's last saves (state
+        # as stored until first read: `saved` names it then)
 
     def infos(self, run_id: str) -> list[CheckpointInfo]:
         """Every checkpoint header of a run, oldest first. Saved checkpoints never change, so only
@@ -106,9 +111,11 @@ class RunTimeline:
         return cached
 
     def remember(self, checkpoint_id: int, saved: Saved) -> None:
-        """What the live runner has just saved, as the runner holds it: the head's marks and its
-        timeline row then read nothing back (decoding a checkpoint: ~60 ms at 100,000 nodes)."""
-        self._remembered[checkpoint_id] = saved
+        """What the live runner has just saved, as the runner holds it (its state as stored: values are
+        replaced, never changed, so holding them is holding the save): the head's marks and its
+        timeline row then read nothing back (decoding a checkpoint: ~60 ms at 100,000 nodes), and a
+        tick pays no conversion of a state nobody draws (a headless run)."""
+        self._remembered[checkpoint_id] = saved._replace(state=_Stored(saved.state))
         while len(self._remembered) > CACHED:
             self._remembered.popitem(last=False)
 
@@ -117,7 +124,9 @@ class RunTimeline:
         saved = self._remembered.get(checkpoint_id)
         if saved is None:
             checkpoint, state = self.get(checkpoint_id)
-            saved = Saved(checkpoint.tick, state, checkpoint.statuses)
+            return Saved(checkpoint.tick, state, checkpoint.statuses)
+        if type(saved.state) is _Stored:
+            saved = self._remembered[checkpoint_id] = saved._replace(state=self.names.state(saved.state))
         return saved
 
     def parent_state(self, checkpoint: CheckpointInfo) -> State | None:

@@ -221,6 +221,11 @@ class StateManager:
     def namespaces(self) -> list[str | None]:
         return [None, *sorted(ns for ns in self._namespaced if ns != GLOBAL)]
 
+    def stored_view(self, namespace: str | None = None) -> dict[str, Any]:
+        """Every key of one namespace as stored, not copied (read, never mutate): what `stored` gives
+        for one key, for an observer keeping what a tick left without copying or converting it."""
+        return dict(self._items(normalize_namespace(namespace)))
+
     def view(self, namespace: str | None = None) -> dict[str, Any]:
         """Every key of one namespace as a plain dict (copied)."""
         namespace = normalize_namespace(namespace)
