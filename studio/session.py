@@ -67,7 +67,7 @@ from .frames import (
 )
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
-from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames
+from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
@@ -229,7 +229,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             sm = runner.state_manager
             self.timeline.remember(checkpoints.head, Saved(
                 runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                {path: node.status.value for path, node in runner.nodes.items()}))
+                TakenStatuses.take(runner.nodes)))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         self.run_state = state

@@ -62,11 +62,26 @@ class Saved(NamedTuple):
 
     tick: int
     state: State
-    statuses: Mapping[str, str]
+    statuses: Mapping[str, str] | TakenStatuses  # taken: named when `RunTimeline.saved` reads it
 
 
 class _Stored(dict):
     """A remembered state as the runner stored it, not named and converted yet."""
+
+
+class TakenStatuses(NamedTuple):
+    """Every node's status as a tick left them, taken as one list (~1 ms at 100,000 nodes, where a
+    `{path: status}` dict costs ~15 ms): named per path only when first read (a headless run never)."""
+
+    paths: list[str]
+    statuses: list[Any]
+
+    @classmethod
+    def take(cls, nodes: Mapping[str, Any]) -> TakenStatuses:
+        return cls(list(nodes), [node.status for node in nodes.values()])
+
+    def named(self) -> dict[str, str]:
+        return {path: status.value for path, status in zip(self.paths, self.statuses, strict=True)}
 
 
 class RunTimeline:
@@ -127,6 +142,8 @@ class RunTimeline:
             return Saved(checkpoint.tick, state, checkpoint.statuses)
         if type(saved.state) is _Stored:
             saved = self._remembered[checkpoint_id] = saved._replace(state=self.names.state(saved.state))
+        if type(saved.statuses) is TakenStatuses:
+            saved = self._remembered[checkpoint_id] = saved._replace(statuses=saved.statuses.named())
         return saved
 
     def parent_state(self, checkpoint: CheckpointInfo) -> State | None:
@@ -172,4 +189,4 @@ class RunTimeline:
         return cached
 
 
-__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "diff"]
+__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "TakenStatuses", "diff"]

@@ -210,3 +210,24 @@ async def test_the_head_is_read_from_what_the_runner_saved_and_matches_the_store
             store = RunTimeline(session.store, session.timeline.names)
             assert store.saved(head) == session.timeline.saved(head)
             assert rows == [store.summary(info) for info in store.infos(session.run_id)]
+
+
+async def test_each_remembered_save_names_the_statuses_its_tick_left_after_fork_and_restart(tmp_path):
+    """A save's statuses are taken as a list and named per path only when read: read late, after
+    more ticks, a fork and a restart moved the nodes on, each must still be its own tick's (the store's)."""
+    session = DebugSession.load(PIPELINE, db=tmp_path / "pipeline.db")
+    saved: list[int] = []
+
+    async def step_twice() -> None:
+        for _ in range(2):
+            await session.step()
+            saved.append(session.runner.checkpoints.head)
+
+    await step_twice()
+    await session.fork_from(saved[0])
+    await step_twice()
+    await session.restart()
+    await step_twice()
+    store = RunTimeline(session.store, session.timeline.names)
+    for checkpoint_id in saved:
+        assert session.timeline.saved(checkpoint_id).statuses == store.saved(checkpoint_id).statuses
