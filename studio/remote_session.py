@@ -203,8 +203,9 @@ class RemoteSession:
 
     def _replay_hint(self) -> str:
         """Once the served run is gone its recording is a store another studio opens (and follows while a
-        writer still adds to it); an attached studio is live and follows nothing itself."""
-        return f"; its recording: jianmu-studio replay {self._store} --tree FILE" if self._store else ""
+        writer still adds to it); an attached studio is live and follows nothing itself. `serve` records
+        the tree file with the run; replay asks for `--tree` when a service did not."""
+        return f"; its recording: jianmu-studio replay {self._store}" if self._store else ""
 
     def _apply(self, message: dict[str, Any]) -> None:
         kind = message["type"]

@@ -464,7 +464,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         `run.started` saves the tick-0 checkpoint (the input), which can be viewed and forked."""
         self.runner.start_fresh(self.input_data)
         self.recorded_run = None
-        self.store.set_meta(f"tree:{self.runner.run_id}", f"{self.loaded.path.resolve()}:{self.loaded.function}")
+        self.loaded.remember_run(self.store, self.runner.run_id)
         self._saved_at = None
         self.bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})
         self._saved_at = ("main", 0)

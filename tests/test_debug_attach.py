@@ -233,7 +233,7 @@ async def test_once_the_served_run_is_gone_the_studio_says_where_its_recording_i
         await session.continue_()
         await until_state(session, RunState.FINISHED)
         assert not hasattr(session, "follow")
-    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'} --tree FILE")
+    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'}")
     recorded = DebugSession.open_recorded(tmp_path / "served.db", tree=str(TEXT_PIPELINE))  # the whole run
     assert recorded.run_id is None and recorded.recorded_run == session.run_id
     assert [row.tick for row in recorded.checkpoints()] == [row.tick for row in session.checkpoints()]
