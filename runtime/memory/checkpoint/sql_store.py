@@ -103,15 +103,15 @@ class _ItemTexts:
         self._texts: dict[int, str] = {}
         self._size = 0
 
-    def text(self, row: Sequence[Any]) -> str:
-        """The JSON text of an item row (its id, then its columns as `_item_text` takes them)."""
-        found = self._texts.get(row[0])
-        if found is None:
-            found = self._texts[row[0]] = _item_text(row[1:])
-            self._size += len(found)
-            while self._size > self.LIMIT:
-                self._size -= len(self._texts.pop(next(iter(self._texts))))
-        return found
+    def get(self, item_id: int) -> str | None:
+        return self._texts.get(item_id)
+
+    def keep(self, item_id: int, text: str) -> str:
+        self._texts[item_id] = text
+        self._size += len(text)
+        while self._size > self.LIMIT:
+            self._size -= len(self._texts.pop(next(iter(self._texts))))
+        return text
 
 
 def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
@@ -168,7 +168,6 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     _BEGIN: ClassVar[str] = "BEGIN"
     _INSERT_ITEM: ClassVar[str]  # (hash, *item columns) -> RETURNING id
     _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
-    _LIST_ITEMS: ClassVar[str]  # (list id, length) -> the item columns of a stored list, in order
     _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
 
     def __init__(self) -> None:
@@ -413,11 +412,27 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """The first `length` items of a stored list as one JSON array text, for a caller that
         validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
-            rows = conn.execute(self._LIST_ITEMS, (list_id, length)).fetchall()
-            if len(rows) < length:
+            chunks = conn.execute("SELECT items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
+                                  (list_id, length)).fetchall()
+            ids = list(itertools.chain.from_iterable(from_json(f"[{','.join(row[0] for row in chunks)}]")))[:length]
+            if len(ids) < length:
                 raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
-                                 f"({len(rows)} of {length} items)")
-            return "[" + ",".join([self._texts.text(row) for row in rows[:length]]) + "]"
+                                 f"({len(ids)} of {length} items)")
+            return "[" + ",".join(self._item_texts(conn, ids)) + "]"
+
+    def _item_texts(self, conn: Any, ids: Sequence[int]) -> list[str]:
+        """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
+        found = {item_id: text for item_id in ids if (text := self._texts.get(item_id)) is not None}
+        missing = [item_id for item_id in dict.fromkeys(ids) if item_id not in found]
+        for start in range(0, len(missing), _LOOKUP_MAX):
+            batch = missing[start:start + _LOOKUP_MAX]
+            for row in conn.execute(f"SELECT id, {self._ITEM_COLUMNS} FROM items i "
+                                    f"WHERE id IN ({','.join('?' * len(batch))})", batch).fetchall():
+                found[row[0]] = self._texts.keep(row[0], _item_text(row[1:]))
+        gone = next((item_id for item_id in missing if item_id not in found), None)
+        if gone is not None:
+            raise StoreError(f"{self.location}: recorded item {gone} is missing")
+        return [found[item_id] for item_id in ids]
 
     @_decoding
     def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
@@ -572,10 +587,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return out
 
     def _item(self, conn: Any, item_id: int) -> Any:
-        row = conn.execute(f"SELECT {self._ITEM_COLUMNS} FROM items i WHERE id = ?", (item_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"{self.location}: recorded item {item_id} is missing")
-        return json.loads(_item_text(row))
+        return json.loads(self._item_texts(conn, (item_id,))[0])
 
     def _unpack(self, conn: Any, text: str) -> Any:
         value, refs = json.loads(text)
