@@ -100,9 +100,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
                     "RETURNING id")
     _ITEM_COLUMNS = "i.text, i.packed"
     # each item by its key (LIMIT keeps the planner from a hash join that scans every item per chunk)
-    _LIST_ITEMS = ("SELECT i.text, i.packed FROM chunks c "
+    _LIST_ITEMS = ("SELECT i.id, i.text, i.packed FROM chunks c "
                    "CROSS JOIN LATERAL json_array_elements_text(c.items::json) WITH ORDINALITY AS j(value, n) "
-                   "CROSS JOIN LATERAL (SELECT text, packed FROM items WHERE id = j.value::bigint LIMIT 1) i "
+                   "CROSS JOIN LATERAL (SELECT id, text, packed FROM items WHERE id = j.value::bigint LIMIT 1) i "
                    "WHERE c.list_id = ? AND c.start < ? ORDER BY c.start, j.n")
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
 

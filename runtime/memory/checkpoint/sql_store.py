@@ -92,6 +92,28 @@ def _item_text(row: Sequence[str | bytes | None]) -> str:
     return zlib.decompress(data, -15).decode() if type(data) is bytes else data
 
 
+class _ItemTexts:
+    """The texts of items read, by id, up to `LIMIT` characters (the oldest let go first). A stored
+    item never changes and its id is never reused, so a past view moving between checkpoints of a
+    long history inflates only the items it has not read yet (each about 5 us: 2.6 ms for 400)."""
+
+    LIMIT = 16_000_000
+
+    def __init__(self) -> None:
+        self._texts: dict[int, str] = {}
+        self._size = 0
+
+    def text(self, row: Sequence[Any]) -> str:
+        """The JSON text of an item row (its id, then its columns as `_item_text` takes them)."""
+        found = self._texts.get(row[0])
+        if found is None:
+            found = self._texts[row[0]] = _item_text(row[1:])
+            self._size += len(found)
+            while self._size > self.LIMIT:
+                self._size -= len(self._texts.pop(next(iter(self._texts))))
+        return found
+
+
 def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
              changes: Sequence[Sequence[str]]) -> list[RuntimeEvent]:
     """A tick's telemetry events as the runner numbered them (see `RunnerCheckpoints`)."""
@@ -153,6 +175,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._lock = threading.RLock()
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
         self._streams = _Streams()
+        self._texts = _ItemTexts()
         self._host = socket.gethostname()
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
 
@@ -391,10 +414,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
             rows = conn.execute(self._LIST_ITEMS, (list_id, length)).fetchall()
-        if len(rows) < length:
-            raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
-                             f"({len(rows)} of {length} items)")
-        return "[" + ",".join([_item_text(row) for row in rows[:length]]) + "]"
+            if len(rows) < length:
+                raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
+                                 f"({len(rows)} of {length} items)")
+            return "[" + ",".join([self._texts.text(row) for row in rows[:length]]) + "]"
 
     @_decoding
     def get(self, checkpoint_id: int, *, read_lists: bool = True) -> Checkpoint:
