@@ -32,7 +32,8 @@ import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.edits import check_tool_arguments
-from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
+from runtime.debug.waiting import in_flight
+from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
 from runtime.guard.approval import ApprovalError
@@ -409,9 +410,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
-        return [path for path, node in self.runner.nodes.items()
-                if isinstance(node, AsyncBehaviour) and node.status == Status.RUNNING
-                and node.async_task is not None and not node.async_task.done()]
+        return in_flight(self.runner.nodes)
 
     def running_nodes(self) -> list[str]:
         running = Status.RUNNING
