@@ -52,6 +52,7 @@ _BIG = 128  # a recorded request/response part whose JSON is at least this long 
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _LOOKUP = 16  # unknown items in one write from which they are looked up first, in one query ...
 _LOOKUP_MAX = 500  # ... of at most this many
+_LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
 _CHAIN_LEVEL = 1  # deflate level of checkpoint chains: a 100k-node full record in 40 ms, not 350 (6% larger)
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
@@ -175,6 +176,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
         self._streams = _Streams()
         self._texts = _ItemTexts()
+        self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
         self._host = socket.gethostname()
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
 
@@ -412,13 +414,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """The first `length` items of a stored list as one JSON array text, for a caller that
         validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
-            chunks = conn.execute("SELECT items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
-                                  (list_id, length)).fetchall()
-            ids = list(itertools.chain.from_iterable(from_json(f"[{','.join(row[0] for row in chunks)}]")))[:length]
-            if len(ids) < length:
-                raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
-                                 f"({len(ids)} of {length} items)")
-            return "[" + ",".join(self._item_texts(conn, ids)) + "]"
+            ids = self._list_ids.get(list_id, ())
+            if len(ids) < length:  # a chunk is never written over (its key is the list and its start)
+                chunks = conn.execute("SELECT items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
+                                      (list_id, length)).fetchall()
+                ids = list(itertools.chain.from_iterable(from_json(f"[{','.join(row[0] for row in chunks)}]")))
+                if len(ids) < length:
+                    raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
+                                     f"({len(ids)} of {length} items)")
+                self._list_ids[list_id] = ids
+                while len(self._list_ids) > _LISTS_KEPT:
+                    del self._list_ids[next(iter(self._list_ids))]
+            return "[" + ",".join(self._item_texts(conn, ids[:length])) + "]"
 
     def _item_texts(self, conn: Any, ids: Sequence[int]) -> list[str]:
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
