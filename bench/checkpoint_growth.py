@@ -39,8 +39,12 @@ from pathlib import Path
 import langgraph_peer
 
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
+from runtime.debug.names import StateNames
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import open_store
+from studio.edits import StagedEdits
+from studio.frames import EventLog, PastFrame
+from studio.timeline import RunTimeline
 
 KB = 1000
 
@@ -115,6 +119,37 @@ def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> tuple[float, fl
     return (restored - started) * 1000, (time.perf_counter() - started) * 1000
 
 
+def _past_view_ms(runner, store, run_id: str, checkpoint_id: int) -> tuple[float, float, float]:
+    """What the studio's past view pays to show a checkpoint (studio.session's `frame`), step by
+    step, cumulative: the checkpoint read and its state named (`RunTimeline.get`: `store.get`
+    inside); the frame made and its state shown (`PastFrame.state`); the state a node's ports
+    read (`PastFrame._value_reader`: a `StateManager` restored from it, the history validated)."""
+    timeline = RunTimeline(store, StateNames(ReActState))
+    timeline.infos(run_id)  # listed for the timeline pane before a checkpoint is viewed
+    started = time.perf_counter()
+    checkpoint, _ = timeline.get(checkpoint_id)
+    got = time.perf_counter()
+    frame = PastFrame(runner, timeline, EventLog(), checkpoint, StagedEdits())
+    frame.state()
+    shown = time.perf_counter()
+    frame._value_reader()
+    return tuple((t - started) * 1000 for t in (got, shown, time.perf_counter()))
+
+
+def _first_past_view_ms(runner, name: str, run_id: str, checkpoint_id: int) -> tuple[float, float, float]:
+    """`_past_view_ms` by a store just opened (the studio opening a recorded run)."""
+    store = open_store(name)
+    try:
+        return _past_view_ms(runner, store, run_id, checkpoint_id)
+    finally:
+        store.close()
+
+
+def _medians(times: list[tuple[float, ...]]) -> list[float]:
+    """The median of each step over repeated measurements."""
+    return [statistics.median(step) for step in zip(*times, strict=True)]
+
+
 def _median_ms(fn, repeat: int = 21) -> float:
     times = []
     for _ in range(repeat):
@@ -159,10 +194,13 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     cold = {point: statistics.median(t[0] for t in times) for point, times in firsts.items()}
     cold_read = {point: statistics.median(t[1] for t in times) for point, times in firsts.items()}
     read = {point: _median_ms(lambda c=c: store.get(c.id)) for point, c in points.items()}
+    view = {point: _medians([_past_view_ms(again, store, run_id, c.id) for _ in range(11)]) for point, c in points.items()}
     store.close()
+    first_view = {point: _medians([_first_past_view_ms(again, name, run_id, c.id) for _ in range(5)]) for point, c in points.items()}
     return {"wall": wall, "final": final, "final_bytes": len(json.dumps(final, ensure_ascii=False).encode()),
             "parts": parts, "save_ms": save_ms, "tick_ms": tick_ms, "points": points, "restore": restore,
-            "cold": cold, "cold_read": cold_read, "read": read}
+            "cold": cold, "cold_read": cold_read, "read": read,
+            "view": view, "first_view": first_view}
 
 
 def write_one_run(name: str, go: str, rounds: int) -> None:
@@ -277,6 +315,10 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
             f"{peer['cold'][point]:.3f} ms" if peer else "")
         row("    and its first read of messages", [f"{col['cold_read'][point]:.3f} ms" for col in columns.values()])
         row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
+        for label, key in (("  past view, store open", "view"), ("  past view, store just opened", "first_view")):
+            row(label + ":", [])
+            for i, step in enumerate(("RunTimeline.get", "+ PastFrame.state", "+ ports' StateManager")):
+                row(f"    {step}", [f"{col[key][point][i]:.3f} ms" for col in columns.values()])
     print(f"concurrent writers: one run of {writer_rounds} ReAct rounds each, checkpoints/s in total "
           "from a common start to the last writer's end")
     for name, ((alone, _), (together, stored)) in concurrency.items():

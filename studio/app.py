@@ -19,6 +19,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
@@ -406,10 +407,12 @@ class MainScreen(Screen):
         except (ValueError, KeyError) as exc:
             self.notify(str(exc), severity="error")
         self._dirty = True
+        self.drain()  # now, not at the next timer tick (up to 50 ms later)
 
     def action_live(self) -> None:
         self.session.select_live()
         self._dirty = True
+        self.drain()  # now, not at the next timer tick
 
     def action_replay_fork(self) -> None:
         viewing = self.session.viewing
@@ -463,6 +466,15 @@ class StudioApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver with esc read after $ESCDELAY (studio/terminal_driver.py)."""
+        driver = super().get_driver_class()
+        if driver.__name__ != "LinuxDriver":  # Windows, or $TEXTUAL_DRIVER
+            return driver
+        from .terminal_driver import StudioDriver  # imports termios: not on Windows
+
+        return StudioDriver
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:

@@ -393,12 +393,16 @@ def _pick_run(name: str) -> str | None:
 async def serve(args: argparse.Namespace) -> int:
     """The tree run as a service would run it (`Agent.run(debug=...)`), recording into the store: what
     `attach` connects to. The server prints its address and token on stderr; the outcome is one line."""
+    from runtime.engine import EventType
+
     from .loader import load_tree
 
     loaded = load_tree(args.tree)
     store = open_store(args.db or str(default_db_path()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
+    agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),
+                                     types=[EventType.RUN_STARTED])
     os.environ["JIANMU_DEBUG_WAIT"] = str(args.wait)  # read by the server the run starts
     try:
         result = await agent.run(loaded.input_data, debug=args.at)

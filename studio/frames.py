@@ -364,11 +364,13 @@ class PastFrame(Frame):
         return (self.checkpoint.resume.get(path) or {}).get("data")
 
     def state(self) -> State:
+        """The checkpoint's state as the timeline named it; with the staged edits in, named again
+        (without, naming again would convert the whole history to JSON a second time)."""
         if self._state is None:
             state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
             for (ns, key), value in self.staged.values.items():
                 state.setdefault(ns, {})[self.timeline.names.key(key)] = value
-            self._state = self.timeline.names.state(state)
+            self._state = self.timeline.names.state(state) if self.staged.values else state
         return self._state
 
     def marks(self) -> dict[str, Mark]:

@@ -32,6 +32,10 @@ class LoadedTree:
     def target(self) -> str:
         return f"{self.path}:{self.function}"
 
+    def remember_run(self, store: Any, run_id: str) -> None:
+        """The store remembers which tree file a run came from, so `replay` reopens it without `--tree`."""
+        store.set_meta(f"tree:{run_id}", f"{self.path.resolve()}:{self.function}")
+
 
 def split_target(target: str) -> tuple[Path, str]:
     path, sep, function = target.rpartition(":")

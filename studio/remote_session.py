@@ -133,6 +133,7 @@ class RemoteSession:
         self._finished = False
         self._gone = False
         self._continuing = False
+        self._waiting: list[str] = []  # what the last tick left in flight, when nothing woke the run
         self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
         self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
@@ -203,8 +204,9 @@ class RemoteSession:
 
     def _replay_hint(self) -> str:
         """Once the served run is gone its recording is a store another studio opens (and follows while a
-        writer still adds to it); an attached studio is live and follows nothing itself."""
-        return f"; its recording: jianmu-studio replay {self._store} --tree FILE" if self._store else ""
+        writer still adds to it); an attached studio is live and follows nothing itself. `serve` records
+        the tree file with the run; replay asks for `--tree` when a service did not."""
+        return f"; its recording: jianmu-studio replay {self._store}" if self._store else ""
 
     def _apply(self, message: dict[str, Any]) -> None:
         kind = message["type"]
@@ -279,6 +281,7 @@ class RemoteSession:
         if "report" in update or any(split_child_path(path) is None for path in changed):  # a tick (its changes)
             report = update.get("report")
             if report is not None:
+                self._waiting = report.get("waiting", [])
                 ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)
             else:  # changes between ticks: the last tick's nodes are still the ones it ticked
                 ticked = self.last_report.ticked if self.last_report is not None else []
@@ -321,14 +324,18 @@ class RemoteSession:
             state = RunState.SUSPENDED
         elif self._paused is not None:
             state = RunState.READY if self._tick == 0 and not self._moved else RunState.PAUSED
-        else:
-            state = RunState.RUNNING
+        else:  # continuing, and waiting when the last tick left async work in flight and nothing woke it
+            state = RunState.WAITING if self._continuing and self._waiting else RunState.RUNNING
         self.run_state = state
         self._notify("changed")
 
     @property
     def suspended(self) -> bool:
         return self._status == "RUNNING" and bool(self._approvals)
+
+    @property
+    def busy(self) -> bool:
+        return self.run_state in (RunState.RUNNING, RunState.WAITING)
 
     def _suspension_message(self) -> str:
         kinds = ", ".join(f"approval of {item['tool']} at {item.get('node')}" for item in self._approvals)
@@ -410,7 +417,7 @@ class RemoteSession:
         return PAST if self.viewing is not None else None
 
     def waiting_on(self) -> list[str]:
-        return self.running_nodes() if self.run_state == RunState.RUNNING else []
+        return list(self._waiting) if self.run_state == RunState.WAITING else []
 
     def running_nodes(self) -> list[str]:
         return [path for path, node in self._nodes.items()
@@ -555,10 +562,10 @@ class RemoteSession:
         if self.viewing is not None:
             self._say(PAST)
             return None
-        if self.run_state in (RunState.FINISHED, RunState.SUSPENDED, RunState.RUNNING):
-            self._say({RunState.FINISHED: "the run has finished",
-                       RunState.SUSPENDED: self._suspension_message(),
-                       RunState.RUNNING: "running: pause (p) first"}[self.run_state])
+        if self.run_state in (RunState.FINISHED, RunState.SUSPENDED) or self.busy:
+            self._say("the run has finished" if self.run_state == RunState.FINISHED
+                      else self._suspension_message() if self.run_state == RunState.SUSPENDED
+                      else "running: pause (p) first")
             return None
         if not await self._until_stopped(request):
             return None
@@ -569,7 +576,7 @@ class RemoteSession:
         if self.viewing is not None:
             self._say(PAST)
             return StopReason("refused", PAST)
-        if self.run_state in (RunState.FINISHED, RunState.RUNNING):
+        if self.run_state == RunState.FINISHED or self.busy:
             return StopReason("error", "the run has finished" if self._finished else "already running")
         self._continuing = True
         self.run_state = RunState.RUNNING
@@ -617,7 +624,7 @@ class RemoteSession:
     # -- timeline: the past, replay and fork -------------------------------------------
     def select_checkpoint(self, checkpoint_id: int) -> None:
         """Show the tree and state as they were at a checkpoint (read-only), once the server sent it."""
-        if self.run_state == RunState.RUNNING:
+        if self.busy:
             raise EditError("pause the run before looking at the past")
         if not self.recording:
             raise EditError("the attached run records no checkpoints: its runner has no checkpoint store")
@@ -648,7 +655,7 @@ class RemoteSession:
                                    bindings=staged.binding_changes())
 
     async def _restore(self, request: str, *, checkpoint_id: int, **fields: Any) -> str:
-        if self.run_state == RunState.RUNNING:
+        if self.busy:
             raise EditError("pause the run before replaying or forking")
         await self.drained()  # the edits and breakpoints sent before it reach the run first
         try:

@@ -32,7 +32,8 @@ import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.edits import check_tool_arguments
-from runtime.engine.behaviour import AsyncBehaviour, JianmuNodeMixin
+from runtime.debug.waiting import in_flight
+from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
 from runtime.guard.approval import ApprovalError
@@ -409,9 +410,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
-        return [path for path, node in self.runner.nodes.items()
-                if isinstance(node, AsyncBehaviour) and node.status == Status.RUNNING
-                and node.async_task is not None and not node.async_task.done()]
+        return in_flight(self.runner.nodes)
 
     def running_nodes(self) -> list[str]:
         running = Status.RUNNING
@@ -464,7 +463,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         `run.started` saves the tick-0 checkpoint (the input), which can be viewed and forked."""
         self.runner.start_fresh(self.input_data)
         self.recorded_run = None
-        self.store.set_meta(f"tree:{self.runner.run_id}", f"{self.loaded.path.resolve()}:{self.loaded.function}")
+        self.loaded.remember_run(self.store, self.runner.run_id)
         self._saved_at = None
         self.bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})
         self._saved_at = ("main", 0)

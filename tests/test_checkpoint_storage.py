@@ -106,3 +106,24 @@ def test_a_damaged_row_is_named(store_name):
     with pytest.raises(StoreError, match=rf"{where}: event batch \d+ is corrupt"):
         store.events("r")
     store.close()
+
+
+async def test_moving_through_the_past_shows_each_checkpoints_own_history(store_name):
+    """One store object reads the items of every checkpoint of two runs (what it keeps read
+    is reused): each shows what a store opened afresh reads for that checkpoint, nothing of
+    the other run or of a later tick."""
+    store = open_store(store_name)
+    runs = []
+    for task in ("Look it all up.", "Look it all up again."):
+        runner = ReactiveRunner(_react(), ReActState, checkpointer=store)
+        await runner.run(input_data={"messages": [human(task)]})
+        runs.append(runner.run_id)
+    ids = {run_id: [c.id for c in store.list(run_id)] for run_id in runs}
+    every = [*ids[runs[0]], *ids[runs[1]]]
+    seen = {i: store.get(i).state for i in [*every, *reversed(every)]}
+    store.close()
+    fresh = open_store(store_name)
+    assert all(fresh.get(i).state == seen[i] for i in reversed(every))
+    fresh.close()
+    first, second = (seen[ids[run_id][-1]][""]["messages"] for run_id in runs)
+    assert first[0]["content"] == "Look it all up." and second[0]["content"] == "Look it all up again."

@@ -246,6 +246,10 @@ async def test_serve_runs_a_tree_for_a_studio_to_attach_and_prints_its_outcome(t
         if process.returncode is None:
             process.kill()
     assert out.startswith("SUCCESS (completed); recorded in ") and "final answer: 25 * 4 + 10 = 110" in out
+    from studio.session import DebugSession  # the store names the served tree: replay needs no --tree
+    recorded = DebugSession.open_recorded(tmp_path / "served.db")
+    assert recorded.loaded.path.resolve() == (ROOT / "sample_trees/react_calculator.py").resolve()
+    assert recorded.frame.root_status.name == "SUCCESS"
 
 
 def test_serve_at_a_bad_address_is_one_line(tmp_path):

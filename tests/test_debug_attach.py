@@ -233,7 +233,7 @@ async def test_once_the_served_run_is_gone_the_studio_says_where_its_recording_i
         await session.continue_()
         await until_state(session, RunState.FINISHED)
         assert not hasattr(session, "follow")
-    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'} --tree FILE")
+    assert session.message.endswith(f"; its recording: jianmu-studio replay {tmp_path / 'served.db'}")
     recorded = DebugSession.open_recorded(tmp_path / "served.db", tree=str(TEXT_PIPELINE))  # the whole run
     assert recorded.run_id is None and recorded.recorded_run == session.run_id
     assert [row.tick for row in recorded.checkpoints()] == [row.tick for row in session.checkpoints()]
@@ -281,3 +281,49 @@ async def test_p_pauses_a_run_that_waits_for_a_wake_at_once(kind, tmp_path):
         await pilot.press("c")
         await condition_holds(lambda: session.run_state == RunState.FINISHED)
         assert session.root_status == Status.SUCCESS
+
+
+SLOW_TREE = """\
+import asyncio
+
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from runtime import Agent
+from runtime.node import AsyncNode, Sequence
+
+RELEASE = asyncio.Event()
+
+
+class S(BaseModel):
+    done: bool = False
+
+
+class Fetch(AsyncNode):
+    async def update_async(self):
+        await RELEASE.wait()
+        return Status.SUCCESS
+
+
+def build():
+    return Agent(Sequence("Root", memory=True, children=[Fetch("Fetch")]), state_schema=S)
+"""
+
+
+@BOTH
+async def test_a_continuing_run_says_which_async_node_it_waits_for(kind, tmp_path):
+    """The work in flight keeps the run from ticking: the status line names the node, local and attached."""
+    tree = tmp_path / "slow.py"
+    tree.write_text(SLOW_TREE)
+    async with studio_on(kind, tree, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await pilot.press("c")
+        await condition_holds(lambda: session.run_state == RunState.WAITING)
+        assert session.waiting_on() == ["Root/Fetch"]
+        await pilot.pause()
+        assert "waiting for Fetch" in status_line(app)
+        await pilot.press("n")  # refused while it waits, as while it runs
+        await pilot.press("p")
+        await condition_holds(lambda: session.run_state == RunState.PAUSED)
+        await pilot.pause()
+        assert "paused" in status_line(app) and "waiting for" not in status_line(app)

@@ -35,17 +35,17 @@ def test_importing_the_runtime_loads_neither_textual_nor_studio():
     assert result.stdout.strip() == "", f"runtime imported: {result.stdout.strip()}"
 
 
-def test_the_studio_on_a_file_store_loads_no_postgres_driver_no_http_client_no_yaml_never_langgraph(tmp_path):
+def test_the_studio_on_a_file_store_loads_no_postgres_driver_no_http_client_no_yaml_no_websockets_never_langgraph(tmp_path):
     """psycopg (~13 MB), httpx (~7 MB) and yaml (~1.5 MB) are imported where a PostgreSQL URL, a
-    real model or a jianmu.yaml is used: a studio opening a tree on a file store needs none of them
-    (its resident memory is a goal)."""
+    real model or a jianmu.yaml is used, websockets (~1.7 MB) where a run is served or attached
+    to: a studio opening a tree on a file store needs none of them (its resident memory is a goal)."""
     code = textwrap.dedent(f"""
         import sys
         from studio.app import StudioApp
         from studio.loader import load_tree
         from studio.session import DebugSession, open_store
         StudioApp(DebugSession(load_tree("sample_trees/react_calculator.py"), store=open_store({str(tmp_path / "runs.db")!r})))
-        print(",".join(sorted({{m.split(".")[0] for m in sys.modules}} & {{"psycopg", "httpx", "yaml", "langgraph"}})))
+        print(",".join(sorted({{m.split(".")[0] for m in sys.modules}} & {{"psycopg", "httpx", "yaml", "websockets", "langgraph"}})))
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr

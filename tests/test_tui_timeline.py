@@ -82,6 +82,21 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only(kind, tmp
 
 
 @BOTH
+async def test_a_finished_run_s_past_is_drawn_on_the_tree_pane(kind, tmp_path):
+    """With nothing running the tree pane's list of running nodes was empty, and its name shadowed
+    Textual's own `_running` flag: the pane stopped asking the screen to repaint it, and a real
+    terminal kept its live border and title in the past (the state pane said PAST, the tree not)."""
+    async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        await choose_checkpoint(app, pilot, 0)
+        tree = app.main.query_one(TreePane)
+        assert tree.border_title.startswith("tree — PAST") and tree.styles.border_top[0] == "heavy"
+        assert tree.is_running  # Textual repaints only a running pane: the border above reaches the screen
+
+
+@BOTH
 async def test_fork_after_a_state_edit_shows_the_new_branch(kind, tmp_path):
     async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
         await run_ticks(app, pilot, 2)

@@ -3,21 +3,35 @@
 `Agent.run(..., debug="127.0.0.1:7777")` (or `$JIANMU_DEBUG=host:port`) serves the run for
 its length; a runner is served with `async with DebugServer(runner, address) as server:
 await server.run()`. The protocol is `docs/protocol.md`; `DebugClient` speaks it.
+
+The server and the client (and websockets, ~1.7 MB) are imported when first named: a run
+that is not served, or a studio on a local tree, never loads them.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from py_trees.common import Status
 
 from ..engine.runner import ReactiveRunner
-from .client import DebugClient, DebugError
 from .protocol import DEFAULT_HEARTBEAT, PROTOCOL_VERSION, ProtocolError, parse_address
-from .server import DEFAULT_HOLD_END, DebugServer
+
+if TYPE_CHECKING:
+    from .client import DebugClient, DebugError
+    from .server import DebugServer
+
+_LAZY = {"DebugClient": "client", "DebugError": "client", "DebugServer": "server"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
 
 RunFunction = Callable[..., Awaitable[Status]]
 
@@ -43,6 +57,8 @@ async def debugging(runner: ReactiveRunner, debug: str | int | None = None, *,
     if address is None:
         yield runner.run
         return
+    from .server import DEFAULT_HOLD_END, DebugServer
+
     async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT),
                            wait=_seconds("JIANMU_DEBUG_WAIT", 0.0),
                            hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END), agent=agent) as server:

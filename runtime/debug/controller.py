@@ -29,6 +29,7 @@ from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
+from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
 AGENT_TICKS = 200  # swarm agents' tick reports kept between two updates (the newest)
@@ -409,7 +410,8 @@ class DebugController:
         self._report = {"tick": report.tick, "status": report.status.value,
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
-                        "ticked": report.ticked, "state_keys": report.state_keys}
+                        "ticked": report.ticked, "state_keys": report.state_keys,
+                        "waiting": [] if runner.can_tick_now else in_flight(runner.nodes)}
         self._wakeup(False)
         stop = self._stop_after(report)
         if runner.finished:

@@ -18,6 +18,7 @@ import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
@@ -113,6 +114,9 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+# Built once per schema (a model class and a TypeAdapter per field: 1.1 ms for ReActState),
+# not per manager: the studio makes one for each checkpoint of the past it shows.
+@functools.lru_cache(maxsize=64)
 def _with_extra(schema: type[BaseModel]) -> type[BaseModel]:
     if schema.model_config.get("extra") == "allow":
         return schema
@@ -120,7 +124,8 @@ def _with_extra(schema: type[BaseModel]) -> type[BaseModel]:
                                              "__module__": schema.__module__})
 
 
-def _field_specs(schema: type[BaseModel]) -> dict[str, FieldSpec]:
+@functools.lru_cache(maxsize=64)
+def _field_specs(schema: type[BaseModel]) -> Mapping[str, FieldSpec]:
     specs: dict[str, FieldSpec] = {}
     for attr, info in schema.model_fields.items():
         reducer = next((m for m in info.metadata if callable(m) and not isinstance(m, Ephemeral)), None)
@@ -138,7 +143,7 @@ def _field_specs(schema: type[BaseModel]) -> dict[str, FieldSpec]:
         specs[attr] = spec
         if info.alias:
             specs[info.alias] = spec
-    return specs
+    return MappingProxyType(specs)
 
 
 class StateManager:

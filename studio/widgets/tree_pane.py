@@ -137,7 +137,7 @@ class TreePane(Vertical):
         self._breakpoints: set[str] = set()  # the nodes whose views carry the mark
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
-        self._running: list[str] | None = None  # None: not filled yet
+        self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
         self._names: list[tuple[str, str]] | None = None  # (path, lower-case name) in line order, for search
 
     def compose(self) -> ComposeResult:
@@ -308,9 +308,9 @@ class TreePane(Vertical):
         self.call_after_refresh(self.flush)
 
     def set_running(self, paths: list[str]) -> None:
-        if paths == self._running:
+        if paths == self._running_paths:
             return
-        self._running = paths
+        self._running_paths = paths
         running = self.query_one("#running-now", OptionList)
         running.clear_options()
         running.add_options([Option(Text.assemble(path.rpartition("/")[2], "  ", (path, "dim")), id=path)

@@ -99,11 +99,6 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     _INSERT_ITEM = ("INSERT INTO items (hash, text, packed) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING "
                     "RETURNING id")
     _ITEM_COLUMNS = "i.text, i.packed"
-    # each item by its key (LIMIT keeps the planner from a hash join that scans every item per chunk)
-    _LIST_ITEMS = ("SELECT i.text, i.packed FROM chunks c "
-                   "CROSS JOIN LATERAL json_array_elements_text(c.items::json) WITH ORDINALITY AS j(value, n) "
-                   "CROSS JOIN LATERAL (SELECT text, packed FROM items WHERE id = j.value::bigint LIMIT 1) i "
-                   "WHERE c.list_id = ? AND c.start < ? ORDER BY c.start, j.n")
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
 
     def __init__(self, url: str, *, create: bool = True):

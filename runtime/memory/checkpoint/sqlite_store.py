@@ -49,8 +49,6 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
     _BEGIN = "BEGIN IMMEDIATE"
     _INSERT_ITEM = "INSERT INTO items (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING RETURNING id"
     _ITEM_COLUMNS = "i.data"
-    _LIST_ITEMS = ("SELECT i.data FROM chunks c, json_each(c.items) j JOIN items i ON i.id = j.value "
-                   "WHERE c.list_id = ? AND c.start < ? ORDER BY c.start, j.key")
     _BRANCHES = "group_concat(DISTINCT branch)"
 
     def __init__(self, path: str | Path, *, create: bool = True):
