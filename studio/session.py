@@ -230,7 +230,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             sm = runner.state_manager
             self.timeline.remember(checkpoints.head, Saved(
                 runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses.take(runner.nodes)))
+                TakenStatuses(runner.nodes)))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         self.run_state = state

@@ -62,26 +62,44 @@ class Saved(NamedTuple):
 
     tick: int
     state: State
-    statuses: Mapping[str, str] | TakenStatuses  # taken: named when `RunTimeline.saved` reads it
+    statuses: Mapping[str, str]
 
 
 class _Stored(dict):
     """A remembered state as the runner stored it, not named and converted yet."""
 
 
-class TakenStatuses(NamedTuple):
+class TakenStatuses(Mapping):
     """Every node's status as a tick left them, taken as one list (~1 ms at 100,000 nodes, where a
-    `{path: status}` dict costs ~15 ms): named per path only when first read (a headless run never)."""
+    `{path: status}` dict costs ~15 ms): named per path only when first read as a mapping (a headless
+    run never; a timeline row compares two takes of one tree list to list)."""
 
-    paths: list[str]
-    statuses: list[Any]
+    def __init__(self, nodes: Mapping[str, Any]):
+        self.paths = list(nodes)
+        self.statuses = [node.status for node in nodes.values()]
+        self._named: dict[str, str] | None = None
 
-    @classmethod
-    def take(cls, nodes: Mapping[str, Any]) -> TakenStatuses:
-        return cls(list(nodes), [node.status for node in nodes.values()])
+    def _by_path(self) -> dict[str, str]:
+        if self._named is None:
+            self._named = {path: status.value for path, status in zip(self.paths, self.statuses, strict=True)}
+        return self._named
 
-    def named(self) -> dict[str, str]:
-        return {path: status.value for path, status in zip(self.paths, self.statuses, strict=True)}
+    def __getitem__(self, path: str) -> str:
+        return self._by_path()[path]
+
+    def __iter__(self):
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str]) -> int:
+    """How many nodes' statuses differ from `before`'s (INVALID where `before` has none): two takes
+    of one tree compare list to list, naming neither."""
+    if type(statuses) is type(before) is TakenStatuses and statuses.paths == before.paths:
+        return sum(1 for now, then in zip(statuses.statuses, before.statuses, strict=True) if now is not then)
+    return sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
 
 
 class RunTimeline:
@@ -142,8 +160,6 @@ class RunTimeline:
             return Saved(checkpoint.tick, state, checkpoint.statuses)
         if type(saved.state) is _Stored:
             saved = self._remembered[checkpoint_id] = saved._replace(state=self.names.state(saved.state))
-        if type(saved.statuses) is TakenStatuses:
-            saved = self._remembered[checkpoint_id] = saved._replace(statuses=saved.statuses.named())
         return saved
 
     def parent_state(self, checkpoint: CheckpointInfo) -> State | None:
@@ -180,7 +196,7 @@ class RunTimeline:
                 cached = "input" if info.tick == 0 else f"{len(statuses)} nodes"
             else:
                 before = self.saved(info.parent_id).statuses
-                nodes = sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
+                nodes = _changed_nodes(statuses, before)
                 keys = list(self.marks(info))  # in the state pane's order
                 shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
                 cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
