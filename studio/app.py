@@ -47,7 +47,6 @@ from .widgets.timeline import Timeline, field_of
 from .widgets.tree_pane import TreePane
 
 REFRESH_HZ = 20
-BUSY = (RunState.RUNNING, RunState.WAITING)
 # events that change what the panes show even between ticks (an async task writing state)
 REDRAW_EVENTS = frozenset({EventType.STATE_CHANGED, EventType.STATE_EDITED, EventType.BINDING_CHANGED})
 
@@ -233,7 +232,7 @@ class MainScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         session = self.session
         viewing = session.viewing is not None
-        busy = session.run_state in BUSY
+        busy = session.run_state.busy
         if action in ("step", "step_into", "continue", "toggle_breakpoint"):
             return None if busy else True  # in the past or a recording they say why they cannot run
         if action == "restart":

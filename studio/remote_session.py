@@ -335,7 +335,7 @@ class RemoteSession:
 
     @property
     def busy(self) -> bool:
-        return self.run_state in (RunState.RUNNING, RunState.WAITING)
+        return self.run_state.busy
 
     def _suspension_message(self) -> str:
         kinds = ", ".join(f"approval of {item['tool']} at {item.get('node')}" for item in self._approvals)
@@ -563,9 +563,8 @@ class RemoteSession:
             self._say(PAST)
             return None
         if self.run_state in (RunState.FINISHED, RunState.SUSPENDED) or self.busy:
-            self._say("the run has finished" if self.run_state == RunState.FINISHED
-                      else self._suspension_message() if self.run_state == RunState.SUSPENDED
-                      else "running: pause (p) first")
+            self._say({RunState.FINISHED: "the run has finished", RunState.SUSPENDED: self._suspension_message()}
+                      .get(self.run_state, "running: pause (p) first"))
             return None
         if not await self._until_stopped(request):
             return None

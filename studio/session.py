@@ -84,6 +84,11 @@ class RunState(StrEnum):
     FINISHED = "finished"
     RECORDED = "recorded"  # a recorded run, shown read-only until a replay or fork
 
+    @property
+    def busy(self) -> bool:
+        """Continuing: ticking, or waiting for async work between ticks."""
+        return self in (RunState.RUNNING, RunState.WAITING)
+
 
 @dataclass(frozen=True)
 class TimelineRow:
@@ -361,7 +366,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
     # -- the live run ----------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return self.run_state in (RunState.RUNNING, RunState.WAITING)
+        return self.run_state.busy
 
     @property
     def tick(self) -> int:
@@ -431,7 +436,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._notify("subtick", report)
         if not self._moving:
             return True
-        if self.run_state not in (RunState.RUNNING, RunState.WAITING):  # a step: a breakpoint waits for c
+        if not self.busy:  # a step: a breakpoint waits for c
             return False
         hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
         if not hits:
@@ -502,7 +507,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     async def step_into(self) -> TickReport | None:
         """To the next node boundary inside the tick (before that node runs), or to the tick's end."""
-        if self.run_state in (RunState.RUNNING, RunState.WAITING) or self.viewing is not None \
+        if self.busy or self.viewing is not None \
                 or self.runner.finished or self.runner.suspended:
             return await self.step()  # says why it cannot step
         self._ensure_started()
