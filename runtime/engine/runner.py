@@ -12,7 +12,9 @@ after it), `step_into()` runs to the next boundary of any node. A held tick
 is resumed from that exact point by the next `step()`, `step_into()` or `run()`.
 
 Work a tick does only for observers (the per-node status diff, events) is done only when
-someone observes: a step report, a hook, or a subscriber to the event type.
+someone observes: a step report, a hook, or a subscriber to the event type. A runner on a
+large tree freezes what is alive when it first goes live, so the garbage collector's full
+collections stop walking the tree (`runtime.engine.long_lived` says what that means).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
+from .long_lived import freezes, keep_out_of_collections
 from .tree import iter_paths
 
 Hook = Callable[..., Any | Awaitable[Any]]
@@ -168,6 +171,7 @@ class ReactiveRunner:
         self.checkpoints: TickRecorder | None = None
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
+        self._built_at_freeze = freezes()  # see _go_live
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:
@@ -216,6 +220,8 @@ class ReactiveRunner:
         """Bind to the running loop and hand nodes the live wake-up callback."""
         if self._live:
             return
+        if freezes() == self._built_at_freeze:  # not frozen since it was built: a large tree goes out of
+            keep_out_of_collections(len(self.nodes))  # the collector's walks now, once (runtime.engine.long_lived)
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._live = True
