@@ -1,6 +1,6 @@
 """Schema 4 of the SQL stores: a store written with schema 3 is upgraded on open (only its indexes
 change) and reads back the same; read-only, it is read as it is; PostgreSQL's list chunks, no longer
-unique by key, are checked on reading."""
+unique by key, are checked on reading; a tool's result and the message carrying it are stored once."""
 
 from __future__ import annotations
 
@@ -35,10 +35,14 @@ SCHEMA_3 = {
 }
 
 
+def _observation(round: int) -> str:
+    return f"observation {round}: " + "word " * 60
+
+
 @tool
 def lookup(round: int) -> str:
     """A long observation (an item of its own)."""
-    return f"observation {round}: " + "word " * 60
+    return _observation(round)
 
 
 async def _recorded(name: str) -> str:
@@ -149,6 +153,47 @@ async def test_a_list_chunk_stored_twice_or_lost_is_a_one_line_store_error(store
     try:
         with pytest.raises(StoreError, match=rf"stored list {list_id} is corrupt \(a chunk at \d+ after \d+ items\)") as raised:
             store.get(last.id)
+        assert "\n" not in str(raised.value)
+    finally:
+        store.close()
+
+
+def _spliced_items(store) -> list[tuple[int, str]]:
+    """Items stored as another item spliced into their text (schema 4)."""
+    column = "text" if store.location.startswith("postgresql://") else "data"
+    return rows(store, f"SELECT id, {column} FROM items WHERE substr({column}, 1, 1) = ?", ("\x01",))
+
+
+async def test_a_tool_result_and_the_message_that_carries_it_are_stored_once(store_name):
+    run_id = await _recorded(store_name)
+    store = open_store(store_name)
+    try:
+        assert len(_spliced_items(store)) == 5  # one per tool call: its message points at its result
+        last = store.list(run_id)[-1]
+        messages = store.get(last.id).state[""]["messages"]
+        assert [m["content"] for m in messages if m["role"] == "tool"] == [_observation(i) for i in range(5)]
+        calls = rows(store, "SELECT node, round, idx FROM io WHERE kind = 'tool' ORDER BY id")
+        assert [store.get_io(run_id, "tool", *call).response for call in calls] == [_observation(i) for i in range(5)]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("\x01999999\x01{\x01}", "recorded item 999999 is missing"),
+    ("\x01not a number", "corrupt checkpoint store"),
+])
+async def test_a_damaged_spliced_item_is_a_one_line_store_error(store_name, damage, message):
+    run_id = await _recorded(store_name)
+    store = open_store(store_name)
+    try:
+        column = "text" if store_name.startswith("postgresql://") else "data"
+        tamper(store, f"UPDATE items SET {column} = ? WHERE id = ?", (damage, _spliced_items(store)[0][0]))
+    finally:
+        store.close()
+    store = open_store(store_name)
+    try:
+        with pytest.raises(StoreError, match=message) as raised:
+            store.get(store.list(run_id)[-1].id)
         assert "\n" not in str(raised.value)
     finally:
         store.close()

@@ -50,6 +50,7 @@ from .store import CheckpointError, IORecord, RunSummary, StoreError
 SCHEMA_VERSION = 4  # of the tables and their encoding, in either store (4: fewer, narrower indexes)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
+_SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
 _LOOKUP = 16  # unknown items in one write from which they are looked up first, in one query ...
 _LOOKUP_MAX = 500  # ... of at most this many
 _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
@@ -85,6 +86,24 @@ def _item_data(text: str) -> str | bytes:
     raw = text.encode()
     packed = zlib.compress(raw, 6, -15)
     return packed if len(packed) < len(raw) else text
+
+
+def _spliced(text: str, known: Callable[[bytes], int | None]) -> str:
+    """How an item is stored: a message whose `content` is an item already stored (a tool's result,
+    recorded when the tool returned, then carried by the message the history gains) as that item
+    spliced into the rest, `\x01id\x01before\x01after` (no JSON text holds a raw \x01): the
+    result is stored once, not twice (~110 KB of bench/checkpoint_growth.py's 450 KB run)."""
+    if len(text) < _DEFLATE or not text.startswith("{"):
+        return text
+    content = from_json(text).get("content")
+    if not isinstance(content, str) or len(content) < _BIG:
+        return text
+    part = dumps(content)
+    item_id = known(_hash(part))
+    at = text.find(part)
+    if item_id is None or at < 0:
+        return text
+    return f"{_SPLICE}{item_id}{_SPLICE}{text[:at]}{_SPLICE}{text[at + len(part):]}"
 
 
 def _item_text(row: Sequence[str | bytes | None]) -> str:
@@ -275,7 +294,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for text, key in zip(texts, keys, strict=True):
             item_id = self._items.get(key) or added.get(key)
             if item_id is None:
-                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(text))).fetchone()
+                stored = _spliced(text, lambda part: self._items.get(part) or added.get(part))
+                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(stored))).fetchone()
                 if row is None:  # stored by another store object
                     row = conn.execute("SELECT id FROM items WHERE hash = ?", (key,)).fetchone()
                 item_id = added[key] = row[0]
@@ -447,14 +467,22 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
         found = {item_id: text for item_id in ids if (text := self._texts.get(item_id)) is not None}
         missing = [item_id for item_id in dict.fromkeys(ids) if item_id not in found]
+        read: dict[int, str] = {}
         for start in range(0, len(missing), _LOOKUP_MAX):
             batch = missing[start:start + _LOOKUP_MAX]
             for row in conn.execute(f"SELECT id, {self._ITEM_COLUMNS} FROM items i "
                                     f"WHERE id IN ({','.join('?' * len(batch))})", batch).fetchall():
-                found[row[0]] = self._texts.keep(row[0], _item_text(row[1:]))
-        gone = next((item_id for item_id in missing if item_id not in found), None)
+                read[row[0]] = _item_text(row[1:])
+        gone = next((item_id for item_id in missing if item_id not in read), None)
         if gone is not None:
             raise StoreError(f"{self.location}: recorded item {gone} is missing")
+        spliced = {item_id: text.split(_SPLICE) for item_id, text in read.items() if text.startswith(_SPLICE)}
+        if spliced:  # (a damaged one: ValueError, a cycle: RecursionError, both a StoreError)
+            inner = self._item_texts(conn, [int(parts[1]) for parts in spliced.values()])
+            for (item_id, (_, _, before, after)), part in zip(spliced.items(), inner, strict=True):
+                read[item_id] = before + part + after
+        for item_id, text in read.items():
+            found[item_id] = self._texts.keep(item_id, text)
         return [found[item_id] for item_id in ids]
 
     @_decoding
