@@ -8,7 +8,9 @@ What makes a store small:
 
 - Message-sized values are items, stored once by content (and deflated): a list's chunks, a
   recorded model reply (also the next message of the history), a tool result, a model config
-  sent with every call all point at the same rows.
+  sent with every call all point at the same rows. A tool's result and the message carrying
+  it in the history share one too: the message is stored as the result spliced into the rest
+  of its text (schema 4).
 - Checkpoint deltas and event batches are deflate streams continued row by row (`_Streams`):
   a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
   before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
