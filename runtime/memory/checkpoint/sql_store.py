@@ -95,7 +95,7 @@ def _spliced(text: str, known: Callable[[bytes], int | None]) -> str:
     recorded when the tool returned, then carried by the message the history gains) as that item
     spliced into the rest, `\x01id\x01before\x01after` (no JSON text holds a raw \x01): the
     result is stored once, not twice (~110 KB of bench/checkpoint_growth.py's 450 KB run)."""
-    if len(text) < _DEFLATE or not text.startswith("{"):
+    if len(text) < _DEFLATE or not text.startswith("{") or '"content":' not in text:  # parse messages only
         return text
     content = from_json(text).get("content")
     if not isinstance(content, str) or len(content) < _BIG:
