@@ -49,7 +49,7 @@ from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dump
 from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
-SCHEMA_VERSION = 4  # of the tables and their encoding, in either store (4: fewer, narrower indexes)
+SCHEMA_VERSION = 4  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced items)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
