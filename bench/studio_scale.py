@@ -5,8 +5,10 @@ file's root (py_trees' own cost), opening the studio (DebugSession, then `App.ru
 until the root's line is painted), step `n` until the screen shows the tick (the state as the step
 left it or as it is now: StageDone writes after the tick; median of
 `--steps`, the first step apart), the RSS after those steps (per node: beyond the process's
-RSS before the tree was built); the first step waits until the app has frozen the tree's objects
-(from FREEZE_FROM nodes: a full collection after the first frame, timed apart); then restart (`r`, until the screen shows the new run's tick 0)
+RSS before the tree was built); the first step waits until the app has collected and frozen the
+tree's objects (studio/long_lived.py, after the first frame: timed apart), then SETTLE more (the
+panes' own work after the first frame: a key pressed at once waits for it); then restart (`r`, until
+the screen shows the new run's tick 0 and the app has collected the old tree)
 and the first step after it, a fork from the new run's tick-1 checkpoint and the first step
 after that (a new run or branch has its own first tick: its first checkpoint saved outside a
 tick, a new runner going live); then the runner alone ticking an all-sync tree of the same
@@ -50,12 +52,13 @@ from studio_latency import (  # noqa: E402
 from runtime import Agent  # noqa: E402
 from runtime.engine import ReactiveRunner  # noqa: E402
 from sample_trees import large_tree  # noqa: E402
+from studio import app as studio_app  # noqa: E402
 from studio.loader import LoadedTree  # noqa: E402
-from studio.long_lived import FREEZE_FROM  # noqa: E402
 from studio.session import DebugSession  # noqa: E402
 from studio.widgets.tree_pane import TreePane  # noqa: E402
 
 TICKS = 20  # ticks of the runner alone
+SETTLE = 1.0  # s: after the first frame (or a new run on screen), before the first step (the app's own work ends)
 TREE_FILE = """from runtime import Agent
 from sample_trees import large_tree
 
@@ -147,35 +150,49 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
             stale += 1
             return None
 
-    async def new_run(start, tick: int) -> float:
-        """`start()` (a restart, a fork) until the screen shows the new run or branch at `tick`, s."""
+    frozen = [0]  # the app's collect-and-freeze passes so far (after the first frame, after each restart)
+    keep = studio_app.keep_out_of_collections
+
+    def counted(nodes: int) -> None:
+        keep(nodes)
+        frozen[0] += 1
+
+    studio_app.keep_out_of_collections = counted  # looked up at each call
+
+    async def new_run(start, tick: int, collects: bool) -> float:
+        """`start()` (a restart, a fork) until the screen shows the new run or branch at `tick` (and,
+        `collects`, the app has collected the old tree and frozen the new one), s."""
         at_step_end.clear()  # another run's ticks
-        was = (session.run_id, session.branch)
+        was, passes = (session.run_id, session.branch), frozen[0]
         shown = app.expect(lambda: (session.run_id, session.branch) != was and shows(tick))
         started = time.perf_counter()
         await start()
-        return await asyncio.wait_for(shown, 600) - started
+        await asyncio.wait_for(shown, 600)
+        await _until(lambda: frozen[0] > passes or not collects, 600)
+        took = time.perf_counter() - started
+        await asyncio.sleep(SETTLE)
+        return took
 
     shown = app.expect(root_shown)
     started = time.perf_counter()
     async with app.run_test(size=SIZE) as pilot:
         first = await asyncio.wait_for(shown, 600) - started
-        if nodes >= FREEZE_FROM:  # after the first frame the app collects, then freezes the tree's objects
-            await _until(lambda: gc.get_freeze_count() > 0, 600)
+        await _until(lambda: frozen[0] > 0, 600)  # after the first frame the app collects, then freezes
         settled = time.perf_counter() - started - first  # a key pressed before waits for it
+        await asyncio.sleep(SETTLE)
         step_ms = []  # None: stale (the first step stays first, timed or not)
         while len(step_ms) <= steps and not session.runner.finished:
             step_ms.append(await timed_step(pilot))
         timed = [ms for ms in step_ms[1:] if ms is not None]
         gc.collect()
         after = rss_mb()
-        restart_s = await new_run(lambda: pilot.press("r"), 0)
+        restart_s = await new_run(lambda: pilot.press("r"), 0, collects=True)
         after_restart = [await timed_step(pilot) for _ in range(2)]
         source = session.checkpoints()[1].id  # the new run's tick 1
 
         async def fork() -> None:
             await session.fork_from(source)
-        fork_s = await new_run(fork, 1)
+        fork_s = await new_run(fork, 1, collects=False)
         after_fork = [await timed_step(pilot) for _ in range(2)]
     size, make = static_tree(nodes)  # after the RSS: these trees come and go
     raw = raw_py_trees(make, TICKS) / (TICKS * size)
