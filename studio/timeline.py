@@ -137,7 +137,7 @@ class RunTimeline:
                 checkpoint = self.store.get(int(checkpoint_id))
             except (StoreError, ValueError) as exc:
                 raise CheckpointError(str(exc)) from None
-            cached = (checkpoint, self.names.state(checkpoint.state))
+            cached = (checkpoint, self.names.state(checkpoint.state, parsed=True))
         self._cache[checkpoint_id] = cached
         while len(self._cache) > CACHED:
             self._cache.popitem(last=False)

@@ -16,3 +16,5 @@ def test_a_step_that_changed_nothing_says_so():
     assert stepped(TickReport(4, Status.RUNNING)) == "stepped: nothing changed"
     two = TickReport(5, Status.SUCCESS, changed={p: (Status.RUNNING, Status.SUCCESS) for p in "ab"})
     assert stepped(two) == "stepped: 2 nodes changed"
+    many = TickReport(6, Status.RUNNING, changed={str(n): (Status.RUNNING, Status.SUCCESS) for n in range(1001)})
+    assert stepped(many) == "stepped: 1,001 nodes changed"

@@ -11,7 +11,7 @@ KEYS_NAMED = 3
 def stepped(report: TickReport) -> str:
     """`stepped: 2 nodes changed, wrote agent.messages, agent.rounds` (or `nothing changed`)."""
     count, keys = len(report.changed), report.state_keys
-    parts = [f"{count} node{'' if count == 1 else 's'} changed"] if count else []
+    parts = [f"{count:,} node{'' if count == 1 else 's'} changed"] if count else []
     if keys:
         more = len(keys) - KEYS_NAMED
         parts.append("wrote " + ", ".join(keys[:KEYS_NAMED]) + (f" and {more} more" if more > 0 else ""))
