@@ -1,0 +1,66 @@
+"""Past and back at 10,000 nodes (issue #14 point 5): what esc and enter read is cut, not scanned,
+and must still be exactly what each frame holds."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from runtime.engine.events import EventType, RuntimeEvent
+from studio.frames import EventLog, StampedEvent
+from studio.timeline import Lineage
+
+
+def _logged(log: EventLog, everything: list[StampedEvent], run: str, branch: str, seq: int, tick: int,
+            kind: str = EventType.NODE_STATUS) -> None:
+    stamped = StampedEvent(branch, RuntimeEvent(seq, kind, 0.0, tick, "Root", run, {}))
+    log.add(stamped)
+    everything.append(stamped)
+
+
+def _a_run_with_a_fork_and_a_replay(log: EventLog, everything: list[StampedEvent]) -> None:
+    """main ticks 1-6 (seq 1-60, its end after tick 6's checkpoint at 60); fork-1 from tick 3 (seq 31
+    on, numbering restarted there); replay-1 from fork-1's tick 5 (seq 51 on); another run between;
+    one block of main numbered out of order (a subscriber publishing inside a block)."""
+    seq = itertools.count(1)
+    for tick in range(1, 7):
+        for _ in range(10):
+            _logged(log, everything, "r1", "main", next(seq), tick)
+    _logged(log, everything, "r1", "main", 61, 6, EventType.RUN_COMPLETED)
+    _logged(log, everything, "r2", "main", 1, 1)
+    seq = itertools.count(31)
+    for tick in range(4, 7):
+        for _ in range(10):
+            _logged(log, everything, "r1", "fork-1", next(seq), tick)
+            if tick == 5:  # replay-1 runs interleaved with fork-1 in the log
+                _logged(log, everything, "r1", "replay-1", 1000 + len(everything), tick + 1)
+    _logged(log, everything, "r1", "fork-1", 61, 6, EventType.RUN_FAILED)
+    for seq in (70, 72, 71, 73):  # out of order: this branch is filtered, not cut
+        _logged(log, everything, "r1", "odd", seq, 7)
+
+
+def test_a_frame_s_events_are_exactly_the_ones_its_lineage_holds_in_the_order_logged():
+    log, everything = EventLog(), []
+    _a_run_with_a_fork_and_a_replay(log, everything)
+    limits = [None, 0, 10, 30, 35, 50, 60, 61, 1000, 1020, 71, 72]
+    rng = random.Random(14)
+    lineages = [Lineage(run, branch, tick, {branch: limit})
+                for run in ("r1", "r2", "r3") for branch in ("main", "fork-1", "odd", "nowhere")
+                for limit in limits for tick in (None, 3, 6, 7)]
+    for _ in range(300):  # a branch and its ancestors, each up to a limit
+        names = rng.sample(["replay-1", "fork-1", "main", "odd"], rng.randint(2, 4))
+        chosen = {name: rng.choice(limits) for name in names}
+        lineages.append(Lineage("r1", names[0], rng.choice([None, 5, 6, 7]), chosen))
+    for lineage in lineages:
+        assert log.of(lineage) == [e for e in everything if e.in_lineage(lineage)], lineage
+    assert any(e.type == EventType.RUN_COMPLETED for e in log.of(Lineage("r1", "main", 6, {"main": 60})))
+
+
+def test_forgetting_a_run_forgets_its_events_and_the_others_keep_theirs():
+    log, everything = EventLog(), []
+    _a_run_with_a_fork_and_a_replay(log, everything)
+    log.keep_only("r2")
+    assert log.of(Lineage("r1", "main", None, {"main": None})) == []
+    assert [e.seq for e in log.of(Lineage("r2", "main", None, {"main": None}))] == [1]
+    _logged(log, everything, "r1", "main", 1, 1)  # a run seen again starts its log afresh
+    assert [e.seq for e in log.of(Lineage("r1", "main", None, {"main": None}))] == [1]
