@@ -183,7 +183,7 @@ class MainScreen(Screen):
             self._shape = shape
             tree.sync(session.node_views(), ticked)
         elif frame.key != self._tree_frame:  # the same nodes at another moment: restate their lines
-            tree.restate(session.node_status, ticked, breakpoints, session.node_view)
+            tree.restate(session.node_statuses(), ticked, breakpoints, session.node_view)
         else:
             tree.apply(reports, breakpoints, session.node_view)
         self._tree_frame = frame.key

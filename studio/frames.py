@@ -32,6 +32,7 @@ from .timeline import RUN_END, Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
 TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
+STATUS = {status.value: status for status in Status}  # a saved status by value, without Status()'s lookup
 NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_ERROR, EventType.TOOL_CALL_STARTED,
                          EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
 
@@ -263,6 +264,7 @@ class Frame:
     # what a subclass knows
     def paths(self) -> Iterable[str]: raise NotImplementedError
     def status(self, path: str) -> Status: raise NotImplementedError
+    def statuses(self) -> dict[str, Status]: raise NotImplementedError  # every node's, named at once
     def resume_data(self, path: str) -> Any: raise NotImplementedError
     def state(self) -> State: raise NotImplementedError
     def marks(self) -> dict[str, Mark]: raise NotImplementedError
@@ -376,6 +378,9 @@ class HeadFrame(Frame):
     def status(self, path: str) -> Status:
         return self.runner.nodes[path].status
 
+    def statuses(self) -> dict[str, Status]:
+        return {path: node.status for path, node in self.runner.nodes.items()}
+
     def resume_data(self, path: str) -> Any:
         node = self.runner.nodes[path]
         return node.dump_resume_state() if hasattr(node, "dump_resume_state") else None
@@ -421,6 +426,10 @@ class PastFrame(Frame):
 
     def status(self, path: str) -> Status:
         return Status(self.checkpoint.statuses.get(path, Status.INVALID.value))
+
+    def statuses(self) -> dict[str, Status]:
+        nodes = self.runner.nodes
+        return {path: STATUS[value] for path, value in self.checkpoint.statuses.items() if path in nodes}
 
     def resume_data(self, path: str) -> Any:
         return (self.checkpoint.resume.get(path) or {}).get("data")

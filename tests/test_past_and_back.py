@@ -6,9 +6,14 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
+from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
+
 from runtime.engine.events import EventType, RuntimeEvent
 from studio.frames import EventLog, StampedEvent
+from studio.session import RunState
 from studio.timeline import Lineage
+from studio.widgets.tree_pane import TreePane, node_label
 
 
 def _logged(log: EventLog, everything: list[StampedEvent], run: str, branch: str, seq: int, tick: int,
@@ -64,3 +69,35 @@ def test_forgetting_a_run_forgets_its_events_and_the_others_keep_theirs():
     assert [e.seq for e in log.of(Lineage("r2", "main", None, {"main": None}))] == [1]
     _logged(log, everything, "r1", "main", 1, 1)  # a run seen again starts its log afresh
     assert [e.seq for e in log.of(Lineage("r1", "main", None, {"main": None}))] == [1]
+
+
+def _lines_on_screen(pane) -> dict[str, str]:
+    tree = pane.tree
+    top = tree.scroll_offset.y
+    lines = (tree.get_node_at_line(line) for line in range(top, top + tree.size.height))
+    return {node.data: node.label.plain for node in lines if node is not None}
+
+
+@BOTH
+@pytest.mark.parametrize("tree", [REACT_CALCULATOR, ROOT / "sample_trees" / "swarm_chat.py"])
+async def test_every_checkpoint_and_back_live_restates_each_line_as_the_frame_holds_it(kind, tree, tmp_path):
+    """esc and enter restate the tree from all the frame's statuses at once (not one call per node):
+    every node the pane knows, and every line on screen, as the frame shown holds it."""
+    async with studio_on(kind, tree, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        pane, screen = app.main.query_one(TreePane), app.main
+        rows = session.checkpoints()
+        for row in [*rows, rows[0], None, rows[len(rows) // 2], None]:
+            if row is None:
+                screen.action_live()
+            else:
+                screen.view_checkpoint(row.id)
+            await settle(app, pilot)
+            assert (session.viewing is None) == (row is None)
+            statuses = session.node_statuses()
+            assert statuses == {path: session.node_status(path) for path in statuses}
+            assert {path: view.status for path, view in pane._views.items()} == {p: statuses[p] for p in pane._views}
+            shown = _lines_on_screen(pane)
+            assert shown and shown == {path: node_label(session.node_view(path), False).plain for path in shown}

@@ -14,7 +14,7 @@ place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from py_trees.common import Status
@@ -266,19 +266,18 @@ class TreePane(Vertical):
         self._breakpoints = set(breakpoints)
         self.flush()
 
-    def restate(self, status_of: Callable[[str], Status], ticked: set[str], breakpoints: set[str],
+    def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
                 fetch: Callable[[str], NodeView]) -> None:
         """The same nodes at another moment (a past checkpoint, or back live): each line's status
-        from `status_of`, loops' counters re-read; only the lines that differ are relabelled."""
-        views = self._views
+        from `statuses` (every node's), loops' counters re-read; only the lines that differ are relabelled."""
+        views, stale = self._views, self._stale
         for path, view in views.items():
-            status = status_of(path)
             if view.counter is not None:
                 views[path] = fetch(path)
-                self._stale.add(path)
-            elif status != view.status:
+                stale.add(path)
+            elif (status := statuses[path]) is not view.status:
                 view.status = status
-                self._stale.add(path)
+                stale.add(path)
         self._stale |= ticked ^ self._ticked
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
