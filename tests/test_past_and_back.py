@@ -7,12 +7,14 @@ import itertools
 import random
 
 import pytest
+from textual.app import App, ComposeResult
 from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.engine.events import EventType, RuntimeEvent
 from studio.frames import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
+from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
 from studio.widgets.tree_pane import TreePane, node_label
 
 
@@ -101,3 +103,50 @@ async def test_every_checkpoint_and_back_live_restates_each_line_as_the_frame_ho
             assert {path: view.status for path, view in pane._views.items()} == {p: statuses[p] for p in pane._views}
             shown = _lines_on_screen(pane)
             assert shown and shown == {path: node_label(session.node_view(path), False).plain for path in shown}
+
+
+class EventsApp(App):
+    def compose(self) -> ComposeResult:
+        yield EventsPane()
+
+
+def _history(count: int, branch: str) -> list[StampedEvent]:
+    """`count` events, every tenth run of three a text.delta stream (one row each)."""
+    events = []
+    for seq in range(count):
+        kind, payload = (EventType.TEXT_DELTA, {"delta": f"d{seq}"}) if seq % 10 < 3 else ("log", {"message": seq})
+        events.append(StampedEvent(branch, RuntimeEvent(seq, kind, 0.0, 1, "A/llm", "r", payload)))
+    return events
+
+
+def _expected(events: list[StampedEvent], branch: bool) -> list[str]:
+    lines: list[str] = []
+    for i, stamped in enumerate(events):
+        if stamped.type == EventType.TEXT_DELTA and i and events[i - 1].type == EventType.TEXT_DELTA:
+            lines[-1] += stamped.payload["delta"]
+        else:
+            lines.append(format_event(stamped, branch))
+    return lines[-MAX_ROWS:]
+
+
+async def test_a_refill_s_rows_are_the_frame_s_events_each_line_formatted_for_its_frame():
+    """Rows are the events themselves, lines formatted on demand and kept by event: after a past
+    frame, the live one (with a branch column), a refill that overflows the buffer and a switch
+    back, every line is its own event's (or stream's), and no line outlives its row."""
+    app = EventsApp()
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        for count, branch, show in ((300, "main", False), (2 * MAX_ROWS, "fork-1", True), (300, "main", False)):
+            history = _history(count, branch)
+            pane.show_branch = show
+            pane.refilter("", history)
+            while pane.backlog:
+                await pilot.pause()
+            await pilot.pause()
+            assert pane.lines == _expected(history, show)
+            assert set(pane._texts) <= {id(e) for e in pane._rows}
+            assert pane.lines[-1] == format_event(history[-1], show)
+        pane.refilter("type:log", history)  # a filter: only its events, none formatted to be kept
+        while pane.backlog:
+            await pilot.pause()
+        assert pane.lines == [format_event(e, False) for e in history if e.type == "log"]
