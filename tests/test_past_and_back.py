@@ -14,7 +14,7 @@ from runtime.engine.events import EventType, RuntimeEvent
 from studio.frames import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
-from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
+from studio.widgets.events_pane import CHUNK, MAX_ROWS, EventsPane, format_event
 from studio.widgets.tree_pane import TreePane, node_label
 
 
@@ -111,10 +111,13 @@ class EventsApp(App):
 
 
 def _history(count: int, branch: str) -> list[StampedEvent]:
-    """`count` events, every tenth run of three a text.delta stream (one row each)."""
+    """`count` events with text.delta streams (one row each) where the pane's chunks of CHUNK events
+    begin and end, across two of them, and chunks with none (taken at once)."""
     events = []
     for seq in range(count):
-        kind, payload = (EventType.TEXT_DELTA, {"delta": f"d{seq}"}) if seq % 10 < 3 else ("log", {"message": seq})
+        at = seq % (4 * CHUNK)
+        stream = at < 3 or CHUNK - 3 <= at < CHUNK or 2 * CHUNK <= at < 2 * CHUNK + 2 or 3 * CHUNK - 8 <= at < 3 * CHUNK + 8
+        kind, payload = (EventType.TEXT_DELTA, {"delta": f"d{seq}"}) if stream else ("log", {"message": seq})
         events.append(StampedEvent(branch, RuntimeEvent(seq, kind, 0.0, 1, "A/llm", "r", payload)))
     return events
 

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -221,10 +222,14 @@ class EventsPane(ScrollView, can_focus=True):
         deadline = time.perf_counter() + SLICE
         before, appended = len(rows), 0
         while pending and time.perf_counter() < deadline:
-            for _ in range(min(CHUNK, len(pending))):
-                event = pending.popleft()
-                if accepts is not None and not accepts(event, partial(format_event, event, show_branch)):
-                    continue
+            chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
+            if accepts is not None:
+                chunk = [event for event in chunk if accepts(event, partial(format_event, event, show_branch))]
+            if all(event.event.type != EventType.TEXT_DELTA for event in chunk):  # no stream: rows at once
+                stream_open = None if chunk else stream_open
+                appended += self._append(chunk)
+                continue
+            for event in chunk:
                 if event.type != EventType.TEXT_DELTA:
                     stream_open = None
                 elif stream_open == (stream := (event.run_id, event.node)):
@@ -232,10 +237,7 @@ class EventsPane(ScrollView, can_focus=True):
                     continue
                 else:
                     stream_open = stream
-                if len(rows) == MAX_ROWS:  # the oldest drops off, and its line with it
-                    texts.pop(id(rows[0]), None)
-                rows.append(event)
-                appended += 1
+                appended += self._append([event])
         self._stream = stream_open
         if self.cursor is not None:  # the oldest rows dropped off: the cursor stays on its event
             self.cursor -= before + appended - len(rows)
@@ -245,6 +247,14 @@ class EventsPane(ScrollView, can_focus=True):
         if pending and not self._resuming:
             self._resuming = True
             self.call_later(self._resume)
+
+    def _append(self, events: list[StampedEvent]) -> int:
+        """Rows for `events`; the oldest drop off, and their lines with them."""
+        rows = self._rows
+        for old in islice(rows, max(0, len(rows) + len(events) - MAX_ROWS)):
+            self._texts.pop(id(old), None)
+        rows.extend(events)
+        return len(events)
 
     async def _resume(self) -> None:
         await asyncio.sleep(0)  # a real turn of the event loop: keys and screen updates go first
