@@ -8,6 +8,7 @@ import random
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.engine.events import EventType, RuntimeEvent
@@ -15,6 +16,7 @@ from studio.frames import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
 from studio.widgets.events_pane import CHUNK, MAX_ROWS, EventsPane, format_event
+from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane, node_label
 
 
@@ -153,3 +155,30 @@ async def test_a_refill_s_rows_are_the_frame_s_events_each_line_formatted_for_it
         while pane.backlog:
             await pilot.pause()
         assert pane.lines == [format_event(e, False) for e in history if e.type == "log"]
+
+
+async def test_the_timeline_marks_only_the_row_viewed_as_it_draws_it_and_the_rest_stay_as_drawn(tmp_path):
+    """The ▶ moves by dropping only its row's cached renders (not every row's): each line the
+    timeline draws after enter, esc and enter elsewhere has the ▶ on the row viewed alone."""
+    async with studio_on("local", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        timeline, screen = app.main.query_one(Timeline), app.main
+        rows = session.checkpoints()
+        assert timeline.size.height > len(rows) + 1  # every row on screen, under the header
+
+        def drawn() -> list[str]:
+            lines = [strip.text for strip in timeline.render_lines(Region(0, 0, *timeline.size))]
+            return [line.lstrip("│ ") for line in lines[2:len(rows) + 2]]  # under the border and the header
+
+        live = drawn()
+        for row in [rows[1], None, rows[-1], rows[1], rows[0], None]:
+            if row is None:
+                screen.action_live()
+            else:
+                screen.view_checkpoint(row.id)
+            await settle(app, pilot)
+            lines = drawn()
+            assert [line.startswith("▶") for line in lines] == [r is row for r in rows], lines
+            assert [line.lstrip("▶ ") for line in lines] == [line.lstrip("▶ ") for line in live]
