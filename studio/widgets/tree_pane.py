@@ -105,6 +105,15 @@ class NodeTree(Tree[str]):
         self._line_cache.clear()
         self.refresh()
 
+    def relabel(self, node: TreeNode[str], line: int, label: Text) -> None:
+        """A new label for the node drawn at `line`, that line alone drawn again. Textual's
+        `set_label` counts an update of the node, which is in the cached render of every line
+        below it: a root whose status changed (enter, esc) drew the whole tree again."""
+        node._label = self.process_label(label)
+        for cached in [cached for cached in self._line_cache.keys() if cached[0] == line]:  # noqa: SIM118 (no __iter__)
+            self._line_cache.discard(cached)
+        self._refresh_line(line)
+
     def get_label_width(self, node: TreeNode[str]) -> int:
         icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
         return cell_len(icon) + node.label.cell_len
@@ -297,7 +306,7 @@ class TreePane(Vertical):
             view, ticked = self._views[path], path in self._ticked
             drawn = (status_name(view.status), view.counter, view.breakpoint, ticked)
             if self._drawn.get(path) != drawn:
-                node.set_label(self._label(path))
+                tree.relabel(node, line, self._label(path))
 
     @on(Tree.NodeExpanded, "#tree-view")
     def _expanded(self) -> None:
