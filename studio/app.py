@@ -21,7 +21,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
@@ -40,6 +39,7 @@ from .screens.state_editor import StateEditor
 from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
 from .widgets.events_pane import EventsPane, filter_example
+from .widgets.footer import KeysFooter
 from .widgets.node_detail import NodeDetailPane, full_values
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
@@ -101,7 +101,7 @@ class MainScreen(Screen):
         with Horizontal(id="bottom"):
             yield EventsPane(id="events")
             yield Timeline(id="timeline")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         for selector, title in (("#tree", "tree"), ("#node-detail", "node"), ("#state", "state"),
@@ -160,8 +160,8 @@ class MainScreen(Screen):
             self._offer_approval()
 
     def _refresh_keys(self) -> None:
-        """The Footer again, only if a key came or went: Textual rebuilds all its keys each time
-        (new widgets styled and laid out), and most changes (a step's) leave the same keys."""
+        """The Footer again, only if a key came, went or turned on or off (`KeysFooter` changes only
+        those; most changes, a step's, leave the same keys)."""
         keys = tuple(self.check_action(binding.action, ()) for binding in Binding.make_bindings(self.BINDINGS))
         if keys != self._keys:
             self._keys = keys

@@ -9,6 +9,7 @@ import random
 import pytest
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.widgets._footer import FooterKey
 from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.engine.events import EventType, RuntimeEvent
@@ -16,6 +17,7 @@ from studio.frames import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
 from studio.widgets.events_pane import CHUNK, MAX_ROWS, EventsPane, format_event
+from studio.widgets.footer import KeysFooter
 from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane, node_label
 
@@ -185,3 +187,35 @@ async def test_the_timeline_marks_only_the_row_viewed_as_it_draws_it_and_the_res
             lines = drawn()
             assert [line.startswith("▶") for line in lines] == [r is row for r in rows], lines
             assert [line.lstrip("▶ ") for line in lines] == [line.lstrip("▶ ") for line in live]
+
+
+def _keys_drawn(footer) -> list[tuple[str, str, str, bool, str]]:
+    """The footer's keys as drawn: key, action, description, disabled, the text rendered."""
+    return [(key.key, key.action, key.description, key.has_class("-disabled"), str(key.render()))
+            for key in footer.query(FooterKey)]
+
+
+async def test_the_footer_s_keys_change_in_place_and_match_what_a_rebuild_draws(tmp_path):
+    """enter and esc turn the live key on and off: the keys staying are the same widgets, the one
+    coming is mounted where Textual would put it, and every key is what a full rebuild draws."""
+    async with studio_on("local", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await pilot.press("n")
+        await settle(app, pilot)
+        footer, screen = app.main.query_one(KeysFooter), app.main
+        kept = {(key.key, key.action): key for key in footer.query(FooterKey)}
+        rows = session.checkpoints()
+        for row in [rows[0], None, rows[-1], None]:
+            if row is None:
+                screen.action_live()
+            else:
+                screen.view_checkpoint(row.id)
+            await settle(app, pilot)
+            drawn = _keys_drawn(footer)
+            assert ("escape" in [key for key, *_ in drawn]) == (row is not None)
+            now = {(key.key, key.action): key for key in footer.query(FooterKey)}
+            assert kept.keys() != now.keys()  # a key came or went
+            assert all(key is kept[place] for place, key in now.items() if place in kept)  # in place, not rebuilt
+            footer.call_later(footer.recompose)  # what Textual's Footer does on every change
+            await settle(app, pilot)
+            assert not set(now.values()) & set(footer.query(FooterKey)) and _keys_drawn(footer) == drawn
+            kept = {(key.key, key.action): key for key in footer.query(FooterKey)}
