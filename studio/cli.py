@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
-    studio = sub.add_parser("open", help="open the studio on a tree file (the default command)", parents=[debug])
+    studio = sub.add_parser("open", aliases=["studio"], parents=[debug],
+                            help="open the studio on a tree file (the default command; `studio` is the same)")
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", metavar="STORE", help=f"{STORE_HELP} (default: $JIANMU_DB, else {default_db_path()})")
     run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
@@ -122,7 +123,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "run", "replay", "attach", "serve"):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv

@@ -32,6 +32,7 @@ import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.edits import check_tool_arguments
+from runtime.debug.stepped import stepped
 from runtime.debug.waiting import in_flight
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
@@ -511,7 +512,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                 self._set_state(RunState.PAUSED, "paused")
                 return None
             report = await self.runner.step()
-        self._settle(self._after_tick(report) or StopReason("step", f"tick {report.tick}"))
+        self._settle(self._after_tick(report) or StopReason("step", stepped(report)))
         return report
 
     async def step_into(self) -> TickReport | None:
@@ -529,7 +530,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         hit = self._after_tick(report)
         where = report.paused_at
         self._settle(hit or StopReason("step", f"before {where.path} (tick {where.tick}, not run yet)" if where
-                                       else f"tick {report.tick}"))
+                                       else stepped(report)))
         return report
 
     @property

@@ -86,7 +86,7 @@ async def test_step_into_goes_node_by_node_and_n_finishes_the_tick(kind, tmp_pat
         assert model_calls(session) == []
         await pilot.press("n")
         await settle(app, pilot)
-        assert session.message == "tick 1" and session.tick == 1  # one tick, finished: step over
+        assert session.message.startswith("stepped: ") and session.tick == 1  # one tick, finished: step over
         assert model_calls(session) == ["model.call.started", "model.call.completed"]
 
 

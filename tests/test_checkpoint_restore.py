@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime.debug.waiting import in_flight
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import CheckpointError, InMemoryCheckpointStore, open_store
 from runtime.node import AsyncNode, LoopUntilSuccess, Node, Selector, Sequence, StateCondition
@@ -150,11 +151,32 @@ async def test_restore_puts_back_loop_counts_positions_and_restarts_running_asyn
     loop, seq = again.nodes["loop"], again.nodes["loop/seq"]
     assert loop.iteration_count == 1 and loop.status == Status.RUNNING
     assert seq.current_child is seq.children[1] and seq.status == Status.RUNNING
-    assert again.nodes["loop/seq/async_c1"].status == Status.INVALID  # its work starts again
+    async_c1 = again.nodes["loop/seq/async_c1"]
+    assert async_c1.status == Status.RUNNING and in_flight(again.nodes) == []  # shown as saved; work starts again
     assert again.tick_count == target.tick and again.run_id == runner.run_id
     assert again.state_manager.snapshot() == saved.state
     await again.run()
     assert again.state_manager.snapshot() == runner.state_manager.snapshot()
+
+
+async def test_a_fork_of_running_async_work_saves_the_picture_it_came_from_and_retraces_the_run(store):
+    """The fork's first checkpoint is its source checkpoint's picture (an async node in flight stays
+    RUNNING, not INVALID), so the studio shows the same tree on both, and a fork of that fork runs
+    on exactly as the original did."""
+    def tree():
+        return Sequence("s", memory=True, children=[Count("c0", 100), AsyncCount("c1", 100), Count("c2", 100)])
+
+    runner = ReactiveRunner(tree(), State, checkpointer=store)
+    await runner.run()
+    final, ticks = runner.state_manager.snapshot(), runner.tick_count
+    source = next(c for c in store.list(runner.run_id) if store.get(c.id).statuses.get("s/async_c1") == "RUNNING")
+    branch = runner.fork(source.id)
+    forked = store.latest(runner.run_id, branch)
+    assert store.get(forked.id).statuses == store.get(source.id).statuses
+    again = ReactiveRunner(tree(), State, checkpointer=store)
+    again.fork(forked.id)
+    await again.run()
+    assert again.state_manager.snapshot() == final and again.tick_count == ticks
 
 
 async def test_restore_loads_raw_values_and_keeps_run_scoped_fields(store):

@@ -77,6 +77,12 @@ def test_bad_tree_files_give_one_line_and_exit_2(tmp_path, name):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", [(), ("open",), ("studio",)])  # `./dev studio TREE` taught the last
+def test_every_way_to_open_the_studio_checks_the_tree_file_first(command):
+    result = cli(*command, "sample_trees/nope.py")
+    assert result.returncode == 2 and result.stderr == "jianmu-studio: sample_trees/nope.py: no such file\n"
+
+
 def test_debug_shows_the_traceback(tmp_path):
     (tmp_path / "raises.py").write_text("def build():\n    raise RuntimeError('boom')\n")
     result = cli("--debug", "run", str(tmp_path / "raises.py"))

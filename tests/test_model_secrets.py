@@ -20,11 +20,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from openai_server import completion, json_reply
+from openai_server import completion, delta_chunk, json_reply, sse_reply
 
 from runtime.messages import human
 from runtime.model import ModelConfig, ModelConfigurationError, ModelHTTPError, OpenAICompatibleProvider
-from runtime.model.secrets import Redactor, checked_api_key
+from runtime.model.secrets import HOLD_FROM, Redactor, checked_api_key
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_trees" / "react_calculator.py"
@@ -94,6 +94,48 @@ async def test_a_server_echoing_the_key_never_gets_it_recorded(tmp_path, server,
     assert server.requests and server.requests[0].headers["authorization"] == f"Bearer {CANARY}"
     assert code == 1 and b"HTTP 401" in out + err + b"".join(files)
     assert leaks(out) == leaks(err) == [] and [leaks(f) for f in files if leaks(f)] == []
+
+
+async def test_a_successful_answer_repeating_the_key_is_recorded_and_printed_without_it(tmp_path, server):
+    def answer(request):
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        return json_reply(completion(f"The key you sent is {key}; done.", model=f"proxy-{key}"))
+
+    server.responder = answer
+    code, out, err, files = await run_cli(tmp_path, server.url, CANARY)
+    assert code == 0 and b"final answer: The key you sent is ***; done." in out, out + err
+    assert leaks(out) == leaks(err) == [] and [leaks(f) for f in files if leaks(f)] == []
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])  # a model's tokens are a few characters
+async def test_a_streamed_key_split_into_small_deltas_is_masked_as_it_streams(server, size):
+    pieces = [CANARY[i : i + size] for i in range(0, len(CANARY), size)]
+    server.script(sse_reply([delta_chunk({"content": "key: "}), *(delta_chunk({"content": p}) for p in pieces),
+                             delta_chunk({"content": " (end)"}, finish_reason="stop")]))
+    provider = OpenAICompatibleProvider(server.url, CANARY, default_model="m")
+    deltas: list[str] = []
+    response = await provider.complete([human("q")], ModelConfig(stream=True), on_delta=deltas.append)
+    await provider.aclose()
+    streamed = "".join(deltas)
+    assert response.message.content == "key: *** (end)" and not any(leaks(delta) for delta in deltas)
+    shown = streamed.removeprefix("key: ").removesuffix("*** (end)")  # what of the key passed before the mask
+    assert CANARY.startswith(shown) and len(shown) < HOLD_FROM and len(deltas) > 2, deltas
+
+
+def test_ordinary_streamed_text_passes_as_it_came():
+    deltas: list[str] = []
+    feed, flush = Redactor(CANARY).holding_back(deltas.append)
+    for delta in ["Hel", "lo, ", "world"]:
+        feed(delta)
+    flush()
+    assert deltas == ["Hel", "lo, ", "world"]
+
+
+def test_scrub_returns_the_same_object_when_the_key_is_not_there():
+    answer = {"message": {"content": "hello", "tool_calls": [{"arguments": {"q": "x"}}]}, "model": "m"}
+    assert Redactor(CANARY).scrub(answer) is answer
+    dirty = {**answer, "model": f"m-{CANARY}"}
+    assert Redactor(CANARY).scrub(dirty) == {**answer, "model": "m-***"}
 
 
 async def test_a_refused_connection_never_records_the_key(tmp_path, server):

@@ -66,7 +66,9 @@ async def test_step_changes_the_tree_and_the_state(kind, tmp_path):
         await pilot.press("n")
         await settle(app, pilot)
         assert "● Normalize" in tree_label(app, NORMALIZE)
-        assert "tick 1" in status_line(app) and "paused" in status_line(app)
+        line = status_line(app)
+        assert "tick 1" in line and "paused" in line
+        assert line.count("tick 1") == 1 and "stepped: " in line and " nodes changed" in line  # what the step did, tick said once
         await pilot.press("n")  # waits for Normalize's async work, which writes state between ticks
         await settle(app, pilot)
         assert "✔ Normalize" in tree_label(app, NORMALIZE)

@@ -18,6 +18,7 @@ from runtime.memory.checkpoint import open_store
 from runtime.node.composites import LoopUntilSuccess, Sequence, loop_counter
 from studio.loader import load_tree
 from studio.session import RunState
+from studio.timeline import RUN_END
 
 TREES = ["react_calculator", "text_pipeline", "plan_execute", "actor_evaluator", "budget_abort",
          "flaky_tools", "parallel_tools", "skill_subagent", "approval_guard", "swarm_chat", "mcp_tools"]
@@ -57,6 +58,56 @@ def expected_counter(node, shown: str | None, status: Status, resume: dict) -> s
     return loop_counter(node, status, data.get("iteration_count", 0))
 
 
+def lineage_events(store, info) -> set[tuple[str, int]]:
+    """(branch, seq) of the events a checkpoint's frame may show, read from the store: on each branch
+    of its lineage those up to where the lineage leaves it, and the run's end at the branch's last tick."""
+    by_id = {i.id: i for i in store.list(info.run_id)}
+    limits: dict[str, int] = {}
+    current = info
+    while current is not None:
+        limits.setdefault(current.branch, current.event_position)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    return {(branch, event.seq) for branch, event in store.events(info.run_id)
+            if branch in limits and (event.seq <= limits[branch] or branch == info.branch
+                                     and event.tick == info.tick and event.type in RUN_END)}
+
+
+async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, names) -> None:
+    """View each checkpoint of the session's run (every branch) and compare the frame with the store."""
+    infos = store.list(session.run_id)
+    assert len(infos) >= 2
+    for info in infos:
+        checkpoint = store.get(info.id)
+        await viewed(session, info.id)
+        where = f"{name} checkpoint {info.id} (tick {info.tick}, {info.branch})"
+        frame = session.frame
+        assert (frame.tick, frame.root_status, frame.branch) == (info.tick, info.root_status, info.branch), where
+        shown = {view.path: view for view in session.node_views() if not view.path.startswith("@")}
+        assert set(shown) <= set(checkpoint.statuses), f"{where}: drawn, not there then"
+        missing = set(checkpoint.statuses) - set(shown)  # only a placeholder a compile replaced
+        assert all(path.endswith("(not compiled)") for path in missing), f"{where}: {missing}"
+        for path, view in shown.items():
+            status = Status(checkpoint.statuses[path])
+            assert (session.node_status(path), view.status) == (status, status), f"{where}: {path}"
+            assert view.counter == expected_counter(nodes.get(path), view.counter, status,
+                                                    checkpoint.resume.get(path)), f"{where}: {path}"
+        assert host(session.state_snapshot()) == names.state(checkpoint.state), where
+        events = {(stamped.branch, stamped.seq) for stamped in session.frame_events()}
+        expected = lineage_events(store, info)
+        if events != expected:
+            listed = {(b, e.seq): (e.type, e.node, e.tick) for b, e in store.events(info.run_id)}
+            raise AssertionError(f"{where}: shown, not in the store's lineage {[listed.get(e, e) for e in sorted(events - expected)]}; "
+                                 f"in it, not shown {[listed[e] for e in sorted(expected - events)]}")
+
+    session.select_live()
+    last = store.latest(session.run_id, session.branch)
+    saved = store.get(last.id)
+    assert (session.frame.tick, session.frame.branch) == (last.tick, last.branch)
+    for path, status in saved.statuses.items():
+        assert session.node_status(path) == Status(status), f"{name} live: {path}"
+    assert host(session.state_snapshot()) == names.state(saved.state), f"{name} live"
+
+
 @BOTH
 @pytest.mark.parametrize("name", TREES)
 async def test_every_checkpoint_viewed_shows_what_the_store_holds(kind, name, tmp_path):
@@ -68,32 +119,37 @@ async def test_every_checkpoint_viewed_shows_what_the_store_holds(kind, name, tm
         assert session.run_state == RunState.FINISHED, session.message
         store = open_store(str(tmp_path / ("runs.db" if kind == "local" else "served.db")))
         try:
-            infos = store.list(session.run_id)
-            assert len(infos) >= 2
-            for info in infos:
-                checkpoint = store.get(info.id)
-                await viewed(session, info.id)
-                where = f"{name} checkpoint {info.id} (tick {info.tick})"
-                frame = session.frame
-                assert (frame.tick, frame.root_status, frame.branch) == (info.tick, info.root_status,
-                                                                          info.branch), where
-                shown = {view.path: view for view in session.node_views() if not view.path.startswith("@")}
-                assert set(shown) <= set(checkpoint.statuses), f"{where}: drawn, not there then"
-                missing = set(checkpoint.statuses) - set(shown)  # only a placeholder a compile replaced
-                assert all(path.endswith("(not compiled)") for path in missing), f"{where}: {missing}"
-                for path, view in shown.items():
-                    status = Status(checkpoint.statuses[path])
-                    assert (session.node_status(path), view.status) == (status, status), f"{where}: {path}"
-                    assert view.counter == expected_counter(nodes.get(path), view.counter, status,
-                                                            checkpoint.resume.get(path)), f"{where}: {path}"
-                assert host(session.state_snapshot()) == names.state(checkpoint.state), where
-                assert all(stamped.event.tick <= info.tick for stamped in session.frame_events()), where
+            await assert_every_checkpoint_shows_the_store(session, store, name, nodes, names)
+        finally:
+            store.close()
 
-            session.select_live()
-            last = store.get(infos[-1].id)
-            assert session.frame.tick == infos[-1].tick
-            for path, status in last.statuses.items():
-                assert session.node_status(path) == Status(status), f"{name} live: {path}"
-            assert host(session.state_snapshot()) == names.state(last.state), f"{name} live"
+
+@BOTH
+@pytest.mark.parametrize("name", ["react_calculator", "text_pipeline", "parallel_tools", "flaky_tools"])
+async def test_after_replay_fork_and_restart_every_checkpoint_shows_what_the_store_holds(kind, name, tmp_path):
+    """Replay from the middle, fork from the start, restart (local): every branch of both runs, viewed
+    checkpoint by checkpoint, is what the store holds, events included (none from another branch
+    past its fork, none from the other run)."""
+    tree = ROOT / "sample_trees" / f"{name}.py"
+    reference = load_tree(str(tree)).agent.make_runner()
+    nodes, names = reference.nodes, StateNames(reference.state_manager.schema)
+    async with session_on(kind, tree, tmp_path) as session:
+        await run_to_the_end(session)
+        store = open_store(str(tmp_path / ("runs.db" if kind == "local" else "served.db")))
+        try:
+            main = store.list(session.run_id)
+            await session.replay_from(main[len(main) // 2].id)
+            await run_to_the_end(session)
+            await session.fork_from(main[1].id)
+            await run_to_the_end(session)
+            assert len(store.branches(session.run_id)) == 3
+            await assert_every_checkpoint_shows_the_store(session, store, name, nodes, names)
+            if kind == "remote":
+                return  # attached, the run belongs to its own process: no restart
+            first_run = session.run_id
+            await session.restart()
+            await until(lambda: session.run_id != first_run)
+            await run_to_the_end(session)
+            await assert_every_checkpoint_shows_the_store(session, store, name, nodes, names)
         finally:
             store.close()

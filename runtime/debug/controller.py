@@ -29,6 +29,7 @@ from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError
+from .stepped import stepped
 from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
@@ -445,7 +446,7 @@ class DebugController:
         if self._stepping or self._into:
             self._stepping = self._into = False
             self._sync_stop_before()
-            return "step", f"tick {report.tick}", {}
+            return "step", stepped(report), {}
         if self._pause_requested:
             self._pause_requested = False
             return "paused", f"paused after tick {report.tick}", {}

@@ -605,10 +605,11 @@ class ReactiveRunner:
 
         Stops the tree (cancelling async work in flight), then sets every node's status
         (INVALID where `captured` has none), composite positions and resume data, the tick
-        count, run id and event position. A RUNNING leaf becomes INVALID and runs again
-        (pitfall 8); an async one has its work started again just before the next tick,
-        which waits for that work when the captured tick did (no wake pending). The next
-        `run()` continues from here, even at tick 0 or when finished.
+        count, run id and event position. A RUNNING leaf stays RUNNING, so the runner shows
+        (and a save after it records) the picture captured, and runs again from `initialise()`
+        just before the next tick (pitfall 8): an async one has its work started afresh, and
+        that tick waits for it when the captured tick did (no wake pending). The next `run()`
+        continues from here, even at tick 0 or when finished.
         """
         self._drop_restart()
         self.stop()
@@ -621,9 +622,7 @@ class ReactiveRunner:
             if path in captured.resume:
                 node.restore_resume_state(captured.resume[path])
             if status == Status.RUNNING and not node.children:
-                status = Status.INVALID
-                if isinstance(node, AsyncBehaviour):
-                    restart.append(node)
+                restart.append(node)
             node.status = status
         self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
         self.tick_count = self.event_bus.tick = captured.tick
@@ -634,14 +633,17 @@ class ReactiveRunner:
         if restart:
             self._restart_before_next_tick(restart, captured.wake)
 
-    def _restart_before_next_tick(self, nodes: list[AsyncBehaviour], wake: bool) -> None:
+    def _restart_before_next_tick(self, nodes: list[py_trees.behaviour.Behaviour], wake: bool) -> None:
         async def restart(_runner: Any, _tick: int) -> None:
             remove()
-            for node in nodes:
-                if node.status == Status.INVALID:
-                    node.initialise()
-                    node.status = Status.RUNNING
-            if not wake:  # the captured tick waited for this work: so does this one
+            still = [node for node in nodes if node.status == Status.RUNNING]  # not stopped meanwhile
+            for node in still:
+                if isinstance(node, AsyncBehaviour):
+                    node.initialise()  # its work starts afresh; the tick finds it RUNNING
+                else:
+                    node.status = Status.INVALID  # the tick runs it from initialise(), as py_trees would
+            if not wake and any(isinstance(node, AsyncBehaviour) for node in still):
+                # the captured tick waited for this work: so does this one
                 self._wake.clear()
                 await self._wake.wait()
 

@@ -102,15 +102,19 @@ class OpenAICompatibleProvider:
         body = self._body(messages, config)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = config.timeout or self.timeout
+        feed, flush = self._redactor.holding_back(on_delta) if on_delta is not None else (None, None)
         try:
             async with asyncio.timeout(timeout):
-                reply, usage, finish_reason, model = await self._attempt(body, headers, timeout, on_delta)
-            return ModelResponse(  # a `model` or `finish_reason` that is not text is an odd shape too
+                reply, usage, finish_reason, model = await self._attempt(body, headers, timeout, feed)
+            if flush is not None:
+                flush()
+            response = ModelResponse(  # a `model` or `finish_reason` that is not text is an odd shape too
                 message=reply,
                 usage=usage or Usage.estimate(messages, reply),
                 model=model or body["model"],
                 finish_reason=finish_reason,
             )
+            return self._without_key(response)
         except (ValidationError, AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of an odd shape
             raise ModelResponseError(
                 f"unexpected response shape from {self.url}: {self._excerpt(str(exc))}"
@@ -128,6 +132,12 @@ class OpenAICompatibleProvider:
             raise ModelConnectionError(
                 f"cannot reach {self.url}: {self._redactor(str(exc)) or type(exc).__name__}"
             ) from None
+
+    def _without_key(self, response: ModelResponse) -> ModelResponse:
+        """The answer as recorded and shown: a key the server or the model repeated is masked."""
+        data = response.model_dump()
+        clean = self._redactor.scrub(data)
+        return response if clean is data else ModelResponse.model_validate(clean)
 
     async def _attempt(
         self, body: dict[str, Any], headers: dict[str, str], timeout: float, on_delta: DeltaCallback | None
