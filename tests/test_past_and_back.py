@@ -16,6 +16,7 @@ from runtime.engine.events import EventType, RuntimeEvent
 from studio.frames import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
+from studio.widgets import events_pane
 from studio.widgets.events_pane import CHUNK, MAX_ROWS, EventsPane, format_event
 from studio.widgets.footer import KeysFooter
 from studio.widgets.timeline import Timeline
@@ -219,3 +220,18 @@ async def test_the_footer_s_keys_change_in_place_and_match_what_a_rebuild_draws(
             await settle(app, pilot)
             assert not set(now.values()) & set(footer.query(FooterKey)) and _keys_drawn(footer) == drawn
             kept = {(key.key, key.action): key for key in footer.query(FooterKey)}
+
+
+async def test_a_refill_measures_the_lines_it_is_about_to_show_before_they_are_drawn(monkeypatch):
+    """Found wider only while drawn, the lines would lay the screen out and draw it twice per refill."""
+    monkeypatch.setattr(events_pane, "SLICE", 60.0)  # the whole refill in one take, however loaded the machine
+    app = EventsApp()
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        await pilot.pause()
+        history = [StampedEvent("main", RuntimeEvent(seq, "log", 0.0, 1, "A", "r", {"message": "x" * (seq % 97)}))
+                   for seq in range(2000)]
+        pane.refilter("", history)
+        assert not pane.backlog
+        shown = history[-pane.size.height:]
+        assert pane.virtual_size == (max(len(format_event(e)) for e in shown), len(history))

@@ -262,6 +262,12 @@ class EventsPane(ScrollView, can_focus=True):
         self._take()
 
     def _resize(self) -> None:
+        """The rows' extent. Following the newest with nothing left to take, the rows about to show
+        are measured first: found wider while drawn, they would lay the screen out and draw it a
+        second time (each refill, so each enter and esc)."""
+        if not self._pending and self._anchored and not self._anchor_released:  # as the compositor tells it
+            shown = islice(reversed(self._rows), self.size.height)
+            self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
         self.virtual_size = Size(self._width, len(self._rows))
 
     def render_line(self, y: int) -> Strip:
