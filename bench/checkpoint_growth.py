@@ -84,17 +84,22 @@ TABLES = {"checkpoints, chunks": ("checkpoints", "chunks"), "items": ("items",),
           "recorded I/O rows": ("io",)}
 
 
+INDEXES = "  of which indexes"  # of the groups above
+
+
 def sqlite_sizes(path: Path) -> dict[str, int]:
     """Bytes on disk (pages, indexes included) of each group of tables; {} without dbstat."""
     conn = sqlite3.connect(path)
     try:
         sizes = dict(conn.execute("SELECT tbl_name, sum(pgsize) FROM dbstat JOIN sqlite_schema USING (name) "
                                   "GROUP BY tbl_name"))
+        indexes = conn.execute("SELECT sum(pgsize) FROM dbstat JOIN sqlite_schema USING (name) "
+                               "WHERE type = 'index' AND tbl_name != 'meta'").fetchone()[0]
     except sqlite3.OperationalError:  # SQLite built without dbstat
         return {}
     finally:
         conn.close()
-    return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}
+    return {**{name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}, INDEXES: indexes}
 
 
 def postgres_sizes(url: str) -> dict[str, int]:
@@ -102,10 +107,11 @@ def postgres_sizes(url: str) -> dict[str, int]:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        sizes = dict(conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
-                                  "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                                  "WHERE n.nspname = 'jianmu' AND c.relkind = 'r'").fetchall())
-    return {name: sum(sizes.get(t, 0) for t in tables) for name, tables in TABLES.items()}
+        sizes = {name: (total, indexes) for name, total, indexes in conn.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'jianmu' AND c.relkind = 'r'")}
+    grouped = {name: sum(sizes.get(t, (0, 0))[0] for t in tables) for name, tables in TABLES.items()}
+    return {**grouped, INDEXES: sum(sizes.get(t, (0, 0))[1] for tables in TABLES.values() for t in tables)}
 
 
 def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> tuple[float, float]:
@@ -258,7 +264,7 @@ async def main(rounds: int, postgres: str | None, writers: int, writer_rounds: i
     try:
         if url is not None:
             columns["PostgreSQL"] = await measure(url, rounds, lambda: postgres_sizes(url))
-            columns["PostgreSQL"]["stored"] = sum(columns["PostgreSQL"]["parts"].values())
+            columns["PostgreSQL"]["stored"] = sum(columns["PostgreSQL"]["parts"][part] for part in TABLES)
         concurrency = {"SQLite": [concurrent_writers(str(folder / f"writers-{n}.db"), n, writer_rounds)
                                   for n in (1, writers)]}
         if url is not None:
@@ -302,8 +308,8 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
         f"{peer['stored'] / 1e6:.0f} MB" if peer else "")
     row("ratio to final state (goal <= 3x)", [f"{c['stored'] / c['final_bytes']:.2f}x" for c in columns.values()],
         f"{peer['stored'] / first['final_bytes']:.0f}x" if peer else "")
-    for part in TABLES:
-        row("  " + part, [f"{c['parts'].get(part, 0) / 1e3:.0f} KB" for c in columns.values()])
+    for part in (*TABLES, INDEXES):
+        row("  " + part if part in TABLES else part, [f"{c['parts'].get(part, 0) / 1e3:.0f} KB" for c in columns.values()])
     row("save per tick, mean", [f"{statistics.fmean(c['save_ms']):.3f} ms" for c in columns.values()],
         f"{peer['ms_per_checkpoint']:.1f} ms/step" if peer else "")
     row("save per tick, median / p95", [f"{statistics.median(c['save_ms']):.3f}/"

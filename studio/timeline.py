@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from runtime.debug.names import State, StateNames
-from runtime.debug.past import changed_keys
+from runtime.debug.past import changed_keys, checkpoint_summary
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
 
@@ -137,7 +137,7 @@ class RunTimeline:
                 checkpoint = self.store.get(int(checkpoint_id))
             except (StoreError, ValueError) as exc:
                 raise CheckpointError(str(exc)) from None
-            cached = (checkpoint, self.names.state(checkpoint.state))
+            cached = (checkpoint, self.names.state(checkpoint.state, parsed=True))
         self._cache[checkpoint_id] = cached
         while len(self._cache) > CACHED:
             self._cache.popitem(last=False)
@@ -193,14 +193,10 @@ class RunTimeline:
         if cached is None:
             statuses = self.saved(info.id).statuses
             if info.parent_id is None:
-                cached = "input" if info.tick == 0 else f"{len(statuses)} nodes"
+                cached = checkpoint_summary(info, len(statuses), [])
             else:
-                before = self.saved(info.parent_id).statuses
-                nodes = _changed_nodes(statuses, before)
-                keys = list(self.marks(info))  # in the state pane's order
-                shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
-                cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
-                cached += f"{nodes} nodes" + (f"; {shown}" if shown else "")
+                nodes = _changed_nodes(statuses, self.saved(info.parent_id).statuses)
+                cached = checkpoint_summary(info, nodes, list(self.marks(info)))  # keys in the state pane's order
             self._summaries[info.id] = cached
         return cached
 

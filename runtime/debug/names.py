@@ -37,14 +37,16 @@ class StateNames:
         """`key` (global, by its one name) or `ns.key`: how a mark or a condition names it."""
         return f"{namespace}.{key}" if namespace else self.key(key)
 
-    def state(self, state: Mapping[str, Mapping[str, Any]]) -> State:
+    def state(self, state: Mapping[str, Mapping[str, Any]], *, parsed: bool = False) -> State:
         """JSON-able, every key by its one name (a later entry of two names for one value wins),
-        in one order whatever order they were saved in: the schema's fields first, then by name."""
+        in one order whatever order they were saved in: the schema's fields first, then by name.
+        `parsed`: the values were parsed from JSON (a checkpoint read back), so are JSON already:
+        converting them again costs ~0.4 ms for a 400-message history and changes nothing."""
         out: State = {}
         last = len(self._order)
         for ns in sorted(state, key=lambda ns: (ns != "", ns)):
             names = self._names if not ns else {}
-            values = {names.get(key, key): to_jsonable_python(value, fallback=repr)
+            values = {names.get(key, key): value if parsed else to_jsonable_python(value, fallback=repr)
                       for key, value in state[ns].items()}
             out[ns] = dict(sorted(values.items(), key=lambda item: (self._order.get(item[0], last), item[0])))
         return out

@@ -51,6 +51,17 @@ def _compared(checkpoint: Checkpoint) -> dict[str, dict[str, Any]]:
     return state
 
 
+def checkpoint_summary(info: CheckpointInfo, nodes: int, keys: list[str]) -> str:
+    """A timeline row's `changed`, local and attached alike: `3 nodes; messages, rounds` (statuses and
+    state keys changed since the parent); a run's first row: `input`, or the nodes it holds."""
+    counted = f"{nodes:,} node" + ("" if nodes == 1 else "s")
+    if info.parent_id is None:
+        return "input" if info.tick == 0 else counted
+    shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
+    source = f"{info.source}: " if info.source not in ("loop", "input") else ""
+    return source + counted + (f"; {shown}" if shown else "")
+
+
 class RunPast:
     """Rows and checkpoints of the runner's run, decoded from its store (a few kept)."""
 
@@ -113,15 +124,13 @@ class RunPast:
         if cached is None:
             checkpoint = self.get(info.id, lists=False)
             if info.parent_id is None:
-                cached = "input" if info.tick == 0 else f"{len(checkpoint.statuses)} nodes"
+                cached = checkpoint_summary(info, len(checkpoint.statuses), [])
             else:
                 parent = self.get(info.parent_id, lists=False)
                 nodes = sum(1 for path, status in checkpoint.statuses.items()
                             if parent.statuses.get(path, "INVALID") != status)
                 keys = [key for key, _, _ in changed_keys(_compared(parent), _compared(checkpoint))]
-                shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
-                cached = f"{info.source}: " if info.source not in ("loop", "input") else ""
-                cached += f"{nodes} nodes" + (f"; {shown}" if shown else "")
+                cached = checkpoint_summary(info, nodes, keys)
             self._summaries[info.id] = cached
         return cached
 

@@ -8,7 +8,9 @@ What makes a store small:
 
 - Message-sized values are items, stored once by content (and deflated): a list's chunks, a
   recorded model reply (also the next message of the history), a tool result, a model config
-  sent with every call all point at the same rows.
+  sent with every call all point at the same rows. A tool's result and the message carrying
+  it in the history share one too: the message is stored as the result spliced into the rest
+  of its text (schema 4).
 - Checkpoint deltas and event batches are deflate streams continued row by row (`_Streams`):
   a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
   before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
@@ -47,9 +49,10 @@ from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dump
 from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
-SCHEMA_VERSION = 3  # of the tables and their encoding, in either store
+SCHEMA_VERSION = 4  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced items)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
+_SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
 _LOOKUP = 16  # unknown items in one write from which they are looked up first, in one query ...
 _LOOKUP_MAX = 500  # ... of at most this many
 _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
@@ -85,6 +88,24 @@ def _item_data(text: str) -> str | bytes:
     raw = text.encode()
     packed = zlib.compress(raw, 6, -15)
     return packed if len(packed) < len(raw) else text
+
+
+def _spliced(text: str, known: Callable[[bytes], int | None]) -> str:
+    """How an item is stored: a message whose `content` is an item already stored (a tool's result,
+    recorded when the tool returned, then carried by the message the history gains) as that item
+    spliced into the rest, `\x01id\x01before\x01after` (no JSON text holds a raw \x01): the
+    result is stored once, not twice (~110 KB of bench/checkpoint_growth.py's 450 KB run)."""
+    if len(text) < _DEFLATE or not text.startswith("{") or '"content":' not in text:  # parse messages only
+        return text
+    content = from_json(text).get("content")
+    if not isinstance(content, str) or len(content) < _BIG:
+        return text
+    part = dumps(content)
+    item_id = known(_hash(part))
+    at = text.find(part)
+    if item_id is None or at < 0:
+        return text
+    return f"{_SPLICE}{item_id}{_SPLICE}{text[:at]}{_SPLICE}{text[at + len(part):]}"
 
 
 def _item_text(row: Sequence[str | bytes | None]) -> str:
@@ -170,6 +191,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     _INSERT_ITEM: ClassVar[str]  # (hash, *item columns) -> RETURNING id
     _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
     _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
+    _UPGRADES: ClassVar[dict[int, str]]  # schema version -> the statements that make it the next one
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -199,17 +221,27 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """Block until another writer may have changed the store, or `timeout` seconds pass;
         True if something changed (a follower then reads what is new)."""
 
-    def _check_version(self, row: tuple[str] | None) -> None:
-        """Refuse, in one line, a store whose `schema_version` row says another format."""
+    def _version(self, row: tuple[str] | None) -> int:
+        """The schema version a `schema_version` row says; one this version cannot read (or
+        upgrade: `_UPGRADES`) is refused in one line, the store left as it is."""
         version = int(row[0]) if row else 0
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.location}: written by a newer version (schema {version}; "
                              f"this version reads up to {SCHEMA_VERSION})")
         if version < 1:
             raise StoreError(f"{self.location}: not a checkpoint store (no schema version)")
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION and version not in self._UPGRADES:
             raise StoreError(f"{self.location}: written by an older version (schema {version}; this version "
                              f"reads schema {SCHEMA_VERSION}): open it with that version, or move it aside")
+        return version
+
+    def _upgrade(self, conn: Any, version: int) -> None:
+        """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
+        to 4 only drops and narrows indexes: the rows are read the same either way."""
+        for step in range(version, SCHEMA_VERSION):
+            for statement in filter(str.strip, self._UPGRADES[step].split(";")):
+                conn.execute(statement)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     # -- connection ----------------------------------------------------------------
     @contextmanager
@@ -264,7 +296,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for text, key in zip(texts, keys, strict=True):
             item_id = self._items.get(key) or added.get(key)
             if item_id is None:
-                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(text))).fetchone()
+                stored = _spliced(text, lambda part: self._items.get(part) or added.get(part))
+                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(stored))).fetchone()
                 if row is None:  # stored by another store object
                     row = conn.execute("SELECT id FROM items WHERE hash = ?", (key,)).fetchone()
                 item_id = added[key] = row[0]
@@ -416,9 +449,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         with self._guard() as conn:
             ids = self._list_ids.get(list_id, ())
             if len(ids) < length:  # a chunk is never written over (its key is the list and its start)
-                chunks = conn.execute("SELECT items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
+                chunks = conn.execute("SELECT start, items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
                                       (list_id, length)).fetchall()
-                ids = list(itertools.chain.from_iterable(from_json(f"[{','.join(row[0] for row in chunks)}]")))
+                ids = []
+                for (start, _), items in zip(chunks, from_json(f"[{','.join(row[1] for row in chunks)}]"), strict=True):
+                    if start != len(ids):  # PostgreSQL's chunks have no unique key (schema 4): a chunk twice is damage
+                        raise StoreError(f"{self.location}: stored list {list_id} is corrupt (a chunk at {start} "
+                                         f"after {len(ids)} items)")
+                    ids += items
                 if len(ids) < length:
                     raise StoreError(f"{self.location}: stored list {list_id} is incomplete "
                                      f"({len(ids)} of {length} items)")
@@ -431,14 +469,22 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
         found = {item_id: text for item_id in ids if (text := self._texts.get(item_id)) is not None}
         missing = [item_id for item_id in dict.fromkeys(ids) if item_id not in found]
+        read: dict[int, str] = {}
         for start in range(0, len(missing), _LOOKUP_MAX):
             batch = missing[start:start + _LOOKUP_MAX]
             for row in conn.execute(f"SELECT id, {self._ITEM_COLUMNS} FROM items i "
                                     f"WHERE id IN ({','.join('?' * len(batch))})", batch).fetchall():
-                found[row[0]] = self._texts.keep(row[0], _item_text(row[1:]))
-        gone = next((item_id for item_id in missing if item_id not in found), None)
+                read[row[0]] = _item_text(row[1:])
+        gone = next((item_id for item_id in missing if item_id not in read), None)
         if gone is not None:
             raise StoreError(f"{self.location}: recorded item {gone} is missing")
+        spliced = {item_id: text.split(_SPLICE) for item_id, text in read.items() if text.startswith(_SPLICE)}
+        if spliced:  # (a damaged one: ValueError, a cycle: RecursionError, both a StoreError)
+            inner = self._item_texts(conn, [int(parts[1]) for parts in spliced.values()])
+            for (item_id, (_, _, before, after)), part in zip(spliced.items(), inner, strict=True):
+                read[item_id] = before + part + after
+        for item_id, text in read.items():
+            found[item_id] = self._texts.keep(item_id, text)
         return [found[item_id] for item_id in ids]
 
     @_decoding
@@ -450,8 +496,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 "SELECT base_id FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
             if row is None:
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
-            rows = conn.execute(f"SELECT {_INFO}, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? "
-                                "ORDER BY id", (row[0], checkpoint_id)).fetchall()
+            # a chain's rows lie between its full record and its last: the primary key's range, no index of its own
+            rows = conn.execute(f"SELECT {_INFO}, stream, data FROM checkpoints WHERE id BETWEEN ? AND ? "
+                                "AND base_id = ? ORDER BY id", (row[0], checkpoint_id, row[0])).fetchall()
         statuses: dict[str, str] = {}
         resume: dict[str, Any] = {}
         entries: dict[str, dict[str, list]] = {}

@@ -30,7 +30,6 @@ CREATE TABLE checkpoints(
     status TEXT NOT NULL, source TEXT NOT NULL, event_position INTEGER NOT NULL,
     stream INTEGER, data BLOB NOT NULL);
 CREATE INDEX checkpoints_run ON checkpoints(run_id, branch, id);
-CREATE INDEX checkpoints_base ON checkpoints(base_id, id);
 CREATE TABLE items(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, data NOT NULL);
 CREATE TABLE chunks(list_id TEXT NOT NULL, start INTEGER NOT NULL, items TEXT NOT NULL,
     PRIMARY KEY(list_id, start)) WITHOUT ROWID;
@@ -40,8 +39,9 @@ CREATE INDEX events_run ON events(run_id, id);
 CREATE TABLE io(id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, branch TEXT NOT NULL, kind TEXT NOT NULL,
     node TEXT NOT NULL, round INTEGER NOT NULL, idx INTEGER NOT NULL, request TEXT NOT NULL,
     response TEXT, error TEXT, time REAL NOT NULL);
-CREATE INDEX io_call ON io(run_id, kind, node, round, idx);
+CREATE INDEX io_call ON io(run_id, round, idx);
 """
+_UPGRADES = {3: "DROP INDEX checkpoints_base; DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, round, idx)"}
 
 
 class SQLiteCheckpointStore(SQLCheckpointStore):
@@ -50,6 +50,7 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
     _INSERT_ITEM = "INSERT INTO items (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING RETURNING id"
     _ITEM_COLUMNS = "i.data"
     _BRANCHES = "group_concat(DISTINCT branch)"
+    _UPGRADES = _UPGRADES
 
     def __init__(self, path: str | Path, *, create: bool = True):
         super().__init__()
@@ -79,7 +80,7 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
         try:
             with self._guard():
                 self._conn.execute(f"PRAGMA busy_timeout = {int(LOCK_TIMEOUT * 1000)}")
-                self._open_schema()
+                self._open_schema(read_only=uri)
                 if not uri:
                     self._conn.execute("PRAGMA journal_mode = WAL")
                     self._conn.execute("PRAGMA synchronous = NORMAL")
@@ -105,18 +106,22 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             raise StoreError(f"{path}: not a checkpoint store (not an SQLite database)")
 
     @_decoding
-    def _open_schema(self) -> None:
+    def _open_schema(self, read_only: bool) -> None:
+        """Create the tables in an empty file; check the version of a store, upgrading an older one
+        (a store opened read-only is read as it is: schema 3's rows read the same as 4's)."""
         conn = self._conn
         tables = self._tables()
-        if not tables:
+        if not tables or not read_only and "meta" in tables and self._version(self._schema_row()) < SCHEMA_VERSION:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                tables = self._tables()  # another writer may have created them while we waited
+                tables = self._tables()  # another writer may have created or upgraded them while we waited
                 if not tables:
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(statement)
                     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                     conn.execute("INSERT INTO meta VALUES ('created', ?)", (repr(time.time()),))
+                elif (version := self._version(self._schema_row())) < SCHEMA_VERSION:
+                    self._upgrade(conn, version)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -125,7 +130,10 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
                 return
         if "meta" not in tables:
             raise StoreError(f"{self.location}: not a checkpoint store (an SQLite database with other tables)")
-        self._check_version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+        self._version(self._schema_row())
+
+    def _schema_row(self) -> tuple[str] | None:
+        return self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
 
     def _tables(self) -> set[str]:
         return {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
