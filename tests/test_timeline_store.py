@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runtime.debug.past import checkpoint_summary
+from runtime.memory.checkpoint import CheckpointInfo
 from studio.session import DebugSession
 from studio.timeline import RunTimeline
 
@@ -28,3 +30,14 @@ async def test_a_checkpoint_read_back_is_named_as_parsed_not_converted_again(tmp
                     assert state[ns][key] is value
     assert containers > 0
     session.store.close()
+
+
+def test_a_rows_changed_column_counts_nodes_in_words():
+    def row(parent_id, tick=3, source="loop"):
+        return CheckpointInfo(7, "run", "main", parent_id, tick, 0.0, "RUNNING", source, 0)
+
+    assert checkpoint_summary(row(None, tick=0, source="input"), 5, []) == "input"
+    assert checkpoint_summary(row(6), 1, []) == "1 node"
+    assert checkpoint_summary(row(6, source="fork"), 1_001, ["a", "b", "c", "d", "e"]) == \
+        "fork: 1,001 nodes; a, b, c, d …"
+    assert checkpoint_summary(row(6, source="replay"), 0, []) == "replay: 0 nodes"
