@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
@@ -189,9 +190,9 @@ class MainScreen(Screen):
         self._tree_frame = frame.key
         tree.set_running(session.running_nodes() if viewing is None else [])
         past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
-        tree.border_title = f"tree{past}"
+        _retitle(tree, f"tree{past}")
         state = self.query_one(StatePane)
-        state.border_title = f"state{past}" + (" · staged edits: f forks with them" if session.staged else "")
+        _retitle(state, f"state{past}" + (" · staged edits: f forks with them" if session.staged else ""))
         state.show(session.state_snapshot(), session.marks())
         self._show_detail(tree.selected_path)
         self.query_one(Timeline).sync(session.checkpoints(), viewing)
@@ -444,6 +445,13 @@ class MainScreen(Screen):
         if choice in ("replay", "fork"):
             method = getattr(self.session, f"{choice}_from")
             self._intent(partial(method, checkpoint_id))
+
+
+def _retitle(pane: Widget, title: str) -> None:
+    """A pane's border title, set only when it changes: setting it repaints the whole pane, and the
+    terminal is sent every cell of it again (the tree pane's ~3,000 at 160x48, at every step)."""
+    if pane.border_title != title:
+        pane.border_title = title
 
 
 def _checkpoint_key(value: Any) -> Any:

@@ -9,6 +9,7 @@ import random
 import pytest
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
 
@@ -19,6 +20,7 @@ from studio.timeline import Lineage
 from studio.widgets import events_pane
 from studio.widgets.events_pane import CHUNK, MAX_ROWS, EventsPane, format_event
 from studio.widgets.footer import KeysFooter
+from studio.widgets.state_pane import StatePane
 from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane, node_label
 
@@ -235,3 +237,32 @@ async def test_a_refill_measures_the_lines_it_is_about_to_show_before_they_are_d
         assert not pane.backlog
         shown = history[-pane.size.height:]
         assert pane.virtual_size == (max(len(format_event(e)) for e in shown), len(history))
+
+
+async def test_a_step_repaints_the_tree_pane_only_where_it_changed(tmp_path, monkeypatch):
+    """The panes' titles are set when they change: setting one repaints the whole pane, and a real
+    terminal is sent every cell of it again at every step. The titles still follow past and live."""
+    repainted: list[str] = []
+    original = Widget.refresh
+
+    def counting(widget, *regions, **kwargs):
+        if isinstance(widget, TreePane) and not regions:
+            repainted.append(type(widget).__name__)
+        return original(widget, *regions, **kwargs)
+
+    async with studio_on("local", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await pilot.press("n")
+        await settle(app, pilot)
+        monkeypatch.setattr(Widget, "refresh", counting)
+        for _ in range(2):
+            await pilot.press("n")
+            await settle(app, pilot)
+        assert repainted == []
+        tree, state = app.main.query_one(TreePane), app.main.query_one(StatePane)
+        app.main.view_checkpoint(session.checkpoints()[0].id)
+        await settle(app, pilot)
+        assert tree.border_title.startswith("tree — PAST") and state.border_title.startswith("state — PAST")
+        assert "TreePane" in repainted
+        app.main.action_live()
+        await settle(app, pilot)
+        assert (tree.border_title, state.border_title) == ("tree", "state")
