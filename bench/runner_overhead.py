@@ -11,7 +11,11 @@ Configurations: raw `BehaviourTree.tick()`; a runner built with defaults (its bu
 history); a subscriber to every event; the SQLite store recording every tick (a
 checkpointer); a node boundary set on one leaf, stopped at and resumed every tick.
 Microseconds per node-tick, best of several interleaved repeats, each beside raw
-py_trees measured in the same run, so the ratios hold on a noisy machine. Without
+py_trees measured in the same run, so the ratios hold on a noisy machine; beside each, the
+seconds the garbage collector ran inside the timed ticks (gc.callbacks). A runner on a tree
+of 1,000 nodes or more freezes what is alive (runtime/engine/long_lived.py) as it goes live,
+before the timer; raw py_trees' tree is not frozen: its ticks keep nothing, so no collection
+runs inside them (its gc column says so) and a freeze would change nothing. Without
 `--quick`, also how long one save holds the loop at 110,001 nodes (a delta, and the
 periodic full record), beside raw py_trees' tick of the same tree.
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import tempfile
 import time
 from collections.abc import Callable
@@ -86,15 +91,45 @@ class Empty(BaseModel):
     pass
 
 
-def raw_py_trees(build: Callable, ticks: int) -> float:
+class CollectorClock:
+    """Seconds spent in garbage collections while `timing`: where a configuration's time goes."""
+
+    def __init__(self) -> None:
+        self.timing = False
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if not self.timing:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+    def start(self) -> float:
+        self.seconds, self.timing = 0.0, True
+        return time.perf_counter()
+
+    def stop(self, started: float) -> tuple[float, float]:
+        """(seconds since `started`, of which in collections)."""
+        elapsed, self.timing = time.perf_counter() - started, False
+        return elapsed, self.seconds
+
+
+COLLECTOR = CollectorClock()
+gc.callbacks.append(COLLECTOR)
+
+
+def raw_py_trees(build: Callable, ticks: int) -> tuple[float, float]:
     tree = py_trees.trees.BehaviourTree(build())
-    started = time.perf_counter()
+    started = COLLECTOR.start()
     for _ in range(ticks):
         tree.tick()
-    return time.perf_counter() - started
+    return COLLECTOR.stop(started)
 
 
-async def _runner(build: Callable, ticks: int, config: str, store_dir: Path) -> float:
+async def _runner(build: Callable, ticks: int, config: str, store_dir: Path) -> tuple[float, float]:
     bus, store = None, None
     if config == "subscriber":
         bus = RuntimeEventBus(history=0)
@@ -107,19 +142,19 @@ async def _runner(build: Callable, ticks: int, config: str, store_dir: Path) -> 
         runner.stop_before = {next(path for path in runner.nodes if "leaf" in path or "flip" in path)}
     runner.start_fresh()
     runner._go_live()
-    started = time.perf_counter()
+    started = COLLECTOR.start()
     for _ in range(ticks):  # the per-tick path of runner.run(): wake check, hooks, tick
         runner._wake.set()  # a churn tree stays RUNNING with nothing pending: wake it as a write would
         while not (await runner._step(detailed=False)).completed:
             pass  # held before the node: resume at once
-    elapsed = time.perf_counter() - started
+    timed = COLLECTOR.stop(started)
     runner._go_idle()
     if store is not None:
         store.close()
-    return elapsed
+    return timed
 
 
-def reactive(build: Callable, ticks: int, config: str, store_dir: Path) -> float:
+def reactive(build: Callable, ticks: int, config: str, store_dir: Path) -> tuple[float, float]:
     return asyncio.run(_runner(build, ticks, config, store_dir))
 
 
@@ -134,14 +169,14 @@ def measure(name: str, build: Callable, nodes: int, ticks: int, configs: list[st
     rows = []
     for _ in range(repeats):  # interleave so drift hits every configuration alike
         rows.append([raw_py_trees(build, ticks)] + [reactive(build, ticks, c, store_dir) for c in configs])
-    raw, *others = (min(col) for col in zip(*rows, strict=True))
+    (raw, raw_gc), *others = (min(col) for col in zip(*rows, strict=True))  # best by elapsed, with its gc
     per = ticks * nodes / 1e6  # seconds -> microseconds per node-tick
     print(f"\n{name}: {nodes:,} nodes, {ticks} ticks, best of {repeats}")
-    print(f"{'configuration':<44}{'us/node-tick':>14}{'ratio':>9}{'goal':>8}")
-    print(f"{'raw py_trees BehaviourTree.tick()':<44}{raw / per:>14.3f}{1.0:>9.3f}{'':>8}")
-    for config, elapsed in zip(configs, others, strict=True):
+    print(f"{'configuration':<44}{'us/node-tick':>14}{'ratio':>9}{'goal':>8}{'gc s':>8}")
+    print(f"{'raw py_trees BehaviourTree.tick()':<44}{raw / per:>14.3f}{1.0:>9.3f}{'':>8}{raw_gc:>8.3f}")
+    for config, (elapsed, collecting) in zip(configs, others, strict=True):
         goal = SQLITE_GOALS.get(name.split()[0], "") if config == "sqlite" and nodes > 5000 else GOALS.get(config, "")
-        print(f"{LABELS[config]:<44}{elapsed / per:>14.3f}{elapsed / raw:>9.3f}{goal:>8}")
+        print(f"{LABELS[config]:<44}{elapsed / per:>14.3f}{elapsed / raw:>9.3f}{goal:>8}{collecting:>8.3f}")
 
 
 async def _saves(build: Callable, ticks: int, store_dir: Path) -> tuple[list[float], list[float]]:
@@ -172,7 +207,7 @@ async def _saves(build: Callable, ticks: int, store_dir: Path) -> tuple[list[flo
 
 def measure_saves(name: str, build: Callable, nodes: int, ticks: int, store_dir: Path) -> None:
     """How long a save holds the loop, beside raw py_trees' tick of the same tree."""
-    raw = raw_py_trees(build, ticks) / ticks * 1000
+    raw = raw_py_trees(build, ticks)[0] / ticks * 1000
     deltas, (first, periodic) = asyncio.run(_saves(build, ticks, store_dir))
     print(f"\n{name}: {nodes:,} nodes, a save after each of {ticks} ticks; raw py_trees tick {raw:.1f} ms")
     print(f"  delta save median {sorted(deltas)[len(deltas) // 2]:.1f} ms, max {max(deltas):.1f} ms; "

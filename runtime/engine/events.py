@@ -180,17 +180,19 @@ class RuntimeEventBus:
         self.emit(event)
         return event
 
-    def publish_each(self, event_type: str, items: Collection[tuple[str | None, dict[str, Any]]],
+    def publish_each(self, event_type: str, nodes: Collection[str | None], payloads: Iterable[dict[str, Any]],
                      now: float | None = None) -> int | None:
-        """One event per `(node, payload)`, all of one type and one moment (a tick's node statuses),
-        numbered as one block (a subscriber publishing meanwhile comes after it); returns the
-        block's first number, None when nobody wants them."""
+        """One event per node, with the payload at its place in `payloads`, all of one type and one
+        moment (a tick's node statuses), numbered as one block (a subscriber publishing meanwhile
+        comes after it); returns the block's first number, None when nobody wants them. Two
+        sequences, not (node, payload) pairs: a pair per event would be one more object the
+        garbage collector tracks while the block is built."""
         if not self.wants(event_type):
             return None
-        first = self.reserve(len(items))
+        first = self.reserve(len(nodes))
         now = time.time() if now is None else now
         event_type, tick, run_id, emit = str(event_type), self.tick, self.run_id, self.emit
-        for seq, (node, payload) in enumerate(items, first):
+        for seq, node, payload in zip(range(first, first + len(nodes)), nodes, payloads, strict=True):
             emit(RuntimeEvent(seq, event_type, now, tick, node, run_id, payload))
         return first
 

@@ -12,7 +12,9 @@ after it), `step_into()` runs to the next boundary of any node. A held tick
 is resumed from that exact point by the next `step()`, `step_into()` or `run()`.
 
 Work a tick does only for observers (the per-node status diff, events) is done only when
-someone observes: a step report, a hook, or a subscriber to the event type.
+someone observes: a step report, a hook, or a subscriber to the event type. A runner on a
+large tree freezes what is alive when it first goes live, so the garbage collector's full
+collections stop walking the tree (`runtime.engine.long_lived` says what that means).
 """
 
 from __future__ import annotations
@@ -39,16 +41,22 @@ from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
+from .long_lived import freezes, keep_out_of_collections
 from .tree import iter_paths
 
 Hook = Callable[..., Any | Awaitable[Any]]
 _FINISHED = (Status.SUCCESS, Status.FAILURE)
-# One `node.status` payload and one `tick.completed` [old, new] pair per change of status, shared
-# by every event of that change: a tick of a 10,000-node tree publishes 10,000 of them and a
-# session keeps them all (~2.5 MB a run of sample_trees/large_tree.py). Events are never
-# changed once published.
-_STATUS_PAYLOADS = {(old, new): {"old": old._value_, "new": new._value_} for old in Status for new in Status}
-_STATUS_PAIRS = {(old, new): [old._value_, new._value_] for old in Status for new in Status}
+# One (old, new) tuple per change of status, shared by every report of that change, and one
+# `node.status` payload and one `tick.completed` [old, new] pair, shared by every event of it: a
+# tick of a 100,000-node tree changes 100,000 statuses and a session keeps every event (~2.5 MB a
+# run of sample_trees/large_tree.py). A GC-tracked object made per changed node, even one gone
+# at the tick's end, brings the collector's walks sooner (runtime.engine.long_lived); so does a
+# tuple per event handed to the bus. Payloads are looked up by the shared tuple's id: hashing a
+# tuple of `Status` runs Enum.__hash__ in Python for each member. Events are never changed once
+# published.
+_CHANGES = {(old._value_, new._value_): (old, new) for old in Status for new in Status}
+_STATUS_PAYLOADS = {id(change): {"old": change[0]._value_, "new": change[1]._value_} for change in _CHANGES.values()}
+_STATUS_PAIRS = {id(change): [change[0]._value_, change[1]._value_] for change in _CHANGES.values()}
 
 
 @dataclass
@@ -168,6 +176,7 @@ class ReactiveRunner:
         self.checkpoints: TickRecorder | None = None
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
+        self._built_at_freeze = freezes()  # see _go_live
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:
@@ -216,6 +225,8 @@ class ReactiveRunner:
         """Bind to the running loop and hand nodes the live wake-up callback."""
         if self._live:
             return
+        if freezes() == self._built_at_freeze:  # not frozen since it was built: a large tree goes out of
+            keep_out_of_collections(len(self.nodes))  # the collector's walks now, once (runtime.engine.long_lived)
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._live = True
@@ -503,15 +514,15 @@ class ReactiveRunner:
                 now = time.time()
                 if bus.wants(EventType.NODE_STATUS):
                     payloads = _STATUS_PAYLOADS
-                    first = bus.publish_each(EventType.NODE_STATUS, [
-                        (path, payloads[change]) for path, change in changed.items()], now)
+                    first = bus.publish_each(EventType.NODE_STATUS, changed.keys(),
+                                             [payloads[id(change)] for change in changed.values()], now)
                 else:
                     first = bus.reserve(len(changed))
                 statuses = (first, now)
             if bus.wants(EventType.TICK_COMPLETED):
                 pairs = _STATUS_PAIRS
                 event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
-                    report.status._value_, report.duration_ms, {p: pairs[change] for p, change in changed.items()},
+                    report.status._value_, report.duration_ms, {p: pairs[id(change)] for p, change in changed.items()},
                     report.state_keys, len(ticked)))
                 completed = (event.seq, event.time)
             elif numbered:
@@ -531,8 +542,9 @@ class ReactiveRunner:
         if len(previous) != len(current):
             known = dict(zip(map(id, order), previous, strict=False))
             previous = [known.get(id(node), Status.INVALID) for node in order]
-        return {path: (old, new) for path, old, new in zip(self._order_paths, previous, current, strict=True)
-                if old is not new}
+        changes = _CHANGES
+        return {path: changes[old._value_, new._value_]
+                for path, old, new in zip(self._order_paths, previous, current, strict=True) if old is not new}
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
         """Tick until SUCCESS/FAILURE, `max_ticks`, suspension or a `stop_before` node; returns the root's status.
