@@ -467,7 +467,7 @@ async def burst_latency(bursts: int) -> dict:
                 await pilot.pause(0.2)
                 burst = slices[n_slices:]
                 caught = next(end for _, end, left in burst if not left)
-                if events_pane._rows[-1].event.payload != {"message": f"burst event {BURST - 1}"}:
+                if events_pane._rows[-1].payload != {"message": f"burst event {BURST - 1}"}:
                     raise AssertionError("the events pane does not end with the burst's last event")
                 rows.append({"key": frame - sent["at"], "publish": sent["ended"] - sent["started"],
                              "rest": sent["ended"] - sent["at"], "to_key": toggle[0] - sent["ended"],

@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
@@ -40,6 +40,7 @@ from .screens.state_editor import StateEditor
 from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
 from .widgets.events_pane import EventsPane, filter_example
+from .widgets.footer import KeysFooter
 from .widgets.node_detail import NodeDetailPane, full_values
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
@@ -101,7 +102,7 @@ class MainScreen(Screen):
         with Horizontal(id="bottom"):
             yield EventsPane(id="events")
             yield Timeline(id="timeline")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         for selector, title in (("#tree", "tree"), ("#node-detail", "node"), ("#state", "state"),
@@ -160,8 +161,8 @@ class MainScreen(Screen):
             self._offer_approval()
 
     def _refresh_keys(self) -> None:
-        """The Footer again, only if a key came or went: Textual rebuilds all its keys each time
-        (new widgets styled and laid out), and most changes (a step's) leave the same keys."""
+        """The Footer again, only if a key came, went or turned on or off (`KeysFooter` changes only
+        those; most changes, a step's, leave the same keys)."""
         keys = tuple(self.check_action(binding.action, ()) for binding in Binding.make_bindings(self.BINDINGS))
         if keys != self._keys:
             self._keys = keys
@@ -183,15 +184,15 @@ class MainScreen(Screen):
             self._shape = shape
             tree.sync(session.node_views(), ticked)
         elif frame.key != self._tree_frame:  # the same nodes at another moment: restate their lines
-            tree.restate(session.node_status, ticked, breakpoints, session.node_view)
+            tree.restate(session.node_statuses(), ticked, breakpoints, session.node_view)
         else:
             tree.apply(reports, breakpoints, session.node_view)
         self._tree_frame = frame.key
         tree.set_running(session.running_nodes() if viewing is None else [])
         past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
-        tree.border_title = f"tree{past}"
+        _retitle(tree, f"tree{past}")
         state = self.query_one(StatePane)
-        state.border_title = f"state{past}" + (" · staged edits: f forks with them" if session.staged else "")
+        _retitle(state, f"state{past}" + (" · staged edits: f forks with them" if session.staged else ""))
         state.show(session.state_snapshot(), session.marks())
         self._show_detail(tree.selected_path)
         self.query_one(Timeline).sync(session.checkpoints(), viewing)
@@ -444,6 +445,13 @@ class MainScreen(Screen):
         if choice in ("replay", "fork"):
             method = getattr(self.session, f"{choice}_from")
             self._intent(partial(method, checkpoint_id))
+
+
+def _retitle(pane: Widget, title: str) -> None:
+    """A pane's border title, set only when it changes: setting it repaints the whole pane, and the
+    terminal is sent every cell of it again (the tree pane's ~3,000 at 160x48, at every step)."""
+    if pane.border_title != title:
+        pane.border_title = title
 
 
 def _checkpoint_key(value: Any) -> Any:

@@ -444,6 +444,9 @@ class RemoteSession:
             return Status(self._past["statuses"].get(path, "INVALID"))
         return Status(self._node(path)["status"])
 
+    def node_statuses(self) -> dict[str, Status]:
+        return {path: self.node_status(path) for path in self._nodes}
+
     def node_view(self, path: str) -> NodeView:
         node, past = self._node(path), self._past
         status, counter, children = node["status"], node["counter"], list(node["children"])

@@ -304,6 +304,15 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         """A node's status in the frame shown (a swarm agent's: live)."""
         return self._child_view(path).status if split_child_path(path) is not None else self.frame.status(path)
 
+    def node_statuses(self) -> dict[str, Status]:
+        """Every node's status in the frame shown, at once: restating 10,000 tree lines a
+        `node_status()` call each cost ~20 ms of esc."""
+        statuses = self.frame.statuses()
+        if self.viewing is None:
+            statuses.update((child_path(agent_id, path), node.status)
+                            for agent_id, runner in self.children.runners().items() for path, node in runner.nodes.items())
+        return statuses
+
     def node_view(self, path: str) -> NodeView:
         self._node(path)
         if split_child_path(path) is not None:

@@ -8,7 +8,6 @@ from py_trees.common import Status
 from textual.app import App, ComposeResult
 from textual.widgets import Input, Tree
 from textual.widgets._footer import FooterKey
-from textual.widgets.tree import TreeNode
 from tui_fixtures import ROOT, SIZE, TEXT_PIPELINE, settle, steady_terminal  # noqa: F401
 
 from runtime.engine.events import RuntimeEvent
@@ -17,7 +16,7 @@ from studio.frames import StampedEvent
 from studio.session import DebugSession
 from studio.widgets import events_pane
 from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
-from studio.widgets.tree_pane import TreePane, node_label
+from studio.widgets.tree_pane import NodeTree, TreePane, node_label
 
 
 class EventsApp(App):
@@ -130,17 +129,17 @@ async def test_scrolling_up_stops_following_and_the_end_key_follows_again():
 
 async def test_a_large_tree_relabels_only_what_is_on_screen(monkeypatch):
     relabelled: list[str] = []
-    original = TreeNode.set_label
+    original = NodeTree.relabel
 
-    def counting(node, label):
+    def counting(tree, node, line, label):
         relabelled.append(node.data)
-        original(node, label)
+        original(tree, node, line, label)
 
     session = DebugSession.load(str(ROOT / "sample_trees" / "large_tree.py"))
     app = StudioApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        monkeypatch.setattr(TreeNode, "set_label", counting)
+        monkeypatch.setattr(NodeTree, "relabel", counting)
         await pilot.press("n")
         await settle(app, pilot)
         assert len(session.last_report.changed) > 500

@@ -19,6 +19,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import islice
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -119,22 +121,6 @@ def format_event(event: StampedEvent, branch: bool = False) -> str:
     return _CONTROL.sub("�", f"{event.seq:>6} {where}{tick:<5} {event.type:<22} {node:<18} {payload}")
 
 
-class _Row:
-    """One line of the pane: its event, and the formatted text once something needed it."""
-
-    __slots__ = ("branch", "event", "text")
-
-    def __init__(self, event: StampedEvent, branch: bool) -> None:
-        self.event = event
-        self.branch = branch
-        self.text: str | None = None
-
-    def line(self) -> str:
-        if self.text is None:
-            self.text = format_event(self.event, self.branch)
-        return self.text
-
-
 class EventsPane(ScrollView, can_focus=True):
     """Events that pass the filter; `add()` a batch, `refilter()` after the filter changed.
 
@@ -176,7 +162,8 @@ class EventsPane(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.filter = EventFilter()
-        self._rows: deque[_Row] = deque(maxlen=MAX_ROWS)
+        self._rows: deque[StampedEvent] = deque(maxlen=MAX_ROWS)
+        self._texts: dict[int, str] = {}  # id(row's event) -> its line once formatted; a text.delta row's: its stream
         self._pending: deque[StampedEvent] = deque()
         self._stream: tuple[str | None, str | None] | None = None  # (run, node) of the open text.delta row
         self._width = 0  # the widest line formatted so far
@@ -194,7 +181,7 @@ class EventsPane(ScrollView, can_focus=True):
     @property
     def lines(self) -> list[str]:
         """Every row, formatted: for copying a selection and for tests, not for drawing."""
-        return [row.line() for row in self._rows]
+        return [self._line(event) for event in self._rows]
 
     @property
     def line_count(self) -> int:
@@ -205,6 +192,14 @@ class EventsPane(ScrollView, can_focus=True):
         """Events received but not filtered yet (a burst is taken a slice at a time)."""
         return len(self._pending)
 
+    def _line(self, event: StampedEvent) -> str:
+        """A row's line, formatted when first needed (a row is its event: refilling 10,000 of them
+        built no object per row)."""
+        text = self._texts.get(id(event))
+        if text is None:
+            text = self._texts[id(event)] = format_event(event, self.show_branch)
+        return text
+
     def add(self, events: Iterable[StampedEvent]) -> None:
         self._pending.extend(events)
         self._take()
@@ -213,6 +208,7 @@ class EventsPane(ScrollView, can_focus=True):
         self.filter = EventFilter.parse(text)
         self.border_subtitle = f"filter: {self.filter.text}" if self.filter.text else "/ to filter"
         self._rows.clear()
+        self._texts.clear()
         self._pending.clear()
         self._stream = None
         self.cursor = None
@@ -221,25 +217,27 @@ class EventsPane(ScrollView, can_focus=True):
 
     def _take(self) -> None:
         """Filter queued events into rows for one SLICE; the rest waits for the next turn."""
-        pending, rows, stream_open, show_branch = self._pending, self._rows, self._stream, self.show_branch
+        pending, rows, texts, stream_open, show_branch = self._pending, self._rows, self._texts, self._stream, self.show_branch
         accepts = self.filter.accepts if self.filter.active else None
         deadline = time.perf_counter() + SLICE
         before, appended = len(rows), 0
         while pending and time.perf_counter() < deadline:
-            for _ in range(min(CHUNK, len(pending))):
-                event = pending.popleft()
-                row = _Row(event, show_branch)
-                if accepts is not None and not accepts(event, row.line):
-                    continue
+            chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
+            if accepts is not None:
+                chunk = [event for event in chunk if accepts(event, partial(format_event, event, show_branch))]
+            if all(event.event.type != EventType.TEXT_DELTA for event in chunk):  # no stream: rows at once
+                stream_open = None if chunk else stream_open
+                appended += self._append(chunk)
+                continue
+            for event in chunk:
                 if event.type != EventType.TEXT_DELTA:
                     stream_open = None
                 elif stream_open == (stream := (event.run_id, event.node)):
-                    rows[-1].text = rows[-1].line() + _delta(event)
+                    texts[id(rows[-1])] = self._line(rows[-1]) + _delta(event)
                     continue
                 else:
                     stream_open = stream
-                rows.append(row)
-                appended += 1
+                appended += self._append([event])
         self._stream = stream_open
         if self.cursor is not None:  # the oldest rows dropped off: the cursor stays on its event
             self.cursor -= before + appended - len(rows)
@@ -250,12 +248,26 @@ class EventsPane(ScrollView, can_focus=True):
             self._resuming = True
             self.call_later(self._resume)
 
+    def _append(self, events: list[StampedEvent]) -> int:
+        """Rows for `events`; the oldest drop off, and their lines with them."""
+        rows = self._rows
+        for old in islice(rows, max(0, len(rows) + len(events) - MAX_ROWS)):
+            self._texts.pop(id(old), None)
+        rows.extend(events)
+        return len(events)
+
     async def _resume(self) -> None:
         await asyncio.sleep(0)  # a real turn of the event loop: keys and screen updates go first
         self._resuming = False
         self._take()
 
     def _resize(self) -> None:
+        """The rows' extent. Following the newest with nothing left to take, the rows about to show
+        are measured first: found wider while drawn, they would lay the screen out and draw it a
+        second time (each refill, so each enter and esc)."""
+        if not self._pending and self._anchored and not self._anchor_released:  # as the compositor tells it
+            shown = islice(reversed(self._rows), self.size.height)
+            self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
         self.virtual_size = Size(self._width, len(self._rows))
 
     def render_line(self, y: int) -> Strip:
@@ -263,7 +275,7 @@ class EventsPane(ScrollView, can_focus=True):
         index, width, style = scroll_y + y, self.size.width, self.rich_style
         if index >= len(self._rows):
             return Strip.blank(width, style)
-        line = self._rows[index].line()
+        line = self._line(self._rows[index])
         length = cell_len(line)
         if length > self._width:  # found a wider line: the horizontal scroll range grows after this frame
             self._width = length
@@ -302,7 +314,7 @@ class EventsPane(ScrollView, can_focus=True):
     @property
     def chosen(self) -> StampedEvent | None:
         """The event under the cursor."""
-        return self._rows[self.cursor].event if self.cursor is not None else None
+        return self._rows[self.cursor] if self.cursor is not None else None
 
     def action_choose(self) -> None:
         if self.chosen is not None:

@@ -8,6 +8,7 @@ from typing import Any
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from .marks import status_text
 
@@ -83,14 +84,30 @@ class Timeline(DataTable):
             return
         rendered = (Text(cells[0], "bold yellow"), str(cells[1]), status_text(cells[2]), cells[3], cells[4])
         if drawn is not None:
-            for column, value, old, new in zip(COLUMNS, rendered, drawn, cells, strict=True):
-                if old != new:
-                    self.update_cell(key, column or "mark", value)
+            self._update_row(key, {column or "mark": value for column, value, old, new
+                                   in zip(COLUMNS, rendered, drawn, cells, strict=True) if old != new})
         else:
             self.add_row(*rendered, key=key)
             self._order.append(key)
             self.move_cursor(row=self.row_count - 1)
         self._cells[key] = cells
+
+    def _update_row(self, key: str, values: dict[str, Any]) -> None:
+        """New values for cells of one row, that row alone drawn again. DataTable's `update_cell`
+        counts an update, which is in the key of every row's cached render: the ▶ moving on enter
+        or esc rendered every row again (~10 ms a frame); only this row's renders are dropped here."""
+        row_key = RowKey(key)
+        for column, value in values.items():
+            self._data[row_key][ColumnKey(column)] = value
+        index = self.get_row_index(row_key)
+        region = self._get_row_region(index)
+        for cache, forget in ((self._row_render_cache, lambda cached: cached[0] == row_key),
+                              (self._cell_render_cache, lambda cached: cached[0] == row_key),
+                              (self._row_renderable_cache, lambda cached: cached[1] == index),
+                              (self._line_cache, lambda cached: region.y <= cached[0] < region.bottom)):
+            for cached in [cached for cached in cache.keys() if forget(cached)]:  # noqa: SIM118 (no __iter__)
+                cache.discard(cached)
+        self.refresh_row(index)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

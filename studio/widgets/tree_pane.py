@@ -14,7 +14,7 @@ place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from py_trees.common import Status
@@ -104,6 +104,15 @@ class NodeTree(Tree[str]):
         super(Tree, self).notify_style_update()
         self._line_cache.clear()
         self.refresh()
+
+    def relabel(self, node: TreeNode[str], line: int, label: Text) -> None:
+        """A new label for the node drawn at `line`, that line alone drawn again. Textual's
+        `set_label` counts an update of the node, which is in the cached render of every line
+        below it: a root whose status changed (enter, esc) drew the whole tree again."""
+        node._label = self.process_label(label)
+        for cached in [cached for cached in self._line_cache.keys() if cached[0] == line]:  # noqa: SIM118 (no __iter__)
+            self._line_cache.discard(cached)
+        self._refresh_line(line)
 
     def get_label_width(self, node: TreeNode[str]) -> int:
         icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
@@ -266,19 +275,18 @@ class TreePane(Vertical):
         self._breakpoints = set(breakpoints)
         self.flush()
 
-    def restate(self, status_of: Callable[[str], Status], ticked: set[str], breakpoints: set[str],
+    def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
                 fetch: Callable[[str], NodeView]) -> None:
         """The same nodes at another moment (a past checkpoint, or back live): each line's status
-        from `status_of`, loops' counters re-read; only the lines that differ are relabelled."""
-        views = self._views
+        from `statuses` (every node's), loops' counters re-read; only the lines that differ are relabelled."""
+        views, stale = self._views, self._stale
         for path, view in views.items():
-            status = status_of(path)
             if view.counter is not None:
                 views[path] = fetch(path)
-                self._stale.add(path)
-            elif status != view.status:
+                stale.add(path)
+            elif (status := statuses[path]) is not view.status:
                 view.status = status
-                self._stale.add(path)
+                stale.add(path)
         self._stale |= ticked ^ self._ticked
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
@@ -298,7 +306,7 @@ class TreePane(Vertical):
             view, ticked = self._views[path], path in self._ticked
             drawn = (status_name(view.status), view.counter, view.breakpoint, ticked)
             if self._drawn.get(path) != drawn:
-                node.set_label(self._label(path))
+                tree.relabel(node, line, self._label(path))
 
     @on(Tree.NodeExpanded, "#tree-view")
     def _expanded(self) -> None:
