@@ -146,7 +146,7 @@ async def _ticks(count: int, served: bool) -> float:
 
 def overhead(ticks: int, repeats: int) -> tuple[float, float, float]:
     with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):  # the server's line, every repeat
-        rows = [(raw_py_trees(build_tree, ticks), asyncio.run(_ticks(ticks, False)), asyncio.run(_ticks(ticks, True)))
+        rows = [(raw_py_trees(build_tree, ticks)[0], asyncio.run(_ticks(ticks, False)), asyncio.run(_ticks(ticks, True)))
                 for _ in range(repeats)]
     return tuple(min(col) for col in zip(*rows, strict=True))
 

@@ -195,7 +195,7 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
         fork_s = await new_run(fork, 1, collects=False)
         after_fork = [await timed_step(pilot) for _ in range(2)]
     size, make = static_tree(nodes)  # after the RSS: these trees come and go
-    raw = raw_py_trees(make, TICKS) / (TICKS * size)
+    raw = raw_py_trees(make, TICKS)[0] / (TICKS * size)  # (seconds, of which in collections)
     alone = await _runner_alone(make) / (TICKS * size)
     return {"nodes": nodes, "raw_us": raw * 1e6, "alone_us": alone * 1e6, "build_s": built, "load_s": loaded,
             "first_s": first, "settled_s": settled, "first_step_ms": step_ms[0], "step_ms": statistics.median(timed) if timed else None,
