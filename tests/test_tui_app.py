@@ -259,7 +259,11 @@ async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():
         await pilot.press(*"unique")
         await pilot.pause()
         assert app.main.query_one(TreePane).selected_path == "TextPipeline/Count/UniqueWords"
-        app.main.query_one(TreePane).tree.focus()
+        search = app.main.query_one("#tree-search", Input)
+        search.value = ""
+        await pilot.press("enter")  # enter in an empty search box goes on to the tree, warning of nothing
+        await pilot.pause()
+        assert app.focused is app.main.query_one(TreePane).tree and not app._notifications
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)

@@ -374,6 +374,9 @@ class TreePane(Vertical):
 
     @on(Input.Submitted, "#tree-search")
     def _search_next(self, event: Input.Submitted) -> None:
+        if not event.value.strip():  # nothing to look for: enter goes on to the tree
+            self.tree.focus()
+            return
         path = self.search(event.value, after=self.selected_path)
         if path is not None:
             self.jump(path)
