@@ -6,7 +6,7 @@ until the root's line is painted), step `n` until the screen shows the tick (the
 left it or as it is now: StageDone writes after the tick; median of
 `--steps`, the first step apart), the RSS after those steps (per node: beyond the process's
 RSS before the tree was built); the first step waits until the app has collected and frozen the
-tree's objects (studio/long_lived.py, after the first frame: timed apart), then SETTLE more (the
+tree's objects (studio/app.py, after the first frame: timed apart), then SETTLE more (the
 panes' own work after the first frame: a key pressed at once waits for it); then restart (`r`, until
 the screen shows the new run's tick 0 and the app has collected the old tree)
 and the first step after it, a fork from the new run's tick-1 checkpoint and the first step
@@ -228,7 +228,7 @@ def main() -> None:
               f"{r['fork_s']:>8.2f}{_steps(r['after_fork_ms']):>16}"
               + (f"  ({r['stale']} stale steps left out)" if r["stale"] else ""))
     print("open = build + session + first frame (goal at 100,000: <= 5 s); then gc: the collection and freeze after the")
-    print("first frame (studio/long_lived.py), which a key pressed meanwhile waits for; step goal at 100,000: <= 250 ms;")
+    print("first frame (studio/app.py), which a key pressed meanwhile waits for; step goal at 100,000: <= 250 ms;")
     print("steps after: the first and second step after the restart (the fork); '-': a step not timed (stale)")
 
 

@@ -25,10 +25,10 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.long_lived import keep_out_of_collections
 from runtime.engine.runner import TickReport
 
 from .commands import StudioCommands
-from .long_lived import keep_out_of_collections
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
 from .screens.breakpoints import BreakpointsScreen
@@ -118,6 +118,9 @@ class MainScreen(Screen):
         self.call_after_refresh(self._keep_tree_out_of_collections)  # once the tree is on screen
 
     def _keep_tree_out_of_collections(self) -> None:
+        """The tree's widgets live as long as its runner: frozen with it once drawn, in the one
+        collection the runner would otherwise make as it goes live (it then skips its own); after a
+        restart the seam thaws and collects first, so the replaced tree goes."""
         keep_out_of_collections(self.query_one(TreePane).node_count)
 
     def on_unmount(self) -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from tui_fixtures import SIZE, settle, until  # noqa: F401
 
-from runtime.engine.long_lived import freezes
+from runtime.engine.long_lived import FREEZE_FROM, freezes
 from studio.app import StudioApp
-from studio.long_lived import FREEZE_FROM
 from studio.session import DebugSession, RunState
 
 LARGE_TREE = Path(__file__).resolve().parent.parent / "sample_trees" / "large_tree.py"

@@ -9,7 +9,7 @@ tree again. `gc.freeze()` moves what is alive into the permanent generation, whi
 skip. A runner on a tree of `FREEZE_FROM` nodes or more calls `keep_out_of_collections` when it
 first goes live (its first `run()` or `step()`), unless a freeze came since it was built (its
 tree was alive then, so it is frozen already): the studio calls the seam once its widgets for
-the tree exist (studio/long_lived.py), before the first step, so it pays one collection, not two.
+the tree exist (studio/app.py), before the first step, so it pays one collection, not two.
 
 What this library freezing the process's objects means:
 
