@@ -24,7 +24,7 @@ from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint, CheckpointInfo
 from runtime.node.composites import loop_counter
-from runtime.state import StateManager
+from runtime.state import Deferred, StateManager
 
 from .edits import StagedEdits
 from .failure import ToolFailure
@@ -435,26 +435,40 @@ class PastFrame(Frame):
         return (self.checkpoint.resume.get(path) or {}).get("data")
 
     def state(self) -> State:
-        """The checkpoint's state as the timeline named it; with the staged edits in, named again
-        (without, naming again would convert the whole history to JSON a second time)."""
+        """The checkpoint's state as the timeline named it (stored lists not read), with the staged
+        edits in: only they are converted, then all put in order again."""
         if self._state is None:
+            names = self.timeline.names
             state = {ns: dict(values) for ns, values in self.timeline.get(self.checkpoint.id)[1].items()}
+            staged: State = {}
             for (ns, key), value in self.staged.values.items():
-                state.setdefault(ns, {})[self.timeline.names.key(key)] = value
-            self._state = self.timeline.names.state(state) if self.staged.values else state
+                staged.setdefault(ns, {})[key] = value
+            for ns, values in names.state(staged).items():
+                state.setdefault(ns, {}).update(values)
+            self._state = names.state(state, parsed=True) if staged else state
         return self._state
 
     def marks(self) -> dict[str, Mark]:
         return self._checkpoint_marks(self.checkpoint.info)
 
     def _value_reader(self) -> Callable[[str, str | None], Any]:
+        """The checkpoint's values as the schema validates them; a stored list is read and validated
+        only when a port reads it."""
         if self._view is None:
-            self._view = StateManager(self.runner.state_manager.schema)
-            self._view.restore(self.checkpoint.state)
+            view = self._view = StateManager(self.runner.state_manager.schema)
+            lists = self.checkpoint.lists
+            view.restore({ns: {key: _validated(view, ns, key, value) if key in lists.get(ns, ()) else value
+                               for key, value in values.items()}
+                          for ns, values in self.checkpoint.state.items()}, trusted=lists)
         return self._view.get
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
         return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
+
+
+def _validated(view: StateManager, ns: str, key: str, raw: Deferred) -> Deferred:
+    """A stored list as `view` validates it, when first read (`raw`: the list as the store holds it)."""
+    return Deferred(lambda: view.validate(key, raw.load(), ns or None))
 
 
 __all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",

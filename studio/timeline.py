@@ -9,8 +9,9 @@ checkpoint and its parent, with state keys named the way the state pane names th
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -18,6 +19,7 @@ from runtime.debug.names import State, StateNames
 from runtime.debug.past import changed_keys, checkpoint_summary
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
+from runtime.state import Deferred
 
 RUN_END = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
 CACHED = 4  # decoded checkpoints kept: the head, its parent, the one viewed and its parent (each holds
@@ -41,6 +43,50 @@ class Lineage:
             return True
         # the run's end is published after the last tick's checkpoint, but belongs to that tick
         return branch == self.branch and tick == self.tick and event_type in RUN_END
+
+
+class StoredList:
+    """A list the store holds (a message history), not read until a pane shows its items: a past
+    frame's state draws `[402 items]` and is compared with its parent's by the reference alone.
+    Not a `list` subclass (json.dumps and pydantic would take one for an empty list): what needs
+    the items reads them through `whole()`."""
+
+    __slots__ = ("_items", "_read", "length", "list_id")
+
+    def __init__(self, list_id: str, length: int, read: Callable[[], list]):
+        self.list_id, self.length, self._read = list_id, length, read
+        self._items: list | None = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"StoredList({self.list_id!r}, {self.length})"
+
+    def items(self) -> list:
+        """The items, read from the store once (`StoreError` if it cannot)."""
+        if self._items is None:
+            self._items = self._read()
+        return self._items
+
+    def same_reference(self, other: Any) -> bool:
+        return isinstance(other, StoredList) and (other.list_id, other.length) == (self.list_id, self.length)
+
+    def __eq__(self, other: Any) -> bool:
+        """Equal to the same items. A stored list is only appended to and never written over, so two
+        references to one list are equal exactly when their lengths are: neither is read."""
+        if isinstance(other, StoredList) and other.list_id == self.list_id:
+            return other.length == self.length
+        if isinstance(other, StoredList | list):
+            return len(other) == self.length and self.items() == whole(other)
+        return NotImplemented
+
+    __hash__ = None  # a list is not hashable either
+
+
+def whole(value: Any) -> Any:
+    """The value itself: a stored list's items read (the one seam where a past frame's list is read)."""
+    return value.items() if isinstance(value, StoredList) else value
 
 
 @dataclass(frozen=True)
@@ -130,14 +176,24 @@ class RunTimeline:
         return found if found is not None else self.get(checkpoint_id)[0].info
 
     def get(self, checkpoint_id: int) -> tuple[Checkpoint, State]:
-        """The checkpoint and its state by one name per value; `CheckpointError` if unknown."""
+        """The checkpoint and its state by one name per value; `CheckpointError` if unknown. Its stored
+        lists are not read yet (a 400-message history is most of a checkpoint's read): in the state
+        each is a `StoredList`, in the checkpoint's own state a `Deferred` of the same read, what a
+        `StateManager` restored from it with `trusted=checkpoint.lists` reads when first read."""
         cached = self._cache.pop(checkpoint_id, None)
         if cached is None:
             try:
-                checkpoint = self.store.get(int(checkpoint_id))
+                checkpoint = self.store.get(int(checkpoint_id), read_lists=False)
             except (StoreError, ValueError) as exc:
                 raise CheckpointError(str(exc)) from None
+            for ns, refs in checkpoint.lists.items():
+                for key, (list_id, length) in refs.items():
+                    read = functools.partial(self.store.read_list, list_id, length)
+                    checkpoint.state.setdefault(ns, {})[key] = StoredList(list_id, length, read)
             cached = (checkpoint, self.names.state(checkpoint.state, parsed=True))
+            for ns, refs in checkpoint.lists.items():
+                for key in refs:
+                    checkpoint.state[ns][key] = Deferred(checkpoint.state[ns][key].items)
         self._cache[checkpoint_id] = cached
         while len(self._cache) > CACHED:
             self._cache.popitem(last=False)
@@ -201,4 +257,5 @@ class RunTimeline:
         return cached
 
 
-__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "TakenStatuses", "diff"]
+__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "StoredList",
+           "TakenStatuses", "diff", "whole"]

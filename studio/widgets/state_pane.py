@@ -3,7 +3,9 @@ the branch marked old → new (a value written after the tick's checkpoint, by a
 finishing between ticks, says so).
 
 Lists and dicts are collapsed behind a count (a message list can be long) and open on
-demand. Updates are diffs: a key is redrawn only when its value or its mark changed.
+demand: a key's items are built when it is expanded, not when it is drawn (a past frame's
+history is not even read until then). Updates are diffs: a key is redrawn only when its value
+or its mark changed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ..timeline import Mark
+from ..timeline import Mark, StoredList, whole
 from .values import preview, summary
 
 MAX_CHILDREN = 500
@@ -39,6 +41,13 @@ def _add_children(node: TreeNode, value: Any, depth: int = 0) -> None:
             node.add_leaf(Text.assemble((str(name), "bold"), " = ", preview(item)))
     if len(items) > MAX_CHILDREN:
         node.add_leaf(Text(f"… {len(items) - MAX_CHILDREN} more", "dim"))
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Whether a key's drawing still shows `new`: a stored list by its reference (its items unread)."""
+    if isinstance(old, StoredList) or isinstance(new, StoredList):
+        return isinstance(old, StoredList) and old.same_reference(new)
+    return old == new
 
 
 class StatePane(Tree[Key]):
@@ -93,11 +102,11 @@ class StatePane(Tree[Key]):
 
     def _draw_key(self, parent: TreeNode[Key], key: Key, value: Any, mark: Mark | None) -> None:
         node = self._key_nodes.get(key)
-        same_value = node is not None and self._values.get(key) == value
+        same_value = node is not None and _same(self._values.get(key), value)
         if same_value and mark == self._marked.get(key):
             return
         label = Text.assemble(("● " if mark else "  ", "bold yellow"), (key[1], "bold"))
-        long = isinstance(value, dict | list) and bool(value)
+        long = isinstance(value, dict | list | StoredList) and bool(value)
         label.append(f"  {summary(value)}" if long else f" = {preview(value)}", "dim" if long else "")
         if mark:
             label.append(f"   {summary(mark.old)} → {summary(mark.new)}", "yellow")
@@ -111,8 +120,14 @@ class StatePane(Tree[Key]):
         if not same_value:
             self._values[key] = value
             node.remove_children()
-            if long:
-                _add_children(node, value)
+            if long and node.is_expanded:
+                _add_children(node, whole(value))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        """A key's items, built when it is first opened (and again once its value changed)."""
+        key = event.node.data
+        if event.node is self._key_nodes.get(key) and not event.node.children:
+            _add_children(event.node, whole(self._values[key]))
 
     def _key_at_cursor(self) -> Key | None:
         node = self.cursor_node
@@ -125,10 +140,10 @@ class StatePane(Tree[Key]):
         if key is None:
             self.notify("put the cursor on a state key to edit it", severity="warning")
             return
-        self.post_message(self.EditRequested(*key, self._values[key]))
+        self.post_message(self.EditRequested(*key, whole(self._values[key])))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         key = self._key_at_cursor()
         if key is not None:
             event.stop()
-            self.post_message(self.ValueRequested(*key, self._values[key]))
+            self.post_message(self.ValueRequested(*key, whole(self._values[key])))
