@@ -44,7 +44,7 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import open_store
 from studio.edits import StagedEdits
 from studio.frames import EventLog, PastFrame
-from studio.timeline import RunTimeline
+from studio.timeline import RunTimeline, whole
 
 KB = 1000
 
@@ -125,11 +125,17 @@ def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> tuple[float, fl
     return (restored - started) * 1000, (time.perf_counter() - started) * 1000
 
 
-def _past_view_ms(runner, store, run_id: str, checkpoint_id: int) -> tuple[float, float, float]:
+PAST_VIEW = ("RunTimeline.get", "+ PastFrame.state", "+ its marks", "+ ports' StateManager",
+             "+ the history read")
+
+
+def _past_view_ms(runner, store, run_id: str, checkpoint_id: int) -> tuple[float, ...]:
     """What the studio's past view pays to show a checkpoint (studio.session's `frame`), step by
-    step, cumulative: the checkpoint read and its state named (`RunTimeline.get`: `store.get`
-    inside); the frame made and its state shown (`PastFrame.state`); the state a node's ports
-    read (`PastFrame._value_reader`: a `StateManager` restored from it, the history validated)."""
+    step, cumulative (`PAST_VIEW`): the checkpoint read and its state named (`RunTimeline.get`:
+    `store.get` inside, stored lists left unread); the frame made and its state shown
+    (`PastFrame.state`); its marks (its parent read, the two compared); the state a node's
+    ports read (`PastFrame._value_reader`: a `StateManager` restored from it); then what a pane
+    showing the history's items adds (the messages read: expand, enter, `e`, a port reading them)."""
     timeline = RunTimeline(store, StateNames(ReActState))
     timeline.infos(run_id)  # listed for the timeline pane before a checkpoint is viewed
     started = time.perf_counter()
@@ -138,11 +144,15 @@ def _past_view_ms(runner, store, run_id: str, checkpoint_id: int) -> tuple[float
     frame = PastFrame(runner, timeline, EventLog(), checkpoint, StagedEdits())
     frame.state()
     shown = time.perf_counter()
+    frame.marks()
+    marked = time.perf_counter()
     frame._value_reader()
-    return tuple((t - started) * 1000 for t in (got, shown, time.perf_counter()))
+    ports = time.perf_counter()
+    whole(frame.state()[""]["messages"])
+    return tuple((t - started) * 1000 for t in (got, shown, marked, ports, time.perf_counter()))
 
 
-def _first_past_view_ms(runner, name: str, run_id: str, checkpoint_id: int) -> tuple[float, float, float]:
+def _first_past_view_ms(runner, name: str, run_id: str, checkpoint_id: int) -> tuple[float, ...]:
     """`_past_view_ms` by a store just opened (the studio opening a recorded run)."""
     store = open_store(name)
     try:
@@ -323,7 +333,7 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
         row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
         for label, key in (("  past view, store open", "view"), ("  past view, store just opened", "first_view")):
             row(label + ":", [])
-            for i, step in enumerate(("RunTimeline.get", "+ PastFrame.state", "+ ports' StateManager")):
+            for i, step in enumerate(PAST_VIEW):
                 row(f"    {step}", [f"{col[key][point][i]:.3f} ms" for col in columns.values()])
     print(f"concurrent writers: one run of {writer_rounds} ReAct rounds each, checkpoints/s in total "
           "from a common start to the last writer's end")
