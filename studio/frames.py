@@ -22,11 +22,11 @@ from py_trees.common import Status
 from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import Checkpoint, CheckpointInfo
+from runtime.memory.checkpoint import Checkpoint, CheckpointInfo, StoreError
 from runtime.node.composites import loop_counter
 from runtime.state import Deferred, StateManager
 
-from .edits import StagedEdits
+from .edits import EditError, StagedEdits
 from .failure import ToolFailure
 from .timeline import RUN_END, Lineage, Mark, RunTimeline, State, diff
 
@@ -453,14 +453,20 @@ class PastFrame(Frame):
 
     def _value_reader(self) -> Callable[[str, str | None], Any]:
         """The checkpoint's values as the schema validates them; a stored list is read and validated
-        only when a port reads it."""
+        only when a port reads it (`EditError` saying why, if the store cannot read it)."""
         if self._view is None:
             view = self._view = StateManager(self.runner.state_manager.schema)
             lists = self.checkpoint.lists
             view.restore({ns: {key: _validated(view, ns, key, value) if key in lists.get(ns, ()) else value
                                for key, value in values.items()}
                           for ns, values in self.checkpoint.state.items()}, trusted=lists)
-        return self._view.get
+        return self._read
+
+    def _read(self, key: str, namespace: str | None) -> Any:
+        try:
+            return self._view.get(key, namespace)
+        except StoreError as exc:
+            raise EditError(str(exc)) from None
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
         return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))

@@ -74,11 +74,15 @@ class StoredList:
 
     def __eq__(self, other: Any) -> bool:
         """Equal to the same items. A stored list is only appended to and never written over, so two
-        references to one list are equal exactly when their lengths are: neither is read."""
+        references to one list are equal exactly when their lengths are: neither is read. One the
+        store cannot read equals nothing (a mark, then; opening it says why)."""
         if isinstance(other, StoredList) and other.list_id == self.list_id:
             return other.length == self.length
         if isinstance(other, StoredList | list):
-            return len(other) == self.length and self.items() == whole(other)
+            try:
+                return len(other) == self.length and self.items() == whole(other)
+            except StoreError:
+                return False
         return NotImplemented
 
     __hash__ = None  # a list is not hashable either

@@ -5,6 +5,7 @@ the items on expand, the value whole on enter and in the editor, the ports' valu
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from textual.widgets import Input
@@ -14,6 +15,7 @@ from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import open_store
 from runtime.node.presets import Message
 from studio.app import StudioApp
+from studio.edits import EditError
 from studio.loader import load_tree
 from studio.screens.state_editor import StateEditor
 from studio.screens.value import ValueScreen
@@ -143,3 +145,28 @@ async def test_the_state_pane_builds_a_past_lists_items_when_it_is_expanded(tmp_
         await pilot.pause()
         assert isinstance(app.screen, StateEditor)
         assert json.loads(app.screen.query_one("#state-value", Input).value) == items
+
+
+async def test_a_history_the_store_cannot_read_is_said_when_it_is_shown(tmp_path):
+    """Damaged items surface where the history is read (a port, opening the key), in one line each."""
+    session = await finished(tmp_path)
+    run_id, info = session.run_id, grown(session.store, session.run_id)
+    session.store.close()
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    conn.execute("DELETE FROM items")
+    conn.commit()
+    conn.close()
+    recorded = DebugSession.open_recorded(str(tmp_path / "runs.db"), run_id)
+    app = StudioApp(recorded)
+    async with app.run_test(size=(160, 50)) as pilot:
+        recorded.select_checkpoint(info.id)
+        await settle(app, pilot)
+        assert "messages" in recorded.marks()  # a grown list: marked by its reference, unread
+        with pytest.raises(EditError, match="is missing"):
+            recorded.node_detail(LLM)
+        pane = app.main.query_one(StatePane)
+        node = pane._key_nodes[("", "messages")]
+        node.expand()
+        await until(lambda: not node.is_expanded)
+        assert not node.children
+        assert any("is missing" in str(n.message) for n in app._notifications)

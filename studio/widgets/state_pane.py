@@ -18,6 +18,8 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from runtime.memory.checkpoint import StoreError
+
 from ..timeline import Mark, StoredList, whole
 from .values import preview, summary
 
@@ -120,14 +122,27 @@ class StatePane(Tree[Key]):
         if not same_value:
             self._values[key] = value
             node.remove_children()
-            if long and node.is_expanded:
+            if long and node.is_expanded and self._readable(key):
                 _add_children(node, whole(value))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         """A key's items, built when it is first opened (and again once its value changed)."""
         key = event.node.data
         if event.node is self._key_nodes.get(key) and not event.node.children:
-            _add_children(event.node, whole(self._values[key]))
+            if self._readable(key):
+                _add_children(event.node, whole(self._values[key]))
+            else:
+                event.node.collapse()
+
+    def _readable(self, key: Key) -> bool:
+        """Whether the key's value can be shown whole (a past frame's stored list is read now); if the
+        store cannot read it, says why."""
+        try:
+            whole(self._values[key])
+        except StoreError as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
 
     def _key_at_cursor(self) -> Key | None:
         node = self.cursor_node
@@ -140,10 +155,12 @@ class StatePane(Tree[Key]):
         if key is None:
             self.notify("put the cursor on a state key to edit it", severity="warning")
             return
-        self.post_message(self.EditRequested(*key, whole(self._values[key])))
+        if self._readable(key):
+            self.post_message(self.EditRequested(*key, whole(self._values[key])))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         key = self._key_at_cursor()
         if key is not None:
             event.stop()
-            self.post_message(self.ValueRequested(*key, whole(self._values[key])))
+            if self._readable(key):
+                self.post_message(self.ValueRequested(*key, whole(self._values[key])))
