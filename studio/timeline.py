@@ -161,6 +161,8 @@ class RunTimeline:
         self._cache: OrderedDict[int, tuple[Checkpoint, State]] = OrderedDict()
         self._summaries: dict[int, str] = {}
         self._infos: tuple[str | None, list[CheckpointInfo]] = (None, [])  # one run's headers, as listed
+        self._by_id: dict[int, CheckpointInfo] = {}  # the same, by id
+        self._left: dict[int, int | None] = {}  # id -> its nearest ancestor on another branch (or none)
         self._remembered: OrderedDict[int, Saved] = OrderedDict()  # the live runner's last saves (state
         # as stored until first read: `saved` names it then)
 
@@ -169,10 +171,15 @@ class RunTimeline:
         those newer than the last one listed are read: a step costs the same at tick 10 and 10,000."""
         listed_run, infos = self._infos
         if listed_run != run_id:
-            infos = []
-        infos = infos + self.store.list(run_id, after=infos[-1].id if infos else None)
-        self._infos = (run_id, infos)
-        return infos
+            infos, self._by_id, self._left = [], {}, {}
+        new = self.store.list(run_id, after=infos[-1].id if infos else None)
+        for info in new:  # a parent is saved, so listed, before its children
+            parent = self._by_id.get(info.parent_id)
+            self._left[info.id] = (self._left[parent.id] if parent is not None and parent.branch == info.branch
+                                   else info.parent_id)
+            self._by_id[info.id] = info
+        self._infos = (run_id, infos + new)
+        return self._infos[1]
 
     def info(self, run_id: str, checkpoint_id: int) -> CheckpointInfo:
         """A checkpoint's header, from its run's listing (newest first: the head is looked up most)."""
@@ -235,11 +242,12 @@ class RunTimeline:
         limits: dict[str, int | None] = {branch: None} if checkpoint is None else {}
         if run_id is None:
             return Lineage(run_id, branch, None, limits)
-        by_id = {info.id: info for info in self.infos(run_id)}
+        self.infos(run_id)
+        by_id = self._by_id
         current = checkpoint or self._last_of(by_id, branch)
-        while current is not None:
+        while current is not None:  # a branch's limit is its newest checkpoint's: its older ones are skipped
             limits.setdefault(current.branch, current.event_position)
-            current = by_id.get(current.parent_id) if current.parent_id is not None else None
+            current = by_id.get(self._left.get(current.id, current.parent_id))
         return Lineage(run_id, branch, checkpoint.tick if checkpoint is not None else None, limits)
 
     @staticmethod
