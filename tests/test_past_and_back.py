@@ -23,6 +23,7 @@ from studio.widgets.footer import KeysFooter
 from studio.widgets.state_pane import StatePane
 from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane, node_label
+from studio.widgets.values import preview
 
 
 def _logged(log: EventLog, everything: list[StampedEvent], run: str, branch: str, seq: int, tick: int,
@@ -261,8 +262,79 @@ async def test_a_step_repaints_the_tree_pane_only_where_it_changed(tmp_path, mon
         tree, state = app.main.query_one(TreePane), app.main.query_one(StatePane)
         app.main.view_checkpoint(session.checkpoints()[0].id)
         await settle(app, pilot)
-        assert tree.border_title.startswith("tree — PAST") and state.border_title.startswith("state — PAST")
+        assert "tree — PAST" in tree.border_title and "state — PAST" in state.border_title
         assert "TreePane" in repainted
         app.main.action_live()
         await settle(app, pilot)
         assert (tree.border_title, state.border_title) == ("tree", "state")
+
+
+async def test_past_titles_are_drawn_in_warning_without_repainting_the_tree_s_lines(tmp_path, monkeypatch):
+    """The past's titles carry their colour in their text: a pane's border_title_color repainted every
+    widget inside it (the tree's lines, the search box) at each enter and esc. Both titles are still
+    drawn in the theme's warning colour in the past, and in the pane's own colour live."""
+    repainted: list[str] = []
+    original = Widget.refresh
+
+    def counting(widget, *regions, **kwargs):
+        if type(widget).__name__ in ("NodeTree", "SearchBox") and not regions:
+            repainted.append(type(widget).__name__)
+        return original(widget, *regions, **kwargs)
+
+    def title_colours(app) -> list[set[str]]:  # of the tree and state panes' titles, as drawn on their top borders
+        strips = app.screen._compositor.render_strips()
+        return [{segment.style.color.triplet.hex.upper() for segment in strips[app.main.query_one(pane).region.y]
+                 if segment.text.strip().startswith(("tree", "state"))} for pane in (TreePane, StatePane)]
+
+    async with studio_on("local", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        for _ in range(2):
+            await pilot.press("n")
+            await settle(app, pilot)
+        warning = app.theme_variables["warning"].upper()
+        live = title_colours(app)  # the tree's focused (accent), the state's not
+        assert warning not in live[1]
+        monkeypatch.setattr(Widget, "refresh", counting)
+        app.main.view_checkpoint(session.checkpoints()[0].id)
+        await settle(app, pilot)
+        assert title_colours(app) == [{warning}, {warning}]
+        app.main.action_live()
+        await settle(app, pilot)
+        assert title_colours(app) == live
+        assert repainted == []
+
+
+class _Recorded:
+    """A value `preview` writes with repr (its fallback): recorded when written."""
+
+    written: list[int] = []
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        _Recorded.written.append(self.n)
+        return f"R{self.n}"
+
+
+def test_an_event_s_payload_shows_as_preview_writes_it_without_writing_what_the_line_cuts():
+    """A tick's payload at 10,000 nodes is ~65 KB of JSON; its row shows 200 characters."""
+    rng = random.Random(14)
+
+    def value(depth: int = 0):
+        kinds = [lambda: rng.randrange(-5, 10**9), lambda: rng.random() * 1e6, lambda: None, lambda: True,
+                 lambda: float("nan"), lambda: "é \n \\n \"q\t" * rng.randrange(4), lambda: b"b\n", lambda: (1, "t"),
+                 lambda: {1: "int key", "s": 2}, lambda: Lineage("r", "main", 3, {"main": None}), lambda: RunState.FINISHED]
+        if depth < 3:
+            kinds += [lambda: {f"k{i}\n": value(depth + 1) for i in range(rng.randrange(12))},
+                      lambda: [value(depth + 1) for _ in range(rng.randrange(12))]]
+        return rng.choice(kinds)()
+
+    for _ in range(500):
+        payload = value()
+        for limit in (1, 40, 200, 5000):
+            assert events_pane.payload_preview(payload, limit) == preview(payload, limit)
+    changed = {"changed": {f"LargeTree/n{i}": ["RUNNING", "SUCCESS", _Recorded(i)] for i in range(10_000)}}
+    expected = preview(changed, 200)  # writes all 10,000
+    _Recorded.written.clear()
+    assert events_pane.payload_preview(changed) == expected
+    assert _Recorded.written == [0, 1, 2, 3]

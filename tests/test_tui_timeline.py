@@ -92,7 +92,7 @@ async def test_a_finished_run_s_past_is_drawn_on_the_tree_pane(kind, tmp_path):
         await settle(app, pilot)
         await choose_checkpoint(app, pilot, 0)
         tree = app.main.query_one(TreePane)
-        assert tree.border_title.startswith("tree — PAST") and tree.styles.border_top[0] == "heavy"
+        assert "tree — PAST" in tree.border_title and tree.styles.border_top[0] == "heavy"
         assert tree.is_running  # Textual repaints only a running pane: the border above reaches the screen
 
 
