@@ -13,7 +13,7 @@ from conftest import rows, tamper
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.events import RuntimeEvent
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
+from runtime.memory.checkpoint import CheckpointError, CheckpointRecord, StoreError, open_store
 
 ROUNDS = 5
 
@@ -105,6 +105,24 @@ def test_a_damaged_row_is_named(store_name):
         store.get(second)
     with pytest.raises(StoreError, match=rf"{where}: event batch \d+ is corrupt"):
         store.events("r")
+    store.close()
+
+
+@pytest.mark.parametrize("base", ["NULL", "id + 1"])
+def test_a_checkpoint_whose_chain_cannot_be_found_is_named_not_unknown(store_name, base):
+    """A damaged header (its full record's id lost or wrong): the one-line StoreError naming the
+    checkpoint, not "unknown checkpoint" as if it had never been saved; the others read back."""
+    store = open_store(store_name)
+    first = store.save(_record(1, None, None), [_event(1)])
+    second = store.save(_record(2, first, first), [_event(2)])
+    tamper(store, f"UPDATE checkpoints SET base_id = {base} WHERE id = ?", (second,))
+    store.close()
+    store = open_store(store_name)
+    assert store.get(first).tick == 1
+    with pytest.raises(StoreError, match=rf"{re.escape(store.location)}: checkpoint {second} is corrupt"):
+        store.get(second)
+    with pytest.raises(CheckpointError, match=f"unknown checkpoint id {second + 1} in"):
+        store.get(second + 1)
     store.close()
 
 

@@ -186,11 +186,13 @@ class RunnerCheckpoints:
         if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
-        self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
+        if self._base_id is not None:  # (the next save is fresh otherwise: it captures every node)
+            self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
         self._models = dict(_resumable_models(nodes))
+        baseline = self._baseline  # copies of the tree's own bindings (`bind()` edits them in place)
         for path, node in nodes.items():
-            if isinstance(node, JianmuNodeMixin) and path not in self._baseline:
-                self._baseline[path] = (node.input_bindings, node.output_bindings)
+            if path not in baseline and isinstance(node, JianmuNodeMixin):
+                baseline[path] = (dict(node._input_bindings), dict(node._output_bindings))
 
     def _status_delta(self, captured: RunnerState, full: bool,
                       changed: Mapping[str, tuple[Any, Any]]) -> tuple[dict[str, str], bool]:
@@ -446,10 +448,14 @@ def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
 def _resumable_models(nodes: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """Model providers with a position of their own (a scripted model), each once, under the path of
     the first node that calls it: their position is saved and restored with the nodes' resume data."""
-    seen: set[int] = set()
+    seen: set[int] = set()  # clients and providers looked at (most nodes share their context's client)
     found = []
     for path, node in nodes.items():
-        provider = getattr(getattr(node, "model_client", None), "provider", None)
+        client = getattr(node, "model_client", None)
+        if client is None or id(client) in seen:
+            continue
+        seen.add(id(client))
+        provider = getattr(client, "provider", None)
         if hasattr(provider, "dump_resume_state") and id(provider) not in seen:
             seen.add(id(provider))
             found.append((path, provider))
