@@ -495,7 +495,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         with self._guard() as conn:
             # one round trip (on PostgreSQL the first after a pause costs ~0.8 ms here, the read 0.2): the
             # chain's rows lie between its full record and its last, the primary key's range, no index of its own
-            rows = [] if checkpoint_id.bit_length() > 63 else conn.execute(  # beyond 64-bit integers: unknown
+            if checkpoint_id.bit_length() > 63:  # beyond 64-bit integers: no such checkpoint, never a query
+                raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
+            rows = conn.execute(
                 f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BETWEEN h.base_id AND h.id "
                 "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id", (checkpoint_id,)).fetchall()
             if not rows or rows[-1][0] != checkpoint_id:  # no chain: a damaged header, or no such checkpoint
