@@ -25,8 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from itertools import compress, repeat
-from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +164,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.children = SwarmChildren(self.runner, self._on_child_tick)
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
-        self._index: tuple[Mapping | None, frozenset[str], list[str], list[Any]] = (None, frozenset(), [], [])
+        self._index: tuple[Mapping | None, frozenset[str], list[tuple[str, Any]]] = (None, frozenset(), [])
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -293,15 +291,14 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             return self.frame.shape, ()
         return self._tree_index()[0], self.children.shape
 
-    def _tree_index(self) -> tuple[frozenset[str], list[str], list[Any]]:
-        """The host tree's paths and its leaves (paths, nodes), worked out once per tree rather than
-        at every redraw (a step at 100,000 nodes walked them all twice): the runner indexes a tree
-        that changed shape into a new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
+    def _tree_index(self) -> tuple[frozenset[str], list[tuple[str, Any]]]:
+        """The host tree's paths and its leaves, worked out once per tree rather than at every
+        redraw (a step at 100,000 nodes walked them all twice): the runner indexes a tree that
+        changed shape into a new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
         nodes = self.runner.nodes
         if self._index[0] is not nodes:
-            leaves = [path for path, node in nodes.items() if not node.children]
-            self._index = (nodes, frozenset(nodes), leaves, [nodes[path] for path in leaves])
-        return self._index[1:]
+            self._index = (nodes, frozenset(nodes), [(path, node) for path, node in nodes.items() if not node.children])
+        return self._index[1], self._index[2]
 
     def node_status(self, path: str) -> Status:
         """A node's status in the frame shown (a swarm agent's: live)."""
@@ -440,9 +437,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return in_flight(self.runner.nodes)
 
     def running_nodes(self) -> list[str]:
-        """The leaves running now, found in C: every redraw asks (a loop over 10,000 was ~1 ms)."""
-        _, paths, nodes = self._tree_index()
-        return list(compress(paths, map(is_, map(attrgetter("status"), nodes), repeat(Status.RUNNING))))
+        running = Status.RUNNING
+        return [path for path, node in self._tree_index()[1] if node.status is running]
 
     def _node(self, path: str):
         runner, inner = self._locate(path)
