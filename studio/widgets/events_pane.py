@@ -39,6 +39,7 @@ from textual.strip import Strip
 from runtime.engine.events import EventType
 
 from ..frames import StampedEvent
+from .values import fit
 
 FIELDS = ("type", "node", "branch", "run")
 
@@ -128,8 +129,7 @@ def payload_preview(value: Any, limit: int = PAYLOAD_CHARS) -> str:
         length += len(piece)
         if length > limit:
             break
-    text = "".join(pieces)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return fit("".join(pieces), limit)
 
 
 def _json_pieces(value: Any) -> Iterator[str]:

@@ -11,13 +11,10 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from .marks import status_text
+from .values import fit
 
 COLUMNS = ("", "tick", "status", "branch", "changed")  # the one of any length last: a narrow pane cuts only it
 CHANGED_WIDTH = 40
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= CHANGED_WIDTH else text[: CHANGED_WIDTH - 1] + "…"
 
 
 def field_of(row: Any, name: str, default: Any = None) -> Any:
@@ -74,7 +71,7 @@ class Timeline(DataTable):
     @staticmethod
     def _fields(row: Any) -> tuple:
         return (field_of(row, "tick"), field_of(row, "status"), field_of(row, "branch") or "main",
-                _clip(field_of(row, "summary") or ""))
+                fit(field_of(row, "summary") or "", CHANGED_WIDTH))
 
     def _put(self, key: str, fields: tuple, viewing_id: str | None) -> None:
         """Add or update one row (only the cells that differ from what is drawn)."""

@@ -13,7 +13,11 @@ from ..timeline import StoredList, whole
 def preview(value: Any, limit: int = 80) -> str:
     """JSON text of `value` (models as their fields), cut to `limit` characters with an ellipsis."""
     text = json.dumps(to_jsonable_python(whole(value), fallback=repr), ensure_ascii=False)
-    text = text.replace("\\n", "⏎")
+    return fit(text.replace("\\n", "⏎"), limit)
+
+
+def fit(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last an ellipsis when anything was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
