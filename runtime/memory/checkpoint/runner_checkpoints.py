@@ -189,10 +189,10 @@ class RunnerCheckpoints:
         if self._base_id is not None:  # (the next save is fresh otherwise: it captures every node)
             self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
         self._models = dict(_resumable_models(nodes))
-        baseline = self._baseline  # copies of the tree's own bindings (`bind()` edits them in place)
+        baseline = self._baseline  # the tree's own bindings (the properties give copies: `bind()` edits in place)
         for path, node in nodes.items():
             if path not in baseline and isinstance(node, JianmuNodeMixin):
-                baseline[path] = (dict(node._input_bindings), dict(node._output_bindings))
+                baseline[path] = (node.input_bindings, node.output_bindings)
 
     def _status_delta(self, captured: RunnerState, full: bool,
                       changed: Mapping[str, tuple[Any, Any]]) -> tuple[dict[str, str], bool]:
