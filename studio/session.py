@@ -320,7 +320,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         view = self.frame.node_view(path, self._breakpoint_paths())
         if self.viewing is None:  # the agents this node spawned hang under it
             view.children += [child_path(a, next(iter(r.nodes))) for a, r in self.children.runners().items()
-                              if self.children.spawned_by.get(a) == path and r.nodes]
+                              if self.children.parent_of(a) == path and r.nodes]
         return view
 
     def _child_view(self, path: str) -> NodeView:
@@ -329,7 +329,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         node = runner.nodes[inner]
         agent_id = split_child_path(path)[0]
         parent = (child_path(agent_id, inner.rpartition("/")[0]) if "/" in inner
-                  else self.children.spawned_by.get(agent_id))
+                  else self.children.parent_of(agent_id))
         return NodeView(
             path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"), parent=parent,
             children=[child_path(agent_id, runner.path_of(child)) for child in node.children],

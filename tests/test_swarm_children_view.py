@@ -155,6 +155,58 @@ async def test_an_after_breakpoint_on_an_agents_node_stops_the_run_and_releases_
         await until(lambda: session.state_snapshot()[""]["reply"] == "build it")
 
 
+SPAWNED_IN_CODE = """\
+from py_trees.common import Status
+
+from runtime import Agent, RunContext
+from runtime.node import Node, Sequence
+from runtime.swarm import SwarmRuntime
+
+
+class Done(Node):
+    def update(self):
+        return Status.SUCCESS
+
+
+class Recruit(Node):
+    \"\"\"Spawns its helpers in code, not through a SpawnAgent node: no event names a node.\"\"\"
+
+    def update(self):
+        swarm = self.ctx.runtime
+        swarm.spawn("helper", agent_id="side", reuse_if_present=True)
+        swarm.spawn("helper", agent_id="nested", parent="side", reuse_if_present=True)
+        return Status.SUCCESS
+
+
+def helper(agent):
+    return Agent(Sequence("Helper", memory=True, children=[Done("Work")]))
+
+
+def build():
+    return Agent(Sequence("Host", memory=True, children=[Recruit("Recruit"), Done("After")]),
+                 context=RunContext(runtime=SwarmRuntime(host_id="host", roles={"helper": helper})))
+"""
+
+
+@BOTH
+async def test_agents_spawned_outside_any_node_hang_under_the_root_of_their_spawner(kind, tmp_path):
+    """No node spawned them, yet their trees are drawn: under the host's root, or under the root of
+    the agent named as their parent, not left out of the tree pane."""
+    tree = tmp_path / "spawned_in_code.py"
+    tree.write_text(SPAWNED_IN_CODE)
+    async with studio_on(kind, tree, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await until(lambda: session.node_status("@nested/Helper").name == "SUCCESS")
+        await settle(app, pilot)
+        lines = app.main.query_one(TreePane)._tree_nodes
+        assert lines["@side/Helper"].parent.data == "Host"
+        assert lines["@nested/Helper"].parent.data == "@side/Helper"
+        assert "✔ Work" in str(lines["@nested/Helper/Work"].label)
+        assert session.node_view("@side/Helper").parent == "Host"
+
+
 async def test_a_breakpoint_on_a_swarm_agents_node_stops_the_run(tmp_path):
     session = DebugSession.load(SWARM_CHAT, db=tmp_path / "runs.db")
     await session.step()  # the researcher is spawned

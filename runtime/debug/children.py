@@ -52,7 +52,7 @@ class SwarmChildren:
     def __init__(self, host: ReactiveRunner, on_tick: Callable[[str, TickReport], bool]):
         self._host = host
         self._on_tick = on_tick
-        self.spawned_by: dict[str, str] = {}  # agent id -> the host node that spawned it
+        self.spawned_by: dict[str, str] = {}  # agent id -> the node that spawned it (its SpawnAgent)
         self._watched: dict[str, ReactiveRunner] = {}
         self._unhook: list[Callable[[], None]] = []
         self._released = asyncio.Event()
@@ -75,6 +75,20 @@ class SwarmChildren:
                 self._watched[agent_id] = runner
                 self._unhook.append(runner.add_tick_hook(after=self._hook(agent_id)))
         return found
+
+    def parent_of(self, agent_id: str) -> str:
+        """The line an agent's root hangs under: the node that spawned it, else (spawned by code
+        outside any node) the root of the agent that spawned it, the host's when none did; never
+        nothing, or the agent's whole tree would be missing from the debugger's."""
+        spawner = self.spawned_by.get(agent_id)
+        if spawner is not None:
+            return spawner
+        swarm = getattr(self._host.context, "runtime", None)
+        record = swarm.agents.get(agent_id) if swarm is not None else None
+        runner = self.runners().get(record.parent) if record is not None and record.parent else None
+        if runner is None:
+            return self._host.path_of(self._host.root)
+        return child_path(record.parent, runner.path_of(runner.root))
 
     def close(self) -> None:
         """Stop watching (a debugger detaching): the hooks removed, a held agent released."""

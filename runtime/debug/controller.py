@@ -337,7 +337,7 @@ class DebugController:
         node = describe_node(runner, inner)
         parent = inner.rpartition("/")[0]
         node.update(path=path, agent=agent_id, children=[child_path(agent_id, child) for child in node["children"]],
-                    parent=child_path(agent_id, parent) if parent else self.children.spawned_by.get(agent_id))
+                    parent=child_path(agent_id, parent) if parent else self.children.parent_of(agent_id))
         return node
 
     def _node_at(self, path: str) -> Any:
