@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
-from .children import split_child_path
+from .children import refused_moment, split_child_path
 from .edits import EditError
 from .persist import read_json, tree_file, write_json
 
@@ -80,9 +80,8 @@ class BreakpointListMixin:
             self._node(path)
         except EditError:
             raise BreakpointError(f"no node at path {path!r}") from None
-        if on == "before" and split_child_path(path) is not None:
-            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
-                                  "changes (after:)")
+        if (refused := refused_moment(path, on)) is not None:
+            raise BreakpointError(refused)
         bp = Breakpoint("node", node=path, on=on)
         self.breakpoints.append(bp)
         self._breakpoints_changed()

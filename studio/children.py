@@ -1,6 +1,13 @@
 """Swarm agents seen from the studio: the runtime's `runtime.debug.children`, shared with the debug
 server so that a local and an attached studio name the agents' nodes and namespaces alike."""
 
-from runtime.debug.children import PREFIX, SwarmChildren, child_namespace, child_path, split_child_path
+from runtime.debug.children import (
+    PREFIX,
+    SwarmChildren,
+    child_namespace,
+    child_path,
+    refused_moment,
+    split_child_path,
+)
 
-__all__ = ["PREFIX", "SwarmChildren", "child_namespace", "child_path", "split_child_path"]
+__all__ = ["PREFIX", "SwarmChildren", "child_namespace", "child_path", "refused_moment", "split_child_path"]

@@ -34,7 +34,7 @@ from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
-from .children import child_namespace, split_child_path
+from .children import child_namespace, refused_moment, split_child_path
 from .edits import StagedEdits
 from .failure import Failure
 from .frames import EventLog, StampedEvent
@@ -693,9 +693,8 @@ class RemoteSession:
             raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
         if path not in self._nodes:
             raise BreakpointError(f"no node at path {path!r}")
-        if on == "before" and split_child_path(path) is not None:
-            raise BreakpointError(f"{path}: a swarm agent runs on its own; its nodes stop after their status "
-                                  "changes (after:)")
+        if (refused := refused_moment(path, on)) is not None:
+            raise BreakpointError(refused)
         return self._add(Breakpoint("node", node=path, on=on))
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:

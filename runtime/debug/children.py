@@ -42,6 +42,14 @@ def split_child_path(path: str) -> tuple[str, str] | None:
     return (agent_id, inner) if sep and inner else None
 
 
+def refused_moment(path: str, when: str) -> str | None:
+    """Why a node breakpoint cannot stop `when` at `path`, or None: before a swarm agent's node, since
+    the agent's runner runs on its own and a debugger sees its ticks end, never begin."""
+    if when == "before" and split_child_path(path) is not None:
+        return f"{path}: a swarm agent runs on its own; its nodes stop after their status changes (use after)"
+    return None
+
+
 class SwarmChildren:
     """The spawned agents' runners, where each was spawned, and the watch on their ticks.
 
@@ -138,4 +146,4 @@ class SwarmChildren:
         return tuple((agent_id, len(runner.nodes)) for agent_id, runner in self.runners().items())
 
 
-__all__ = ["PREFIX", "SwarmChildren", "child_namespace", "child_path", "split_child_path"]
+__all__ = ["PREFIX", "SwarmChildren", "child_namespace", "child_path", "refused_moment", "split_child_path"]

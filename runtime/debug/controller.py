@@ -24,7 +24,7 @@ from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..node.composites import loop_counter
 from ..state import StateChange, StateValidationError
 from ..tools.base import ToolError
-from .children import SwarmChildren, child_namespace, child_path, split_child_path
+from .children import SwarmChildren, child_namespace, child_path, refused_moment, split_child_path
 from .conditions import Condition, ConditionError
 from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
@@ -539,9 +539,8 @@ class DebugController:
                 raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
             if bp.when not in ("before", "after"):
                 raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
-            if bp.when == "before" and split_child_path(bp.node) is not None:
-                raise ProtocolError("bad_request", f"{bp.node}: a swarm agent runs on its own; its nodes stop "
-                                                   "after their status changes (when: after)")
+            if (refused := refused_moment(bp.node, bp.when)) is not None:
+                raise ProtocolError("bad_request", refused)
         elif kind == "event":
             bp.event = str(message.get("event") or "").strip()
             if not bp.event:
