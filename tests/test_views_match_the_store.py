@@ -14,6 +14,7 @@ from py_trees.common import Status
 from tui_fixtures import BOTH, ROOT, session_on, until
 
 from runtime.debug.names import StateNames
+from runtime.debug.past import changed_keys, checkpoint_summary
 from runtime.memory.checkpoint import open_store
 from runtime.node.composites import LoopUntilSuccess, Sequence, loop_counter
 from studio.loader import load_tree
@@ -33,6 +34,7 @@ async def run_to_the_end(session) -> None:
         for request in session.pending_approvals():
             session.approve(request.id)
         await until(lambda: not session.pending_approvals())
+        await until(lambda: not session.busy)  # attached, the approved run goes on by itself: to its next stop
     raise AssertionError("the run kept asking for approvals")
 
 
@@ -72,12 +74,26 @@ def lineage_events(store, info) -> set[tuple[str, int]]:
                                      and event.tick == info.tick and event.type in RUN_END)}
 
 
+def expected_summary(store, info, checkpoint, names) -> str:
+    """A timeline row's `changed` worked out from the store: the statuses and shown values that differ
+    from the parent checkpoint's."""
+    if info.parent_id is None:
+        return checkpoint_summary(info, len(checkpoint.statuses), [])
+    parent = store.get(info.parent_id)
+    nodes = sum(parent.statuses.get(path, "INVALID") != status for path, status in checkpoint.statuses.items())
+    keys = [key for key, _, _ in changed_keys(names.state(parent.state), names.state(checkpoint.state))]
+    return checkpoint_summary(info, nodes, keys)
+
+
 async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, names) -> None:
     """View each checkpoint of the session's run (every branch) and compare the frame with the store."""
     infos = store.list(session.run_id)
     assert len(infos) >= 2
+    await until(lambda: len(session.checkpoints()) == len(infos))
+    rows = {row.id: row.summary for row in session.checkpoints()}
     for info in infos:
         checkpoint = store.get(info.id)
+        assert rows[info.id] == expected_summary(store, info, checkpoint, names), f"{name} row {info.id}"
         await viewed(session, info.id)
         where = f"{name} checkpoint {info.id} (tick {info.tick}, {info.branch})"
         frame = session.frame
