@@ -318,7 +318,10 @@ class StateManager:
         return self._notify(namespace, changes, signal)
 
     def _store(self, key: str, value: Any, namespace: str | None) -> None:
-        self._dirty.add((namespace or GLOBAL, key))
+        spec = self._specs.get(key) if namespace is None else None
+        # a field written by its alias is dirty by its attribute, the one name snapshots use: a
+        # checkpoint holding both names would restore whichever it happened to list last
+        self._dirty.add((GLOBAL, spec.attr) if spec is not None else (namespace or GLOBAL, key))
         self._put(key, value, namespace)
 
     def _put(self, key: str, value: Any, namespace: str | None) -> None:
