@@ -43,14 +43,6 @@ def changed_keys(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
     return out
 
 
-def _compared(checkpoint: Checkpoint) -> dict[str, dict[str, Any]]:
-    """A checkpoint's state read without its stored lists, each list by its reference (id, length) instead."""
-    state = {ns: dict(values) for ns, values in checkpoint.state.items()}
-    for ns, refs in checkpoint.lists.items():
-        state.setdefault(ns, {}).update(refs)
-    return state
-
-
 def checkpoint_summary(info: CheckpointInfo, nodes: int, keys: list[str]) -> str:
     """A timeline row's `changed`, local and attached alike: `3 nodes; messages, rounds` (statuses and
     state keys changed since the parent); a run's first row: `input`, or the nodes it holds."""
@@ -129,10 +121,18 @@ class RunPast:
                 parent = self.get(info.parent_id, lists=False)
                 nodes = sum(1 for path, status in checkpoint.statuses.items()
                             if parent.statuses.get(path, "INVALID") != status)
-                keys = [key for key, _, _ in changed_keys(_compared(parent), _compared(checkpoint))]
+                keys = [key for key, _, _ in changed_keys(self._compared(parent), self._compared(checkpoint))]
                 cached = checkpoint_summary(info, nodes, keys)
             self._summaries[info.id] = cached
         return cached
+
+    def _compared(self, checkpoint: Checkpoint) -> State:
+        """A checkpoint's state read without its stored lists, each list by its reference (id, length)
+        instead, every key by the name the studio shows, in its order (as a local timeline's row)."""
+        state = {ns: dict(values) for ns, values in checkpoint.state.items()}
+        for ns, refs in checkpoint.lists.items():
+            state.setdefault(ns, {}).update(refs)
+        return self.names.state(state, parsed=True)
 
     # -- one checkpoint --------------------------------------------------------------
     def get(self, checkpoint_id: Any, *, lists: bool = True) -> Checkpoint:
