@@ -3,11 +3,11 @@
 The same records, encoding and queries as the SQLite store (`sql_store.py`), in tables of
 their own schema (`jianmu`) of a PostgreSQL database, created on first use under an advisory
 lock (ten writers may start at once) and versioned like the SQLite format: another
-version is refused in one line. A store already there at this version opens in one query. A save is one transaction that also `NOTIFY`s
-`jianmu_checkpoints` with the run id, so a studio following the run hears of each
-checkpoint as it commits. A writer whose connection is lost raises `StoreError` at its
-next save: the run stops rather than going on unrecorded; the store connects again for
-what comes after (how the run ended).
+version is refused in one line; a store already there at this version opens in one query.
+A save is one transaction that also `NOTIFY`s `jianmu_checkpoints` with the run id, so a
+studio following the run hears of each checkpoint as it commits. A writer whose connection
+is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
+the store connects again for what comes after (how the run ended).
 
 The store is named by a `postgresql://user:password@host:port/database` URL; its
 `location` (what messages show) is that URL without the password.
@@ -193,7 +193,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         """Whether the store is there at this schema version, read without the creation lock (the
         tables and their version row commit together): one query, not a transaction of four. Then the
         chain read is prepared: a new server backend pays that query's parsing and catalog lookups
-        (0.4-0.5 ms here) while opening, not when the first checkpoint is read. A version this one
+        (0.35-0.5 ms here) while opening, not when the first checkpoint is read. A version this one
         cannot read is refused; an older one, or no store, is left to the locked path."""
         conn = self._conn
         try:
