@@ -6,11 +6,13 @@ Prints, side by side: bytes stored versus the final state's size, save time per 
 versus the tick's own time, and restore time at the first, middle and last checkpoint:
 the median of repeated restores by one runner (it keeps the lists it restored decoded,
 as when stepping through a timeline), and the first restore by a new runner (the message
-list is read and validated when first read: that read is timed beside it). Items are the messages, recorded replies and tool
-results, stored once by content. The message texts are random words, which compress
+list is read and validated when first read: that read is timed beside it), also by a
+store just opened (a fresh process resuming a run). Items are the messages, recorded
+replies and tool results, stored once by content. The message texts are random words, which compress
 about as badly as any real text, so the ratio owes nothing to a repeated letter.
 One column per store: an SQLite file, and a database of a PostgreSQL server on loopback
-(`--postgres URL`, else a throw-away server started as the tests start theirs). Then the
+(`--postgres URL`, else a throw-away server started as the tests start theirs, measured over
+TCP and over its Unix socket). Then the
 concurrency figure: N processes recording one run each into one store at the same time,
 checkpoints per second in total, beside one process alone on the same store kind.
 Peer: LangGraph's SQLite checkpointer on the same workload (`create_react_agent`, full
@@ -125,6 +127,16 @@ def _first_restore_ms(store, rounds: int, checkpoint_id: int) -> tuple[float, fl
     return (restored - started) * 1000, (time.perf_counter() - started) * 1000
 
 
+def _opened_restore_ms(name: str, rounds: int, checkpoint_id: int) -> float:
+    """A new runner's restore by a store just opened (a fresh process resuming a run)."""
+    store = open_store(name)
+    try:
+        return _first_restore_ms(store, rounds, checkpoint_id)[0]
+    finally:
+        store.close()
+
+
+COLD = 11  # repetitions of a first restore or view (the machine is shared: a median of 5 swung 2x)
 PAST_VIEW = ("RunTimeline.get", "+ PastFrame.state", "+ its marks", "+ ports' StateManager",
              "+ the history read")
 
@@ -206,16 +218,19 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     infos = [c for c in store.list(run_id) if c.status == "RUNNING"]
     points = {"first": infos[0], "middle": infos[len(infos) // 2], "last": infos[-1]}
     restore = {point: _median_ms(lambda c=c: again.restore(c.id)) for point, c in points.items()}
-    firsts = {point: [_first_restore_ms(store, rounds, c.id) for _ in range(5)] for point, c in points.items()}
+    firsts = {point: [_first_restore_ms(store, rounds, c.id) for _ in range(COLD)] for point, c in points.items()}
     cold = {point: statistics.median(t[0] for t in times) for point, times in firsts.items()}
     cold_read = {point: statistics.median(t[1] for t in times) for point, times in firsts.items()}
     read = {point: _median_ms(lambda c=c: store.get(c.id)) for point, c in points.items()}
     view = {point: _medians([_past_view_ms(again, store, run_id, c.id) for _ in range(11)]) for point, c in points.items()}
     store.close()
-    first_view = {point: _medians([_first_past_view_ms(again, name, run_id, c.id) for _ in range(5)]) for point, c in points.items()}
+    first_view = {point: _medians([_first_past_view_ms(again, name, run_id, c.id) for _ in range(COLD)])
+                  for point, c in points.items()}
+    cold_opened = {point: statistics.median(_opened_restore_ms(name, rounds, c.id) for _ in range(COLD))
+                   for point, c in points.items()}
     return {"wall": wall, "final": final, "final_bytes": len(json.dumps(final, ensure_ascii=False).encode()),
             "parts": parts, "save_ms": save_ms, "tick_ms": tick_ms, "points": points, "restore": restore,
-            "cold": cold, "cold_read": cold_read, "read": read,
+            "cold": cold, "cold_read": cold_read, "cold_opened": cold_opened, "read": read,
             "view": view, "first_view": first_view}
 
 
@@ -272,9 +287,12 @@ async def main(rounds: int, postgres: str | None, writers: int, writer_rounds: i
     columns["SQLite"]["stored"] = sum(os.path.getsize(p) for p in folder.iterdir())
     url, server = postgres_url(postgres)
     try:
-        if url is not None:
-            columns["PostgreSQL"] = await measure(url, rounds, lambda: postgres_sizes(url))
-            columns["PostgreSQL"]["stored"] = sum(columns["PostgreSQL"]["parts"][part] for part in TABLES)
+        databases = {"PostgreSQL": url} if url is not None else {}
+        if server is not None:  # the throw-away server's Unix socket too: a round trip 0.04-0.07 ms cheaper here
+            databases["PG Unix socket"] = server.new_database(socket=True)
+        for column, database in databases.items():
+            columns[column] = await measure(database, rounds, lambda database=database: postgres_sizes(database))
+            columns[column]["stored"] = sum(columns[column]["parts"][part] for part in TABLES)
         concurrency = {"SQLite": [concurrent_writers(str(folder / f"writers-{n}.db"), n, writer_rounds)
                                   for n in (1, writers)]}
         if url is not None:
@@ -330,6 +348,7 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
         row("  new runner (cold)", [f"{col['cold'][point]:.3f} ms" for col in columns.values()],
             f"{peer['cold'][point]:.3f} ms" if peer else "")
         row("    and its first read of messages", [f"{col['cold_read'][point]:.3f} ms" for col in columns.values()])
+        row("  new runner, store just opened", [f"{col['cold_opened'][point]:.3f} ms" for col in columns.values()])
         row("  store.get alone", [f"{col['read'][point]:.3f} ms" for col in columns.values()])
         for label, key in (("  past view, store open", "view"), ("  past view, store just opened", "first_view")):
             row(label + ":", [])

@@ -1,5 +1,6 @@
-"""A throw-away PostgreSQL server for the tests: its own data directory, a free loopback port,
-a password (so tests can check it never shows), stopped and deleted at the end.
+"""A throw-away PostgreSQL server for the tests: its own data directory, a free loopback port and
+a Unix socket in that directory, a password (so tests can check it never shows), stopped and
+deleted at the end.
 
 `initdb` refuses to run as root, and the tests may run as root: the server then runs as the
 unprivileged `postgres` system user (`runuser`), owning only its temporary directory.
@@ -87,10 +88,13 @@ class PostgresServer:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-o", options, "start")
         return self
 
-    def url(self, database: str = "postgres") -> str:
+    def url(self, database: str = "postgres", *, socket: bool = False) -> str:
+        """The database over loopback TCP, or (`socket`) over the Unix socket in the server's directory."""
+        if socket:
+            return f"postgresql://{USER}:{PASSWORD}@/{database}?host={self.root}&port={self.port}"
         return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self) -> str:
+    def new_database(self, *, socket: bool = False) -> str:
         """The URL of a fresh, empty database."""
         import psycopg
 
@@ -98,7 +102,7 @@ class PostgresServer:
         name = f"t{self._databases}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
-        return self.url(name)
+        return self.url(name, socket=socket)
 
     def halt(self) -> None:
         """The server goes away (as in a crash or a restart); its files stay."""

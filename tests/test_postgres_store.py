@@ -3,6 +3,7 @@ and a writer that loses its connection."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -78,6 +79,33 @@ def test_a_wrong_password_or_no_server_is_one_line_without_the_password(postgres
         open_store(f"postgresql://jianmu:{PASSWORD}@127.0.0.1:{port}/db")
     assert str(caught.value).startswith(f"postgresql://jianmu@127.0.0.1:{port}/db: cannot connect (")
     assert PASSWORD not in str(caught.value)
+
+
+def test_a_urls_own_options_are_kept_beside_the_stores_search_path(postgres_url, monkeypatch):
+    open_store(postgres_url).close()
+    for url, timeout in ((postgres_url + "?options=-c%20lock_timeout%3D4321", "4321ms"), (postgres_url, "1234ms")):
+        monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=1234")  # what libpq takes when the URL names none
+        store = open_store(url)
+        assert store._conn.execute("SHOW lock_timeout").fetchone() == (timeout,)
+        assert store.list() == []  # the store's tables found: its schema is on the search path
+        store.close()
+
+
+def test_a_store_over_the_servers_unix_socket_records_and_restores(postgres_server):
+    from test_checkpoint_store import Chat, chat_tree
+
+    from runtime.engine.runner import ReactiveRunner
+
+    url = postgres_server.new_database(socket=True)
+    store = open_store(url)
+    assert store.location.startswith(f"postgresql://jianmu@{postgres_server.root}:") and PASSWORD not in store.location
+    runner = ReactiveRunner(chat_tree(5), Chat, checkpointer=store)
+    asyncio.run(runner.run())
+    store.close()
+    store = open_store(url, create=False)
+    last = store.latest(runner.run_id)
+    assert store.get(last.id).state[""]["messages"] == [f"message {n}" for n in range(1, 6)]
+    store.close()
 
 
 def _port_nothing_listens_on() -> int:

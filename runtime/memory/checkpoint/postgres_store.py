@@ -3,11 +3,11 @@
 The same records, encoding and queries as the SQLite store (`sql_store.py`), in tables of
 their own schema (`jianmu`) of a PostgreSQL database, created on first use under an advisory
 lock (ten writers may start at once) and versioned like the SQLite format: another
-version is refused in one line. A save is one transaction that also `NOTIFY`s
-`jianmu_checkpoints` with the run id, so a studio following the run hears of each
-checkpoint as it commits. A writer whose connection is lost raises `StoreError` at its
-next save: the run stops rather than going on unrecorded; the store connects again for
-what comes after (how the run ended).
+version is refused in one line; a store already there at this version opens in one query.
+A save is one transaction that also `NOTIFY`s `jianmu_checkpoints` with the run id, so a
+studio following the run hears of each checkpoint as it commits. A writer whose connection
+is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
+the store connects again for what comes after (how the run ended).
 
 The store is named by a `postgresql://user:password@host:port/database` URL; its
 `location` (what messages show) is that URL without the password.
@@ -24,9 +24,10 @@ from typing import Any
 
 import psycopg
 from psycopg import conninfo
+from psycopg.types.numeric import Int8Dumper
 
 from .naming import is_postgres_url
-from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _item_data
+from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
 SCHEMA = "jianmu"
@@ -125,24 +126,29 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         super().__init__()
         self.location = redacted(url)
         self._url = url
-        self._secrets = [s for s in (self._password(url), os.environ.get("PGPASSWORD")) if s]
+        parts = self._parts(url)
+        self._secrets = [s for s in (parts.get("password"), os.environ.get("PGPASSWORD")) if s]
+        self._options = f"{parts.get('options') or os.environ.get('PGOPTIONS', '')} -c search_path={SCHEMA}".strip()
         self._listener: psycopg.Connection | None = None
         self._conn = _Connection(self._connect())
         with self._guard():
             self._open_schema(create)
 
-    def _password(self, url: str) -> str | None:
+    @staticmethod
+    def _parts(url: str) -> dict[str, Any]:
         try:
-            return conninfo.conninfo_to_dict(url).get("password")
+            return conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError:
-            return None
+            return {}
 
     def _connect(self) -> psycopg.Connection:
+        """A connection whose search path names the store's schema from its start (the URL's or
+        $PGOPTIONS's own options kept), not set by a statement: a round trip less to open."""
         try:
-            raw = psycopg.connect(self._url, autocommit=True)
-            raw.execute(f"SET search_path TO {SCHEMA}")
+            raw = psycopg.connect(self._url, autocommit=True, options=self._options)
         except psycopg.Error as exc:
             raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
+        raw.adapters.register_dumper(int, Int8Dumper)  # every id a bigint: a statement prepared once fits all
         return raw
 
     @contextmanager
@@ -156,6 +162,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
                 yield conn
 
     def _open_schema(self, create: bool) -> None:
+        if self._is_current():
+            return
         conn = self._conn
         conn.execute("BEGIN")
         try:
@@ -180,6 +188,22 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         except BaseException:
             self._rollback(conn)
             raise
+
+    def _is_current(self) -> bool:
+        """Whether the store is there at this schema version, read without the creation lock (the
+        tables and their version row commit together): one query, not a transaction of four. Then the
+        chain read is prepared: a new server backend pays that query's parsing and catalog lookups
+        (0.35-0.5 ms here) while opening, not when the first checkpoint is read. A version this one
+        cannot read is refused; an older one, or no store, is left to the locked path."""
+        conn = self._conn
+        try:
+            version = self._version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+        except psycopg.errors.UndefinedTable:
+            return False
+        if version < SCHEMA_VERSION:
+            return False
+        conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)
+        return True
 
     def _first_line(self, exc: Exception) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0].strip()

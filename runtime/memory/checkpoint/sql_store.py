@@ -59,6 +59,8 @@ _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
 _CHAIN_LEVEL = 1  # deflate level of checkpoint chains: a 100k-node full record in 40 ms, not 350 (6% larger)
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
 _CHAIN = ", ".join(f"c.{column}" for column in (*_INFO.split(", "), "stream", "data"))  # a chain's rows, `c`
+CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BETWEEN h.base_id AND h.id "
+              "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id")  # a checkpoint's chain, oldest row first
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
             EventType.RUN_SUSPENDED: "suspended"}
 
@@ -497,9 +499,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             # chain's rows lie between its full record and its last, the primary key's range, no index of its own
             if checkpoint_id.bit_length() > 63:  # beyond 64-bit integers: no such checkpoint, never a query
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
-            rows = conn.execute(
-                f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BETWEEN h.base_id AND h.id "
-                "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id", (checkpoint_id,)).fetchall()
+            rows = conn.execute(CHAIN_READ, (checkpoint_id,)).fetchall()
             if not rows or rows[-1][0] != checkpoint_id:  # no chain: a damaged header, or no such checkpoint
                 if rows or conn.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone():
                     raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt (no chain to read)")
@@ -672,4 +672,4 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                             None if error is None else json.loads(error))
 
 
-__all__ = ["SCHEMA_VERSION", "SQLCheckpointStore"]
+__all__ = ["CHAIN_READ", "SCHEMA_VERSION", "SQLCheckpointStore"]
