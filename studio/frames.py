@@ -85,11 +85,12 @@ class _Branch:
         self.ordered = True  # seq never went down: the events up to a limit are a prefix
 
     def add(self, stamped: StampedEvent, position: int) -> None:
-        if self.events and stamped.seq < self.events[-1].seq:
+        events = self.events
+        if events and stamped.event.seq < events[-1].event.seq:
             self.ordered = False
-        self.events.append(stamped)
+        events.append(stamped)
         self.positions.append(position)
-        if stamped.type in RUN_END:
+        if stamped.event.type in RUN_END:
             self.ends.append((position, stamped))
 
     def held(self, lineage: Lineage, limit: int | None) -> tuple[list[StampedEvent], Sequence[int]]:
@@ -131,18 +132,20 @@ class EventLog:
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
     def add(self, stamped: StampedEvent) -> None:
-        position = self._logged.get(stamped.run_id, 0)
-        self._logged[stamped.run_id] = position + 1
-        branch = self._branches.get((stamped.run_id, stamped.branch))
+        event = stamped.event  # its fields read once, not through the properties: ~2,000 events a tick
+        run_id, kind = event.run_id, event.type
+        position = self._logged.get(run_id, 0)
+        self._logged[run_id] = position + 1
+        branch = self._branches.get((run_id, stamped.branch))
         if branch is None:
-            branch = self._branches[(stamped.run_id, stamped.branch)] = _Branch()
+            branch = self._branches[(run_id, stamped.branch)] = _Branch()
         branch.add(stamped, position)
-        if stamped.node is not None and stamped.type in NODE_EVENTS:
-            self._nodes.setdefault((stamped.run_id, stamped.node), []).append(stamped)
-        elif stamped.type == EventType.STATE_CHANGED:
-            self._writes.setdefault((stamped.run_id, stamped.tick), []).append(stamped)
-        elif stamped.type == EventType.MODEL_CALL_COMPLETED:
-            totals = self._tokens.setdefault((stamped.run_id, stamped.branch), [])
+        if event.node is not None and kind in NODE_EVENTS:
+            self._nodes.setdefault((run_id, event.node), []).append(stamped)
+        elif kind == EventType.STATE_CHANGED:
+            self._writes.setdefault((run_id, event.tick), []).append(stamped)
+        elif kind == EventType.MODEL_CALL_COMPLETED:
+            totals = self._tokens.setdefault((run_id, stamped.branch), [])
             used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
             totals.append((stamped.seq, (totals[-1][1] if totals else 0) + used))
 

@@ -28,9 +28,10 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
@@ -211,6 +212,7 @@ class EventsPane(ScrollView, can_focus=True):
         self._resuming = False
         self.show_branch = False  # a branch column, when the run has more than one branch
         self.cursor: int | None = None  # the row under the cursor; None: no cursor, following
+        self._look: tuple[Style, int] | None = None  # (style, width) while render_lines draws
 
     def on_mount(self) -> None:
         self.anchor()
@@ -311,9 +313,19 @@ class EventsPane(ScrollView, can_focus=True):
             self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
         self.virtual_size = Size(self._width, len(self._rows))
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The pane's style and width worked out once for the lines drawn, not once a line: the style
+        walks the pane's ancestors, and a step draws every line again (the rows scroll by)."""
+        self._look = (self.rich_style, self.size.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._look = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        index, width, style = scroll_y + y, self.size.width, self.rich_style
+        style, width = self._look or (self.rich_style, self.size.width)
+        index = scroll_y + y
         if index >= len(self._rows):
             return Strip.blank(width, style)
         line = self._line(self._rows[index])
