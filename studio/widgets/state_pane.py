@@ -121,8 +121,7 @@ class StatePane(Tree[Key]):
             node.allow_expand = long
         if not same_value:
             self._values[key] = value
-            if node.children:  # a scalar has none: removing them re-indexes and repaints the whole pane
-                node.remove_children()
+            node.remove_children()
             if long and node.is_expanded and self._readable(key):
                 _add_children(node, whole(value))
 
