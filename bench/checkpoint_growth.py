@@ -249,7 +249,11 @@ def write_one_run(name: str, go: str, rounds: int) -> None:
 def concurrent_writers(name: str, processes: int, rounds: int) -> tuple[float, int]:
     """Checkpoints per second, in total, of `processes` writers recording one run each at once
     (timed from the start signal to the last writer's end); and how many were stored."""
-    go = Path(tempfile.mkdtemp(prefix="jianmu-go-")) / "go"
+    with tempfile.TemporaryDirectory(prefix="jianmu-go-") as folder:
+        return _race(name, processes, rounds, Path(folder) / "go")
+
+
+def _race(name: str, processes: int, rounds: int, go: Path) -> tuple[float, int]:
     open_store(name).close()  # the schema exists before the writers race
     children = [subprocess.Popen([sys.executable, __file__, "--writer", name, str(go), str(rounds)],
                                  stdout=subprocess.PIPE, text=True) for _ in range(processes)]
@@ -281,7 +285,11 @@ def postgres_url(given: str | None):
 
 
 async def main(rounds: int, postgres: str | None, writers: int, writer_rounds: int) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="jianmu-bench-"))
+    with tempfile.TemporaryDirectory(prefix="jianmu-bench-") as folder:  # the stores go with the run
+        await _measure_all(Path(folder), rounds, postgres, writers, writer_rounds)
+
+
+async def _measure_all(folder: Path, rounds: int, postgres: str | None, writers: int, writer_rounds: int) -> None:
     path = folder / "bench.db"
     columns = {"SQLite": await measure(str(path), rounds, lambda: sqlite_sizes(path))}
     columns["SQLite"]["stored"] = sum(os.path.getsize(p) for p in folder.iterdir())
