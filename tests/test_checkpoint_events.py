@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from test_checkpoint_store import Chat, chat_tree
 
 from runtime.engine import RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner
+from runtime.memory.checkpoint import EventsRead
 
 
 async def _recorded(store, *, watched: bool, full_every: int = 4):
@@ -71,3 +73,37 @@ async def test_telemetry_of_a_run_with_many_chains_is_rebuilt_from_each_chain(st
     runner, seen = await _recorded(store, watched=True, full_every=1)
     assert len({info.id for info in store.list(runner.run_id)}) > 16
     assert store.events(runner.run_id) == seen
+
+
+async def _looked_at_each_tick(store, *, let_go: bool = False):
+    """A chat run stepped tick by tick, forked at its middle and stepped to its end, the store asked
+    after each tick for what is new (`since`); `let_go` forgets the chains' statuses between looks,
+    as when more chains are written at once than the store keeps. Returns (runner, the looks)."""
+    runner = ReactiveRunner(chat_tree(9), Chat, checkpointer=store)
+    runner.checkpoints.full_every = 2
+    read, looks = EventsRead(), []
+
+    async def step_to_the_end():
+        while not runner.finished:
+            await runner.step()
+            looks.append(store.events(runner.run_id, since=read))
+            if let_go:
+                read.chains.clear()
+
+    await step_to_the_end()
+    runner.fork(store.list(runner.run_id)[6].id, state_updates={"turns": 7})
+    await step_to_the_end()
+    return runner, looks
+
+
+@pytest.mark.parametrize("let_go", [False, True], ids=["chains kept", "chains let go"])
+async def test_events_read_as_they_land_add_up_to_the_whole_run(store, let_go):
+    """A follower's looks (studio/follow.py) each bring only what landed since the one before, and
+    together they are what one read of the whole run gives, telemetry and its old statuses included."""
+    runner, looks = await _looked_at_each_tick(store, let_go=let_go)
+    whole = store.events(runner.run_id)
+    assert [pair for look in looks for pair in look] == whole
+    assert {branch for branch, _ in whole} == {"main", "fork-1"}
+    started = [sum(event.type == "tick.started" for _, event in look) for look in looks]
+    assert len(started) > 10 and max(started) == 1  # a look holds the tick just made, never the run again
+    assert store.events(runner.run_id, since=EventsRead()) == whole

@@ -7,6 +7,7 @@ from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, Re
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
 from .naming import chosen_store, display_name, open_store
+from .sql_store import EventsRead
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
@@ -32,6 +33,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointRecoveryFacade",
     "CheckpointStore",
+    "EventsRead",
     "IORecord",
     "IORecorder",
     "IOReplayer",

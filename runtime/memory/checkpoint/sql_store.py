@@ -40,6 +40,7 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic_core import from_json
@@ -152,6 +153,20 @@ def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
     events.append(RuntimeEvent(completed, EventType.TICK_COMPLETED.value, completed_at, tick, None, run_id,
                                tick_completed_payload(status, duration_ms, changed, state_keys, ticked)))
     return events
+
+
+@dataclass
+class EventsRead:
+    """Where a reading of a run's events stands (`events(run_id, since=...)` continues from it):
+    the last rows read, the deflate streams open in them, the statuses of the chains being
+    written, and the telemetry of checkpoints read whose event batch has not been yet."""
+
+    events_after: int = 0  # id of the last events row read
+    checkpoints_after: int = 0  # id of the last checkpoint row read for telemetry
+    event_streams: dict[int, Any] = field(default_factory=dict)  # stream (its first row id) -> its inflater
+    checkpoint_streams: dict[int, Any] = field(default_factory=dict)
+    chains: dict[int, dict[str, str]] = field(default_factory=dict)  # base id -> statuses as of its last record read
+    telemetry: dict[int, list[RuntimeEvent]] = field(default_factory=dict)  # checkpoint id -> its tick's telemetry
 
 
 class _Streams:
@@ -428,10 +443,12 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._transaction(lambda conn, _, __: self._put_meta(conn, key, value))
 
     # -- reading -------------------------------------------------------------------
-    def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str) -> list[Any]:
+    def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str,
+                 decoders: dict[int, Any] | None = None) -> list[Any]:
         """The JSON values written into (row id, stream, data) rows, read in id order from each
-        stream's first; a damaged row is named (`what` and its id)."""
-        decoders: dict[int, Any] = {}
+        stream's first (or continuing the streams in `decoders`, by first row id); a damaged row
+        is named (`what` and its id)."""
+        decoders = {} if decoders is None else decoders
         out = []
         for row_id, stream, data in rows:
             try:
@@ -599,40 +616,41 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return out
 
     @_decoding
-    def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
+    def events(self, run_id: str, since: EventsRead | None = None) -> list[tuple[str, RuntimeEvent]]:
         """(branch, event) pairs in the order they happened, each tick's telemetry rebuilt where
-        its checkpoint's marker stands in the event batch."""
+        its checkpoint's marker stands in the event batch; with `since`, only those stored after
+        it last stood (it moves on): a follower's look costs what landed, not the whole run."""
+        read = since if since is not None else EventsRead()
         with self._guard() as conn:
-            rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? ORDER BY id",
-                                (run_id,)).fetchall()
-        batches = self._inflate(((r[0], r[2], r[3]) for r in rows), "event batch")
-        telemetry = self._tick_telemetry(run_id) if any(len(b) and len(b[-1]) == 1 for b in batches) else {}
+            rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? AND id > ? "
+                                "ORDER BY id", (run_id, read.events_after)).fetchall()
+        batches = self._inflate(((r[0], r[2], r[3]) for r in rows), "event batch", read.event_streams)
+        if any(len(b) and len(b[-1]) == 1 for b in batches):  # read after the events: their checkpoints are in
+            self._tick_telemetry(run_id, read)
         out = []
         for (_, branch, _, _), batch in zip(rows, batches, strict=True):
             events = [RuntimeEvent(seq, type_, t, tick, node, run_id, payload)
                       for seq, type_, tick, node, t, payload in (e for e in batch if len(e) > 1)]
             if batch and len(batch[-1]) == 1:
-                events = sorted([*events, *telemetry.get(batch[-1][0], ())], key=lambda e: e.seq)
+                events = sorted([*events, *read.telemetry.pop(batch[-1][0], ())], key=lambda e: e.seq)
             out.extend((branch, event) for event in events)
+        if rows:
+            read.events_after = rows[-1][0]
         return out
 
-    def _tick_telemetry(self, run_id: str) -> dict[int, list[RuntimeEvent]]:
-        """checkpoint id -> its tick's telemetry events (tick.started, node.status..., tick.completed),
-        the statuses' old values from the checkpoint's chain."""
+    def _tick_telemetry(self, run_id: str, read: EventsRead) -> None:
+        """Into `read.telemetry`, checkpoint id -> its tick's telemetry events (tick.started,
+        node.status..., tick.completed) of the checkpoints stored since `read` last stood, the
+        statuses' old values from the checkpoint's chain."""
         with self._guard() as conn:
             rows = conn.execute("SELECT id, base_id, tick, status, stream, data FROM checkpoints "
-                                "WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-        records = self._inflate(((r[0], r[4], r[5]) for r in rows), "checkpoint")
-        chains: dict[int, dict[str, str]] = {}  # base id -> statuses as of its last record read (a few kept)
-        out: dict[int, list[RuntimeEvent]] = {}
-        for i, ((checkpoint_id, base_id, tick, status, _, _), data) in enumerate(zip(rows, records, strict=True)):
+                                "WHERE run_id = ? AND id > ? ORDER BY id", (run_id, read.checkpoints_after)).fetchall()
+        records = self._inflate(((r[0], r[4], r[5]) for r in rows), "checkpoint", read.checkpoint_streams)
+        chains = read.chains
+        for (checkpoint_id, base_id, tick, status, _, _), data in zip(rows, records, strict=True):
             saved = chains.pop(base_id, None)
             if saved is None:  # a new chain, or one let go: its earlier records give its statuses
-                saved = {}
-                if checkpoint_id != base_id:
-                    for row, earlier in zip(rows[:i], records[:i], strict=True):
-                        if row[1] == base_id:
-                            saved.update(earlier["s"])
+                saved = {} if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
             chains[base_id] = saved
             if len(chains) > _Streams.LIMIT:  # a large tree's statuses, kept for the chains still written
                 del chains[next(iter(chains))]
@@ -641,9 +659,21 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 changes = t.get("x")
                 if changes is None and "n" in t:
                     changes = [(p, saved.get(p, "INVALID"), new) for p, new in itertools.islice(delta.items(), t["n"][2])]
-                out[checkpoint_id] = _rebuilt(run_id, tick, status, t, changes or ())
+                read.telemetry[checkpoint_id] = _rebuilt(run_id, tick, status, t, changes or ())
             saved.update(delta)
-        return out
+        if rows:
+            read.checkpoints_after = rows[-1][0]
+
+    def _chain_statuses(self, base_id: int, before: int) -> dict[str, str]:
+        """The statuses of chain `base_id` as of its records before `before` (each of its streams
+        starts at or after its full record, so they inflate from there)."""
+        with self._guard() as conn:
+            rows = conn.execute("SELECT id, stream, data FROM checkpoints WHERE base_id = ? AND id < ? ORDER BY id",
+                                (base_id, before)).fetchall()
+        saved: dict[str, str] = {}
+        for data in self._inflate(rows, "checkpoint"):
+            saved.update(data["s"])
+        return saved
 
     def _item(self, conn: Any, item_id: int) -> Any:
         return json.loads(self._item_texts(conn, (item_id,))[0])
@@ -672,4 +702,4 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                             None if error is None else json.loads(error))
 
 
-__all__ = ["CHAIN_READ", "SCHEMA_VERSION", "SQLCheckpointStore"]
+__all__ = ["CHAIN_READ", "SCHEMA_VERSION", "EventsRead", "SQLCheckpointStore"]

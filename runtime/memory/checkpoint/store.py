@@ -91,8 +91,9 @@ class CheckpointStore(Protocol):
 
     def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None: ...
 
-    def events(self, run_id: str) -> list[tuple[str, RuntimeEvent]]:
-        """(branch, event) pairs in the order they were stored."""
+    def events(self, run_id: str, since: Any = None) -> list[tuple[str, RuntimeEvent]]:
+        """(branch, event) pairs in the order they were stored; with `since` (the store's own
+        `EventsRead`), only those stored after it last stood, and it moves on."""
 
     def put_io(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None: ...
 
