@@ -3,8 +3,8 @@
 The store says when it may have changed (`wait_for_change`: PostgreSQL's `LISTEN` on a
 connection of its own, SQLite's `data_version` polled). That wait blocks, so it runs in a
 thread of its own, which also reads what is new (the checkpoints after the last one seen,
-the run's events, how it ended) and hands it to the session's event loop; the loop only
-applies it. `stop()` ends the thread (within one wait) before the store is closed.
+the events stored since the last look, how it ended) and hands it to the session's event
+loop; the loop only applies it. A look costs what landed, never the whole run again. `stop()` ends the thread (within one wait) before the store is closed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runtime.engine.events import RuntimeEvent
-from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, StoreError
+from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, EventsRead, StoreError
 
 WAIT = 0.5  # seconds one wait lasts at most: how long `stop()` may take
 FINAL = frozenset({"completed", "failed"})  # endings after which a writer adds nothing more
@@ -30,7 +30,7 @@ class Landed:
     before: int | None  # the newest checkpoint seen before these
     checkpoints: list[CheckpointInfo]  # the new ones, oldest first
     saved: dict[tuple[str, int], int]  # (branch, tick) -> event position, of every checkpoint so far
-    events: list[tuple[str, RuntimeEvent]]  # every event of the run so far
+    events: list[tuple[str, RuntimeEvent]]  # the events stored since the last look
     ended: str | None  # "completed", "failed", "suspended", or None while it runs
     error: str | None = None  # the store failed (a lost connection): following has stopped
 
@@ -45,9 +45,10 @@ class RunFollower:
     """Hands `deliver` (on the loop) each `Landed`; following stops when it returns False, when the
     run ends, when the store fails, or at `stop()`."""
 
-    def __init__(self, store: CheckpointStore, run_id: str, seen: list[CheckpointInfo],
+    def __init__(self, store: CheckpointStore, run_id: str, seen: list[CheckpointInfo], read: EventsRead,
                  deliver: Callable[[Landed], bool]):
-        self.store, self.run_id, self.deliver = store, run_id, deliver
+        """`seen`: the checkpoints already shown; `read`: where the reading of the events shown stands."""
+        self.store, self.run_id, self.deliver, self._read = store, run_id, deliver, read
         self._last = seen[-1].id if seen else None
         self._saved = {(info.branch, info.tick): info.event_position for info in seen}
         self._ended = ending(store, run_id)
@@ -87,15 +88,16 @@ class RunFollower:
     def _look(self) -> Landed | None:
         """What is new since the last look, or None when nothing of this run is."""
         ended = ending(self.store, self.run_id)  # first: every checkpoint before the end is then listed
+        events = self.store.events(self.run_id, self._read)  # before the checkpoints: those they follow are listed
         new = self.store.list(self.run_id, after=self._last)
-        if not new and ended == self._ended:
+        if not new and not events and ended == self._ended:
             return None
         before = self._last
         if new:
             self._last = new[-1].id
             self._saved.update({(info.branch, info.tick): info.event_position for info in new})
         self._ended = ended
-        return Landed(self.run_id, before, new, dict(self._saved), self.store.events(self.run_id), ended)
+        return Landed(self.run_id, before, new, dict(self._saved), events, ended)
 
 
 __all__ = ["FINAL", "Landed", "RunFollower", "ending"]

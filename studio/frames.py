@@ -153,6 +153,11 @@ class EventLog:
              saved: dict[tuple[str, int], int]) -> None:
         """A recorded run's events; `saved` gives each (branch, tick)'s checkpoint position."""
         self._keep(lambda run: run != run_id)
+        self.extend(pairs, saved)
+
+    def extend(self, pairs: Iterable[tuple[str, RuntimeEvent]],
+               saved: dict[tuple[str, int], int]) -> None:
+        """More of a recorded run's events, stored after those loaded (a followed run's landing)."""
         for branch, event in pairs:
             position = saved.get((branch, event.tick))
             self.add(StampedEvent(branch, event, position is not None and event.seq > position))

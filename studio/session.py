@@ -42,6 +42,7 @@ from runtime.memory.checkpoint import (
     CheckpointError,
     CheckpointInfo,
     CheckpointStore,
+    EventsRead,
     IOReplayer,
     StoreError,
 )
@@ -135,6 +136,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
+        self._events_read = EventsRead()  # where reading the recorded run's events stands (`follow` goes on)
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
         self.last_stop: StopReason | None = None
@@ -196,7 +198,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)
         saved = {(info.branch, info.tick): info.event_position for info in infos}
-        session.log.load(run_id, store.events(run_id), saved)
+        session.log.load(run_id, store.events(run_id, session._events_read), saved)
         session.select_checkpoint(infos[-1].id)
         return session
 
@@ -815,7 +817,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if run_id is None or self.viewing is None or ending(self.store, run_id) in FINAL:
             return lambda: None
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
-        follower = RunFollower(self.store, run_id, seen, self._landed)
+        follower = RunFollower(self.store, run_id, seen, self._events_read, self._landed)
         follower.start(asyncio.get_running_loop())
         self._set_state(self.run_state, "following: the writer is recording")  # short: the status line's end
         return follower.stop
@@ -829,7 +831,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if landed.error is not None:
             self._set_state(self.run_state, f"stopped following: {landed.error}")
             return False
-        self.log.load(run_id, landed.events, landed.saved)
+        self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does

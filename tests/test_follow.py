@@ -46,6 +46,8 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
     session = DebugSession.open_recorded(store_name, writer.run_id)
     assert session.frame.tick == 2 and len(session.checkpoints()) == 3
     events = len(session.frame_events())
+    store_events, read = session.store.events, []  # what each of the follower's looks read
+    session.store.events = lambda *args: read.append(store_events(*args)) or read[-1]
     stop = session.follow()
     try:
         assert session.message == "following: the writer is recording"
@@ -73,6 +75,12 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
         await until(lambda: "finished" in session.message)
         assert session.message == "writer finished: run completed" and session.frame.tick == 4  # still edited there
         await until(lambda: not followers())  # nothing more can land: following has ended by itself
+        assert sum(map(len, read)) == len(store_events(writer.run_id)) - events  # each look read what landed
+        session.select_checkpoint(session.store.latest(writer.run_id).id)
+        opened = DebugSession.open_recorded(store_name, writer.run_id)  # the whole run in one read
+        assert [(e.seq, e.type, e.branch, e.between) for e in session.frame_events()] == \
+            [(e.seq, e.type, e.branch, e.between) for e in opened.frame_events()]
+        opened.store.close()
     finally:
         stop()
         writer.store.close()
