@@ -4,7 +4,8 @@ The store says when it may have changed (`wait_for_change`: PostgreSQL's `LISTEN
 connection of its own, SQLite's `data_version` polled). That wait blocks, so it runs in a
 thread of its own, which also reads what is new (the checkpoints after the last one seen,
 the events stored since the last look, how it ended) and hands it to the session's event
-loop; the loop only applies it. A look costs what landed, never the whole run again. `stop()` ends the thread (within one wait) before the store is closed.
+loop; the loop only applies it. A look costs what landed, never the whole run
+again. `stop()` ends the thread (within one wait) before the store is closed.
 """
 
 from __future__ import annotations
