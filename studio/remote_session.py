@@ -128,6 +128,7 @@ class RemoteSession:
         self._tree_version = 0  # a new tree from the server (a picture, a deferred subtree compiled)
         self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
         self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
+        self._saved: dict[tuple[str | None, str, int], int] = {}  # (run, branch, tick) -> its checkpoint's event position
         self._model_io: dict[tuple, dict[str, Any] | None] = {}
         self._paused: dict[str, Any] | None = None
         self._finished = False
@@ -191,6 +192,7 @@ class RemoteSession:
         for row in rows:
             self._rows.add(self._run_id, row)
             self._summaries[row["id"]] = row["summary"]
+            self._saved[(self._run_id, row["branch"], row["tick"])] = row["event_position"]
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:
@@ -295,11 +297,18 @@ class RemoteSession:
             self._settle()
 
     def _add_events(self, events: Any) -> None:
+        """Stamped as a local session stamps them: between ticks when published after their tick's
+        checkpoint (its row comes first), or after its tick.completed when the run keeps none."""
         for data in events:
-            event = StampedEvent(self.branch, RuntimeEvent.validate(data))
-            self.log.add(event)
-            self.events.append(event)
-            self._notify("event", event)
+            event = RuntimeEvent.validate(data)
+            key = (event.run_id, self.branch, event.tick)
+            saved = self._saved.get(key)
+            stamped = StampedEvent(self.branch, event, saved is not None and event.seq > saved)
+            if event.type == EventType.TICK_COMPLETED and not self.recording:
+                self._saved[key] = event.seq
+            self.log.add(stamped)
+            self.events.append(stamped)
+            self._notify("event", stamped)
 
     def _mark(self, update: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> None:
         """A tick's marks are the keys written since the tick before it ended; later writes are marked as

@@ -61,17 +61,26 @@ def expected_counter(node, shown: str | None, status: Status, resume: dict) -> s
 
 
 def lineage_events(store, info) -> set[tuple[str, int]]:
-    """(branch, seq) of the events a checkpoint's frame may show, read from the store: on each branch
-    of its lineage those up to where the lineage leaves it, and the run's end at the branch's last tick."""
+    """(branch, seq, between ticks) of the events a checkpoint's frame may show, read from the store: on
+    each branch of its lineage those up to where the lineage leaves it, and the run's end at the branch's
+    last tick; between ticks when published after their tick's checkpoint (async work finishing)."""
     by_id = {i.id: i for i in store.list(info.run_id)}
     limits: dict[str, int] = {}
     current = info
     while current is not None:
         limits.setdefault(current.branch, current.event_position)
         current = by_id.get(current.parent_id) if current.parent_id is not None else None
-    return {(branch, event.seq) for branch, event in store.events(info.run_id)
+    saved = {(i.branch, i.tick): i.event_position for i in by_id.values()}
+    return {(branch, event.seq, event.seq > saved.get((branch, event.tick), event.seq))
+            for branch, event in store.events(info.run_id)
             if branch in limits and (event.seq <= limits[branch] or branch == info.branch
                                      and event.tick == info.tick and event.type in RUN_END)}
+
+
+def described(store, info, events: set[tuple[str, int, bool]]) -> list[tuple]:
+    """Events as `lineage_events` gives them, named: (type, node, tick, in its tick or between ticks)."""
+    listed = {(b, e.seq): (e.type, e.node, e.tick) for b, e in store.events(info.run_id)}
+    return [(*listed.get(e[:2], e[:2]), "between ticks" if e[2] else "in its tick") for e in sorted(events)]
 
 
 def expected_summary(store, info, checkpoint, names) -> str:
@@ -108,12 +117,12 @@ async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, n
             assert view.counter == expected_counter(nodes.get(path), view.counter, status,
                                                     checkpoint.resume.get(path)), f"{where}: {path}"
         assert host(session.state_snapshot()) == names.state(checkpoint.state), where
-        events = {(stamped.branch, stamped.seq) for stamped in session.frame_events()}
+        events = {(stamped.branch, stamped.seq, stamped.between) for stamped in session.frame_events()}
         expected = lineage_events(store, info)
         if events != expected:
-            listed = {(b, e.seq): (e.type, e.node, e.tick) for b, e in store.events(info.run_id)}
-            raise AssertionError(f"{where}: shown, not in the store's lineage {[listed.get(e, e) for e in sorted(events - expected)]}; "
-                                 f"in it, not shown {[listed[e] for e in sorted(expected - events)]}")
+            raise AssertionError(f"{where}: shown, not so in the store's lineage "
+                                 f"{described(store, info, events - expected)}; "
+                                 f"in it, not shown so {described(store, info, expected - events)}")
 
     session.select_live()
     last = store.latest(session.run_id, session.branch)
