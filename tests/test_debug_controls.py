@@ -147,6 +147,8 @@ async def test_pause_holds_a_busy_run_and_edits_need_it_held():
 async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_continues():
     agent, data = sample("approval_guard")
     async with served(agent, data) as (runner, client, task):
+        published = []
+        runner.event_bus.subscribe(lambda event: published.append((event.type, event.tick)))
         await client.request("continue")
         while not (update := await until(client, "update")).get("approvals"):
             pass
@@ -165,6 +167,9 @@ async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_conti
         await client.request("approve", approval=request["id"], arguments=corrected)
         held = await until(client, "paused")  # answered: held, as a local session is after an approval
         assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
+        asked = next(at for kind, at in published if kind == "approval.requested")
+        suspended = [at for kind, at in published if kind == "run.suspended"]
+        assert tick == asked and suspended == [asked]  # it waited where it asked: no tick that found it still waiting
         await client.request("continue")
         assert (await until(client, "finished"))["status"] == "SUCCESS"
         assert await task == Status.SUCCESS

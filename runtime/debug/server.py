@@ -188,12 +188,22 @@ class DebugServer:
         return not self.runner.finished
 
     async def _until_answered(self) -> None:
-        """Wait until the suspended run could tick again (an approval answered) or the client left."""
-        gone = asyncio.ensure_future(self._detached.wait())
-        ready = asyncio.ensure_future(self.runner.wait_until_ready())
+        """Wait until the suspended run is answered (no request pending) or the client left; not
+        merely until it could tick: asking woke it, and that tick would only find it suspended again
+        (a checkpoint of nothing, which a local session never makes)."""
+        runner, loop, answered = self.runner, asyncio.get_running_loop(), asyncio.Event()
+
+        def check(_change: Any = None) -> None:
+            if not runner.suspended:
+                loop.call_soon_threadsafe(answered.set)
+
+        unsubscribe = runner.state_manager.subscribe(check)
+        check()
+        gone, ready = asyncio.ensure_future(self._detached.wait()), asyncio.ensure_future(answered.wait())
         try:
             await asyncio.wait((gone, ready), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            unsubscribe()
             gone.cancel()
             ready.cancel()
 
