@@ -585,7 +585,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                     if self.runner.finished:
                         reason = StopReason("finished", f"finished: {self.root_status.value}")
                         break
-                    if self.runner.suspended:
+                    if self.runner.suspended:  # said as `runner.run()` says it: the store records how the run stands
+                        self.bus.publish(EventType.RUN_SUSPENDED, {"pending": self.runner.interaction.pending()})
                         reason = StopReason("suspended", self._suspension_message())
                         break
                     if not await self._wait_until_ready():

@@ -88,6 +88,28 @@ async def test_a_followed_run_shows_each_checkpoint_as_it_lands_and_its_end(stor
     assert not followers()
 
 
+async def test_a_followed_run_that_waits_for_an_approval_says_so(store_name):
+    """A run recorded by a studio session says it is suspended, as a served one does: its follower
+    tells, and goes on following once the approval is granted."""
+    writer = DebugSession.load(str(REACT_CALCULATOR.parent / "approval_guard.py"), db=store_name)
+    await writer.step()
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    stop = session.follow()
+    try:
+        assert (await writer.continue_()).kind == "suspended"
+        await until(lambda: "suspended" in session.message)
+        assert session.message == f"following: tick {writer.tick}, run suspended"
+        assert [e.type for e in session.frame_events()][-1] == "run.suspended"
+        writer.approve(writer.pending_approvals()[0].id)
+        assert (await writer.continue_()).kind == "finished"
+        await until(lambda: "finished" in session.message)
+        assert session.message == "writer finished: run completed"
+    finally:
+        stop()
+        writer.store.close()
+        session.store.close()
+
+
 def status(app) -> str:
     return str(app.main.query_one(StatusLine).render())
 
