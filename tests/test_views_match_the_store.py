@@ -96,7 +96,7 @@ def expected_summary(store, info, checkpoint, names) -> str:
 
 async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, names) -> None:
     """View each checkpoint of the session's run (every branch) and compare the frame with the store."""
-    infos = store.list(session.run_id)
+    infos = store.list(session.recorded_run or session.run_id)
     assert len(infos) >= 2
     await until(lambda: len(session.checkpoints()) == len(infos))
     rows = {row.id: row.summary for row in session.checkpoints()}
@@ -124,6 +124,8 @@ async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, n
                                  f"{described(store, info, events - expected)}; "
                                  f"in it, not shown so {described(store, info, expected - events)}")
 
+    if session.recorded_run is not None:
+        return  # a recording opened from its store has no live frame
     session.select_live()
     last = store.latest(session.run_id, session.branch)
     saved = store.get(last.id)
@@ -178,3 +180,29 @@ async def test_after_replay_fork_and_restart_every_checkpoint_shows_what_the_sto
             await assert_every_checkpoint_shows_the_store(session, store, name, nodes, names)
         finally:
             store.close()
+
+
+@pytest.mark.parametrize("name", ["react_calculator", "parallel_tools", "approval_guard", "swarm_chat"])
+async def test_a_recorded_run_opened_from_its_store_shows_what_the_store_holds(name, tmp_path):
+    """The run opened again from its store (`jianmu-studio replay`): every checkpoint of every branch,
+    replayed and forked before, is what the store holds, events and their stamps included."""
+    from studio.session import DebugSession
+
+    tree = ROOT / "sample_trees" / f"{name}.py"
+    reference = load_tree(str(tree)).agent.make_runner()
+    nodes, names = reference.nodes, StateNames(reference.state_manager.schema)
+    async with session_on("local", tree, tmp_path) as live:
+        await run_to_the_end(live)
+        main = live.store.list(live.run_id)
+        await live.replay_from(main[len(main) // 2].id)
+        await run_to_the_end(live)
+        run_id = live.run_id
+        live.store.close()
+    session = DebugSession.open_recorded(tmp_path / "runs.db", run_id)
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        assert len(store.branches(run_id)) == 2
+        await assert_every_checkpoint_shows_the_store(session, store, name, nodes, names)
+    finally:
+        store.close()
+        session.store.close()
