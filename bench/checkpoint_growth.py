@@ -19,7 +19,8 @@ Peer: LangGraph's SQLite checkpointer on the same workload (`create_react_agent`
 message list in every checkpoint), measured in the same run when the bench extra is
 installed (bench/langgraph_peer.py): bytes, time per checkpoint, and the cold restore of
 its first / middle / last checkpoint. Goals here: bytes <= 3x, save <= 0.5 ms per tick,
-restore <= 1 ms median.
+restore <= 1 ms median. A follower (a studio following the run from another process) looks
+after each save: its last looks, beside one read of the whole run's events, which each look was.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import langgraph_peer
 from runtime import ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.debug.names import StateNames
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import open_store
+from runtime.memory.checkpoint import EventsRead, open_store
 from studio.edits import StagedEdits
 from studio.frames import EventLog, PastFrame
 from studio.timeline import RunTimeline, whole
@@ -197,11 +198,16 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     tick_ms: list[float] = []
     after_tick = checkpoints.after_tick
 
+    follower, read, look_ms = open_store(name), EventsRead(), []  # a studio following the run (studio/follow.py)
+
     def timed(report):
         started = time.perf_counter()
         after_tick(report)
         save_ms.append((time.perf_counter() - started) * 1000)
         tick_ms.append(report.duration_ms)
+        started = time.perf_counter()
+        follower.events(runner.run_id, read)  # its look after each save: what landed since the last
+        look_ms.append((time.perf_counter() - started) * 1000)
 
     checkpoints.after_tick = timed
     started = time.perf_counter()
@@ -211,6 +217,8 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     assert runner.state_manager.get("final_answer") == "done", "the scripted run did not finish"
     run_id = runner.run_id
     store.close()
+    look = {"since": statistics.median(look_ms[-50:]), "whole": _median_ms(lambda: follower.events(run_id), 5)}
+    follower.close()
     parts = sizes()
 
     store = open_store(name)  # restore from a freshly opened store
@@ -231,7 +239,7 @@ async def measure(name: str, rounds: int, sizes) -> dict:
     return {"wall": wall, "final": final, "final_bytes": len(json.dumps(final, ensure_ascii=False).encode()),
             "parts": parts, "save_ms": save_ms, "tick_ms": tick_ms, "points": points, "restore": restore,
             "cold": cold, "cold_read": cold_read, "cold_opened": cold_opened, "read": read,
-            "view": view, "first_view": first_view}
+            "view": view, "first_view": first_view, "look": look}
 
 
 def write_one_run(name: str, go: str, rounds: int) -> None:
@@ -351,6 +359,8 @@ def report(rounds: int, columns: dict, peer: dict | None, concurrency: dict, wri
     row("save per tick, median / p95", [f"{statistics.median(c['save_ms']):.3f}/"
                                         f"{sorted(c['save_ms'])[int(n * 0.95)]:.3f}" for c in columns.values()])
     row("tick own time, mean", [f"{statistics.fmean(c['tick_ms']):.3f} ms" for c in columns.values()])
+    row("a follower's look at the end", [f"{c['look']['since']:.3f} ms" for c in columns.values()])
+    row("  the whole run read instead", [f"{c['look']['whole']:.3f} ms" for c in columns.values()])
     for point, c in first["points"].items():
         row(f"restore {point} (tick {c.tick})", [f"{col['restore'][point]:.3f} ms" for col in columns.values()])
         row("  new runner (cold)", [f"{col['cold'][point]:.3f} ms" for col in columns.values()],
