@@ -40,6 +40,7 @@ from textual.strip import Strip
 from runtime.engine.events import EventType
 
 from ..frames import StampedEvent
+from .extent import set_extent
 from .values import fit
 
 FIELDS = ("type", "node", "branch", "run")
@@ -308,10 +309,12 @@ class EventsPane(ScrollView, can_focus=True):
         """The rows' extent. Following the newest with nothing left to take, the rows about to show
         are measured first: found wider while drawn, they would lay the screen out and draw it a
         second time (each refill, so each enter and esc)."""
-        if not self._pending and self._anchored and not self._anchor_released:  # as the compositor tells it
+        following = self._anchored and not self._anchor_released  # as the compositor tells it
+        if not self._pending and following:
             shown = islice(reversed(self._rows), self.size.height)
             self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
-        self.virtual_size = Size(self._width, len(self._rows))
+        if set_extent(self, Size(self._width, len(self._rows))) and following:  # at the bottom, as a layout puts it
+            self.scroll_target_y = self.scroll_y = self.max_scroll_y
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The pane's style and width worked out once for the lines drawn, not once a line: the style
