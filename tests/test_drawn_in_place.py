@@ -1,0 +1,107 @@
+"""enter and esc (issue #14 point 5) draw the panes in place: no pane asks for a layout of the screen
+(Textual then arranges every widget and draws every scrollbar again), and each pane still shows
+exactly what the frame holds. Only the keys line is laid out, when a key comes or goes."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widget import Widget
+from textual.widgets._footer import FooterKey
+from tui_fixtures import REACT_CALCULATOR, ROOT, TEXT_PIPELINE, settle, steady_terminal, studio_on, until  # noqa: F401
+
+from studio.session import RunState
+from studio.widgets.events_pane import EventsPane, format_event
+from studio.widgets.footer import KeysFooter
+from studio.widgets.node_detail import NodeDetailPane, render_detail
+from studio.widgets.state_pane import StatePane, qualified
+from studio.widgets.tree_pane import TreePane
+from studio.widgets.values import preview, summary
+
+LARGE_TREE = ROOT / "sample_trees" / "large_tree.py"  # 10,000 nodes
+
+
+@pytest.fixture
+def layouts(monkeypatch) -> list[Widget]:
+    """The widgets that ask for a layout (`refresh(layout=True)`), from when the test starts counting."""
+    asked: list[Widget] = []
+    original = Widget.refresh
+
+    def counting(widget, *regions, **kwargs):
+        if kwargs.get("layout"):
+            asked.append(widget)
+        return original(widget, *regions, **kwargs)
+
+    monkeypatch.setattr(Widget, "refresh", counting)
+    return asked
+
+
+def _outside_the_footer(widgets: list[Widget]) -> list[str]:
+    return [f"{type(w).__name__}#{w.id}" for w in widgets if not isinstance(w, KeysFooter | FooterKey)]
+
+
+def _shows_the_frame(app) -> None:
+    """Every pane as the frame the session shows holds it."""
+    session, screen = app.session, app.main
+    events = screen.query_one(EventsPane)
+    frame_events = session.frame_events()
+    assert events.lines == [format_event(e, events.show_branch) for e in frame_events][-len(events.lines):]
+    assert events.lines[-1] == format_event(frame_events[-1], events.show_branch)
+    assert events.virtual_size.height == len(frame_events)
+    assert events.scroll_y == events.max_scroll_y  # following the newest
+    assert events.vertical_scrollbar.window_virtual_size == len(frame_events)
+    state, marks = screen.query_one(StatePane), session.marks()
+    snapshot = session.state_snapshot()
+    assert set(state._key_nodes) == {(ns, key) for ns, values in snapshot.items() for key in values}
+    for ns, values in snapshot.items():
+        for key, value in values.items():
+            label = state._key_nodes[(ns, key)].label.plain
+            long = isinstance(value, dict | list) and bool(value)
+            assert f"{key}{f'  {summary(value)}' if long else f' = {preview(value)}'}" in label
+            assert label.startswith("●") == (qualified(ns, key) in marks)
+    lines = state._tree_lines
+    assert state.virtual_size.width == max(state.get_label_width(line.node) + line._get_guide_width(
+        state.guide_depth, state.show_root) for line in lines)  # as wide as its widest line
+    detail = screen.query_one(NodeDetailPane)
+    path = screen.query_one(TreePane).selected_path
+    assert detail.detail == session.node_detail(path)
+    body = detail.query_one("#node-detail-body")
+    rendered = app.console.render_lines(render_detail(detail.detail), app.console_options.update_width(body.size.width))
+    assert body.size.height == max(len(rendered), detail.scrollable_content_region.height)  # all of it, no more
+
+
+async def _past_and_back(tree, tmp_path):
+    """The studio on `tree` run to its end, then at a middle checkpoint, live, other checkpoints and
+    live again: yields before each move, and again (None) once its panes are drawn."""
+    async with studio_on("local", tree, tmp_path) as (session, app, pilot):
+        await pilot.press("c")
+        await until(lambda: session.run_state == RunState.FINISHED)
+        await settle(app, pilot)
+        screen, rows = app.main, session.checkpoints()
+        for row in [rows[len(rows) // 2], None, rows[1], rows[-1], rows[0], None]:
+            yield app, row
+            if row is None:
+                screen.action_live()
+            else:
+                screen.view_checkpoint(row.id)
+            await settle(app, pilot)
+            await until(lambda: not screen.query_one(EventsPane).backlog)  # a long history is taken in slices
+            await pilot.pause()
+            yield app, None
+
+
+@pytest.mark.parametrize("tree", [REACT_CALCULATOR, LARGE_TREE])
+async def test_enter_and_esc_lay_out_only_the_keys_line(tree, tmp_path, layouts):
+    """On trees whose state keys stay (only their values and marks change)."""
+    async for _, row in _past_and_back(tree, tmp_path):
+        if row is not None:
+            layouts.clear()
+        else:
+            assert _outside_the_footer(layouts) == []
+
+
+@pytest.mark.parametrize("tree", [REACT_CALCULATOR, LARGE_TREE, TEXT_PIPELINE])
+async def test_after_enter_and_esc_every_pane_shows_its_frame(tree, tmp_path):
+    """The text pipeline's keys come and go, and some are wider than the pane."""
+    async for app, row in _past_and_back(tree, tmp_path):
+        if row is None:
+            _shows_the_frame(app)
