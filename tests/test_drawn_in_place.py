@@ -9,11 +9,14 @@ from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 from tui_fixtures import REACT_CALCULATOR, ROOT, TEXT_PIPELINE, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from studio.app import StudioApp
 from studio.session import RunState
 from studio.widgets.events_pane import EventsPane, format_event
 from studio.widgets.footer import KeysFooter
 from studio.widgets.node_detail import NodeDetailPane, render_detail
 from studio.widgets.state_pane import StatePane, qualified
+from studio.widgets.status_line import StatusLine
+from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane
 from studio.widgets.values import preview, summary
 
@@ -70,38 +73,75 @@ def _shows_the_frame(app) -> None:
 
 
 async def _past_and_back(tree, tmp_path):
-    """The studio on `tree` run to its end, then at a middle checkpoint, live, other checkpoints and
-    live again: yields before each move, and again (None) once its panes are drawn."""
+    """The studio on `tree` run to its end, then (enter on its timeline row) at a middle checkpoint,
+    live (esc), other checkpoints and live again: yields (app, the row moved to or None for live,
+    whether drawn yet) just before each key and once its panes are drawn."""
     async with studio_on("local", tree, tmp_path) as (session, app, pilot):
         await pilot.press("c")
         await until(lambda: session.run_state == RunState.FINISHED)
         await settle(app, pilot)
         screen, rows = app.main, session.checkpoints()
+        timeline = screen.query_one(Timeline)
+        timeline.focus()
         for row in [rows[len(rows) // 2], None, rows[1], rows[-1], rows[0], None]:
-            yield app, row
-            if row is None:
-                screen.action_live()
-            else:
-                screen.view_checkpoint(row.id)
+            if row is not None:
+                timeline.move_cursor(row=rows.index(row))
+                await settle(app, pilot)
+            yield app, row, False
+            await pilot.press("enter" if row is not None else "escape")
             await settle(app, pilot)
+            assert session.viewing == row
             await until(lambda: not screen.query_one(EventsPane).backlog)  # a long history is taken in slices
             await pilot.pause()
-            yield app, None
+            yield app, row, True
 
 
 @pytest.mark.parametrize("tree", [REACT_CALCULATOR, LARGE_TREE])
 async def test_enter_and_esc_lay_out_only_the_keys_line(tree, tmp_path, layouts):
     """On trees whose state keys stay (only their values and marks change)."""
-    async for _, row in _past_and_back(tree, tmp_path):
-        if row is not None:
+    async for _, row, drawn in _past_and_back(tree, tmp_path):
+        if not drawn:
             layouts.clear()
         else:
-            assert _outside_the_footer(layouts) == []
+            assert _outside_the_footer(layouts) == [], row
 
 
 @pytest.mark.parametrize("tree", [REACT_CALCULATOR, LARGE_TREE, TEXT_PIPELINE])
 async def test_after_enter_and_esc_every_pane_shows_its_frame(tree, tmp_path):
     """The text pipeline's keys come and go, and some are wider than the pane."""
-    async for app, row in _past_and_back(tree, tmp_path):
-        if row is None:
+    async for app, _, drawn in _past_and_back(tree, tmp_path):
+        if drawn:
             _shows_the_frame(app)
+
+
+@pytest.mark.parametrize("tree", [REACT_CALCULATOR, LARGE_TREE])
+async def test_the_keys_line_changes_in_one_layout_after_the_panes_are_drawn(tree, tmp_path, monkeypatch):
+    """The live key comes with enter and goes with esc: one layout of the screen for it (not a second
+    for the footer's new extent), and not in the frame that first shows the panes."""
+    seen: list[str] = []  # "layout", or a frame: "new" once the status line shows the frame moved to
+    moved_to_past = [False]
+    display = StudioApp._display
+
+    def frame(app, screen, renderable) -> None:
+        display(app, screen, renderable)
+        if renderable is not None:
+            shows = "PAST" in app.main.query_one(StatusLine).content.plain
+            seen.append("new" if shows == moved_to_past[0] else "old")
+
+    monkeypatch.setattr(StudioApp, "_display", frame)
+    shown, subscribed = None, False  # the row shown, None live
+    async for app, row, drawn in _past_and_back(tree, tmp_path):
+        if not drawn:
+            if not subscribed:
+                subscribed = app.main.screen_layout_refresh_signal.subscribe(
+                    app.main, lambda _: seen.append("layout"), immediate=True) or True
+            seen.clear()
+            moved_to_past[0] = row is not None
+            continue
+        laid_out = seen.count("layout")
+        if (shown is None) == (row is None):  # past to past: the same keys
+            assert laid_out == 0, (row, seen)
+        else:
+            first = seen.index("new")
+            assert laid_out == 1 and seen[first + 1:first + 2] != ["layout"], (row, seen)
+        shown = row
