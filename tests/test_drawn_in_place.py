@@ -5,12 +5,16 @@ exactly what the frame holds. Only the keys line is laid out, when a key comes o
 from __future__ import annotations
 
 import pytest
+from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 from tui_fixtures import REACT_CALCULATOR, ROOT, TEXT_PIPELINE, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from runtime.engine.events import EventType, RuntimeEvent
 from studio.app import StudioApp
+from studio.frames import StampedEvent
 from studio.session import RunState
+from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event
 from studio.widgets.footer import KeysFooter
 from studio.widgets.node_detail import NodeDetailPane, render_detail
@@ -145,3 +149,26 @@ async def test_the_keys_line_changes_in_one_layout_after_the_panes_are_drawn(tre
             first = seen.index("new")
             assert laid_out == 1 and seen[first + 1:first + 2] != ["layout"], (row, seen)
         shown = row
+
+
+class EventsApp(App):
+    def compose(self) -> ComposeResult:
+        yield EventsPane()
+
+
+async def test_a_refill_with_nothing_to_filter_or_join_is_drawn_at_once(monkeypatch):
+    """enter and esc refill the events pane with the frame's history (~10,000 events at 10,000
+    nodes): with no filter and no text stream every event is a row as it is, so all are rows in the
+    first frame, however short the slice; a filter or a stream still takes them a slice at a time."""
+    monkeypatch.setattr(events_pane, "SLICE", 0.0)
+    app = EventsApp()
+    async with app.run_test() as pilot:
+        pane = app.query_one(EventsPane)
+        await pilot.pause()
+        history = [StampedEvent("main", RuntimeEvent(seq, "log", 0.0, 1, "A", "r", {"n": seq})) for seq in range(3000)]
+        pane.refilter("", history)
+        assert not pane.backlog and pane.lines[-1] == format_event(history[-1])
+        for text, events in (("type:log", history), ("", [*history, StampedEvent("main", RuntimeEvent(
+                3000, EventType.TEXT_DELTA, 0.0, 1, "A", "r", {"delta": "x"}))])):
+            pane.refilter(text, events)
+            assert pane.backlog == len(events)  # none taken in a slice of no time
