@@ -73,7 +73,7 @@ class KeysFooter(Footer):
             if key is None:  # as `compose` makes it (binding to the footer needs it as the active pump)
                 with self._context():
                     key = _Key(binding.key, self.app.get_key_display(binding), binding.description,
-                                    binding.action, disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
+                               binding.action, disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
                 if before is None:
                     self.mount(key, before=0)
                 else:
