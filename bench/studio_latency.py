@@ -23,7 +23,8 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    checkpoint in the middle of the run until that checkpoint is on screen (status line
    badge PAST and its tick, tree lines and state keys as the checkpoint holds them, all
    painted), and esc until the live run is again; beside the same select and back on the
-   session alone, reading what the panes read.
+   session alone, reading what the panes read. The main thread's CPU time from the key to
+   that frame is printed under each (it does not swell with the machine's load as wall does).
 4. Time to first screen: from entering `App.run_test()` until the tree pane shows the
    root's label (large_tree.py, react_calculator.py); loading the tree and building the
    `DebugSession` is timed separately, before.
@@ -182,6 +183,7 @@ class ProbedApp(StudioApp):
         super().__init__(session)
         self.probe = None  # (predicate, future): the future gets the frame's perf_counter()
         self.frames = 0
+        self.frame_cpu = 0.0  # the main thread's CPU time (time.thread_time()) at the frame the probe matched
 
     def get_default_screen(self):
         return TimedMainScreen(self.session)
@@ -205,6 +207,7 @@ class ProbedApp(StudioApp):
             except Exception:  # the screen is not there yet (first screen)
                 shown = False
             if shown and not future.done():
+                self.frame_cpu = time.thread_time()
                 future.set_result(time.perf_counter())
                 self.probe = None
 
@@ -543,7 +546,16 @@ async def past_and_back(views: int) -> dict:
         _read_frame(session)
         alone_back.append(time.perf_counter() - started)
     app = ProbedApp(session)
-    past, back = [], []
+    past, back, past_cpu, back_cpu = [], [], [], []
+
+    async def press(key: str, shown: asyncio.Future, walls: list[float], cpus: list[float]) -> None:
+        """The key until the frame shows it: wall time, and the main thread's CPU time (what the
+        studio itself spent, however loaded the machine)."""
+        started, cpu = time.perf_counter(), time.thread_time()
+        await pilot.press(key)
+        walls.append(await asyncio.wait_for(shown, 30) - started)
+        cpus.append(app.frame_cpu - cpu)
+
     async with app.run_test(size=SIZE) as pilot:
         await _until(lambda: shows_frame(app, session.tick, False), 30)
         timeline = app.main.query_one(Timeline)
@@ -551,15 +563,10 @@ async def past_and_back(views: int) -> dict:
         for _ in range(views):
             timeline.move_cursor(row=rows.index(middle))
             await pilot.pause()
-            shown = app.expect(lambda: shows_frame(app, middle.tick, True))
-            started = time.perf_counter()
-            await pilot.press("enter")
-            past.append(await asyncio.wait_for(shown, 30) - started)
-            shown = app.expect(lambda: shows_frame(app, session.tick, False))
-            started = time.perf_counter()
-            await pilot.press("escape")
-            back.append(await asyncio.wait_for(shown, 30) - started)
-    return {"past": past, "back": back, "alone_past": alone_past, "alone_back": alone_back}
+            await press("enter", app.expect(lambda: shows_frame(app, middle.tick, True)), past, past_cpu)
+            await press("escape", app.expect(lambda: shows_frame(app, session.tick, False)), back, back_cpu)
+    return {"past": past, "back": back, "alone_past": alone_past, "alone_back": alone_back,
+            "past_cpu": past_cpu, "back_cpu": back_cpu}
 
 
 SEARCH = "s9.b87"  # typed a key at a time: each prefix matches a node further down the 10,000
@@ -919,7 +926,9 @@ def report_headless(args: argparse.Namespace) -> dict:
         part(text, b[key])
     p = r["past"]
     row("enter on a timeline row -> past checkpoint on screen, large_tree.py", p["past"], p["alone_past"], "<=100")
+    part("main-thread CPU, key -> frame (time.thread_time)", p["past_cpu"])
     row("esc -> the live run on screen again, large_tree.py", p["back"], p["alone_back"], "<=100")
+    part("main-thread CPU, key -> frame (time.thread_time)", p["back_cpu"])
     for label, key in (("large_tree.py", "first_large"), ("react_calculator.py", "first_react")):
         row(f"run_test() -> tree root on screen, {label}", r[key]["first"], None)
         part("load_tree() + DebugSession(), before run_test()", r[key]["load"])

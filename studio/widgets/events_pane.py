@@ -1,11 +1,12 @@
 """The telemetry bus, newest last, cheap under bursts because it formats only what shows.
 
 Events wait in a queue and are filtered into a ring buffer of rows a few milliseconds at a
-time, so a burst of thousands never holds a key press back. A row is formatted (the JSON
-preview of its payload is the costly part) when it comes on screen, or when a text term
-of the filter has to read it; `text.delta` rows extend the line of the model call they
-belong to, so streamed text reads as it arrives. Changing the filter refills the buffer
-from the session's event history, in the same slices.
+time, so a burst of thousands never holds a key press back (with no filter and no stream to
+join there is nothing to do per event: they all become rows at once). A row is formatted
+(the JSON preview of its payload is the costly part) when it comes on screen, or when a text
+term of the filter has to read it; `text.delta` rows extend the line of the model call they
+belong to, so streamed text reads as it arrives. Changing the filter refills the buffer from
+the session's event history, in the same slices.
 
 Up and down move a cursor over the rows (the pane stops following while one is there);
 enter asks for the event under it whole (`Chosen`); end follows the newest again.
@@ -18,7 +19,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
@@ -40,6 +41,7 @@ from textual.strip import Strip
 from runtime.engine.events import EventType
 
 from ..frames import StampedEvent
+from .extent import set_extent
 from .values import fit
 
 FIELDS = ("type", "node", "branch", "run")
@@ -264,6 +266,10 @@ class EventsPane(ScrollView, can_focus=True):
         accepts = self.filter.accepts if self.filter.active else None
         deadline = time.perf_counter() + SLICE
         before, appended = len(rows), 0
+        if accepts is None and pending and EventType.TEXT_DELTA not in map(_TYPE, pending):
+            stream_open = None  # nothing to filter or join: all rows at once (a refill at enter and esc)
+            appended += self._append(pending)
+            pending.clear()
         while pending and time.perf_counter() < deadline:
             chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
             if accepts is not None:
@@ -291,7 +297,7 @@ class EventsPane(ScrollView, can_focus=True):
             self._resuming = True
             self.call_later(self._resume)
 
-    def _append(self, events: list[StampedEvent]) -> int:
+    def _append(self, events: Collection[StampedEvent]) -> int:
         """Rows for `events`; the oldest drop off, and their lines with them."""
         rows = self._rows
         for old in islice(rows, max(0, len(rows) + len(events) - MAX_ROWS)):
@@ -308,10 +314,12 @@ class EventsPane(ScrollView, can_focus=True):
         """The rows' extent. Following the newest with nothing left to take, the rows about to show
         are measured first: found wider while drawn, they would lay the screen out and draw it a
         second time (each refill, so each enter and esc)."""
-        if not self._pending and self._anchored and not self._anchor_released:  # as the compositor tells it
+        following = self._anchored and not self._anchor_released  # as the compositor tells it
+        if not self._pending and following:
             shown = islice(reversed(self._rows), self.size.height)
             self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
-        self.virtual_size = Size(self._width, len(self._rows))
+        if set_extent(self, Size(self._width, len(self._rows))) and following:  # at the bottom, as a layout puts it
+            self.scroll_target_y = self.scroll_y = self.max_scroll_y
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The pane's style and width worked out once for the lines drawn, not once a line: the style

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+
+class _Key(FooterKey):
+    """A key mounted in place. Its extent, set by the layout that places it, asks no second layout."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)
 
 
 class KeysFooter(Footer):
@@ -13,13 +21,20 @@ class KeysFooter(Footer):
     styled and laid out again, ~40 ms after each enter and esc at 10,000 nodes (the live key comes
     and goes), while the terminal is still taking the frame. Here the keys that stay are kept and
     switched on or off, a key that comes is mounted in its place and one that goes is removed; a
-    change it cannot place so (keys reordered, grouped keys) rebuilds as Textual does."""
+    change it cannot place so (keys reordered, grouped keys) rebuilds as Textual does. The keys
+    change after the screen has drawn what changed them (as Textual's own Footer rebuilds), so the
+    layout a key coming or going needs never holds back the frame of the panes (enter, esc)."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)  # set by each layout of the keys: no second layout
 
     def bindings_changed(self, screen: Screen) -> None:
         if not (self._bindings_ready and screen.app.app_focus and self.is_attached and screen is self.screen):
             super().bindings_changed(screen)
             return
-        if not self._change_in_place(self._wanted(screen)):
+        self.call_after_refresh(self._show_keys, screen)
+
+    def _show_keys(self, screen: Screen) -> None:
+        if self.is_attached and not self._change_in_place(self._wanted(screen)):
             super().bindings_changed(screen)
 
     def _wanted(self, screen: Screen) -> list[tuple[Binding, bool, str]] | None:
@@ -57,8 +72,8 @@ class KeysFooter(Footer):
             key = by_key.get((binding.key, binding.action))
             if key is None:  # as `compose` makes it (binding to the footer needs it as the active pump)
                 with self._context():
-                    key = FooterKey(binding.key, self.app.get_key_display(binding), binding.description,
-                                    binding.action, disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
+                    key = _Key(binding.key, self.app.get_key_display(binding), binding.description,
+                               binding.action, disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
                 if before is None:
                     self.mount(key, before=0)
                 else:

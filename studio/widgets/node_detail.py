@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.visual import visualize
 from textual.widgets import Static
 
 from ..session import NodeDetail
@@ -96,6 +97,12 @@ class NodeDetailPane(VerticalScroll):
             super().__init__()
             self.detail = detail
 
+    DEFAULT_CSS = """
+    NodeDetailPane > #node-detail-body {
+        min-height: 100%;
+    }
+    """
+
     detail: NodeDetail | None = None
 
     def compose(self):
@@ -106,7 +113,17 @@ class NodeDetailPane(VerticalScroll):
             return
         self.detail = detail
         body = self.query_one("#node-detail-body", Static)
-        body.update(render_detail(detail) if detail is not None else "select a node in the tree")
+        content = render_detail(detail) if detail is not None else "select a node in the tree"
+        body.update(content, layout=self._resizes(body, content))
+
+    def _resizes(self, body: Static, content: RenderableType) -> bool:
+        """Whether the body takes another height for `content`. It is at least as tall as the pane
+        (DEFAULT_CSS), so a detail that fits, as most do, leaves it as it was: Static.update's layout
+        would lay the whole screen out again at each enter and esc (the root's history grows)."""
+        if not body.size:
+            return True
+        height = visualize(body, content).get_height(body.styles, body.size.width)
+        return max(height, self.scrollable_content_region.height) != body.size.height
 
     def action_values(self) -> None:
         if self.detail is not None:

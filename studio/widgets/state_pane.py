@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
@@ -21,6 +22,7 @@ from textual.widgets.tree import TreeNode
 from runtime.memory.checkpoint import StoreError
 
 from ..timeline import Mark, StoredList, whole
+from .extent import set_extent
 from .values import preview, summary
 
 MAX_CHILDREN = 500
@@ -77,6 +79,7 @@ class StatePane(Tree[Key]):
         self._key_nodes: dict[Key, TreeNode[Key]] = {}
         self._values: dict[Key, Any] = {}
         self._marked: dict[Key, Mark] = {}
+        self._relabelled = False  # a key's line redrawn in place since the width was last checked
 
     def show(self, snapshot: dict[str, dict[str, Any]], changes: dict[str, Mark]) -> None:
         """Draw `snapshot`, marking the keys in `changes` ({qualified key: Mark})."""
@@ -97,6 +100,23 @@ class StatePane(Tree[Key]):
             for key, value in values.items():
                 self._draw_key(parent, (ns, key), value, marks.get((ns, key)))
         self._marked = marks
+        if self._relabelled:
+            self._relabelled = False
+            self._fit_width()
+
+    def _fit_width(self) -> None:
+        """As wide as the widest line, as Textual's Tree works out when it re-indexes: a key redrawn
+        in place may have made the pane's scroll range wider or narrower. Its lines are drawn again
+        only if their padding changed (each is padded to the wider of the range and the pane).
+        Textual's line index, guide widths and line cache are private (`_tree_lines`,
+        `_get_guide_width`, `_line_cache`): a Tree has no public measure of its lines."""
+        old = self.virtual_size.width
+        width = max((self.get_label_width(line.node) + line._get_guide_width(self.guide_depth, self.show_root)
+                     for line in self._tree_lines), default=old)
+        if max(width, self.size.width) != max(old, self.size.width):
+            self._line_cache.clear()
+            self.refresh()
+        set_extent(self, Size(width, self.virtual_size.height))
 
     def _forget(self, key: Key) -> None:
         self._key_nodes.pop(key, None)
@@ -116,12 +136,14 @@ class StatePane(Tree[Key]):
                 label.append(f"  (t{mark.between}+: between ticks)", "italic yellow")
         if node is None:
             node = self._key_nodes[key] = parent.add(label, data=key, expand=False, allow_expand=long)
-        else:
+        else:  # its line alone drawn again (`set_label`), unless its items must go
             node.set_label(label)
             node.allow_expand = long
+            self._relabelled = True
         if not same_value:
             self._values[key] = value
-            node.remove_children()
+            if node.children:  # removing re-indexes and lays out the pane: only when there is something to remove
+                node.remove_children()
             if long and node.is_expanded and self._readable(key):
                 _add_children(node, whole(value))
 
