@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_snapshots import filter_events
+from test_snapshots import WAITING_EVENTS, filter_events, filter_events_with
 from textual.widgets import Input
 from tui_fixtures import (  # noqa: F401
     REACT_CALCULATOR,
@@ -116,7 +116,7 @@ def test_snapshot_approval_dialog_sizes(snap_compare, size, tmp_path):
     app = StudioApp(approval_session(tmp_path))
 
     async def run_before(pilot) -> None:
-        await filter_events(pilot)
+        await filter_events_with(pilot, WAITING_EVENTS)
         await pilot.press("c")
         await settle(app, pilot)
 

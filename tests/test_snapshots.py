@@ -12,6 +12,7 @@ from tui_fixtures import SIZE, approval_session, pipeline_session, settle, stead
 from studio.app import StudioApp
 
 STABLE_EVENTS = "-type:tick.completed -type:approval."
+WAITING_EVENTS = f"{STABLE_EVENTS} -type:run.suspended"  # its payload names the approval's random id too
 
 
 async def filter_events(pilot) -> None:
@@ -52,7 +53,7 @@ def test_snapshot_approval_dialog(snap_compare, tmp_path):
     app = StudioApp(approval_session(tmp_path))
 
     async def run_before(pilot) -> None:
-        await filter_events(pilot)
+        await filter_events_with(pilot, WAITING_EVENTS)
         await pilot.press("c")
         await settle(app, pilot)
 
