@@ -394,8 +394,10 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return self.frame.events()
 
     def branches(self) -> list[str]:
+        """The run's branches, oldest first, from the timeline's headers (read anyway, newest only):
+        not a query of the store at every frame."""
         run_id = self.recorded_run or self.run_id
-        return self.store.branches(run_id) if run_id else []
+        return list(dict.fromkeys(info.branch for info in self.timeline.infos(run_id))) if run_id else []
 
     # -- the live run ----------------------------------------------------------------
     @property
