@@ -94,6 +94,11 @@ async def test_the_changed_column_is_fitted_to_the_pane_with_an_ellipsis():
             assert line.rstrip().endswith("…") and line.split("main", 1)[1].strip()[:-1] in LONG
         assert timeline.virtual_size.width <= timeline.size.width  # nothing to scroll sideways to
         assert timeline.get_cell("1", "changed") == LONG  # the row holds it whole
+        timeline.sync(rows(30, LONG))  # more rows than the pane holds: fitted beside the scrollbar
+        await pilot.pause()
+        room = timeline.scrollable_content_region.width
+        assert timeline.show_vertical_scrollbar and not timeline.show_horizontal_scrollbar
+        assert room < timeline.size.width and all(line[:room].endswith("…") for line in lines(timeline)[1:])
 
 
 async def test_the_cursor_moves_by_keys_and_clicks_and_enter_chooses():

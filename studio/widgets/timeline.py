@@ -192,10 +192,16 @@ class Timeline(ScrollView, can_focus=True):
         the whole screen (what setting `virtual_size` asks for, ~5 ms at every step) as only this
         widget's scroll range and scrollbar depend on it; a scrollbar appearing still lays out.
         Private: `Widget._scroll_update` is what Textual's layout calls to update the scrollbars."""
-        size = Size(self._columns(self.size.width)[1], len(self._keys) + 1)
+        size = Size(self._columns(self._room())[1], len(self._keys) + 1)
         if size != self.virtual_size:
             self.set_reactive(ScrollView.virtual_size, size)
             self._scroll_update(size)
+
+    def _room(self) -> int:
+        """The rows' width: the pane's, less the vertical scrollbar once they overflow (worked out
+        here, as Textual shows the scrollbar only once the extent is set: the rows fit it at once)."""
+        overflow = len(self._keys) + 1 > self.size.height
+        return self.size.width - (self.styles.scrollbar_size_vertical if overflow else 0)
 
     def _columns(self, width: int) -> tuple[tuple[int, ...], int]:
         """Each column's width and the table's: the changed column fitted to what the pane has left
@@ -298,7 +304,7 @@ class Timeline(ScrollView, can_focus=True):
                   self.get_component_styles("timeline--odd-row").rich_style,
                   self.get_component_rich_style("timeline--cursor"),
                   self.get_component_rich_style("timeline--hover"))
-        width = self.size.width
+        width = self._room()
         return (self.rich_style, styles, *self._columns(width), width)
 
     def render_lines(self, crop):
