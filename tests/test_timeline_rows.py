@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.screen import Screen
 
-from studio.widgets.timeline import Timeline
+from studio.widgets.timeline import KEPT, Timeline
 
 LONG = "1,203 nodes; messages, final_answer, actions, rounds, usage, llm.usage, pulse"
 
@@ -157,3 +157,16 @@ async def test_rows_are_striped_and_the_cursor_row_lit():
         assert backgrounds[0] == backgrounds[2] != backgrounds[3]  # zebra: even rows one colour, odd another
         assert backgrounds[1] not in (backgrounds[0], backgrounds[3])  # the cursor's row its own
         assert str(strips[1]._segments[-1].style.bgcolor) == str(backgrounds[0])  # a row's colour to the edge
+
+
+async def test_only_the_lines_of_rows_near_the_screen_are_kept():
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        for count in range(1, KEPT + 50):  # a step at a time: every new row drawn
+            timeline.sync(rows(count))
+            await pilot.pause()
+        assert len(timeline._drawn) <= KEPT
+        timeline.focus()
+        await pilot.press("home")  # the first rows again: drawn anew
+        assert [line.split()[0] for line in lines(timeline)[1:4]] == ["0", "1", "2"]

@@ -27,6 +27,7 @@ from .values import fit
 COLUMNS = ("", "tick", "status", "branch", "changed")  # the one of any length last: fitted to what is left
 PAD = 1  # blank cells each side of a cell
 MARK_STYLE = Style(bold=True, color="yellow")
+KEPT = 200  # rows' lines kept before those far from the screen are dropped
 
 
 def field_of(row: Any, name: str, default: Any = None) -> Any:
@@ -308,12 +309,16 @@ class Timeline(ScrollView, can_focus=True):
         return (self.rich_style, styles, *self._columns(width), width)
 
     def render_lines(self, crop):
-        """The look worked out once for the lines drawn, not once a line."""
+        """The look worked out once for the lines drawn, not once a line. The lines kept are those
+        of rows near the screen (a line is a few KB: 4,000 checkpoints would keep ~20 MB)."""
         self._look = self._look_now()
         try:
             return super().render_lines(crop)
         finally:
             self._look = None
+            if len(self._drawn) > KEPT:
+                top, height = round(self.scroll_y), self.size.height
+                self._drawn = {row: drawn for row, drawn in self._drawn.items() if top - height <= row < top + 2 * height}
 
     def render_line(self, y: int) -> Strip:
         look = self._look or self._look_now()
