@@ -58,7 +58,10 @@ driver would, so that cost is included. A full-screen render after the last step
 that the probe's verdict matches what the screen holds.
 
     .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5] [--views 7]
-                                             [--tmux | --headless]   (default: both)
+                                             [--long N] [--tmux | --headless]   (default: both)
+
+--long N adds a headless row: steps on the 1,103-node tree in a studio opened after N checkpoints
+(the timeline that long; N=4000 takes about a minute to record), against the same "alone" figure.
 """
 
 from __future__ import annotations
@@ -144,6 +147,15 @@ def running_session() -> DebugSession:
 
 def large_session() -> DebugSession:
     return DebugSession(load_tree(str(LARGE)), store=private_store())
+
+
+async def long_run_steps(checkpoints: int, steps: int) -> dict:
+    """`ui_steps` on the 1,103-node running tree stepped `checkpoints` times before the studio opens
+    on it: the timeline that long (its step latency must not grow with the run)."""
+    session = running_session()
+    for _ in range(checkpoints):
+        await session.step()
+    return await ui_steps(lambda: session, steps)
 
 
 # -- the probed app ----------------------------------------------------------------
@@ -817,6 +829,8 @@ def main() -> None:
     parser.add_argument("--bursts", type=int, default=7)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--views", type=int, default=7)
+    parser.add_argument("--long", type=int, default=0, metavar="N",
+                        help="also step the 1,103-node tree in a studio opened after N checkpoints (headless)")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--tmux", action="store_true", help="only the real-terminal figures (tmux)")
     only.add_argument("--headless", action="store_true", help="only the headless figures")
@@ -873,6 +887,7 @@ def report_headless(args: argparse.Namespace) -> dict:
             "ui_1101": await ui_steps(running_session, args.steps),
             "alone_large": await session_steps(large_session, args.steps),
             "ui_large": await ui_steps(large_session, args.steps),
+            **({"ui_long": await long_run_steps(args.long, args.steps)} if args.long else {}),
             "burst": await burst_latency(args.bursts),
             "past": await past_and_back(args.views),
             "first_large": await first_screen(LARGE, args.starts),
@@ -897,6 +912,8 @@ def report_headless(args: argparse.Namespace) -> dict:
     for label, ui, alone, goal in (
         (f"step n -> screen, {nodes}-node tree (root RUNNING)", r["ui_1101"], r["alone_1101"], "<=50"),
         ("step n -> screen, large_tree.py (10,000 nodes)", r["ui_large"], r["alone_large"], ""),
+        *([(f"step n -> screen, {nodes}-node tree after {args.long:,} checkpoints", r["ui_long"], r["alone_1101"],
+            "<=50")] if args.long else []),
     ):
         row(label, ui["total"], alone, goal)
         part("first step of a run (whole tree re-synced), not in median", [ui["first"]["total"]])

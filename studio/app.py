@@ -424,7 +424,7 @@ class MainScreen(Screen):
         if viewing is not None:
             checkpoint_id = field_of(viewing, "id")
         elif table.row_count:
-            checkpoint_id = _checkpoint_key(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+            checkpoint_id = _checkpoint_key(table.cursor_key)
         else:
             self.notify("no checkpoint yet: step first", severity="warning")
             return
