@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .extent import set_extent
 from .marks import status_text
 from .values import fit
 
@@ -189,14 +190,9 @@ class Timeline(ScrollView, can_focus=True):
         self.refresh()
 
     def _extend(self) -> None:
-        """The scrollable extent: a header line and a line per row. Set without Textual's layout of
-        the whole screen (what setting `virtual_size` asks for, ~5 ms at every step) as only this
-        widget's scroll range and scrollbar depend on it; a scrollbar appearing still lays out.
-        Private: `Widget._scroll_update` is what Textual's layout calls to update the scrollbars."""
-        size = Size(self._columns(self._room())[1], len(self._keys) + 1)
-        if size != self.virtual_size:
-            self.set_reactive(ScrollView.virtual_size, size)
-            self._scroll_update(size)
+        """The scrollable extent: a header line and a line per row, set without laying out the
+        screen (`set_extent`: ~5 ms at every step otherwise); a scrollbar appearing still lays out."""
+        set_extent(self, Size(self._columns(self._room())[1], len(self._keys) + 1))
 
     def _room(self) -> int:
         """The rows' width: the pane's, less the vertical scrollbar once they overflow (worked out
