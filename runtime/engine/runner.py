@@ -38,7 +38,7 @@ from ..state import InteractionKeys, StateChange, StateManager
 from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
-from .deps import InjectPayload, RunContext, inject_runtime_deps
+from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
@@ -188,11 +188,13 @@ class ReactiveRunner:
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
         self._paths: dict[int, str] = {}
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
+        self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
         for node, path in iter_paths(self.root):
             self._paths[id(node)] = path
             self.nodes[path] = node
             if isinstance(node, JianmuNodeMixin):
                 node.path = path
+                self._jianmu.append(node)
             elif not type(node).__module__.startswith("py_trees.") and not getattr(node, "_jianmu_guarded", False):
                 _guard_foreign(node, self)
         self._order = list(self.nodes.values())
@@ -218,8 +220,8 @@ class ReactiveRunner:
     def _inject(self, wake_up: Callable[[], None] | None) -> None:
         self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up,
                                       tree_changed=self.refresh_tree)
-        for node in self._order:
-            inject_runtime_deps(node, self._payload)
+        for node in self._jianmu:  # plain py_trees nodes receive nothing (`inject_runtime_deps`)
+            node.inject(self._payload)
 
     def _go_live(self) -> None:
         """Bind to the running loop and hand nodes the live wake-up callback."""

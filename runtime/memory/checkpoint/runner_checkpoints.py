@@ -77,6 +77,7 @@ class RunnerCheckpoints:
         attach = getattr(runner.context.io_recorder, "attach", None)
         if attach is not None:
             attach(self)
+        self._index()  # now, not in the run's first save (a large tree: 30-60 ms of the first step)
 
     # -- events ----------------------------------------------------------------------
     def _on_event(self, event: RuntimeEvent) -> None:
