@@ -63,3 +63,17 @@ def test_the_trees_own_bindings_are_those_it_had_when_the_store_attached():
     runner.restore(first.id)
     assert node.output_bindings == {}  # as built (the first save used to take {"out": "m"} for it)
     assert runner.checkpoints.bindings_at(runner.checkpoints.store.get(first.id), "write") == ({}, {})
+
+
+def test_a_whole_capture_is_the_capture_of_every_path():
+    """The whole tree's capture (built apart from a capture of given paths) gives the same
+    statuses and composite positions, in the tree's order, mid-run."""
+    root = Sequence("root", memory=True, children=[
+        Write("first"), py_trees.composites.Selector("choose", memory=True, children=[
+            py_trees.behaviours.Failure("no"), Sequence("inner", memory=True, children=[Wakes("wakes")])])])
+    runner = ReactiveRunner(root, State)
+    asyncio.run(runner.step())
+    whole, listed = runner.capture(), runner.capture(list(runner.nodes))
+    assert list(whole.statuses.items()) == list(listed.statuses.items())
+    assert whole.positions == listed.positions == {"root": 1, "root/choose": 1, "root/choose/inner": 0}
+    assert whole.statuses["root/choose/inner/wakes"] == "RUNNING"

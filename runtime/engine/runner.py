@@ -602,13 +602,18 @@ class ReactiveRunner:
         """The runner's own state now: statuses and composite positions of `paths` (every
         node when None: pass a tick's `changed` and `ticked` to capture only what it touched),
         and the resume data of every node that keeps some (few nodes do)."""
-        nodes = self.nodes
-        selected = nodes.items() if paths is None else ((p, nodes[p]) for p in paths if p in nodes)
+        nodes, composites = self.nodes, self._composites
         captured = RunnerState(self.tick_count, self.run_id, self.event_bus.position, self._wake.is_set())
-        composites = self._composites
+        if paths is None:  # comprehensions, then the composites alone: 20 ms at 100,000 nodes, not 25
+            captured.statuses = dict(zip(self._order_paths, [node.status._value_ for node in self._order],
+                                         strict=True))
+            selected = composites.items()
+        else:
+            selected = [(p, nodes[p]) for p in paths if p in nodes]
+            captured.statuses = {path: node.status._value_ for path, node in selected}
+            selected = [(p, node) for p, node in selected if p in composites]
         for path, node in selected:
-            captured.statuses[path] = node.status._value_
-            if path in composites and node.current_child is not None:
+            if node.current_child is not None:
                 captured.positions[path] = node.children.index(node.current_child)
         for path, node in self._resumable.items():
             captured.resume[path] = node.dump_resume_state()
