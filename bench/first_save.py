@@ -2,8 +2,9 @@
 
 Builds sample_trees/large_tree.py's shape (as bench/studio_scale.py does), a runner recording
 into a fresh SQLite store, then times (wall ms): attaching the checkpointer (the runner's
-construction), the first `step()` (the run's fresh save at tick 0, then tick 1 and its save),
-and inside it the tick-0 save alone with its parts: `runner.capture`, `store.save`.
+construction), the first step as the studio takes it (a fresh run whose `run.started` saves
+tick 0 in full, then tick 1 and its save), and inside it the tick-0 save alone with its parts:
+`runner.capture`, `store.save`; then the tick-1 save and the second step.
 Each run is a fresh process, so no run warms the next.
 
     .venv/bin/python bench/first_save.py [--nodes 100000] [--runs 3]
@@ -23,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runtime import Agent  # noqa: E402
+from runtime.engine import EventType  # noqa: E402
 from runtime.engine.long_lived import keep_out_of_collections  # noqa: E402
 from runtime.memory.checkpoint import open_store  # noqa: E402
 from sample_trees import large_tree  # noqa: E402
@@ -57,6 +59,8 @@ async def measure(nodes: int) -> dict:
     _timed(runner, "capture", captures)
     _timed(store, "save", writes)
     started = time.perf_counter()
+    runner.start_fresh()  # as the studio's first step starts its run (studio/session.py, _start_run)
+    runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})  # saves tick 0 in full
     await runner.step()
     step_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
