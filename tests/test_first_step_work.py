@@ -77,3 +77,18 @@ def test_a_whole_capture_is_the_capture_of_every_path():
     assert list(whole.statuses.items()) == list(listed.statuses.items())
     assert whole.positions == listed.positions == {"root": 1, "root/choose": 1, "root/choose/inner": 0}
     assert whole.statuses["root/choose/inner/wakes"] == "RUNNING"
+
+
+def test_a_sparse_capture_leaves_invalid_out_and_loads_the_same():
+    root = Sequence("root", memory=True, children=[Write("first"), Sequence("then", memory=True, children=[
+        Wakes("wakes"), Write("last")])])
+    runner = ReactiveRunner(root, State)
+    asyncio.run(runner.step())
+    whole, sparse = runner.capture(), runner.capture(sparse=True)
+    assert sparse.statuses == {p: s for p, s in whole.statuses.items() if s != "INVALID"}
+    assert whole.statuses["root/then/last"] == "INVALID" and "root/then/last" not in sparse.statuses
+    assert sparse.positions == whole.positions
+    other = ReactiveRunner(Sequence("root", memory=True, children=[Write("first"), Sequence("then", memory=True, children=[
+        Wakes("wakes"), Write("last")])]), State)
+    other.load(sparse)
+    assert other.capture() == whole

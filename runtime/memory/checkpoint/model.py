@@ -121,7 +121,9 @@ class CheckpointRecord:
     chunks: list[ListChunk] = field(default_factory=list)
     telemetry: dict[str, Any] | None = None  # a tick's: how to rebuild its telemetry events (see RunnerCheckpoints)
     size: int = 0  # set by the store's save(): the bytes of its encoded data (what a restore parses)
-    tree: TreePaths | None = None  # a full record's tree (a large one; `statuses` has no path outside it): the store may leave INVALID out
+    # a full record's tree (a large one; `statuses` has no path outside it): INVALID may be left out of
+    # `statuses` (by the checkpointer, by the store), a reader puts it back for the tree's other paths
+    tree: TreePaths | None = None
 
     @property
     def full(self) -> bool:

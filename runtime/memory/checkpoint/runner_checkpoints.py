@@ -155,7 +155,7 @@ class RunnerCheckpoints:
         self._index()
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
-        captured = runner.capture(None if fresh else self._touched)
+        captured = runner.capture(None if fresh else self._touched, sparse=fresh and self._tree is not None)
         self._touched = {}
         changed = tick.changed if tick is not None else {}
         statuses, derived = self._status_delta(captured, fresh, changed)
@@ -209,7 +209,8 @@ class RunnerCheckpoints:
         and whether the tick's `changed` are the delta's first entries, each changed from its
         status as saved (then its `node.status` events are rebuilt from the delta alone)."""
         if full:
-            self._statuses = dict(captured.statuses)
+            self._statuses = dict.fromkeys(self._tree.paths, "INVALID") if self._tree is not None else {}
+            self._statuses.update(captured.statuses)  # (a large tree's capture leaves INVALID out)
             return captured.statuses, not changed
         saved = self._statuses
         delta = {p: s for p, s in captured.statuses.items() if saved.get(p) != s}
