@@ -414,13 +414,15 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             self._keep_tree(tree.key, tree.paths)
 
     def _write_tree(self, conn: Any, tree: TreePaths) -> None:
-        if tree.key not in self._trees:
+        """Its paths, unless stored already (by this object, or before: a store reopened)."""
+        if tree.key not in self._trees and not conn.execute("SELECT 1 FROM meta WHERE key = ?", (tree.key,)).fetchone():
             conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (tree.key, tree.text))
 
     def _keep_tree(self, key: str, paths: Iterable[str]) -> None:
-        self._trees[key] = paths
-        if len(self._trees) > _TREES_KEPT:
-            del self._trees[next(iter(self._trees))]
+        with self._lock:  # (a reader's thread may keep one too)
+            self._trees[key] = paths
+            if len(self._trees) > _TREES_KEPT:
+                del self._trees[next(iter(self._trees))]
 
     def _tree_paths(self, key: str) -> Iterable[str]:
         """A large tree's paths (`TreePaths`), as written or read by this object, else from `meta`."""
