@@ -91,3 +91,23 @@ async def test_a_record_whose_tree_paths_are_gone_is_a_damaged_store(tmp_path):
         again.get(store.list(runner.run_id)[0].id)
     store.close()
     again.close()
+
+
+async def test_records_written_whole_as_before_still_read_and_restore(tmp_path, monkeypatch):
+    """A store written before TreePaths (every status in each full record, no `p`) reads as it did."""
+    from runtime.memory.checkpoint import runner_checkpoints
+
+    monkeypatch.setattr(runner_checkpoints, "TREE_PATHS_FROM", 10**9)  # writes as main did
+    store = SQLiteCheckpointStore(tmp_path / "old.db")
+    runner, seen = await recorded(store)
+    assert not rows(store, "SELECT key FROM meta WHERE key LIKE 'paths:%'")
+    monkeypatch.undo()
+    again = SQLiteCheckpointStore(tmp_path / "old.db")
+    infos = again.list(runner.run_id)
+    assert again.get(infos[0].id).statuses == dict.fromkeys(runner.nodes, "INVALID")
+    assert again.events(runner.run_id) == seen
+    fresh = ReactiveRunner(large_tree(), State, checkpointer=again)
+    fresh.restore(infos[1].id)
+    assert await fresh.run() == Status.SUCCESS and fresh.state_manager.get("done") == 2
+    store.close()
+    again.close()
