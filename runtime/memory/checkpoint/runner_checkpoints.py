@@ -22,6 +22,7 @@ tick for tick (same final state, same events).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import time
@@ -32,7 +33,7 @@ from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
 from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
-from .model import Checkpoint, CheckpointRecord, ListTracker, Source, jsonable
+from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
 from .store import CheckpointError, CheckpointStore, StoreError
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ LIST_MIN = 8  # lists at least this long are stored as chunks (appends cost only
 CHAIN_SIZE = 4  # a full record again once the deltas since the last one are this many times its size
 DECODED_LISTS = 16  # stored lists kept decoded and validated, for restores that read them again
 _FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
+TREE_PATHS_FROM = 1_000  # nodes: a tree this large has its paths stored once, its full records leave INVALID out
 SPILL_EVENTS = 2_000  # events held before they are written ahead of their tick's checkpoint (memory stays bounded)
 
 
@@ -65,6 +67,7 @@ class RunnerCheckpoints:
         self._bindings: dict[str, dict[str, dict[str, str]]] = {}  # edited by a fork
         self._baseline: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._indexed: dict | None = None
+        self._tree: TreePaths | None = None  # the indexed tree's paths, when it is large (`TreePaths`)
         self._events: list[tuple[str, RuntimeEvent]] = []
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
@@ -77,6 +80,7 @@ class RunnerCheckpoints:
         attach = getattr(runner.context.io_recorder, "attach", None)
         if attach is not None:
             attach(self)
+        self._index()  # now, not in the run's first save (a large tree: 30-60 ms of the first step)
 
     # -- events ----------------------------------------------------------------------
     def _on_event(self, event: RuntimeEvent) -> None:
@@ -151,7 +155,7 @@ class RunnerCheckpoints:
         self._index()
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
-        captured = runner.capture(None if fresh else self._touched)
+        captured = runner.capture(None if fresh else self._touched, sparse=fresh and self._tree is not None)
         self._touched = {}
         changed = tick.changed if tick is not None else {}
         statuses, derived = self._status_delta(captured, fresh, changed)
@@ -163,7 +167,7 @@ class RunnerCheckpoints:
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=statuses, resume=resume,
-            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived))
+            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived), tree=self._tree if full else None)
         record.state = self._state_delta(full, record.chunks)
         try:
             checkpoint_id = self.store.save(record, self._events)
@@ -186,6 +190,11 @@ class RunnerCheckpoints:
         if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
+        self._tree = TreePaths.of(nodes.keys()) if len(nodes) >= TREE_PATHS_FROM else None
+        save_tree = getattr(self.store, "save_tree", None)  # (the SQL stores)
+        if self._tree is not None and save_tree is not None:
+            with contextlib.suppress(StoreError):  # (a store that cannot write now: the first full save tries again)
+                save_tree(self._tree)  # now, not in the run's first save
         if self._base_id is not None:  # (the next save is fresh otherwise: it captures every node)
             self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
         self._models = dict(_resumable_models(nodes))
@@ -200,7 +209,8 @@ class RunnerCheckpoints:
         and whether the tick's `changed` are the delta's first entries, each changed from its
         status as saved (then its `node.status` events are rebuilt from the delta alone)."""
         if full:
-            self._statuses = dict(captured.statuses)
+            self._statuses = dict.fromkeys(self._tree.paths, "INVALID") if self._tree is not None else {}
+            self._statuses.update(captured.statuses)  # (a large tree's capture leaves INVALID out)
             return captured.statuses, not changed
         saved = self._statuses
         delta = {p: s for p, s in captured.statuses.items() if saved.get(p) != s}
@@ -469,4 +479,4 @@ class RecordsRuns:
         return RunnerCheckpoints(runner, self)
 
 
-__all__ = ["LIST_MIN", "RecordsRuns", "RunnerCheckpoints"]
+__all__ = ["LIST_MIN", "TREE_PATHS_FROM", "RecordsRuns", "RunnerCheckpoints"]

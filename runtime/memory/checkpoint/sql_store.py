@@ -19,6 +19,10 @@ What makes a store small:
   stored as events: the record keeps how the runner numbered them, its status delta gives
   the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
   tick's event batch (schema 3).
+- A large tree's paths are stored once (`TreePaths`, `paths:<hash>` in `meta`, written when a
+  checkpointer attaches): its full records list only the statuses that are not INVALID, and
+  reading one puts INVALID back for the others. Records without `p` (a small tree's, an older
+  store's) list every status, and read as before.
 
 Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
 itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
@@ -46,7 +50,7 @@ from typing import Any, ClassVar
 from pydantic_core import from_json
 
 from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
-from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, dumpb, dumps
+from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
@@ -58,6 +62,7 @@ _LOOKUP = 16  # unknown items in one write from which they are looked up first, 
 _LOOKUP_MAX = 500  # ... of at most this many
 _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
 _CHAIN_LEVEL = 1  # deflate level of checkpoint chains: a 100k-node full record in 40 ms, not 350 (6% larger)
+_TREES_KEPT = 4  # large trees' paths (`TreePaths`) a store keeps, as written or read
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
 _CHAIN = ", ".join(f"c.{column}" for column in (*_INFO.split(", "), "stream", "data"))  # a chain's rows, `c`
 CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BETWEEN h.base_id AND h.id "
@@ -219,6 +224,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
         self._host = socket.gethostname()
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
+        self._trees: dict[str, Iterable[str]] = {}  # meta key -> a large tree's paths (`TreePaths`), the newest last
 
     # -- dialect -------------------------------------------------------------------
     @abstractmethod
@@ -381,12 +387,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                      (key, value))
 
     def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
-        data = dumpb({"s": record.statuses, "r": record.resume, "st": record.state,
-                      "b": record.bindings, "w": record.wake, "t": record.telemetry})
+        tree = record.tree if record.full else None
+        statuses = record.statuses
+        if tree is not None:  # a large tree's full record: the statuses not INVALID (the tree's paths give the rest)
+            statuses = {p: s for p, s in statuses.items() if s != "INVALID"}
+        data = dumpb({"s": statuses, "r": record.resume, "st": record.state, "b": record.bindings,
+                      "w": record.wake, "t": record.telemetry, **({"p": tree.key} if tree is not None else {})})
         record.size = len(data)
 
         def write(conn: Any, items: dict, streams: dict) -> int:
             self._write_chunks(conn, record.chunks, items)
+            if tree is not None:
+                self._write_tree(conn, tree)
             checkpoint_id, stream = self._streamed(
                 conn, streams, None if record.full else ("chain", record.base_id),
                 "INSERT INTO checkpoints (run_id, branch, parent_id, base_id, tick, time, status, source, "
@@ -405,7 +417,38 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         checkpoint_id = self._transaction(write)
         self._noted.add(record.run_id)
+        if tree is not None:
+            self._keep_tree(tree.key, tree.paths)
         return checkpoint_id
+
+    def save_tree(self, tree: TreePaths) -> None:
+        """Store a large tree's paths ahead of its first full record (a checkpointer attaching
+        to it), so the run's first save does not write them (3 MB at 100,000 nodes)."""
+        if tree.key not in self._trees:
+            self._transaction(lambda conn, _, __: self._write_tree(conn, tree))
+            self._keep_tree(tree.key, tree.paths)
+
+    def _write_tree(self, conn: Any, tree: TreePaths) -> None:
+        """Its paths, unless stored already (by this object, or before: a store reopened)."""
+        if tree.key not in self._trees and not conn.execute("SELECT 1 FROM meta WHERE key = ?", (tree.key,)).fetchone():
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (tree.key, tree.text))
+
+    def _keep_tree(self, key: str, paths: Iterable[str]) -> None:
+        with self._lock:  # (a reader's thread may keep one too)
+            self._trees[key] = paths
+            if len(self._trees) > _TREES_KEPT:
+                del self._trees[next(iter(self._trees))]
+
+    def _tree_paths(self, key: str) -> Iterable[str]:
+        """A large tree's paths (`TreePaths`), as written or read by this object, else from `meta`."""
+        paths = self._trees.get(key)
+        if paths is None:
+            text = self.get_meta(key)
+            if text is None:
+                raise StoreError(f"{self.location}: the tree paths {key!r} of a checkpoint are missing")
+            paths = from_json(text)
+            self._keep_tree(key, paths)
+        return paths
 
     def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
         if events:
@@ -526,6 +569,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         entries: dict[str, dict[str, list]] = {}
         data: dict[str, Any] = {}
         for data in self._inflate(((r[0], r[-2], r[-1]) for r in rows), "checkpoint"):
+            if "p" in data:  # a large tree's full record: INVALID wherever it lists no status
+                statuses = dict.fromkeys(self._tree_paths(data["p"]), "INVALID")
             statuses.update(data["s"])
             for path, value in data["r"].items():
                 if value is None:
