@@ -1,4 +1,4 @@
-"""Schema 4 of the SQL stores: a store written with schema 3 is upgraded on open (only its indexes
+"""The SQL stores' schema: a store written with schema 3 or 4 is upgraded on open (only its indexes
 change) and reads back the same; read-only, it is read as it is; PostgreSQL's list chunks, no longer
 unique by key, are checked on reading; a tool's result and the message carrying it are stored once."""
 
@@ -19,9 +19,14 @@ from runtime.memory.checkpoint import SCHEMA_VERSION, StoreError, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# What schema 3 had that 4 has not (its indexes; the tables and rows are the same)
+# What schema 4 had that 5 has not (SQLite's run index; 5 adds a record form old rows do not use)
+SCHEMA_4 = {
+    "sqlite": "DROP INDEX checkpoints_run; CREATE INDEX checkpoints_run ON checkpoints(run_id, branch, id)",
+    "postgres": "",
+}
+# What schema 3 had that 5 has not (its indexes; the tables and rows are the same)
 SCHEMA_3 = {
-    "sqlite": """
+    "sqlite": SCHEMA_4["sqlite"] + """;
         CREATE INDEX checkpoints_base ON checkpoints(base_id, id);
         DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, kind, node, round, idx)""",
     "postgres": """
@@ -33,6 +38,7 @@ SCHEMA_3 = {
         ALTER TABLE events ADD PRIMARY KEY (id); ALTER TABLE io ADD PRIMARY KEY (id);
         DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, kind, node, round, idx)""",
 }
+OLDER = {3: SCHEMA_3, 4: SCHEMA_4}
 
 
 def _observation(round: int) -> str:
@@ -88,27 +94,29 @@ def _opened_schema(name: str) -> tuple[str, list]:
         store.close()
 
 
-def _as_schema_3(name: str) -> tuple[str, list]:
-    """Give a store schema 3's indexes and version, as that version wrote them; its schema then."""
+def _as_schema(name: str, version: int) -> tuple[str, list]:
+    """Give a store an older schema's indexes and version, as that version wrote them; its schema then."""
     store = open_store(name)
     try:
-        for statement in filter(str.strip, SCHEMA_3["postgres" if name.startswith("postgresql://") else "sqlite"].split(";")):
+        for statement in filter(str.strip, OLDER[version]["postgres" if name.startswith("postgresql://") else "sqlite"].split(";")):
             tamper(store, statement)
-        tamper(store, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        tamper(store, f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'")
         return _schema(store)
     finally:
         store.close()
 
 
-async def test_a_schema_3_store_is_upgraded_on_open_and_reads_back_the_same(store_name, tmp_path, request):
+@pytest.mark.parametrize("version", sorted(OLDER))
+async def test_an_older_store_is_upgraded_on_open_and_reads_back_the_same(store_name, tmp_path, request, version):
     run_id = await _recorded(store_name)
     before = _everything(store_name, run_id)
     assert before[-1] > 0 and len(before[0]) > 10
     fresh = request.getfixturevalue("postgres_url") if store_name.startswith("postgresql://") else str(tmp_path / "new.db")
     fresh_schema = _opened_schema(fresh)
     assert fresh_schema[0] == str(SCHEMA_VERSION)
-    old_schema = _as_schema_3(store_name)
-    assert old_schema[0] == "3" and old_schema[1] != fresh_schema[1]
+    old_schema = _as_schema(store_name, version)
+    assert old_schema[0] == str(version)
+    assert (old_schema[1] != fresh_schema[1]) == bool(OLDER[version]["postgres" if store_name.startswith("postgresql://") else "sqlite"])
     assert _everything(store_name, run_id) == before
     assert _opened_schema(store_name) == fresh_schema
 
@@ -116,7 +124,7 @@ async def test_a_schema_3_store_is_upgraded_on_open_and_reads_back_the_same(stor
 async def test_a_schema_3_store_opened_read_only_is_read_as_it_is(tmp_path):
     path = tmp_path / "old.db"
     run_id = await _recorded(str(path))
-    _as_schema_3(str(path))
+    _as_schema(str(path), 3)
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("PRAGMA journal_mode = DELETE")  # one file: nothing besides it to write

@@ -54,7 +54,9 @@ from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, Tree
 from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
-SCHEMA_VERSION = 4  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced items)
+SCHEMA_VERSION = 5  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
+# items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
+# tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id))
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
@@ -261,7 +263,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _upgrade(self, conn: Any, version: int) -> None:
         """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
-        to 4 only drops and narrows indexes: the rows are read the same either way."""
+        to 4 only drops and narrows indexes, 4 to 5 adds a record form the old rows do not use: the
+        rows are read the same either way."""
         for step in range(version, SCHEMA_VERSION):
             for statement in filter(str.strip, self._UPGRADES[step].split(";")):
                 conn.execute(statement)
