@@ -335,6 +335,8 @@ class RemoteSession:
             state = RunState.READY if self._tick == 0 and not self._moved else RunState.PAUSED
         else:  # continuing, and waiting when the last tick left async work in flight and nothing woke it
             state = RunState.WAITING if self._continuing and self._waiting else RunState.RUNNING
+        if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # asked after a step too: say so
+            self.message = self._suspension_message()
         self.run_state = state
         self._notify("changed")
 

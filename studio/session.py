@@ -49,7 +49,7 @@ from runtime.memory.checkpoint import (
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.node.composites import loop_counter
-from runtime.state import StateValidationError
+from runtime.state import InteractionKeys, StateValidationError
 
 from .breakpoint_list import BreakpointListMixin
 from .breakpoints import Breakpoint, BreakpointError
@@ -74,7 +74,8 @@ from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatus
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
-_WATCHED = frozenset({EventType.SWARM_AGENT_SPAWNED, EventType.NODE_ERROR})  # events the session acts on itself
+_WATCHED = frozenset({EventType.SWARM_AGENT_SPAWNED, EventType.NODE_ERROR,  # events the session acts on itself
+                      EventType.STATE_CHANGED})
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 
 
@@ -234,7 +235,10 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._notify("event", stamped)
 
     def _watch(self, event: RuntimeEvent) -> None:
-        if event.type == EventType.SWARM_AGENT_SPAWNED:
+        if event.type == EventType.STATE_CHANGED:
+            if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps, say so then
+                asyncio.get_running_loop().call_soon(self._noticed_interaction)
+        elif event.type == EventType.SWARM_AGENT_SPAWNED:
             self.children.on_event(event)
         elif event.payload.get("error", "").startswith("ReplayDivergence"):  # a node.error
             self._divergence = event.payload["error"]
@@ -263,6 +267,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                 TakenStatuses(runner.nodes)))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
+        if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the
+            self.bus.publish(EventType.RUN_SUSPENDED, {"pending": self.runner.interaction.pending()})  # store keeps it
         self.run_state = state
         if message is not None:
             self.message = message
@@ -587,8 +593,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                     if self.runner.finished:
                         reason = StopReason("finished", f"finished: {self.root_status.value}")
                         break
-                    if self.runner.suspended:  # said as `runner.run()` says it: the store records how the run stands
-                        self.bus.publish(EventType.RUN_SUSPENDED, {"pending": self.runner.interaction.pending()})
+                    if self.runner.suspended:
                         reason = StopReason("suspended", self._suspension_message())
                         break
                     if not await self._wait_until_ready():
@@ -690,9 +695,17 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             state = RunState.PAUSED
         self._set_state(state, reason.message)
 
+    def _noticed_interaction(self) -> None:
+        """A request made after the step that led to it (a tool's approval, asked while its node runs
+        on): paused, the run is now suspended, which the status line and the approval dialog show at
+        once, not at the next key. Continuing, the loop stops on it itself."""
+        if self.run_state == RunState.PAUSED and self.viewing is None and self.runner.suspended:
+            self._set_state(RunState.SUSPENDED, self._suspension_message())
+
     def _suspension_message(self) -> str:
         pending = self.runner.interaction.pending()
-        kinds = ", ".join(f"{v.get('kind')} at {v.get('node')}" for v in pending.values())
+        kinds = ", ".join(f"{v.get('kind')}{of} at {v.get('node')}" for v in pending.values()  # as attached
+                          for of in [f" of {v['payload']['tool']}" if "tool" in (v.get("payload") or {}) else ""])
         return f"suspended: waiting for {kinds or 'input'}"
 
     async def restart(self) -> None:

@@ -113,3 +113,21 @@ async def test_a_with_nothing_pending_says_so(tmp_path):
         await pilot.pause()
         assert app.screen is app.main
         assert any("no tool call is waiting for approval" in str(n.message) for n in app._notifications)
+
+
+@BOTH
+async def test_stepping_into_an_approval_asks_for_it_at_once(kind, tmp_path):
+    """The tool asks after the step that started it (its node runs on): the run is suspended and the
+    dialog open without another key; a local run says so once (run.suspended, as `runner.run()`)."""
+    async with studio_on(kind, APPROVAL_TREE, tmp_path) as (session, app, pilot):
+        for _ in range(2):  # tick 1 asks the model, tick 2 starts the tool
+            await pilot.press("n")
+            await settle(app, pilot)
+        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        assert session.run_state == RunState.SUSPENDED and session.message.startswith("suspended: waiting for approval")
+        app.screen.dismiss(None)  # later
+        await pilot.press("n")  # still waiting: it says so again, and no second run.suspended
+        await settle(app, pilot)
+        assert session.run_state == RunState.SUSPENDED
+        if kind == "local":  # a served run stepped into a suspension publishes none (runner.run() would)
+            assert [e.type for e in session.events].count("run.suspended") == 1
