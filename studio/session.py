@@ -237,7 +237,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
     def _watch(self, event: RuntimeEvent) -> None:
         if event.type == EventType.STATE_CHANGED:
             if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps, say so then
-                asyncio.get_running_loop().call_soon(self._noticed_interaction)
+                with contextlib.suppress(RuntimeError):  # (no loop runs: nothing is asked between steps)
+                    asyncio.get_running_loop().call_soon(self._noticed_interaction)
         elif event.type == EventType.SWARM_AGENT_SPAWNED:
             self.children.on_event(event)
         elif event.payload.get("error", "").startswith("ReplayDivergence"):  # a node.error
