@@ -9,6 +9,7 @@ are reported in one place, `on_worker_state_changed`.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -49,6 +50,7 @@ from .widgets.timeline import Timeline, field_of
 from .widgets.tree_pane import TreePane
 
 REFRESH_HZ = 20
+STEPS_QUEUED = 20  # steps pressed ahead of the one running, at most (a key held down stops there)
 # events that change what the panes show even between ticks (an async task writing state)
 REDRAW_EVENTS = frozenset({EventType.STATE_CHANGED, EventType.STATE_EDITED, EventType.BINDING_CHANGED})
 
@@ -92,6 +94,7 @@ class MainScreen(Screen):
         self._past = False
         self._offered: set[str] = set()
         self._keys: tuple = ()  # which keys the Footer shows (check_action of each)
+        self._steps: deque[Callable[[], Awaitable[Any]]] | None = None  # steps pressed while one runs
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -244,8 +247,8 @@ class MainScreen(Screen):
             return None if busy or viewing or session.recorded_run is not None else True
         if action == "edit_bindings":  # in the past (or a recording) the edits are staged for a fork
             return None if busy else True
-        if action == "pause":
-            return True if busy else None
+        if action == "pause":  # a continuing run, or steps pressed ahead of the one running
+            return True if busy or self._steps is not None else None
         if action == "live":
             return viewing and session.recorded_run is None  # a recording has no live run to go back to
         if action == "replay_fork":
@@ -267,10 +270,28 @@ class MainScreen(Screen):
 
     def action_step(self) -> None:
         if not self._refused():
-            self._intent(self.session.step)
+            self._step(self.session.step)
 
     def action_step_into(self) -> None:
-        self._intent(self.session.step_into)
+        self._step(self.session.step_into)
+
+    def _step(self, step: Callable[[], Awaitable[Any]]) -> None:
+        """Steps pressed while one runs come after it, a tick each, in order: a new intent cancels the
+        one running (exclusive), so n pressed faster than the ticks dropped all but the last."""
+        if self._steps is not None:
+            if len(self._steps) < STEPS_QUEUED:
+                self._steps.append(step)
+            return
+        self._steps = deque([step])
+        self._intent(self._stepping)
+
+    async def _stepping(self) -> None:
+        try:
+            while self._steps:
+                await self._steps.popleft()()
+                self.drain()
+        finally:
+            self._steps = None
 
     def action_continue(self) -> None:
         if not self._refused():
@@ -286,6 +307,8 @@ class MainScreen(Screen):
         return refusal is not None
 
     def action_pause(self) -> None:
+        if self._steps:
+            self._steps.clear()  # the steps pressed before it are not taken
         self.session.pause()
 
     def action_restart(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import Input, OptionList, Static
 from tui_fixtures import (  # noqa: F401
     APPROVAL_TREE,
     BOTH,
+    REACT_CALCULATOR,
     SIZE,
     TEXT_PIPELINE,
     pipeline_session,
@@ -290,3 +291,18 @@ async def test_search_lands_on_the_match_inside_collapsed_branches(tmp_path):
         match = "LargeTree/Stage1/Fan1/s1.b0"
         assert pane.selected_path == match
         assert pane.tree.cursor_node.data == match
+
+
+async def test_steps_pressed_faster_than_the_ticks_are_each_taken(tmp_path):
+    """n pressed four times before the first step is done (a key repeated, a fast typist): four ticks,
+    in order, not one; p drops the steps pressed ahead of the one running (here, before any began)."""
+    for keys, ticks in (("nnnn", [0, 1, 2, 3, 4]), ("nnnp", [])):
+        session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / f"{keys}.db")
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            for key in keys:
+                app.simulate_key(key)  # queued at once: none waits for the one before
+            await settle(app, pilot)
+            assert [row.tick for row in session.checkpoints()] == ticks, keys
+            assert session.tick == (ticks[-1] if ticks else 0)
