@@ -22,6 +22,7 @@ QUICK = {
     "stream_accumulation.py": (["--deltas", "200", "--size", "1000"], ["baseline: provider into a list"]),
     "checkpoint_growth.py": (["--rounds", "4", "--writers", "1", "--writer-rounds", "2"],
                              ["ratio to final state (goal <= 3x)", "save per tick, mean"]),
+    "first_save.py": (["--nodes", "1000", "--runs", "1"], ["1st step", "raw 1st tick"]),
     "studio_latency.py": (["--headless", "--steps", "2", "--bursts", "1", "--starts", "1", "--views", "1"],
                           ["step n -> screen", "goal"]),
 }
