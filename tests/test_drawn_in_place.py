@@ -172,3 +172,28 @@ async def test_a_refill_with_nothing_to_filter_or_join_is_drawn_at_once(monkeypa
                 3000, EventType.TEXT_DELTA, 0.0, 1, "A", "r", {"delta": "x"}))])):
             pane.refilter(text, events)
             assert pane.backlog == len(events)  # none taken in a slice of no time
+
+
+async def test_a_search_that_expands_branches_lays_nothing_out(tmp_path, layouts):
+    """Typing a name whose match is in collapsed branches expands them: the tree's extent grows, and
+    only its scroll range follows (Textual's Tree laid the whole screen out at each expand, ~13 ms,
+    a search key in three); the match is under the cursor and on screen, the range fits the lines."""
+    async with studio_on("local", LARGE_TREE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        pane = app.main.query_one(TreePane)
+        tree = pane.tree
+        tree.root.collapse_all()
+        tree.root.expand()
+        assert pane.jump("LargeTree/Stage0/Fan0/s0.b0")  # one fan open: the tree scrolls, the others are shut
+        pane.query_one("#tree-search").focus()
+        await settle(app, pilot)
+        assert tree.vertical_scrollbar.display  # already scrolling: no scrollbar comes with the search
+        layouts.clear()
+        await pilot.press(*"s9.b87")
+        await settle(app, pilot)
+        assert _outside_the_footer(layouts) == []
+        assert session.node_view(pane.selected_path).name.startswith("s9.b87")
+        assert tree.cursor_node.data == pane.selected_path
+        assert tree.scroll_y <= tree.cursor_line < tree.scroll_y + tree.scrollable_content_region.height
+        assert tree.virtual_size.height == tree.last_line + 1
+        assert tree.vertical_scrollbar.window_virtual_size == tree.virtual_size.height

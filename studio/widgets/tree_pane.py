@@ -72,6 +72,9 @@ class NodeTree(Tree[str]):
     over for the first screen and on every Tab."""
 
     _adding = 0
+    # the tree's own size is the pane's: a new extent (a node expanded, a search's match shown) needs
+    # its scroll range alone, not a layout of the whole screen (~13 ms, one search key in three)
+    virtual_size = Reactive(Size(0, 0), layout=False)
 
     def __init__(self, grow: Callable[[TreeNode[str]], None], **kwargs) -> None:
         self.grow = grow  # builds a node's children, called before it expands
@@ -86,9 +89,14 @@ class NodeTree(Tree[str]):
             self._adding -= 1
             self._invalidate()
 
-    def _invalidate(self) -> None:  # Textual's: clears the line index and caches, lays out again
+    def _invalidate(self) -> None:
+        """Textual's (the line index and caches cleared), without its layout of the screen: the new
+        extent is set when the lines are next built (`watch_virtual_size`)."""
         if not self._adding:
-            super()._invalidate()
+            self._clear_line_cache()
+            self._updates += 1
+            self.root._reset()
+            self.refresh()
 
     def _add_node(self, parent: TreeNode[str] | None, label: Text, data: str | None,
                   expand: bool = False) -> TreeNode[str]:
@@ -97,6 +105,9 @@ class NodeTree(Tree[str]):
         self._tree_nodes[node._id] = node
         self._updates += 1
         return node
+
+    def watch_virtual_size(self, size: Size) -> None:
+        self._scroll_update(size)  # what a layout does for it (private: see extent.py)
 
     def notify_style_update(self) -> None:
         """A new style (focus moving in or out, a theme) changes how lines look, not which lines
