@@ -79,6 +79,12 @@ _WATCHED = frozenset({EventType.SWARM_AGENT_SPAWNED, EventType.NODE_ERROR,  # ev
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 
 
+def _waited_for(request: Mapping[str, Any]) -> str:
+    """One pending request as an attached studio names it: `approval of calculator at Calc/tools`."""
+    tool = (request.get("payload") or {}).get("tool")
+    return f"{request.get('kind')}{f' of {tool}' if tool else ''} at {request.get('node')}"
+
+
 class RunState(StrEnum):
     READY = "ready"  # loaded, not ticked yet
     PAUSED = "paused"
@@ -704,9 +710,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             self._set_state(RunState.SUSPENDED, self._suspension_message())
 
     def _suspension_message(self) -> str:
-        pending = self.runner.interaction.pending()
-        kinds = ", ".join(f"{v.get('kind')}{of} at {v.get('node')}" for v in pending.values()  # as attached
-                          for of in [f" of {v['payload']['tool']}" if "tool" in (v.get("payload") or {}) else ""])
+        kinds = ", ".join(map(_waited_for, self.runner.interaction.pending().values()))
         return f"suspended: waiting for {kinds or 'input'}"
 
     async def restart(self) -> None:
