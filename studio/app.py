@@ -118,6 +118,7 @@ class MainScreen(Screen):
         self._unfollow = follow() if follow is not None else None
         self.set_interval(1 / REFRESH_HZ, self.drain)
         self.drain()
+        self.watch(self.query_one(TreePane), "selected", self._show_detail, init=False)
         self.query_one(TreePane).tree.focus()
         self.call_after_refresh(self._keep_tree_out_of_collections)  # once the tree is on screen
 
@@ -222,10 +223,6 @@ class MainScreen(Screen):
         except EditError:
             detail = None
         self.query_one(NodeDetailPane).show(detail)
-
-    @on(TreePane.Selected)
-    def _selected(self, event: TreePane.Selected) -> None:
-        self._show_detail(event.path)
 
     def _offer_approval(self) -> None:
         """Open the approval dialog once for each new pending request."""

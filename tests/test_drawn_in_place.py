@@ -197,3 +197,36 @@ async def test_a_search_that_expands_branches_lays_nothing_out(tmp_path, layouts
         assert tree.scroll_y <= tree.cursor_line < tree.scroll_y + tree.scrollable_content_region.height
         assert tree.virtual_size.height == tree.last_line + 1
         assert tree.vertical_scrollbar.window_virtual_size == tree.virtual_size.height
+
+
+async def test_a_search_key_is_drawn_in_one_frame(tmp_path, monkeypatch):
+    """Each key typed in the tree search reaches the screen in one frame: the box's new text, the
+    cursor on the match and the node pane on it. The node pane followed the cursor by a message, and
+    the tree searched on the box's Changed message, so the first frame held the new text beside the
+    old node (and the match a frame, ~17 ms or more, later)."""
+    async with studio_on("local", LARGE_TREE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        pane, detail = app.main.query_one(TreePane), app.main.query_one(NodeDetailPane)
+        tree, box, body = pane.tree, pane.query_one("#tree-search"), detail.query_one("#node-detail-body")
+        pane.tree.root.collapse_all()
+        pane.tree.root.expand()
+        box.focus()
+        await settle(app, pilot)
+        frames: list[tuple] = []
+        display = app._display
+
+        def recording(screen, renderable) -> None:
+            display(screen, renderable)
+            if renderable is not None and not app._batch_count:
+                pending = [w for w in (tree, box, body)
+                           if w._repaint_required or w._repaint_regions or w._layout_required]
+                frames.append((box.value, pane.selected_path, detail.detail, pending))
+
+        monkeypatch.setattr(app, "_display", recording)
+        for text in ("s", "s9", "s9.", "s9.b", "s9.b8", "s9.b87"):
+            frames.clear()
+            await pilot.press(text[-1])
+            await settle(app, pilot)
+            match = pane.search(text)
+            first = next(frame for frame in frames if frame[0] == text)
+            assert first[1:] == (match, session.node_detail(match), []), text

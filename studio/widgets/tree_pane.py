@@ -24,8 +24,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
-from textual.message import Message
-from textual.reactive import Reactive
+from textual.reactive import Reactive, var
 from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
@@ -141,12 +140,9 @@ class SearchBox(Input):
 class TreePane(Vertical):
     """The tree (`#tree-view`), a name search above it and the "running now" list below."""
 
-    class Selected(Message):
-        """The cursor is on another node: the detail pane follows it."""
-
-        def __init__(self, path: str) -> None:
-            self.path = path
-            super().__init__()
+    # the path under the cursor, set as the cursor moves: a watcher runs at once, so the node pane
+    # that follows it is drawn in the same frame as the cursor (a message would land a frame later)
+    selected: var[str | None] = var(None)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -170,6 +166,10 @@ class TreePane(Vertical):
     def on_mount(self) -> None:
         self.query_one("#running-now", OptionList).border_title = "running now"
         self.watch(self.tree, "scroll_y", self.flush, init=False)
+        self.watch(self.tree, "cursor_line", self._cursor_moved, init=False)
+        # the search runs as the key changes the box, not on its Changed message: the box, the tree
+        # and the node pane then all ask for their repaint before any of them is drawn, one frame
+        self.watch(self.query_one("#tree-search", SearchBox), "value", self._search_changed, init=False)
 
     @property
     def tree(self) -> NodeTree:
@@ -377,9 +377,8 @@ class TreePane(Vertical):
             yield path
             stack.extend(reversed(self._kids[path]))
 
-    @on(Input.Changed, "#tree-search")
-    def _search_changed(self, event: Input.Changed) -> None:
-        path = self.search(event.value)
+    def _search_changed(self, text: str) -> None:
+        path = self.search(text)
         if path is not None:
             self.jump(path)
 
@@ -399,7 +398,5 @@ class TreePane(Vertical):
         if event.option.id is not None and self.jump(event.option.id):
             self.tree.focus()
 
-    @on(Tree.NodeHighlighted, "#tree-view")
-    def _highlighted(self, event: Tree.NodeHighlighted) -> None:
-        if event.node.data is not None:
-            self.post_message(self.Selected(event.node.data))
+    def _cursor_moved(self) -> None:
+        self.selected = self.selected_path
