@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -86,6 +88,24 @@ def full_values(detail: NodeDetail) -> dict[str, Any]:
     return values
 
 
+class DrawnOnce:
+    """A renderable drawn once for each width: the pane measures the detail's height (by drawing it)
+    and then draws it, and its tables cost milliseconds each time (each search key, step, enter, esc)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._drawn: dict[int, list[Segment]] = {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        drawn = self._drawn.get(options.max_width)
+        if drawn is None:  # the detail's tables and texts read nothing of the options but the width
+            drawn = self._drawn[options.max_width] = list(console.render(self.renderable, options))
+        return drawn
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
 class NodeDetailPane(VerticalScroll):
     """Shows `session.node_detail(path)` for one node; redrawn when that node may have changed.
     Enter asks for its values whole (`ValuesRequested`): the pane shortens long ones."""
@@ -113,7 +133,7 @@ class NodeDetailPane(VerticalScroll):
             return
         self.detail = detail
         body = self.query_one("#node-detail-body", Static)
-        content = render_detail(detail) if detail is not None else "select a node in the tree"
+        content = DrawnOnce(render_detail(detail)) if detail is not None else "select a node in the tree"
         body.update(content, layout=self._resizes(body, content))
 
     def _resizes(self, body: Static, content: RenderableType) -> bool:
