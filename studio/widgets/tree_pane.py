@@ -14,11 +14,10 @@ place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 
 from py_trees.common import Status
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -33,6 +32,7 @@ from runtime.engine.runner import TickReport
 
 from ..session import NodeView
 from .marks import BREAKPOINT, status_mark, status_name
+from .node_tree import NodeTree
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
 OPEN_LINES = 2_000  # a tree opens expanded, a level at a time, while it shows at most this many lines
@@ -55,78 +55,34 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     return label
 
 
-class _Line(TreeNode[str]):
-    """A tree line whose children are built when it is first expanded (`NodeTree.grow`)."""
+class NameIndex:
+    """Nodes' names in line order, lower-cased and joined into one text: a search key is a `str.find`
+    over it, not a loop over 10,000 names in Python (~1.7 ms a key)."""
 
-    def _expand(self, expand_all: bool) -> None:
-        self._tree.grow(self)
-        super()._expand(expand_all)
+    SEPARATOR = "\n"  # no search holds it: the box is one line
 
+    def __init__(self, names: Iterable[tuple[str, str]]) -> None:
+        self.paths: list[str] = []
+        self.starts: list[int] = []  # where each name begins in the text
+        parts, at = [], 0
+        for path, name in names:
+            self.paths.append(path)
+            self.starts.append(at)
+            parts.append(name.lower())
+            at += len(parts[-1]) + len(self.SEPARATOR)
+        self.index = {path: i for i, path in enumerate(self.paths)}
+        self.text = self.SEPARATOR.join(parts)
 
-class NodeTree(Tree[str]):
-    """Textual's Tree, made to take a large tree: nodes added together re-index the tree once,
-    not once per node; a style change (focus) does not re-index it; a line is measured by its
-    label's length instead of rendering it; and a node's children are built by `grow` when it
-    is expanded, not before. Textual's Tree rendered and re-indexed 10,000 lines many times
-    over for the first screen and on every Tab."""
-
-    _adding = 0
-    # the tree's own size is the pane's: a new extent (a node expanded, a search's match shown) needs
-    # its scroll range alone, not a layout of the whole screen (~13 ms, one search key in three)
-    virtual_size = Reactive(Size(0, 0), layout=False)
-
-    def __init__(self, grow: Callable[[TreeNode[str]], None], **kwargs) -> None:
-        self.grow = grow  # builds a node's children, called before it expands
-        super().__init__("", **kwargs)
-
-    @contextmanager
-    def adding(self) -> Iterator[None]:
-        self._adding += 1
-        try:
-            yield
-        finally:
-            self._adding -= 1
-            self._invalidate()
-
-    def _invalidate(self) -> None:
-        """Textual's (the line index and caches cleared), without its layout of the screen: the new
-        extent is set when the lines are next built (`watch_virtual_size`)."""
-        if not self._adding:
-            self._clear_line_cache()
-            self._updates += 1
-            self.root._reset()
-            self.refresh()
-
-    def _add_node(self, parent: TreeNode[str] | None, label: Text, data: str | None,
-                  expand: bool = False) -> TreeNode[str]:
-        """Textual's, making a `_Line`."""
-        node = _Line(self, parent, self._new_id(), label, data, expanded=expand)
-        self._tree_nodes[node._id] = node
-        self._updates += 1
-        return node
-
-    def watch_virtual_size(self, size: Size) -> None:
-        self._scroll_update(size)  # what a layout does for it (private: see extent.py)
-
-    def notify_style_update(self) -> None:
-        """A new style (focus moving in or out, a theme) changes how lines look, not which lines
-        there are or how wide: drop the drawn lines only, where Textual's Tree re-indexes them all."""
-        super(Tree, self).notify_style_update()
-        self._line_cache.clear()
-        self.refresh()
-
-    def relabel(self, node: TreeNode[str], line: int, label: Text) -> None:
-        """A new label for the node drawn at `line`, that line alone drawn again. Textual's
-        `set_label` counts an update of the node, which is in the cached render of every line
-        below it: a root whose status changed (enter, esc) drew the whole tree again."""
-        node._label = self.process_label(label)
-        for cached in [cached for cached in self._line_cache.keys() if cached[0] == line]:  # noqa: SIM118 (no __iter__)
-            self._line_cache.discard(cached)
-        self._refresh_line(line)
-
-    def get_label_width(self, node: TreeNode[str]) -> int:
-        icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
-        return cell_len(icon) + node.label.cell_len
+    def find(self, text: str, after: str | None = None) -> str | None:
+        """The first path whose name holds `text`, after `after` (wrapping round), or None."""
+        if self.SEPARATOR in text:
+            return None
+        start = self.index[after] + 1 if after in self.index else 0
+        split = self.starts[start] if start < len(self.starts) else len(self.text)
+        found = self.text.find(text, split)
+        if found < 0:
+            found = self.text.find(text, 0, split)
+        return self.paths[bisect_right(self.starts, found) - 1] if found >= 0 else None
 
 
 class SearchBox(Input):
@@ -154,7 +110,7 @@ class TreePane(Vertical):
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
-        self._names: list[tuple[str, str]] | None = None  # (path, lower-case name) in line order, for search
+        self._names: NameIndex | None = None  # the names in line order, for search
 
     def compose(self) -> ComposeResult:
         yield SearchBox(placeholder="search nodes by name (enter: next match)", id="tree-search")
@@ -364,10 +320,8 @@ class TreePane(Vertical):
         if not text:
             return None
         if self._names is None:  # walked once per tree shape, not per keystroke
-            self._names = [(path, self._views[path].name.lower()) for path in self._walk()]
-        names = self._names
-        start = next((i + 1 for i, (path, _) in enumerate(names) if path == after), 0) if after else 0
-        return next((path for path, name in names[start:] + names[:start] if text in name), None)
+            self._names = NameIndex((path, self._views[path].name) for path in self._walk())
+        return self._names.find(text, after)
 
     def _walk(self) -> Iterator[str]:
         """Every node's path, in line order (as if the whole tree were expanded)."""
