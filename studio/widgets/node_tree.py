@@ -26,7 +26,7 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-LABELS_KEPT = 4_096  # nodes whose drawn label is kept (a few screens' worth and then some)
+LABELS_KEPT = 1_024  # nodes whose drawn label is kept: many screens of lines
 
 
 class _Line(TreeNode[str]):
