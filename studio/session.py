@@ -259,19 +259,20 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         checkpoints = runner.checkpoints
         self._saved_at = (checkpoints.branch, report.tick)
         if checkpoints.head != self._head_before:
-            self._remember_head()
+            self._remember_head(TakenStatuses(*runner.reported_statuses()))  # the tick's own: no pass over the nodes
 
-    def _remember_head(self) -> None:
+    def _remember_head(self, statuses: TakenStatuses | None = None) -> None:
         """The checkpoint the runner has just saved (a tick's, a run's input, a fork's first), as the
         runner holds it: the next tick's marks and timeline row then decode nothing from the store
         (its parent's 100,000 statuses: ~60 ms, named path by path ~50 ms more). Call only right
-        after that save, before anything moves the nodes or the state."""
+        after that save, before anything moves the nodes or the state; `statuses`, when the caller
+        has them, are the nodes' now."""
         runner = self.runner
         head, sm = runner.checkpoints.head, runner.state_manager
         if head is not None:
             self.timeline.remember(head, Saved(
                 runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses(runner.nodes)))
+                TakenStatuses.of(runner.nodes) if statuses is None else statuses))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the

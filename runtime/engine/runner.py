@@ -232,6 +232,14 @@ class ReactiveRunner:
     def statuses(self) -> dict[str, Status]:
         return {path: node.status for path, node in self.nodes.items()}
 
+    def reported_statuses(self) -> tuple[list[str], list[Status]]:
+        """Every node's (path, status), as two lists in `nodes` order, as last reported: at a
+        detailed tick's end (what its `changed` was worked out from), a stop, a load or a re-index.
+        In an after-tick hook they are the statuses now, read without a pass over the nodes (at
+        10,000 nodes, scattered in memory, ~2 ms). The runner replaces them, never changes them:
+        nor may the caller."""
+        return self._order_paths, self._statuses
+
     # -- injection and waking ------------------------------------------------------
     def _inject(self, wake_up: Callable[[], None] | None) -> None:
         self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up,
