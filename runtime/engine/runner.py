@@ -215,6 +215,7 @@ class ReactiveRunner:
         self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
         self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
+        self._statuses_now = False  # a tree that grew (its new nodes' statuses may move before a tick reports them)
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
             self._sync_boundaries()
@@ -232,13 +233,15 @@ class ReactiveRunner:
     def statuses(self) -> dict[str, Status]:
         return {path: node.status for path, node in self.nodes.items()}
 
-    def reported_statuses(self) -> tuple[list[str], list[Status]]:
-        """Every node's (path, status), as two lists in `nodes` order, as last reported: at a
-        detailed tick's end (what its `changed` was worked out from), a stop, a load or a re-index.
-        In an after-tick hook they are the statuses now, read without a pass over the nodes (at
-        10,000 nodes, scattered in memory, ~2 ms). The runner replaces them, never changes them:
-        nor may the caller."""
-        return self._order_paths, self._statuses
+    def reported_statuses(self) -> tuple[list[str], list[Status]] | None:
+        """Every node's (path, status) now, as two lists in `nodes` order, without a pass over the
+        nodes (at 10,000 nodes, scattered in memory, ~2 ms): those the runner last reported, at a
+        detailed tick's end (what its `changed` was worked out from; so in an after-tick hook), a
+        fresh start, a stop or a load. None while they may not be the nodes' now: a tick held at a
+        boundary or in flight, one that raised, one not detailed, a re-index. The runner replaces the lists,
+        never changes them: nor may the caller. (A node's status set by hand, outside the runner,
+        is not seen.)"""
+        return (self._order_paths, self._statuses) if self._statuses_now else None
 
     # -- injection and waking ------------------------------------------------------
     def _inject(self, wake_up: Callable[[], None] | None) -> None:
@@ -421,6 +424,7 @@ class ReactiveRunner:
         if input_data:
             self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]
+        self._statuses_now = True
         self._state_changes.clear()
 
     async def step(self) -> TickReport:
@@ -466,6 +470,7 @@ class ReactiveRunner:
     def _open_tick(self, detailed: bool) -> bool:
         """Start a tick's bookkeeping; returns whether it must build the detailed report."""
         self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
+        self._statuses_now = False  # until its end reports them (not if it is held, raises or is not detailed)
         self._restored = False
         self.tick_count += 1
         bus = self.event_bus
@@ -562,6 +567,7 @@ class ReactiveRunner:
     def _status_changes(self) -> dict[str, tuple[Status, Status]]:
         current = [node.status for node in self._order]
         previous, self._statuses = self._statuses, current
+        self._statuses_now = True
         if current == previous:
             return {}
         order = self._order
@@ -674,6 +680,7 @@ class ReactiveRunner:
                 restart.append(node)
             node.status = status
         self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
+        self._statuses_now = True
         self.tick_count = self.event_bus.tick = captured.tick
         self.run_id = self.event_bus.run_id = captured.run_id
         self.event_bus.seek(captured.event_position)
@@ -686,6 +693,7 @@ class ReactiveRunner:
         async def restart(_runner: Any, _tick: int) -> None:
             remove()
             still = [node for node in nodes if node.status == Status.RUNNING]  # not stopped meanwhile
+            self._statuses_now = False  # set here, reported at the tick's end
             for node in still:
                 if isinstance(node, AsyncBehaviour):
                     node.initialise()  # its work starts afresh; the tick finds it RUNNING
@@ -720,6 +728,7 @@ class ReactiveRunner:
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
         self._statuses = [node.status for node in self._order]
+        self._statuses_now = True
 
 
 __all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport", "TickTelemetry"]
