@@ -81,8 +81,9 @@ def _stop_leaf(node: py_trees.behaviour.Behaviour, new_status: Status) -> None:
     line is formatted whether or not anything logs it (two Enum formats), which cost more than
     the rest of a leaf's tick (~2 ms of a tick of 1,000 leaves). Its `iterator` (a generator
     made at each stop) is left as it was: py_trees never reads it."""
-    if type(node).stop is not _PY_TREES_STOP or "stop" in vars(node):
-        node.stop(new_status)
+    stop = node.stop
+    if getattr(stop, "__func__", None) is not _PY_TREES_STOP:  # its class's, or one put on the node
+        stop(new_status)
         return
     node.terminate(new_status)
     node.status = new_status
