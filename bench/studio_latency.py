@@ -39,7 +39,9 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    the text and the node pane shows the first node whose name holds it, and a launch until
    the first frame has its labels filled (status line, root line, node pane, state key);
    and the studio process's RSS after one full run (`c`) in a launch of its own. Printed
-   (median, p90) beside the same action's headless figures of the run.
+   (median, p90) beside the same action's headless figures of the run; under step, enter and esc
+   the CPU time the studio's process (all its threads) ran from the key sent to the screen seen,
+   which the machine's load does not swell as it does wall time.
 
 "Updated" (the screen shows tick N): the first frame the app hands to the terminal
 driver (`App._display` with a non-empty update, outside `batch_update()`) at which
@@ -68,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import gc
 import json
@@ -700,9 +703,22 @@ class Terminal:
         self.tmux("new-session", "-d", "-s", "studio", "-x", str(SIZE[0]), "-y", str(SIZE[1]), command)
         return started
 
+    def pid(self) -> str:
+        """The studio's process (the pane's: the shell execs it)."""
+        return self.tmux("display-message", "-p", "-t", "studio", "#{pane_pid}").strip()
+
     def rss(self) -> float:
-        """Resident memory of the studio's process (the pane's: the shell execs it), in MB."""
-        return rss_mb(self.tmux("display-message", "-p", "-t", "studio", "#{pane_pid}").strip())
+        """Resident memory of the studio's process, in MB."""
+        return rss_mb(self.pid())
+
+    def cpu(self, pid: str) -> float:
+        """CPU time the studio's process has run so far, all its threads, in seconds (Linux schedstat,
+        in ns): what a key cost the studio, however loaded the machine (wall time swells with it)."""
+        total = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+                total += int((task / "schedstat").read_text().split()[0])
+        return total / 1e9
 
     def close(self) -> None:
         self.tmux("kill-session", "-t", "studio")
@@ -757,6 +773,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
     screen polled. The keys are the studio's own (studio/app.py BINDINGS, docs/studio.md)."""
     expected = search_matches(large_session())
     first, step, past, back, keys, firsts = [], [], [], [], [], []
+    cpu: dict[str, list[float]] = {"step": [], "past": [], "back": []}  # the studio's CPU, key sent -> seen
     with Terminal() as term:
         for _ in range(starts):
             started = term.launch()
@@ -771,6 +788,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         term.close()
         term.launch()
         term.until(_first_frame, "the first frame")
+        pid = term.pid()
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
             _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
             badge, tick = _status(lines)
@@ -779,10 +797,13 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
                 term.until(lambda lines: _status(lines) == ("ready", 0), "the restarted run")
                 tick = 0
             time.sleep(0.05 + PHASE.uniform(0, 1 / REFRESH_HZ))  # the stage's async pause is over
+            used = term.cpu(pid)
             sent = term.key("n")
             seen, _ = term.until(lambda lines, tick=tick: _status(lines)[1] == tick + 1, f"tick {tick + 1}")
             step.append(seen - sent)
+            cpu["step"].append(term.cpu(pid) - used)
         step.pop(0)
+        cpu["step"].pop(0)
         term.key("c")
         _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
         ticks = _status(lines)[1]
@@ -795,13 +816,17 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         time.sleep(0.3)
         for _ in range(views):
             time.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+            used = term.cpu(pid)
             sent = term.key("Enter")
             seen, _ = term.until(lambda lines: _status(lines) == ("PAST (read-only)", middle), f"PAST at tick {middle}")
             past.append(seen - sent)
+            cpu["past"].append(term.cpu(pid) - used)
             time.sleep(PHASE.uniform(0, 1 / REFRESH_HZ))
+            used = term.cpu(pid)
             sent = term.key("Escape")
             seen, _ = term.until(lambda lines: _status(lines) == ("finished", ticks), "the live run again")
             back.append(seen - sent)
+            cpu["back"].append(term.cpu(pid) - used)
         term.key("Tab")  # the timeline -> (wrapping) the search box
         term.until(lambda lines: lines[-1].startswith(" f10 Step "), "the search box focused (its footer)")
         for _ in range(views):
@@ -815,7 +840,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
             term.key("C-u")  # the box emptied for the next round
             term.until(lambda lines: "search nodes by name" in "\n".join(lines), "the emptied search box")
     return {"first": first, "step": step, "past": past, "back": back, "key": keys, "first_key": firsts,
-            "poll": term.intervals, "send": term.sends, "rss": rss}
+            "poll": term.intervals, "send": term.sends, "rss": rss, "cpu": cpu}
 
 
 def _p90(values: list[float]) -> float:
@@ -864,6 +889,8 @@ def report_tmux(t: dict, r: dict | None) -> None:
             ("first", "launch -> first frame, labels filled", "<=1000")):
         beside = f"{_ms(h[key]):>10.1f}{_p90(h[key]):>8.1f}" if key in h else f"{'-':>10}{'-':>8}"
         print(f"{label:<52}{_ms(t[key]):>8.1f}{_p90(t[key]):>8.1f}{beside}{goal:>7}")
+        if key in t["cpu"]:
+            print(f"{'  the studio process CPU, key sent -> seen':<52}{_ms(t['cpu'][key]):>8.1f}{_p90(t['cpu'][key]):>8.1f}")
     beside = f"{r['rss']['after']:>10.0f}" if r is not None else f"{'-':>10}"
     print(f"{'RSS of the studio process after a full run (c), MB':<52}{t['rss']:>8.0f}{'':>8}{beside}{'':>8}{'<=100':>7}")
     print(f"    each figure includes one send-keys call ({_ms(t['send']):.1f} ms median) and is late by at "

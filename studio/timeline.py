@@ -13,6 +13,7 @@ import functools
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import is_not
 from typing import Any, NamedTuple
 
 from runtime.debug.names import State, StateNames
@@ -124,10 +125,13 @@ class TakenStatuses(Mapping):
     `{path: status}` dict costs ~15 ms): named per path only when first read as a mapping (a headless
     run never; a timeline row compares two takes of one tree list to list)."""
 
-    def __init__(self, nodes: Mapping[str, Any]):
-        self.paths = list(nodes)
-        self.statuses = [node.status for node in nodes.values()]
+    def __init__(self, paths: list[str], statuses: list[Any]):
+        self.paths, self.statuses = paths, statuses  # never changed
         self._named: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, nodes: Mapping[str, Any]) -> TakenStatuses:
+        return cls(list(nodes), [node.status for node in nodes.values()])
 
     def _by_path(self) -> dict[str, str]:
         if self._named is None:
@@ -148,7 +152,7 @@ def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str]) -> in
     """How many nodes' statuses differ from `before`'s (INVALID where `before` has none): two takes
     of one tree compare list to list, naming neither."""
     if type(statuses) is type(before) is TakenStatuses and statuses.paths == before.paths:
-        return sum(1 for now, then in zip(statuses.statuses, before.statuses, strict=True) if now is not then)
+        return sum(map(is_not, statuses.statuses, before.statuses))
     return sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
 
 

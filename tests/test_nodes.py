@@ -351,6 +351,39 @@ async def test_selector_falls_through_failing_nodes():
     assert "sync boom" in nodes[0].last_error.traceback
 
 
+async def test_py_trees_own_leaves_tick_without_their_debug_lines(monkeypatch, capsys):
+    """py_trees' own plain leaves run the Jianmu leaf tick too: the same statuses and `terminate`
+    calls, without the debug lines py_trees' tick and stop format at every leaf whether or not
+    anything prints them (most of a large tree's tick)."""
+    terminated = []
+    leaves = [py_trees.behaviours.Success("ok"), py_trees.behaviours.Failure("no")]
+    for leaf in leaves:
+        monkeypatch.setattr(leaf, "terminate", lambda status, leaf=leaf: terminated.append((leaf.name, status)))
+    runner = ReactiveRunner(Selector("sel", memory=False, children=leaves[::-1]), LoopState)
+    monkeypatch.setattr(py_trees.logging, "level", py_trees.logging.Level.DEBUG)  # py_trees prints them now
+    assert await runner.run() == Status.SUCCESS
+    assert [leaf.status for leaf in leaves] == [Status.SUCCESS, Status.FAILURE]
+    assert terminated == [("no", Status.FAILURE), ("ok", Status.SUCCESS)]
+    printed = capsys.readouterr().out
+    assert "Selector.stop()" in printed and "Success.update()" in printed  # the composite's, the leaf's own
+    assert not [line for line in printed.splitlines() if ".tick()" in line or ".stop(" in line
+                if "Success" in line or "Failure" in line]
+
+
+async def test_a_py_trees_leaf_that_raises_is_a_node_failure():
+    leaf = py_trees.behaviours.Success("ok")
+
+    def boom() -> Status:
+        raise RuntimeError("py_trees boom")
+
+    leaf.update = boom
+    runner = ReactiveRunner(Selector("sel", memory=True, children=[leaf]), LoopState)
+    errors = []
+    runner.event_bus.subscribe(errors.append, types=["node.error"])
+    assert await runner.run() == Status.FAILURE
+    assert [e.node for e in errors] == ["sel/ok"] and "py_trees boom" in leaf.last_error.error
+
+
 async def test_failing_initialise_is_a_node_failure():
     class BadInit(Node):
         def initialise(self) -> None:

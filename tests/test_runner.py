@@ -4,6 +4,7 @@ import asyncio
 import time
 from typing import Annotated
 
+import py_trees
 import pytest
 from py_trees.common import Status
 from py_trees.composites import Sequence
@@ -291,3 +292,40 @@ async def test_a_removed_finish_hook_is_not_called():
     remove()
     await runner.run()
     assert calls == []
+
+
+async def test_reported_statuses_are_the_nodes_now_or_none():
+    """The two lists a step's redraw reads instead of every node: the nodes' statuses whenever the
+    runner says they are, None while a tick is held, after one not detailed and after one that raised."""
+    class Raises(py_trees.behaviour.Behaviour):
+        def tick(self):
+            raise RuntimeError("boom")
+            yield self
+
+        def update(self) -> Status:
+            return Status.SUCCESS
+
+    def now(runner):
+        return {path: node.status for path, node in runner.nodes.items()}
+
+    def reported(runner):
+        found = runner.reported_statuses()
+        return None if found is None else dict(zip(*found, strict=True))
+
+    runner = ReactiveRunner(Sequence("root", memory=True, children=[Bump("a"), Sleeper("s", 0.01), Bump("b")]),
+                            RunState)
+    assert reported(runner) is None  # indexed, nothing reported yet
+    runner.stop_before = ["root/b"]
+    assert (await runner.step()).completed and reported(runner) == now(runner)  # root and s RUNNING
+    assert (await runner.step()).paused_at is not None and reported(runner) is None  # s finished, b not run yet
+    assert (await runner.step()).completed and reported(runner) == now(runner)
+    assert runner.root.status == Status.SUCCESS
+    runner.stop()
+    assert reported(runner) == now(runner)
+    runner.stop_before = []
+    await runner.run(max_ticks=1)  # nobody observes: the tick works out no report
+    assert reported(runner) is None
+    runner = ReactiveRunner(Sequence("root", memory=True, children=[Bump("a"), Raises("r")]), RunState)
+    with pytest.raises(RuntimeError):
+        await runner.step()
+    assert reported(runner) is None  # the failed tick stopped the tree: nothing reported that

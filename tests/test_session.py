@@ -202,3 +202,23 @@ def test_opening_a_recorded_run_names_what_is_wrong(tmp_path):
     DebugSession.load(PIPELINE, db=tmp_path / "empty.db").store.close()
     with pytest.raises(StoreError, match="holds no runs"):
         DebugSession.open_recorded(tmp_path / "empty.db")
+
+
+async def test_a_step_remembers_its_checkpoint_with_the_statuses_the_tick_reported(session):
+    """The head's statuses for the next step's marks and timeline row are the tick's own report,
+    not a second pass over every node (~2 ms a step at 10,000 nodes), and they are the nodes' now."""
+    for _ in range(2):
+        await session.step()
+        saved = session.timeline.saved(session.runner.checkpoints.head)
+        paths, statuses = session.runner.reported_statuses()
+        assert saved.statuses.statuses is statuses and saved.statuses.paths is paths
+        assert dict(saved.statuses) == {path: node.status.value for path, node in session.runner.nodes.items()}
+
+
+async def test_running_now_and_the_statuses_are_the_nodes_whether_or_not_a_tick_is_held(session):
+    """Both come from the runner's reported statuses between ticks, from the nodes while a tick is held."""
+    nodes = session.runner.nodes
+    for step in (session.step, session.step_into, session.step_into, session.step, session.step):
+        await step()
+        assert session.running_nodes() == [p for p, n in nodes.items() if not n.children and n.status is Status.RUNNING]
+        assert session.node_statuses() == {p: n.status for p, n in nodes.items()}
