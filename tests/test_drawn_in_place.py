@@ -230,3 +230,31 @@ async def test_a_search_key_is_drawn_in_one_frame(tmp_path, monkeypatch):
             match = pane.search(text)
             first = next(frame for frame in frames if frame[0] == text)
             assert first[1:] == (match, session.node_detail(match), []), text
+
+
+async def test_running_now_takes_new_nodes_without_a_layout(tmp_path, layouts):
+    """The "running now" list is one height (studio.tcss): new options set its scroll range alone.
+    OptionList's extent is a layout reactive: every step that changed what runs laid the whole screen
+    out (~6 ms of a step at 10,000 nodes). A list longer than the pane still scrolls to its end."""
+    async with studio_on("local", TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        pane = app.main.query_one(TreePane)
+        running = pane.query_one("#running-now")
+        paths = [view.path for view in session.node_views()]
+        many = [f"{paths[0]}/extra{i}" for i in range(3 * running.size.height)]
+        layouts.clear()
+        pane.set_running(paths[:2])
+        await settle(app, pilot)
+        assert _outside_the_footer(layouts) == []
+        assert running.option_count == 2 and running.virtual_size.height == 2
+        pane.set_running(many[:-5])  # its scrollbar comes (that lays out)
+        await settle(app, pilot)
+        layouts.clear()
+        pane.set_running(many)
+        await settle(app, pilot)
+        assert _outside_the_footer(layouts) == []
+        assert running.virtual_size.height == len(many)
+        assert running.vertical_scrollbar.window_virtual_size == len(many)
+        running.scroll_end(animate=False)
+        await settle(app, pilot)
+        assert running.scroll_y == running.max_scroll_y == len(many) - running.scrollable_content_region.height
