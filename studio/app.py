@@ -27,9 +27,9 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
-from runtime.engine.long_lived import keep_out_of_collections
 from runtime.engine.runner import TickReport
 
+from . import startup
 from .commands import StudioCommands
 from .screens.approval import ApprovalScreen, Decision
 from .screens.bindings_editor import BindingsEditor
@@ -125,7 +125,7 @@ class MainScreen(Screen):
         """The tree's widgets live as long as its runner: frozen with it once drawn, in the one
         collection the runner would otherwise make as it goes live (it then skips its own); after a
         restart the seam thaws and collects first, so the replaced tree goes."""
-        keep_out_of_collections(self.query_one(TreePane).node_count)
+        startup.resume(self.query_one(TreePane).node_count)  # collections on again, if opening paused them
 
     def on_unmount(self) -> None:
         self._unlisten()
