@@ -52,7 +52,7 @@ from studio_latency import (  # noqa: E402
 from runtime import Agent  # noqa: E402
 from runtime.engine import ReactiveRunner  # noqa: E402
 from sample_trees import large_tree  # noqa: E402
-from studio import app as studio_app  # noqa: E402
+from studio import startup  # noqa: E402
 from studio.loader import LoadedTree  # noqa: E402
 from studio.session import DebugSession  # noqa: E402
 from studio.widgets.tree_pane import TreePane  # noqa: E402
@@ -151,13 +151,13 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
             return None
 
     frozen = [0]  # the app's collect-and-freeze passes so far (after the first frame, after each restart)
-    keep = studio_app.keep_out_of_collections
+    keep = startup.keep_out_of_collections
 
     def counted(nodes: int) -> None:
         keep(nodes)
         frozen[0] += 1
 
-    studio_app.keep_out_of_collections = counted  # looked up at each call
+    startup.keep_out_of_collections = counted  # looked up at each call (studio/startup.py resume)
 
     async def new_run(start, tick: int, collects: bool) -> float:
         """`start()` (a restart, a fork) until the screen shows the new run or branch at `tick` (and,

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platformdirs import user_downloads_path
 from textual import on, work
@@ -27,19 +27,10 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from runtime.engine.events import EventType, RuntimeEvent
-from runtime.engine.long_lived import keep_out_of_collections
 from runtime.engine.runner import TickReport
 
+from . import startup
 from .commands import StudioCommands
-from .screens.approval import ApprovalScreen, Decision
-from .screens.bindings_editor import BindingsEditor
-from .screens.breakpoints import BreakpointsScreen
-from .screens.choice import ChoiceScreen
-from .screens.help import HelpScreen
-from .screens.model_call import ModelCallScreen, ModelCallsScreen, opened_call
-from .screens.prompt import PromptScreen
-from .screens.state_editor import StateEditor
-from .screens.value import ValueScreen
 from .session import DebugSession, EditError, RunState
 from .widgets.events_pane import EventsPane, filter_example
 from .widgets.footer import KeysFooter
@@ -48,6 +39,12 @@ from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
 from .widgets.timeline import Timeline, field_of
 from .widgets.tree_pane import TreePane
+
+if TYPE_CHECKING:
+    from .screens.approval import Decision
+
+# The dialogs (studio/screens/) are imported where they open, not here: the first frame shows none of
+# them, and with Textual's TextArea and DataTable they were ~20 ms of every launch.
 
 REFRESH_HZ = 20
 STEPS_QUEUED = 20  # steps pressed ahead of the one running, at most (a key held down stops there)
@@ -126,7 +123,7 @@ class MainScreen(Screen):
         """The tree's widgets live as long as its runner: frozen with it once drawn, in the one
         collection the runner would otherwise make as it goes live (it then skips its own); after a
         restart the seam thaws and collects first, so the replaced tree goes."""
-        keep_out_of_collections(self.query_one(TreePane).node_count)
+        startup.resume(self.query_one(TreePane).node_count)  # collections on again, if opening paused them
 
     def on_unmount(self) -> None:
         self._unlisten()
@@ -230,6 +227,8 @@ class MainScreen(Screen):
             return
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:
+            from .screens.approval import ApprovalScreen
+
             self._offered.add(fresh[0].id)
             self.app.push_screen(ApprovalScreen(fresh[0], getattr(self.session, "check_arguments", None)), self._decided)
 
@@ -332,9 +331,13 @@ class MainScreen(Screen):
             self.drain()  # the mark now: after a burst Textual's timer skips ticks, up to 100 ms
 
     def action_breakpoints(self) -> None:
+        from .screens.breakpoints import BreakpointsScreen
+
         self.app.push_screen(BreakpointsScreen(self.session))  # its changes notify the session's listeners
 
     def action_model_calls(self) -> None:
+        from .screens.model_call import ModelCallsScreen
+
         path = self.query_one(TreePane).selected_path
         calls = self.session.model_calls(path) if path else []
         title = f"model calls of {path}"
@@ -349,6 +352,8 @@ class MainScreen(Screen):
         if not self.session.node_detail(path).ports:
             self.notify(f"{path} has no ports to bind", severity="warning")
             return
+        from .screens.bindings_editor import BindingsEditor
+
         self.app.push_screen(BindingsEditor(self.session, path), self._edited)
 
     def _edited(self, applied: bool | None) -> None:
@@ -359,6 +364,9 @@ class MainScreen(Screen):
     @on(EventsPane.Chosen)
     async def _event_chosen(self, chosen: EventsPane.Chosen) -> None:
         """Enter on an event: a model call's event opens that call, any other event shows whole."""
+        from .screens.model_call import ModelCallScreen, opened_call
+        from .screens.value import ValueScreen
+
         event = chosen.event
         call = next((call for call in self.session.model_calls() if event.seq in call.seqs
                      and call.run_id == event.run_id and call.branch in (None, event.branch)), None)
@@ -371,14 +379,20 @@ class MainScreen(Screen):
 
     @on(StatePane.EditRequested)
     def _edit_state(self, event: StatePane.EditRequested) -> None:
+        from .screens.state_editor import StateEditor
+
         self.app.push_screen(StateEditor(self.session, event.namespace, event.key, event.value), self._edited_state)
 
     @on(NodeDetailPane.ValuesRequested)
     def _show_node_values(self, event: NodeDetailPane.ValuesRequested) -> None:
+        from .screens.value import ValueScreen
+
         self.app.push_screen(ValueScreen(f"{event.detail.view.path}: values", full_values(event.detail)))
 
     @on(StatePane.ValueRequested)
     def _show_value(self, event: StatePane.ValueRequested) -> None:
+        from .screens.value import ValueScreen
+
         self.app.push_screen(ValueScreen(f"{event.namespace + '.' if event.namespace else ''}{event.key}",
                                          event.value))
 
@@ -387,6 +401,8 @@ class MainScreen(Screen):
             self.notify("state edited" + (" (staged): f forks with it" if self.session.viewing is not None else ""))
 
     def action_filter_events(self) -> None:
+        from .screens.prompt import PromptScreen
+
         pane = self.query_one(EventsPane)
         example = self.filter_example
         self.app.push_screen(
@@ -400,11 +416,15 @@ class MainScreen(Screen):
         return filter_example([view.name for view in self.session.node_views()])
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
         self.app.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)], self.filter_example))
 
     def action_approvals(self) -> None:
         pending = self.session.pending_approvals()
         if pending:
+            from .screens.approval import ApprovalScreen
+
             self.app.push_screen(ApprovalScreen(pending[0], getattr(self.session, "check_arguments", None)), self._decided)
         else:
             self.notify("no tool call is waiting for approval", title="approve")
@@ -439,6 +459,8 @@ class MainScreen(Screen):
         self.drain()  # now, not at the next timer tick
 
     def action_replay_fork(self) -> None:
+        from .screens.choice import ChoiceScreen
+
         viewing = self.session.viewing
         table = self.query_one(Timeline)
         if viewing is not None:
@@ -456,6 +478,8 @@ class MainScreen(Screen):
             partial(self._replay_or_fork, checkpoint_id))
 
     def _replay_or_fork(self, checkpoint_id: Any, choice: str | None) -> None:
+        from .screens.choice import ChoiceScreen
+
         staged = len(self.session.staged)
         if choice == "replay" and staged:  # a replay would drop them: ask first
             self.app.push_screen(

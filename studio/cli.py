@@ -30,6 +30,7 @@ from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
+from . import startup
 from .loader import TreeLoadError
 from .session import DebugSession, EditError, default_db_path
 
@@ -351,12 +352,13 @@ def _record_end(session: DebugSession, reason: str) -> str:
 
 
 def open_studio(args: argparse.Namespace) -> int:
-    session = _load(args)
-    for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
-        print(f"jianmu-studio: {warning}", file=sys.stderr)
-    from .app import StudioApp
+    with startup.paused():  # no collections until the first frame (studio/startup.py)
+        session = _load(args)
+        for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
+            print(f"jianmu-studio: {warning}", file=sys.stderr)
+        from .app import StudioApp
 
-    StudioApp(session).run()
+        StudioApp(session).run()
     return 0
 
 

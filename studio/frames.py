@@ -333,20 +333,24 @@ class Frame:
         return [f"{ns}.{key}" for key in keys] if ns else [self.timeline.names.key(key) for key in keys]
 
     def node_views(self, breakpoints: set[str]) -> list[NodeView]:
-        return [self.node_view(path, breakpoints) for path in self.paths()]
+        shown = self._shown()
+        return [self._view_of(path, shown, breakpoints) for path in self.paths()]
 
     def node_view(self, path: str, breakpoints: set[str]) -> NodeView:
+        return self._view_of(path, self._shown(), breakpoints)
+
+    def _view_of(self, path: str, shown: set[str], breakpoints: set[str]) -> NodeView:
+        """One node's line; `node_views` makes 10,000 of them for the first frame of a large tree,
+        so each is built once, positionally, and a leaf skips the walk over its (no) children."""
         node = self.runner.nodes[path]
+        status = self.status(path)
         data = self.resume_data(path)
-        counter = (loop_counter(node, self.status(path), data["iteration_count"])
+        counter = (loop_counter(node, status, data["iteration_count"])
                    if isinstance(data, dict) and "iteration_count" in data else None)
-        shown = self._shown()
-        return NodeView(
-            path=path, name=node.name, class_name=type(node).__name__, depth=path.count("/"),
-            parent=path.rpartition("/")[0] or None,
-            children=[p for child in node.children if (p := self.runner.path_of(child)) in shown],
-            status=self.status(path), namespace=getattr(node, "namespace", None), counter=counter,
-            breakpoint=path in breakpoints)
+        path_of = self.runner.path_of
+        children = [p for child in node.children if (p := path_of(child)) in shown] if node.children else []
+        return NodeView(path, node.name, type(node).__name__, path.count("/"), path.rpartition("/")[0] or None,
+                        children, status, getattr(node, "namespace", None), counter, path in breakpoints)
 
     def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
         node = self.runner.nodes[path]
