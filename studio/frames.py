@@ -391,12 +391,9 @@ class HeadFrame(Frame):
         return self.runner.nodes[path].status
 
     def statuses(self) -> dict[str, Status]:
-        """Every node's, from the two lists the runner reported when they are the nodes' now (esc back
-        to live at 10,000 nodes: ~0.5 ms, reading every node ~2-4 ms)."""
-        reported = self.runner.reported_statuses()
-        if reported is None:  # a tick held at a node boundary, say
-            return {path: node.status for path, node in self.runner.nodes.items()}
-        return dict(zip(*reported, strict=True))
+        """Every node's, from the runner's lists (esc back to live at 10,000 nodes: ~0.5 ms when the
+        runner reported them, reading every node ~2-4 ms)."""
+        return dict(zip(*self.runner.status_lists(), strict=True))
 
     def resume_data(self, path: str) -> Any:
         node = self.runner.nodes[path]

@@ -174,7 +174,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.children = SwarmChildren(self.runner, self._on_child_tick)
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
-        self._index: tuple[Mapping | None, frozenset[str], list[tuple[str, Any]]] = (None, frozenset(), [])
+        self._index: tuple[Mapping | None, frozenset[str]] = (None, frozenset())
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -258,22 +258,21 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         saved is remembered as the runner holds it, so the head's marks read nothing back."""
         checkpoints = runner.checkpoints
         self._saved_at = (checkpoints.branch, report.tick)
-        if checkpoints.head != self._head_before:  # the tick's own statuses: no pass over the nodes
-            reported = runner.reported_statuses()
-            self._remember_head(TakenStatuses(*reported) if reported is not None else None)
+        if checkpoints.head != self._head_before:
+            self._remember_head()
 
-    def _remember_head(self, statuses: TakenStatuses | None = None) -> None:
+    def _remember_head(self) -> None:
         """The checkpoint the runner has just saved (a tick's, a run's input, a fork's first), as the
         runner holds it: the next tick's marks and timeline row then decode nothing from the store
         (its parent's 100,000 statuses: ~60 ms, named path by path ~50 ms more). Call only right
-        after that save, before anything moves the nodes or the state; `statuses`, when the caller
-        has them, are the nodes' now."""
+        after that save, before anything moves the nodes or the state (after a tick, its statuses
+        are the runner's reported lists: no pass over the nodes)."""
         runner = self.runner
         head, sm = runner.checkpoints.head, runner.state_manager
         if head is not None:
             self.timeline.remember(head, Saved(
                 runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses.of(runner.nodes) if statuses is None else statuses))
+                TakenStatuses(*runner.status_lists())))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the
@@ -319,16 +318,16 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         trees. Another frame of the same nodes (a past checkpoint) only restates their lines."""
         if self.viewing is not None:
             return self.frame.shape, ()
-        return self._tree_index()[0], self.children.shape
+        return self._tree_paths(), self.children.shape
 
-    def _tree_index(self) -> tuple[frozenset[str], list[tuple[str, Any]]]:
-        """The host tree's paths and its leaves, worked out once per tree rather than at every
-        redraw (a step at 100,000 nodes walked them all twice): the runner indexes a tree that
-        changed shape into a new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
+    def _tree_paths(self) -> frozenset[str]:
+        """The host tree's paths, worked out once per tree rather than at every redraw (a step at
+        100,000 nodes walked them all twice): the runner indexes a tree that changed shape into a
+        new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
         nodes = self.runner.nodes
         if self._index[0] is not nodes:
-            self._index = (nodes, frozenset(nodes), [(path, node) for path, node in nodes.items() if not node.children])
-        return self._index[1], self._index[2]
+            self._index = (nodes, frozenset(nodes))
+        return self._index[1]
 
     def node_status(self, path: str) -> Status:
         """A node's status in the frame shown (a swarm agent's: live)."""
@@ -472,12 +471,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         """The leaves running now, in tree order: from the statuses the runner reported when they are
         the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
         nodes scattered in memory: ~2 ms)."""
-        running = Status.RUNNING
-        reported = self.runner.reported_statuses()
-        if reported is None:  # a tick held at a node boundary, say
-            return [path for path, node in self._tree_index()[1] if node.status is running]
-        nodes = self.runner.nodes
-        return [path for path, status in zip(*reported, strict=True) if status is running and not nodes[path].children]
+        running, nodes = Status.RUNNING, self.runner.nodes
+        return [path for path, status in zip(*self.runner.status_lists(), strict=True)
+                if status is running and not nodes[path].children]
 
     def _node(self, path: str):
         runner, inner = self._locate(path)

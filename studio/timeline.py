@@ -129,10 +129,6 @@ class TakenStatuses(Mapping):
         self.paths, self.statuses = paths, statuses  # never changed
         self._named: dict[str, str] | None = None
 
-    @classmethod
-    def of(cls, nodes: Mapping[str, Any]) -> TakenStatuses:
-        return cls(list(nodes), [node.status for node in nodes.values()])
-
     def _by_path(self) -> dict[str, str]:
         if self._named is None:
             self._named = {path: status.value for path, status in zip(self.paths, self.statuses, strict=True)}

@@ -243,6 +243,11 @@ class ReactiveRunner:
         is not seen.)"""
         return (self._order_paths, self._statuses) if self._statuses_now else None
 
+    def status_lists(self) -> tuple[list[str], list[Status]]:
+        """Every node's (path, status) now, as two lists in `nodes` order: the reported ones while
+        they are the nodes' now (`reported_statuses`), else read from the nodes."""
+        return self.reported_statuses() or (self._order_paths, [node.status for node in self._order])
+
     # -- injection and waking ------------------------------------------------------
     def _inject(self, wake_up: Callable[[], None] | None) -> None:
         self._payload = InjectPayload(context=self.context, state_manager=self.state_manager, wake_up=wake_up,

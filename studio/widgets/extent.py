@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.widget import Widget
 
@@ -21,3 +22,14 @@ def set_extent(view: ScrollView, size: Size) -> bool:
     view.set_reactive(Widget.virtual_size, size)
     view._scroll_update(size)
     return True
+
+
+class FixedExtent:
+    """For a scrolling widget whose size the stylesheet fixes and which sets its own extent (Textual's
+    Tree, OptionList): each new `virtual_size` sets its scroll range and scrollbars alone, as
+    `set_extent` does, not a layout of the whole screen. Put it before the widget's class."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, size: Size) -> None:
+        self._scroll_update(size)

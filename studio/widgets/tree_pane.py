@@ -31,6 +31,7 @@ from textual.widgets.tree import TreeNode
 from runtime.engine.runner import TickReport
 
 from ..session import NodeView
+from .extent import FixedExtent
 from .marks import BREAKPOINT, status_mark, status_name
 from .node_tree import NodeTree
 
@@ -93,15 +94,10 @@ class SearchBox(Input):
     virtual_size = Reactive(Size(0, 0), layout=False)
 
 
-class RunningList(OptionList):
-    """The "running now" list. Its height is fixed (studio.tcss): new options need its scroll range
+class RunningList(FixedExtent, OptionList):
+    """The "running now" list. Its height is fixed (studio.tcss): new options set its scroll range
     alone, where OptionList's virtual size is a layout reactive (the whole screen laid out at every
     step that changes what runs, ~6 ms of a step at 10,000 nodes)."""
-
-    virtual_size = Reactive(Size(0, 0), layout=False)
-
-    def watch_virtual_size(self, size: Size) -> None:
-        self._scroll_update(size)  # what a layout does for it (private: see extent.py)
 
 
 class TreePane(Vertical):
