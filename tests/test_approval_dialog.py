@@ -50,22 +50,36 @@ async def test_enter_in_the_reason_box_denies_with_that_reason(tmp_path):
         assert observation(app.session) == "Error: tool 'calculator' was not approved: too risky"
 
 
-async def test_ctrl_d_denies_while_the_reason_box_has_focus(tmp_path):
+async def test_ctrl_n_denies_while_the_reason_box_has_focus(tmp_path):
     app = StudioApp(approval_session(tmp_path, answer="no calculator"))
     async with app.run_test(size=SIZE) as pilot:
         await suspended(app, pilot)
         app.screen.query_one("#approval-reason", Input).focus()
-        await pilot.press(*"later", "ctrl+d")
+        await pilot.press(*"later", "ctrl+n")
         await finish(app, pilot)
         assert observation(app.session) == "Error: tool 'calculator' was not approved: later"
 
 
-async def test_ctrl_a_approves_while_a_text_box_has_focus(tmp_path):
+async def test_the_dialog_opens_in_the_arguments_editor_whose_keys_edit_text(tmp_path):
+    """ctrl+a and ctrl+d are the editor's line start and delete, not approve and deny."""
+    app = StudioApp(approval_session(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await suspended(app, pilot)
+        editor = app.screen.query_one("#approval-arguments", TextArea)
+        assert app.screen.focused is editor
+        editor.move_cursor((0, 1))
+        await pilot.press("ctrl+a", "ctrl+d")
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalScreen)
+        assert editor.text == app.screen._original[1:]
+
+
+async def test_ctrl_o_approves_while_a_text_box_has_focus(tmp_path):
     app = StudioApp(approval_session(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await suspended(app, pilot)
         app.screen.query_one("#approval-reason", Input).focus()
-        await pilot.press("ctrl+a")
+        await pilot.press("ctrl+o")
         await finish(app, pilot)
         assert observation(app.session) == "110"
 

@@ -143,14 +143,14 @@ async def test_no_text_typed_into_the_approval_dialog_crashes_the_tui(tmp_path):
         assert isinstance(screen, ApprovalScreen)
         for text in NASTY:  # as corrected arguments: each refused with a line, the dialog stays
             screen.query_one("#approval-arguments", TextArea).text = text
-            await pilot.press("ctrl+a")
+            await pilot.press("ctrl+o")
             await pilot.pause()
             assert app.screen is screen, text[:40]
             error = str(screen.query_one("#approval-error", Static).render())
             assert error.startswith("✘ ") and len(error) < 400, (text[:40], error[:400])
         screen.query_one("#approval-arguments", TextArea).text = screen._original
         screen.query_one("#approval-reason", Input).value = "no: " + "".join(NASTY)[:5000]
-        await pilot.press("ctrl+d")  # denied with all of it as the reason the model reads
+        await pilot.press("ctrl+n")  # denied with all of it as the reason the model reads
         await settle(app, pilot)
         assert app.is_running and app.screen is app.main
         assert session.state_snapshot()[""]["messages"][2]["content"].startswith("Error: tool 'calculator' was not")

@@ -1,8 +1,10 @@
 """A tool call waiting for a human: what it would do, and approve (maybe with corrected
 arguments, checked against the tool's schema) or deny (with a reason the model reads).
 
-ctrl+a approves and ctrl+d denies wherever the focus is (they win over the text boxes'
-own keys); Enter in the reason box denies with that reason; esc decides later.
+The dialog opens with the focus in the arguments editor. ctrl+o approves and ctrl+n denies
+wherever the focus is: neither edits text (a TextArea's ctrl+a is line start and its ctrl+d
+deletes, so those stay the editor's). Enter in the reason box denies with that reason; esc
+decides later.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from runtime.debug.bounded import loads
 
-KEYS = "ctrl+a approve · ctrl+d deny · enter in the reason box denies · esc later"
+KEYS = "ctrl+o approve · ctrl+n deny · enter in the reason box denies · esc later"
 
 
 @dataclass
@@ -37,9 +39,10 @@ class ApprovalScreen(ModalScreen[Decision | None]):
     `check(request, arguments)` raises `ValueError` when edited arguments do not fit the tool.
     """
 
+    AUTO_FOCUS = "#approval-arguments"
     BINDINGS = [Binding("escape", "dismiss(None)", "Later", id="approval-later"),
-                Binding("ctrl+a", "decide(True)", "Approve", id="approval-approve", priority=True),
-                Binding("ctrl+d", "decide(False)", "Deny", id="approval-deny", priority=True)]
+                Binding("ctrl+o", "decide(True)", "Approve", id="approval-approve", priority=True),
+                Binding("ctrl+n", "decide(False)", "Deny", id="approval-deny", priority=True)]
 
     def __init__(self, request: Any, check: Callable[[Any, Any], None] | None = None) -> None:
         super().__init__()
