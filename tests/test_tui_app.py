@@ -273,6 +273,30 @@ async def test_search_jumps_to_a_node_by_name_and_help_lists_the_keys():
         assert app.screen is app.main
 
 
+async def test_enter_and_esc_in_the_search_box_hand_the_keys_back_to_the_commands():
+    """After a search, n steps the run: it does not type an n into the box."""
+    app = StudioApp(pipeline_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane, search = app.main.query_one(TreePane), app.main.query_one("#tree-search", Input)
+        search.focus()
+        await pilot.press(*"words", "enter")  # the match typing found, the tree focused
+        await pilot.pause()
+        first = pane.selected_path
+        assert first is not None and "words" in first.lower() and app.focused is pane.tree
+        search.focus()
+        await pilot.press("enter")  # the box unchanged since it took the focus: the next match
+        await pilot.pause()
+        assert pane.selected_path not in (None, first) and "words" in pane.selected_path.lower()
+        search.focus()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is pane.tree and search.value == "words"
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert search.value == "words" and app.session.tick >= 1
+
+
 async def test_search_lands_on_the_match_inside_collapsed_branches(tmp_path):
     """Expanding a match's ancestors moves every line below them: the cursor must land on the
     match, not on the node now at the line the match had when the tree was last drawn whole."""

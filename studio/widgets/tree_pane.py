@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from py_trees.common import Status
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import Reactive, var
@@ -87,11 +88,21 @@ class NameIndex:
 
 
 class SearchBox(Input):
-    """The name search. Its size is fixed (studio.tcss), so what it holds never moves another
-    widget: Textual's Input sets its virtual size on every key, a reactive that lays the whole
-    screen out again, a second layout and render per key beside the tree's own."""
+    """The name search. Enter and esc hand the focus back to the tree, so the next key is a command
+    again (`n` steps, it does not type an n). Its size is fixed (studio.tcss), so what it holds
+    never moves another widget: Textual's Input sets its virtual size on every key, a reactive that
+    lays the whole screen out again, a second layout and render per key beside the tree's own."""
 
+    BINDINGS = [Binding("escape", "leave", "Back to the tree", show=False)]
     virtual_size = Reactive(Size(0, 0), layout=False)
+    typed = False  # the text changed since the box took the focus: enter keeps the match typing found
+
+    def _on_focus(self, event: events.Focus) -> None:
+        self.typed = False
+        super()._on_focus(event)
+
+    def action_leave(self) -> None:
+        self.query_ancestor(TreePane).tree.focus()
 
 
 class RunningList(FixedExtent, OptionList):
@@ -120,7 +131,7 @@ class TreePane(Vertical):
         self._names: NameIndex | None = None  # the names in line order, for search
 
     def compose(self) -> ComposeResult:
-        yield SearchBox(placeholder="search nodes by name (enter: next match)", id="tree-search")
+        yield SearchBox(placeholder="search nodes by name (enter: go there, again: next)", id="tree-search")
         tree = NodeTree(self._grow, id="tree-view")
         tree.guide_depth = 3
         yield tree
@@ -338,20 +349,24 @@ class TreePane(Vertical):
             stack.extend(reversed(self._kids[path]))
 
     def _search_changed(self, text: str) -> None:
+        self.query_one("#tree-search", SearchBox).typed = True
         path = self.search(text)
         if path is not None:
             self.jump(path)
 
     @on(Input.Submitted, "#tree-search")
     def _search_next(self, event: Input.Submitted) -> None:
-        if not event.value.strip():  # nothing to look for: enter goes on to the tree
-            self.tree.focus()
-            return
-        path = self.search(event.value, after=self.selected_path)
-        if path is not None:
-            self.jump(path)
-        else:
-            self.notify(f"no node named like {event.value!r}", severity="warning")
+        """Enter goes to the match typing found, or (the box unchanged since it took the focus) to
+        the next one, and hands the focus to the tree."""
+        box = self.query_one("#tree-search", SearchBox)
+        if event.value.strip():
+            path = self.search(event.value, after=None if box.typed else self.selected_path)
+            if path is None:
+                self.notify(f"no node named like {event.value!r}", severity="warning")
+            else:
+                self.jump(path)
+        box.typed = False
+        self.tree.focus()
 
     @on(OptionList.OptionSelected, "#running-now")
     def _jump_to_running(self, event: OptionList.OptionSelected) -> None:
