@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
+from textual.geometry import Region
 from textual.widgets import Input, OptionList, Static
 from tui_fixtures import (  # noqa: F401
     APPROVAL_TREE,
@@ -93,6 +94,24 @@ async def test_continue_stops_at_a_node_breakpoint(kind, tmp_path):
         assert session.last_stop.kind == "breakpoint" and "Summarise" in session.last_stop.message
         assert "breakpoint: before TextPipeline/Summarise" in status_line(app)
         assert session.run_state == RunState.PAUSED
+
+
+async def test_the_status_line_shows_why_the_run_stopped_whole_at_120_columns(tmp_path):
+    """A stop's reason names a node by its path: at 120 columns the line takes the rows it needs
+    instead of cutting the node's name off the end of the screen."""
+    done = "Calculator/Calculator.loop/Calculator.done"
+    session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
+    app = StudioApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert app.main.query_one(TreePane).jump(done)
+        await pilot.press("b", "c")
+        await settle(app, pilot)
+        assert done in session.message
+        await pilot.pause()  # the new height laid out
+        widget = app.main.query_one(StatusLine)
+        shown = "".join(strip.text for strip in widget.render_lines(Region(0, 0, *widget.size))).replace(" ", "")
+        assert widget.size.height >= 2 and done.replace(" ", "") in shown
 
 
 @BOTH

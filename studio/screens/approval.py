@@ -39,7 +39,6 @@ class ApprovalScreen(ModalScreen[Decision | None]):
     `check(request, arguments)` raises `ValueError` when edited arguments do not fit the tool.
     """
 
-    AUTO_FOCUS = "#approval-arguments"
     BINDINGS = [Binding("escape", "dismiss(None)", "Later", id="approval-later"),
                 Binding("ctrl+o", "decide(True)", "Approve", id="approval-approve", priority=True),
                 Binding("ctrl+n", "decide(False)", "Deny", id="approval-deny", priority=True)]
@@ -67,6 +66,9 @@ class ApprovalScreen(ModalScreen[Decision | None]):
                 yield Button("Approve", variant="success", id="approve")
                 yield Button("Deny", variant="error", id="deny")
                 yield Button("Later", id="later")
+
+    def on_mount(self) -> None:  # the call's tool, node and reason stay in view above the editor
+        self.query_one("#approval-arguments", TextArea).focus(scroll_visible=False)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "later":

@@ -52,7 +52,7 @@ class StatusLine(Static):
             line.append_text(Text.assemble(sep, (hint, "yellow")))
         if session.message and not failure:
             line.append_text(Text.assemble(sep, (session.message, "italic")))
-        self._failed_line = line if failure is not None else None
+        self._line = line
         self._fit()
         if line != self._shown:  # most redraws restate it; and its size is the stylesheet's (or `_fit`'s),
             self._shown = line   # never the text's, so a new text needs no layout of the whole screen
@@ -60,12 +60,18 @@ class StatusLine(Static):
 
     _shown: Text | None = None
 
-    _failed_line: Text | None = None
+    _line: Text | None = None
+
+    MAX_ROWS = 3
 
     def _fit(self) -> None:
-        """Why it failed is never cut off: on a narrow screen the line takes a second row for it."""
-        line = self._failed_line
-        self.styles.height = 2 if line is not None and line.cell_len > self.size.width else 1
+        """Why it failed or stopped, and which checkpoint is shown, are never cut off: a line wider
+        than the screen takes the rows it needs (at most three)."""
+        width = max(self.size.width, 1)
+        length = self._line.cell_len if self._line is not None else 0
+        rows = min(self.MAX_ROWS, max(1, -(-length // width)))
+        if self.styles.height is None or self.styles.height.value != rows:
+            self.styles.height = rows
 
     def on_resize(self) -> None:
         self._fit()
