@@ -135,7 +135,9 @@ def open_store(name: str | Path) -> CheckpointStore:
 
 class DebugSession(EditsMixin, BreakpointListMixin):
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
-                 store: CheckpointStore | None = None):
+                 store: CheckpointStore | None = None, start: bool = True):
+        """`start`: begin the run now, so its input is state at tick 0 (shown, editable and
+        saved before the first step, as an attached studio sees it); a recording opens unstarted."""
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
         self.store = store if store is not None else open_store(default_db_path())
         self.log = EventLog()
@@ -162,6 +164,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._moving = False  # a step or a continue is under way: the swarm's agents run too
         self._attach(loaded)
         self.breakpoint_warnings = self._load_breakpoints()
+        if start:
+            self._start_run()
 
     def _attach(self, loaded: LoadedTree) -> None:
         """Drive the agent a tree file built: a runner of its own, on a bus of its own."""
@@ -201,7 +205,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         target = tree or store.get_meta(f"tree:{run_id}")
         if target is None:
             raise StoreError(f"{store.location}: run {run_id} has no recorded tree file (give it with --tree)")
-        session = cls(load_tree(target), store=store)
+        session = cls(load_tree(target), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)
         saved = {(info.branch, info.tick): info.event_position for info in infos}

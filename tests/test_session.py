@@ -195,11 +195,11 @@ async def test_a_recorded_run_reopens_in_the_past_and_replays_offline(tmp_path):
 
 
 def test_opening_a_recorded_run_names_what_is_wrong(tmp_path):
-    from runtime.memory.checkpoint import StoreError
+    from runtime.memory.checkpoint import StoreError, open_store
 
     with pytest.raises(StoreError, match="no such checkpoint store"):
         DebugSession.open_recorded(tmp_path / "missing.db")
-    DebugSession.load(PIPELINE, db=tmp_path / "empty.db").store.close()
+    open_store(tmp_path / "empty.db").close()
     with pytest.raises(StoreError, match="holds no runs"):
         DebugSession.open_recorded(tmp_path / "empty.db")
 

@@ -82,6 +82,17 @@ async def test_step_changes_the_tree_and_the_state(kind, tmp_path):
 
 
 @BOTH
+async def test_the_input_is_state_at_tick_0_before_the_first_step(kind, tmp_path):
+    """Opened and not stepped, the state pane shows the run's input and the timeline its tick-0
+    checkpoint: the input can be read (and edited) before the run moves."""
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        assert "[1 item]" in state_label(app, "", "messages")  # the question asked (was [] until n)
+        assert session.state_snapshot()[""]["messages"][0]["content"] == "What is 25 * 4 + 10?"
+        assert [row.tick for row in session.checkpoints()] == [0]
+
+
+@BOTH
 async def test_continue_stops_at_a_node_breakpoint(kind, tmp_path):
     async with studio_on(kind, TEXT_PIPELINE, tmp_path) as (session, app, pilot):
         await settle(app, pilot)
@@ -339,7 +350,7 @@ async def test_search_lands_on_the_match_inside_collapsed_branches(tmp_path):
 async def test_steps_pressed_faster_than_the_ticks_are_each_taken(tmp_path):
     """n pressed four times before the first step is done (a key repeated, a fast typist): four ticks,
     in order, not one; p drops the steps pressed ahead of the one running (here, before any began)."""
-    for keys, ticks in (("nnnn", [0, 1, 2, 3, 4]), ("nnnp", [])):
+    for keys, ticks in (("nnnn", [0, 1, 2, 3, 4]), ("nnnp", [0])):  # tick 0: the input, saved at open
         session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / f"{keys}.db")
         app = StudioApp(session)
         async with app.run_test(size=SIZE) as pilot:
@@ -348,4 +359,4 @@ async def test_steps_pressed_faster_than_the_ticks_are_each_taken(tmp_path):
                 app.simulate_key(key)  # queued at once: none waits for the one before
             await settle(app, pilot)
             assert [row.tick for row in session.checkpoints()] == ticks, keys
-            assert session.tick == (ticks[-1] if ticks else 0)
+            assert session.tick == ticks[-1]
