@@ -25,6 +25,7 @@ from typing import Any
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
+from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
@@ -33,7 +34,6 @@ from runtime.memory.checkpoint import CheckpointInfo
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import child_namespace, refused_moment, split_child_path
 from .edits import StagedEdits
 from .failure import Failure
@@ -732,7 +732,7 @@ class RemoteSession:
 
     def _place(self, bp: Breakpoint) -> None:
         """Set the breakpoint on the server; a refusal takes it off the list again."""
-        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **bp.to_protocol())
+        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **bp.to_json())
         self._server_ids[id(bp)] = task
         task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
 

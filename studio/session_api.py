@@ -12,9 +12,8 @@ from typing import Any, Protocol
 
 from py_trees.common import Status
 
+from runtime.debug.breakpoints import Breakpoint
 from runtime.engine.runner import TickReport
-
-from .breakpoints import Breakpoint
 
 
 class SessionAPI(Protocol):

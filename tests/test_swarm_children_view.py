@@ -8,9 +8,9 @@ import pytest
 from test_tui_app import plain
 from tui_fixtures import BOTH, SIZE, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from runtime.debug.breakpoints import BreakpointError
 from runtime.engine.events import EventType
 from studio.app import StudioApp
-from studio.breakpoints import BreakpointError
 from studio.session import DebugSession, RunState
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
