@@ -37,6 +37,7 @@ from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import SwarmChildren, refused_moment, split_child_path
 from .edits import (
     EditRefused,
+    NotPaused,
     StateFacts,
     check_binding_key,
     check_port,
@@ -614,18 +615,19 @@ class Debugger:
                 if not self.attached:
                     return runner.status
                 continue
-            if self._command is not None:
-                await self._obey(left)
-                continue
-            stop = self.last_stop
-            if runner.finished:
+            if self._command is not None:  # a step or a continue, held where it stops (the end is held below)
+                stop = await self._obey(left)
+                if stop is not None and stop.kind not in ("finished", "suspended"):
+                    await self.hold(stop)
+            elif runner.finished:
                 if not await self._held_at_end(max_ticks is None):
                     return runner.status
             elif runner.suspended:
                 if await self._until_answered():
                     await self.hold(Stop("paused", APPROVAL_RESOLVED, runner.tick_count))
-            else:
-                await self.hold(stop if stop is not None and stop.kind not in ("finished", "suspended")
+            else:  # where it stands: at its start, or where it was taken over
+                stop = self.last_stop
+                await self.hold(stop if stop is not None and stop.kind == "paused"
                                 else Stop("paused", f"paused before tick {runner.tick_count + 1}", runner.tick_count))
 
     async def _run_free(self, max_ticks: int | None, input_data: Mapping[str, Any] | None = None) -> None:
@@ -651,9 +653,10 @@ class Debugger:
             self._notify("finished")
         self._notify("changed")
 
-    async def _obey(self, left: int | None) -> None:
+    async def _obey(self, left: int | None) -> Stop | None:
+        """Do the command the front end sent; the stop it made (None: it could not move)."""
         command, self._command = self._command, None
-        tick = self.runner.tick_count
+        tick, self.last_stop = self.runner.tick_count, None
         if command == "step":
             await self.step()
         elif command == "step_into":
@@ -661,6 +664,7 @@ class Debugger:
         else:
             await self.continue_(left)
         self._ran += self.runner.tick_count - tick
+        return self.last_stop
 
     async def hold(self, stop: Stop, timeout: float | None = None) -> bool:
         """Wait at `stop` for the front end's next command (or for it to leave); False after `timeout`
@@ -719,7 +723,7 @@ class Debugger:
     def checked_state_edit(self, namespace: str | None, key: str, value: Any) -> tuple[str | None, Any]:
         """(namespace, value) of an edit to `key` as the schema takes it; `EditRefused` saying why not."""
         if self.busy:
-            raise EditRefused("pause the run before editing state")
+            raise NotPaused("pause the run before editing state")
         namespace = check_state_key(StateFacts.of(self.runner), namespace, key)
         try:
             return namespace, self.runner.state_manager.validate(key, value, namespace)
@@ -759,7 +763,7 @@ class Debugger:
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
         """Rebind one port; it takes effect at the next tick and is recorded as a `binding.changed` event."""
         if self.busy:
-            raise EditRefused("pause the run before rebinding a port")
+            raise NotPaused("pause the run before rebinding a port")
         node, key = self.checked_binding(path, direction, port, key)
         old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
         node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
@@ -869,7 +873,7 @@ class Debugger:
 
     def _restore(self, action: Callable[[], Any], replayer: IOReplayer) -> None:
         if self.busy:
-            raise EditRefused("pause the run before replaying or forking")
+            raise NotPaused("pause the run before replaying or forking")
         try:
             action()
         except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:

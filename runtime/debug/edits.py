@@ -26,6 +26,10 @@ class EditRefused(ValueError):
     """An edit that does not fit the run; the message is the reason."""
 
 
+class NotPaused(EditRefused):
+    """An edit (or a restore) asked for while the run moves: pause it first."""
+
+
 def _shown(text: str, limit: int = 60) -> str:
     """A typed key as a refusal quotes it: a key pasted 200,000 characters long is not echoed whole."""
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text):,} characters)"
@@ -129,5 +133,5 @@ def check_tool_arguments(runner: ReactiveRunner, request: Any, arguments: Any) -
         raise EditRefused(str(exc)) from None
 
 
-__all__ = ["EditRefused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key",
+__all__ = ["EditRefused", "NotPaused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key",
            "check_tool_arguments", "waiting_tool"]

@@ -82,7 +82,7 @@ class RunPast:
         location = getattr(getattr(self.runner.checkpoints, "store", None), "location", None)
         return location if location and location != ":memory:" else None
 
-    def _store(self):
+    def store(self):
         if not self.recording:
             raise ProtocolError("bad_request", NO_STORE)
         return self.runner.checkpoints.store
@@ -138,7 +138,7 @@ class RunPast:
     def get(self, checkpoint_id: Any, *, lists: bool = True) -> Checkpoint:
         """The decoded checkpoint (stored lists left as references unless `lists`: enough to compare
         two checkpoints); `bad_request` for an id the store does not hold."""
-        store = self._store()
+        store = self.store()
         try:
             key = (int(checkpoint_id), lists)
             checkpoint = self._cache.pop(key, None) or store.get(key[0], read_lists=lists)

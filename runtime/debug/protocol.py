@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-PROTOCOL_VERSION = 4  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
-# 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents
+PROTOCOL_VERSION = 5  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+# 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents;
+# 5: one debugger (a local studio's stops), breakpoints enabled/disabled and their hits, set_breakpoint
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 DEFAULT_PORT = 7777
@@ -30,6 +31,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "step_into": (),
     "break": ("kind",),
     "unbreak": ("breakpoint",),
+    "set_breakpoint": ("breakpoint",),
     "edit_state": ("key", "value"),
     "edit_binding": ("node", "direction", "port", "key"),
     "approve": ("approval",),
