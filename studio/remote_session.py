@@ -25,8 +25,9 @@ from typing import Any
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
-from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
 from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
+from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
@@ -45,8 +46,6 @@ from .session import (
     NodeDetail,
     NodeView,
     PortView,
-    RunState,
-    StopReason,
     TimelineRow,
 )
 from .timeline import Lineage, Mark, RunTimeline
@@ -108,7 +107,7 @@ class RemoteSession:
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
-        self.last_stop: StopReason | None = None
+        self.last_stop: Stop | None = None
         self.message = f"attached to {address}"
         self.run_state = RunState.READY
         self.recording = False  # whether the served run keeps checkpoints (a timeline)
@@ -137,7 +136,7 @@ class RemoteSession:
         self._waiting: list[str] = []  # what the last tick left in flight, when nothing woke the run
         self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
-        self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
+        self._placing: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: the server's id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
         self._add_events(client.welcome.get("events", ()))  # what the run did before this studio attached
@@ -201,7 +200,7 @@ class RemoteSession:
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
-        self._stop(StopReason("finished", (self.message if self._finished else "the debug connection was lost")
+        self._stop(Stop("finished", (self.message if self._finished else "the debug connection was lost")
                               + self._replay_hint()))
 
     def _replay_hint(self) -> str:
@@ -216,32 +215,30 @@ class RemoteSession:
             self._apply_update(message)
         elif kind == "paused" and message["kind"] == "finished":  # held at its end for this studio
             self._paused, self._continuing, self._finished = message, False, True
-            self._stop(StopReason("finished", f"finished: {self._status} (held for this studio: its process "
+            self._stop(Stop("finished", f"finished: {self._status} (held for this studio: its process "
                                               "gets the result when you quit)"))
         elif kind == "paused":
             self._paused, self._continuing = message, False
-            self._stop(StopReason(message["kind"], self._count_hit(message)))
+            self._stop(self._stop_of(message))
         elif kind == "resumed":
             self._paused = None
             self._settle()
         elif kind == "finished":
             self._finished, self._failure = True, message.get("failure")
-            self._stop(StopReason("finished", f"finished: {message['status']}"))
+            self._stop(Stop("finished", f"finished: {message['status']}"))
         elif kind == "bye":
             self._finished = True
-            self._stop(StopReason("finished", f"the run ended: {message['status']} (the server closed)"))
+            self._stop(Stop("finished", f"the run ended: {message['status']} (the server closed)"))
         elif kind == "error":
             self._say(f"debug server: {message['message']}")
 
-    def _count_hit(self, paused: dict[str, Any]) -> str:
-        """The stop's message; a breakpoint's hit is counted on the studio's breakpoint and named as it names it."""
-        server_id = paused.get("breakpoint")
-        for bp in self.breakpoints:
-            placed = self._server_ids.get(id(bp))
-            if server_id is not None and placed is not None and placed.done() and placed.result() == server_id:
-                bp.hits += 1
-                return f"breakpoint: {bp.label}" if paused["kind"] == "breakpoint" else paused["message"]
-        return paused["message"]
+    def _stop_of(self, paused: dict[str, Any]) -> Stop:
+        """The debugger's stop as the server described it, its breakpoint (and hits) the mirrored one."""
+        bp = next((bp for bp in self.breakpoints if paused.get("breakpoint") is not None
+                   and bp.id == paused["breakpoint"]), None)
+        if bp is not None and "hits" in paused:
+            bp.hits = paused["hits"]
+        return Stop(paused["kind"], paused["message"], paused.get("tick", self._tick), paused.get("node"), bp)
 
     def _apply_update(self, update: dict[str, Any]) -> None:
         if "tree" in update:
@@ -274,6 +271,8 @@ class RemoteSession:
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
         self._add_events(update.get("events", ()))
+        if "breakpoints" in update:
+            self._mirror_breakpoints(update["breakpoints"])
         self._head_marks = update.get("marks", self._head_marks)
         self._mark(update, state_changes)
         for tick in update.get("agent_ticks", ()):  # a swarm agent's tick, its paths @agent/...
@@ -292,7 +291,7 @@ class RemoteSession:
                                           duration_ms=(report or {}).get("duration_ms", 0.0))
             self._notify("tick", self.last_report)
         if self.suspended and self._continuing:
-            self._stop(StopReason("suspended", self._suspension_message()))
+            self._stop(Stop("suspended", self._suspension_message()))
         else:
             self._settle()
 
@@ -319,7 +318,7 @@ class RemoteSession:
             self._tick_marks = {key: Mark(old, new) for key, (old, new) in self._since.items() if old != new}
             self._since = {}
 
-    def _stop(self, reason: StopReason) -> None:
+    def _stop(self, reason: Stop) -> None:
         self.last_stop = reason
         self._continuing = False
         self.message = reason.message
@@ -584,18 +583,18 @@ class RemoteSession:
             return None
         return self.last_report
 
-    async def continue_(self, max_ticks: int | None = None) -> StopReason:
+    async def continue_(self, max_ticks: int | None = None) -> Stop:
         """Let the remote run go on until a breakpoint, a suspension, `pause()` or its end."""
         if self.viewing is not None:
             self._say(PAST)
-            return StopReason("refused", PAST)
+            return Stop("refused", PAST)
         if self.run_state == RunState.FINISHED or self.busy:
-            return StopReason("error", "the run has finished" if self._finished else "already running")
+            return Stop("error", "the run has finished" if self._finished else "already running")
         self._continuing = True
         self.run_state = RunState.RUNNING
         self._say("running")
         if not await self._until_stopped("continue"):
-            return StopReason("error", self.message)
+            return Stop("error", self.message)
         return self.last_stop
 
     async def _until_stopped(self, request: str) -> bool:
@@ -700,78 +699,79 @@ class RemoteSession:
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
         """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
-        if on not in NODE_MOMENTS:
-            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
+        bp = Breakpoint.from_json({"kind": "node", "node": path, "when": on})
         if path not in self._nodes:
             raise BreakpointError(f"no node at path {path!r}")
         if (refused := refused_moment(path, on)) is not None:
             raise BreakpointError(refused)
-        return self._add(Breakpoint("node", node=path, on=on))
+        return self._add(bp)
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:
-        event_type = event_type.strip()
-        if not event_type:
-            raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
-        return self._add(Breakpoint("event", event_type=event_type))
+        return self._add(Breakpoint.from_json({"kind": "event", "event": event_type}))
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
-        condition = Condition(expression)
-        known = {*self._state.get("", {}), *(ns.split(".")[0] for ns in self._state if ns),
-                 *(node["namespace"].split(".")[0] for node in self._nodes.values() if node["namespace"]),
-                 "True", "False", "None"}
-        unknown = sorted(condition.names() - known)
-        if unknown:
-            raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
-        return self._add(Breakpoint("condition", condition=condition))
+        """A condition over state; its names must be state fields, keys or namespaces of the served run."""
+        bp = Breakpoint.from_json({"kind": "condition", "condition": expression})
+        check_names(bp.condition, {*self._schema["fields"], *self._state.get("", {}),
+                                   *(ns.split(".")[0] for ns in self._facts.namespaces)})
+        return self._add(bp)
 
     def _add(self, bp: Breakpoint) -> Breakpoint:
+        """Set it on the server (the debugger's list; this one mirrors it); a refusal takes it off again."""
         self.breakpoints.append(bp)
-        self._place(bp)
+        task = self._send("break", lambda reply: self._described(bp, reply["breakpoint"]), **bp.to_json())
+        self._placing[id(bp)] = task
+        task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
         self._notify("changed")
         return bp
 
-    def _place(self, bp: Breakpoint) -> None:
-        """Set the breakpoint on the server; a refusal takes it off the list again."""
-        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **bp.to_json())
-        self._server_ids[id(bp)] = task
-        task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
+    def _described(self, bp: Breakpoint, described: dict[str, Any]) -> int:
+        bp.id, bp.hits, bp.enabled = described["id"], described["hits"], described["enabled"]
+        return bp.id
 
     def _refused(self, bp: Breakpoint) -> None:
         if bp in self.breakpoints:
             self.breakpoints.remove(bp)
             self._notify("changed")
 
-    def _unplace(self, bp: Breakpoint) -> None:
-        """Take the breakpoint off the server (once it was placed there)."""
-        placing = self._server_ids.pop(id(bp), None)
+    def _once_placed(self, bp: Breakpoint, request: str, **fields: Any) -> None:
+        """Send a request about a breakpoint once the server has numbered it (in order behind the others)."""
+        placing = self._placing.get(id(bp))
         if placing is None:
             return
 
-        async def unbreak() -> None:
-            server_id = await placing
-            if server_id is not None:
-                await self._send("unbreak", breakpoint=server_id)
+        async def send() -> None:
+            if await placing is not None:
+                await self._send(request, breakpoint=bp.id, **fields)
 
-        task = asyncio.get_running_loop().create_task(unbreak())
+        task = asyncio.get_running_loop().create_task(send())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _mirror_breakpoints(self, described: list[dict[str, Any]]) -> None:
+        """The server's list changed (hits, a condition it disabled): this one follows."""
+        by_id = {item["id"]: item for item in described}
+        for bp in self.breakpoints:
+            if bp.id in by_id:
+                bp.hits, bp.enabled = by_id[bp.id]["hits"], by_id[bp.id]["enabled"]
 
     def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
         """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
         if on is not None and (bp.kind != "node" or on not in NODE_MOMENTS):
             raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
-        self._unplace(bp)
+        if on is not None and (refused := refused_moment(bp.node, on)) is not None:
+            raise BreakpointError(refused)
         bp.enabled = bp.enabled if enabled is None else enabled
         bp.on = on or bp.on
-        if bp.enabled:
-            self._place(bp)
+        self._once_placed(bp, "set_breakpoint", enabled=bp.enabled, **({"when": on} if on else {}))
         self._notify("changed")
 
     def remove_breakpoint(self, bp: Breakpoint) -> None:
         if bp not in self.breakpoints:
             return
         self.breakpoints.remove(bp)
-        self._unplace(bp)
+        self._once_placed(bp, "unbreak")
+        self._placing.pop(id(bp), None)
         self._notify("changed")
 
     # -- edits ---------------------------------------------------------------------

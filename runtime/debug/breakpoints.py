@@ -12,7 +12,7 @@ expression is a `BreakpointError` with a reason, never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -132,4 +132,12 @@ class Breakpoint:
         raise BreakpointError(f"breakpoint kind is node, event or condition, not {kind!r:.40}")
 
 
-__all__ = ["KINDS", "NODE_MOMENTS", "Breakpoint", "BreakpointError", "Condition", "NodeMoment"]
+def check_names(condition: Condition, known: Iterable[str]) -> None:
+    """`BreakpointError` naming the first name the condition reads that is not a `known` state field,
+    key or namespace: a typo is said when the breakpoint is set, not left to be false for ever."""
+    unknown = sorted(condition.names() - {*known, "True", "False", "None"})
+    if unknown:
+        raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
+
+
+__all__ = ["KINDS", "NODE_MOMENTS", "Breakpoint", "BreakpointError", "Condition", "NodeMoment", "check_names"]

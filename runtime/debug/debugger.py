@@ -33,7 +33,7 @@ from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
 from ..state import InteractionKeys, StateValidationError
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
 from .children import SwarmChildren, refused_moment, split_child_path
 from .edits import (
     EditRefused,
@@ -259,11 +259,8 @@ class Debugger:
         fires when it *becomes* true: not at once if it holds now."""
         condition = Condition(str(expression or ""))
         sm = self.runner.state_manager
-        known = {*sm.schema.model_fields, *sm.view(None), *(ns.split(".")[0] for ns in StateFacts.of(self.runner).namespaces),
-                 "True", "False", "None"}
-        unknown = sorted(condition.names() - known)
-        if unknown:
-            raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
+        check_names(condition, {*sm.schema.model_fields, *sm.view(None),
+                                *(ns.split(".")[0] for ns in StateFacts.of(self.runner).namespaces)})
         bp = Breakpoint("condition", condition=condition, enabled=enabled)
         bp.arm(self._state())  # validates it now, and fires on the next change
         return self._add(bp)
