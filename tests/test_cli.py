@@ -227,7 +227,7 @@ async def test_serve_runs_a_tree_for_a_studio_to_attach_and_prints_its_outcome(t
 
     from tui_fixtures import until
 
-    from studio.remote_session import RemoteSession
+    from studio.session.attached import RemoteSession
     from studio.session import RunState
 
     env = dict(os.environ, JIANMU_DEBUG_TOKEN="t0ken-for-serve")

@@ -21,7 +21,7 @@ from textual.widgets import Input
 from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
 from studio.app import StudioApp
 from studio.loader import LoadedTree
-from studio.remote_session import RemoteSession
+from studio.session.attached import RemoteSession
 from studio.session import DebugSession, RunState
 
 ROOT = Path(__file__).resolve().parent.parent

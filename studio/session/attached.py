@@ -1,7 +1,9 @@
-"""`RemoteSession`: the session interface over the debug protocol, for a run in another process.
+"""`RemoteSession`: an attached studio session, the debugger of a run in another process driven over
+the debug protocol (docs/protocol.md).
 
-The TUI drives it exactly like a local `DebugSession` (same views, same intents, same
-listener kinds) and never knows the difference. It keeps a mirror of the run built from
+The debugger is the same `runtime.debug.Debugger` a local `DebugSession` drives in process, so
+both stop at the same places; the TUI drives this exactly like a local session (same views,
+same intents, same listener kinds) and never knows the difference. It keeps a mirror of the run built from
 the server's `welcome` and its `update` diffs (`docs/protocol.md`); reads come from the
 mirror, intents become requests. Intents the TUI calls synchronously (breakpoints, edits,
 approvals, pause, choosing a checkpoint) are checked here as far as the mirror allows and
@@ -26,6 +28,7 @@ from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
 from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
+from runtime.debug.children import child_namespace, refused_moment, split_child_path
 from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
@@ -35,20 +38,12 @@ from runtime.memory.checkpoint import CheckpointInfo
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
-from .children import child_namespace, refused_moment, split_child_path
-from .edits import StagedEdits
-from .failure import Failure
-from .frames import EventLog, StampedEvent
-from .model_calls import MODEL_EVENTS, ModelCall, collect
-from .session import (
-    EVENT_BUFFER,
-    EditError,
-    NodeDetail,
-    NodeView,
-    PortView,
-    TimelineRow,
-)
-from .timeline import Lineage, Mark, RunTimeline
+from ..edits import EditError, StagedEdits
+from ..failure import Failure
+from ..frames import EventLog, NodeDetail, NodeView, PortView, StampedEvent
+from ..model_calls import MODEL_EVENTS, ModelCall, collect
+from ..timeline import Lineage, Mark, RunTimeline
+from .api import EVENT_BUFFER, TimelineRow
 
 Listener = Callable[[str, Any], None]
 HISTORY = 200  # status changes shown per node

@@ -1,7 +1,7 @@
 """`DebugSession`: a local studio session, the debugger (`runtime.debug.Debugger`) in this process.
 
 The TUI, the headless CLI and the tests drive it through the session interface
-(`studio.session_api.SessionAPI`), as they drive an attached one. Stepping, breakpoints,
+(`studio.session.api.SessionAPI`), as they drive an attached one. Stepping, breakpoints,
 edits, approvals, replay and fork are the debugger's, written once in the runtime for
 every front end; what is the studio's stays here: the tree file and the store it opens,
 the event log, the frames the panes show (the live head or a past checkpoint read from the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,41 +46,28 @@ from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.node.composites import loop_counter
 
-from .edits import EditError, StagedEdits
-from .failure import Failure
-from .follow import FINAL, Landed, RunFollower, ending
-from .frames import (
+from ..edits import EditError, StagedEdits
+from ..failure import Failure
+from ..follow import FINAL, Landed, RunFollower, ending
+from ..frames import (
     EventLog,
     Frame,
     HeadFrame,
     NodeDetail,
     NodeView,
     PastFrame,
-    PortView,
     StampedEvent,
     port_views,
 )
-from .loader import LoadedTree, TreeLoadError, load_tree
-from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from ..loader import LoadedTree, TreeLoadError, load_tree
+from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
+from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
-from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 
 Listener = Callable[[str, Any], None]
-EVENT_BUFFER = 50_000
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 StopReason = Stop  # why a step or a continue ended (the debugger's `Stop`)
-
-
-@dataclass(frozen=True)
-class TimelineRow:
-    """One checkpoint on the timeline."""
-
-    id: int
-    tick: int
-    status: str
-    branch: str
-    parent_id: int | None
-    summary: str
 
 
 def default_db_path() -> Path:
@@ -796,5 +783,4 @@ class DebugSession:
         self.debugger.deny(approval_id, reason or "denied in the studio")
 
 
-__all__ = ["RECORDING", "DebugSession", "EditError", "NodeDetail", "NodeView", "PortView", "RunState",
-           "StampedEvent", "Stop", "StopReason", "TimelineRow", "default_db_path", "open_store"]
+__all__ = ["RECORDING", "DebugSession", "StopReason", "default_db_path", "open_store"]
