@@ -31,9 +31,9 @@ from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Source, open_store
 from studio.app import StudioApp
 from studio.cli import main
-from studio.session.attached import RemoteSession
 from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
 from studio.session import DebugSession, RunState
+from studio.session.attached import RemoteSession
 from studio.widgets.tree_pane import TreePane
 
 

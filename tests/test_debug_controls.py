@@ -187,7 +187,7 @@ async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_conti
             assert refused.value.code == "bad_request" and refused.value.message.startswith(refusal)
         assert runner.suspended  # a refused correction decided nothing
         await client.request("approve", approval=request["id"], arguments=corrected)
-        held = await until(client, "paused")  # answered: held, as a local session is after an approval
+        held = await until(client, "paused", kind="paused")  # answered: held, as a local session is after an approval
         assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
         asked = next(at for kind, at in published if kind == "approval.requested")
         suspended = [at for kind, at in published if kind == "run.suspended"]

@@ -144,7 +144,7 @@ class DebugController:
 
     # -- what the debugger says ----------------------------------------------------------
     def _from_debugger(self, kind: str, data: Any) -> None:
-        if kind == "held":
+        if kind in ("held", "stopped"):
             self.post({"type": "paused", **data.describe()})
         elif kind == "resumed":
             self.post({"type": "resumed", "tick": data})
@@ -396,7 +396,9 @@ class DebugController:
             raise ProtocolError("not_paused", f"{request} needs a paused run: pause first")
 
     def _move(self, request: str) -> None:
-        self._require_held(request)
+        """A step while it waits for one (held, or suspended: the stop then says so)."""
+        if not self.debugger.commanded:
+            raise ProtocolError("not_paused", f"{request} needs a paused run: pause first")
         if self.runner.finished:
             raise ProtocolError("bad_request", f"{request}: the run has finished (replay or fork it, "
                                                "or continue to let it return)")

@@ -13,8 +13,10 @@ finished run for a front end that asked. It knows nothing of screens or sockets:
 
 So a local and an attached studio stop at the same places by construction. Listeners added with
 `add_listener(fn)` are called as `fn(kind, data)`: "changed" (run state or message), "tick"
-(a completed tick's `TickReport`), "subtick" (a swarm agent's), "finished", "breakpoints" (the
-list changed), "held" (a `Stop` the hosted run waits at) and "resumed".
+(a completed tick's `TickReport`), "subtick" (a swarm agent's), "breakpoints" (the list
+changed), "approvals" (one asked or answered), "starting" / "started" (a run begins),
+"restored" (a replay or fork); hosting: "held" (a `Stop` the run waits at for a command),
+"stopped" (a stop at the run's last tick, said, not held), "resumed" and "finished".
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class Debugger:
         self._command: str | None = None
         self._commanded = asyncio.Event()
         self._free = False  # `runner.run()` drives the hosted run, nobody's commands
+        self._answering = False  # the hosted run waits for an approval's answer
         self._ran = 0  # ticks the hosted run made (for its `max_ticks`)
 
     # -- listeners -------------------------------------------------------------------------
@@ -343,11 +346,11 @@ class Debugger:
         return None
 
     def _refused(self) -> bool:
-        """Say why it cannot move, if it cannot."""
+        """Stop where it stands and say why, if it cannot move (its end, a suspension)."""
         refusal = self.refusal()
         if refusal is None or self.busy:
             return refusal is not None
-        self._set_state(RunState.FINISHED if self.runner.finished else RunState.SUSPENDED, refusal)
+        self._settle(Stop("finished" if self.runner.finished else "suspended", refusal))
         return True
 
     def _ensure_started(self) -> None:
@@ -394,6 +397,8 @@ class Debugger:
             if not await self._wait_until_ready():
                 self._settle(Stop("paused", "paused"))
                 return None
+            if self._refused():  # what woke it asked for input: a tick would only find it suspended
+                return None
             return await (self.runner.step_into() if into else self.runner.step())
 
     async def continue_(self, max_ticks: int | None = None) -> Stop:
@@ -418,6 +423,9 @@ class Debugger:
                         reason = Stop("suspended", self.suspension_message())
                         break
                     if not await self._wait_until_ready():
+                        break
+                    if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
+                        reason = Stop("suspended", self.suspension_message())
                         break
                     hit = self._hit_between_ticks()
                     if hit is not None:  # work that finished after the last tick caused it: stop there
@@ -474,8 +482,6 @@ class Debugger:
             return self._hit(hits[0], node=path) if hits else None
         self.last_report = report
         self._notify("tick", report)
-        if self.runner.finished:
-            self._notify("finished")
         if self._divergence is not None:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()
@@ -572,10 +578,16 @@ class Debugger:
         self._commanded.set()
         self._sync_stops()
 
+    @property
+    def commanded(self) -> bool:
+        """Whether the hosted run waits for a command: held, or suspended until an answer (a command
+        then says it is suspended)."""
+        return self.held is not None or self._answering
+
     def command(self, kind: str) -> None:
-        """`step`, `step_into` or `continue` the hosted run (check `refusal()` first: it must be held);
+        """`step`, `step_into` or `continue` the hosted run, which must wait for one (`commanded`);
         a continue while it runs cancels a pause asked for."""
-        if self.held is None:
+        if not self.commanded:
             if kind == "continue":
                 self._pause.clear()
             return
@@ -612,15 +624,20 @@ class Debugger:
                 if not self.attached:
                     return runner.status
                 continue
-            if self._command is not None:  # a step or a continue, held where it stops (the end is held below)
+            if self._command is not None:  # a step or a continue, held where it stops
                 stop = await self._obey(left)
-                if stop is not None and stop.kind not in ("finished", "suspended"):
+                if stop.kind == "finished":  # said by "finished", then held (or returned) below
+                    continue
+                if runner.finished or runner.suspended or stop.kind == "refused":
+                    self._notify("stopped", stop)  # said, not held: the end or the suspension is what waits next
+                else:
                     await self.hold(stop)
             elif runner.finished:
+                self._notify("finished")
                 if not await self._held_at_end(max_ticks is None):
                     return runner.status
             elif runner.suspended:
-                if await self._until_answered():
+                if await self._until_answered() and self._command is None:
                     await self.hold(Stop("paused", APPROVAL_RESOLVED, runner.tick_count))
             else:  # where it stands: at its start, or where it was taken over
                 stop = self.last_stop
@@ -646,12 +663,10 @@ class Debugger:
                           else RunState.PAUSED)
         if runner.paused_at is not None:
             self.last_stop = Stop("paused", "paused", runner.tick_count, node=runner.paused_at.path)
-        if runner.finished and self.attached:
-            self._notify("finished")
         self._notify("changed")
 
-    async def _obey(self, left: int | None) -> Stop | None:
-        """Do the command the front end sent; the stop it made (None: it could not move)."""
+    async def _obey(self, left: int | None) -> Stop:
+        """Do the command the front end sent; the stop it made (`refused`: it could not move, say why)."""
         command, self._command = self._command, None
         tick, self.last_stop = self.runner.tick_count, None
         if command == "step":
@@ -661,7 +676,7 @@ class Debugger:
         else:
             await self.continue_(left)
         self._ran += self.runner.tick_count - tick
-        return self.last_stop
+        return self.last_stop or Stop("refused", self.message, self.runner.tick_count)
 
     async def hold(self, stop: Stop, timeout: float | None = None) -> bool:
         """Wait at `stop` for the front end's next command (or for it to leave); False after `timeout`
@@ -695,9 +710,9 @@ class Debugger:
         return not (self.runner.finished and self._command == "continue")
 
     async def _until_answered(self) -> bool:
-        """Wait until the suspended run is answered (no request pending) or the front end left; not merely
-        until it could tick: asking woke it, and that tick would only find it suspended again. True when
-        answered with the front end still there."""
+        """Wait until the suspended run is answered (no request pending), the front end left or sent a
+        command; not merely until it could tick: asking woke it, and that tick would only find it
+        suspended again. True when answered with the front end still there."""
         runner, loop, answered = self.runner, asyncio.get_running_loop(), asyncio.Event()
 
         def check(_change: Any = None) -> None:
@@ -707,10 +722,12 @@ class Debugger:
         unsubscribe = runner.state_manager.subscribe(check)
         check()
         self._commanded.clear()
+        self._answering = True
         gone, ready = asyncio.ensure_future(self._commanded.wait()), asyncio.ensure_future(answered.wait())
         try:
             await asyncio.wait((gone, ready), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._answering = False
             unsubscribe()
             gone.cancel()
             ready.cancel()

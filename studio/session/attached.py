@@ -131,6 +131,8 @@ class RemoteSession:
         self._waiting: list[str] = []  # what the last tick left in flight, when nothing woke the run
         self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
+        self._applied = 0  # the server's unasked messages applied so far (`DebugClient.received` counts them)
+        self._stops: deque[tuple[int, Stop]] = deque(maxlen=8)  # the latest stops, each with its message's number
         self._placing: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: the server's id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
@@ -190,11 +192,13 @@ class RemoteSession:
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:
+            self._applied += 1
             try:
                 self._apply(message)
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
+        self._applied += 1
         self._stop(Stop("finished", (self.message if self._finished else "the debug connection was lost")
                               + self._replay_hint()))
 
@@ -263,6 +267,7 @@ class RemoteSession:
         if "approvals" in update:
             self._approvals = update["approvals"]
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
+        self._finished = self._finished or self._status in ("SUCCESS", "FAILURE")  # before its stop is said
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
         self._add_events(update.get("events", ()))
@@ -285,10 +290,7 @@ class RemoteSession:
                                           state_changes=state_changes, ticked=ticked,
                                           duration_ms=(report or {}).get("duration_ms", 0.0))
             self._notify("tick", self.last_report)
-        if self.suspended and self._continuing:
-            self._stop(Stop("suspended", self._suspension_message()))
-        else:
-            self._settle()
+        self._settle()
 
     def _add_events(self, events: Any) -> None:
         """Stamped as a local session stamps them: between ticks when published after their tick's
@@ -318,6 +320,7 @@ class RemoteSession:
         self._continuing = False
         self.message = reason.message
         self._settle()
+        self._stops.append((self._applied, reason))
         self._stopped.set()
 
     def _settle(self) -> None:
@@ -570,9 +573,8 @@ class RemoteSession:
         if self.viewing is not None:
             self._say(PAST)
             return None
-        if self.run_state in (RunState.FINISHED, RunState.SUSPENDED) or self.busy:
-            self._say({RunState.FINISHED: "the run has finished", RunState.SUSPENDED: self._suspension_message()}
-                      .get(self.run_state, "running: pause (p) first"))
+        if self.busy:  # the debugger says why it cannot step otherwise (the end, a suspension)
+            self._say("running: pause (p) first")
             return None
         if not await self._until_stopped(request):
             return None
@@ -593,17 +595,22 @@ class RemoteSession:
         return self.last_stop
 
     async def _until_stopped(self, request: str) -> bool:
-        self._stopped.clear()
+        """Send a step or a continue and wait for the stop it makes: one that came with a message the
+        server sent after answering it (a stop sent before, say a run held once its approval was
+        answered, is not this one's)."""
         self._moved = True
         await self.drained()  # an edit or breakpoint made just before reaches the run before it moves
         try:
-            await self.client.request(request)
+            _, before = await self.client.request_marked(request)
         except DebugError as exc:
             self._continuing = False
             self._say(f"{request.replace('_', ' ')}: {exc.message}")
             self._settle()
             return False
-        await self._stopped.wait()
+        while (made := next((stop for at, stop in self._stops if at > before), None)) is None:
+            self._stopped.clear()
+            await self._stopped.wait()
+        self.last_stop = made  # what it made, though the run's end may be said already after it
         return True
 
     def pause(self) -> None:
