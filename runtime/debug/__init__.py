@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from py_trees.common import Status
 
+from ..agent import Agent
 from ..engine.runner import ReactiveRunner
 from .protocol import DEFAULT_HEARTBEAT, PROTOCOL_VERSION, ProtocolError, parse_address
 
@@ -67,6 +68,8 @@ async def debugging(runner: ReactiveRunner, debug: str | int | None = None, *,
                            hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END), agent=agent) as server:
         yield server.run
 
+
+Agent.serving = staticmethod(debugging)  # `Agent.run(debug=...)` serves its run with this
 
 __all__ = ["PROTOCOL_VERSION", "DebugClient", "DebugError", "DebugServer", "Debugger", "ProtocolError", "debugging", "parse_address"]
 
