@@ -12,7 +12,7 @@ the whole record with the tick's checkpoint, and the studio's views are derived 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,11 @@ class Returns:
         last = dict(zip(paths, range(len(paths)), strict=True))
         return [i for i, (path, status, end) in enumerate(zip(paths, statuses, ends, strict=True))
                 if status is not end or last[path] != i]
+
+    def transient(self, ends: Mapping[str, str]) -> set[str]:
+        """The nodes that returned a status they did not end the tick with (`ends`: path -> the
+        status value it ended with, as a checkpoint stores them; INVALID when missing)."""
+        return {path for path, status in self if status._value_ != ends.get(path, "INVALID")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +107,16 @@ class TickReport:
     def returns(self) -> Returns:
         return Returns(self.ticked, self.returned)
 
+    @property
+    def transient(self) -> set[str]:
+        """The nodes that returned a status they did not end the tick with (`done` returning FAILURE
+        before its loop resets it): `Returns.transient`, from the few unseen returns."""
+        return {self.ticked[i] for i, end in self.unseen if self.returned[i] is not end}
+
     def moved(self, path: str) -> bool:
         """The node's status changed in this tick: by its end (`changed`), or at a return its end
-        does not show (`done` returning FAILURE before its loop resets it)."""
-        return path in self.changed or any(
-            self.ticked[i] == path and self.returned[i] is not end for i, end in self.unseen)
+        does not show (`transient`)."""
+        return path in self.changed or path in self.transient
 
 
 __all__ = ["Returns", "TickReport", "TickTelemetry"]
