@@ -63,5 +63,6 @@ async def test_a_recorded_run_and_the_past_view_read_the_record_from_the_store(t
     assert rows[3].summary.startswith("4 nodes")
     recorded.select_checkpoint(rows[2].id)  # tools running then; nothing runs at the recording's end
     assert recorded.running_nodes() == [TOOLS]
-    assert recorded.frame.ticked() == {f"{LOOP}/Calculator.llm", TOOLS, LOOP, "Calculator"}
+    assert list(recorded.frame.returns) == [(f"{LOOP}/Calculator.llm", Status.SUCCESS), (TOOLS, Status.RUNNING),
+                                            (LOOP, Status.RUNNING), ("Calculator", Status.RUNNING)]
     assert recorded.node_detail(DONE).history == []  # nothing later than tick 2 leaks into it
