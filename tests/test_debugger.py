@@ -110,8 +110,9 @@ async def test_a_finished_run_does_not_step_and_says_so():
 
 
 # -- breakpoints: one semantics -------------------------------------------------------------
-async def test_the_four_kinds_stop_where_the_issue_says_a_local_studio_stops():
-    """Issue #28's scenario: an event, a condition, before the tools and after the answer check."""
+async def test_the_four_kinds_stop_where_the_run_makes_them_true():
+    """Issue #28's scenario: an event, a condition, before the tools and after the answer check, which
+    returns FAILURE in tick 3 before the loop starts its second round (the record of the tick)."""
     debugger = sample("react_calculator")
     debugger.add_event_breakpoint("tool.call.completed")
     debugger.add_condition_breakpoint("rounds >= 2")
@@ -120,9 +121,10 @@ async def test_the_four_kinds_stop_where_the_issue_says_a_local_studio_stops():
     assert await stops_to_the_end(debugger) == [
         (2, "breakpoint", f"before {TOOLS}", 1),
         (2, "breakpoint", "event tool.call.completed", 1),  # the call completed after tick 2, before tick 3
+        (3, "breakpoint", f"after {DONE} changes status", 1),  # its FAILURE, though the loop reset it
         (4, "breakpoint", "when rounds >= 2", 1),
         (5, "breakpoint", f"before {TOOLS}", 2),
-        (6, "breakpoint", f"after {DONE} changes status", 1)]
+        (6, "breakpoint", f"after {DONE} changes status", 2)]
 
 
 async def test_a_condition_stops_each_time_it_becomes_true_not_while_it_stays_true():

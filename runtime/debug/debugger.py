@@ -550,7 +550,7 @@ class Debugger:
             return True
         if not self.busy:  # a step: a breakpoint waits for a continue
             return False
-        hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
+        hits = [bp for bp in self.breakpoints if bp.hit_by_tick(report)]
         if not hits:
             return False
         self._child_hit = self._hit(hits[0])
