@@ -141,6 +141,32 @@ async def test_the_studio_follows_a_run_another_writer_records(store_name):
     assert not followers()
 
 
+async def test_following_keeps_the_timeline_cursor_where_the_user_put_it(store_name):
+    """Reading an older checkpoint's row while the run grows: the view follows the newest, the
+    cursor stays on the row the user moved it to; on the newest row it goes on following."""
+    writer = await writing(store_name, 2)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    app = StudioApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            timeline = app.main.query_one(Timeline)
+            timeline.focus()
+            assert timeline.cursor_row == timeline.row_count - 1 == 2
+            await pilot.press("up")
+            await writer.step()
+            await until(lambda: "tick 3 just landed" in status(app), pilot.pause)
+            assert timeline.row_count == 4 and session.viewing.tick == 3  # the view followed
+            assert timeline.cursor_row == 1  # the cursor did not
+            await pilot.press("down", "down")
+            await writer.step()
+            await until(lambda: "tick 4 just landed" in status(app), pilot.pause)
+            assert timeline.cursor_row == timeline.row_count - 1 == 4
+    finally:
+        writer.store.close()
+        session.store.close()
+
+
 async def test_closing_the_studio_stops_following_a_run_that_is_still_written(store_name):
     writer = await writing(store_name, 1)
     session = DebugSession.open_recorded(store_name, writer.run_id)
