@@ -26,7 +26,6 @@ import psycopg
 from psycopg import conninfo
 from psycopg.types.numeric import Int8Dumper
 
-from .naming import is_postgres_url
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
@@ -244,4 +243,4 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             self._conn.close()
 
 
-__all__ = ["CHANNEL", "PostgresCheckpointStore", "is_postgres_url", "redacted"]
+__all__ = ["CHANNEL", "PostgresCheckpointStore", "redacted"]
