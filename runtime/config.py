@@ -13,7 +13,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runtime.state.keys import StateKeys
 
@@ -50,10 +50,27 @@ class LimitsSettings(_Section):
     max_rounds: int = Field(default=10, ge=1)
 
 
+class WritersSettings(_Section):
+    """How a checkpoint store tells a run whose writer died from one still written (seconds)."""
+
+    heartbeat: float = Field(default=10.0, gt=0)
+    """How often a writer says it is alive while it saves nothing (a run paused, or suspended)."""
+    abandoned_after: float = Field(default=60.0, gt=0)
+    """Nothing heard from a run's writer for this long: the run is shown as abandoned."""
+
+    @model_validator(mode="after")
+    def _longer_than_a_heartbeat(self) -> WritersSettings:
+        if self.abandoned_after <= self.heartbeat:
+            raise ValueError(f"abandoned_after ({self.abandoned_after:g}) must be longer than "
+                             f"heartbeat ({self.heartbeat:g}), or every idle writer would look gone")
+        return self
+
+
 class JianmuSettings(_Section):
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    writers: WritersSettings = Field(default_factory=WritersSettings)
 
 
 _cache: tuple[tuple[str, int] | None, JianmuSettings] | None = None
@@ -194,6 +211,7 @@ __all__ = [
     "ModelResilienceConfig",
     "ModelsSettings",
     "ReActConfig",
+    "WritersSettings",
     "get_config",
     "reset_config_cache",
 ]
