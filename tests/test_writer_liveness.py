@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import rows, tamper
+from writer_process import run_id_of, start_writer, studio_run, suspended_run
 
 from runtime.config import ConfigError, get_config, reset_config_cache
 from runtime.memory.checkpoint import RunSummary, Writer, open_store
@@ -29,28 +30,7 @@ from runtime.memory.checkpoint.liveness import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
-APPROVAL = str(ROOT / "sample_trees/approval_guard.py")
 CALCULATOR = str(ROOT / "sample_trees/react_calculator.py")
-
-
-def start_writer(store_name: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """A writer process recording a run that stays open; returns it and its run's id (printed once
-    the run's first checkpoint is stored)."""
-    proc = subprocess.Popen([sys.executable, str(TESTS / "writer_process.py"), store_name], stdout=subprocess.PIPE,
-                            text=True, cwd=ROOT, env={**os.environ, **(env or {})})
-    run_id = proc.stdout.readline().strip()
-    assert run_id, f"the writer process ended before recording a run (exit status {proc.wait()})"
-    return proc, run_id
-
-
-def studio_run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", "run", *args, "--json"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
-
-
-def run_id_of(done: subprocess.CompletedProcess) -> str:
-    return json.loads(done.stdout.splitlines()[-1])["summary"]["run_id"]
 
 
 def listed(store_name: str) -> dict[str, str]:
@@ -73,9 +53,7 @@ def test_a_killed_writer_is_abandoned_a_live_one_running_a_suspended_one_suspend
     killed, killed_run = start_writer(store_name)
     live, live_run = start_writer(store_name)
     try:
-        suspended = studio_run(APPROVAL, "--db", store_name)
-        assert suspended.returncode == 1, suspended.stderr  # stopped, waiting for an approval; exited cleanly
-        suspended_run = run_id_of(suspended)
+        waiting = suspended_run(store_name)
         killed.send_signal(signal.SIGKILL)
         killed.wait()
         found = states(store_name)
@@ -83,13 +61,13 @@ def test_a_killed_writer_is_abandoned_a_live_one_running_a_suspended_one_suspend
         assert run.writer is not None and (run.writer.pid, run.writer.host) == (killed.pid, this_process().host)
         assert liveness == Liveness(ABANDONED, run.writer.seen) and run.first_time <= liveness.last_seen
         assert found[live_run][1] == Liveness(RUNNING)
-        assert found[suspended_run][1] == Liveness(SUSPENDED)
-        assert found[suspended_run][0].writer is None  # it ended: whether its writer lives says nothing more
+        assert found[waiting][1] == Liveness(SUSPENDED)
+        assert found[waiting][0].writer is None  # it ended: whether its writer lives says nothing more
 
         lines = listed(store_name)
         assert f"abandoned, last seen {when(run.writer.seen)}" in lines[killed_run]
         assert " RUNNING " in lines[live_run] and "abandoned" not in lines[live_run]
-        assert "suspended: waiting for approval" in lines[suspended_run]
+        assert "suspended: waiting for approval" in lines[waiting]
     finally:
         for proc in (killed, live):
             proc.kill()
