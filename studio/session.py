@@ -56,7 +56,7 @@ from .breakpoints import Breakpoint, BreakpointError
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, failure_of
-from .follow import FINAL, Landed, RunFollower, ending
+from .follow import FINAL, Landed, RunFollower, ending, following
 from .frames import (
     EventLog,
     Frame,
@@ -849,7 +849,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._events_read, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._set_state(self.run_state, "following: the writer is recording")  # short: the status line's end
+        self._set_state(self.run_state, following(follower.liveness))  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -861,19 +861,16 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if landed.error is not None:
             self._set_state(self.run_state, f"stopped following: {landed.error}")
             return False
+        if not landed.grew:  # only its writer's liveness changed (it died, say)
+            self._set_state(self.run_state, following(landed.liveness))
+            return True
         self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
         self._notify("landed")
-        if landed.ended in FINAL:
-            message = f"writer finished: run {landed.ended}"
-        elif landed.ended == "suspended":
-            message = f"following: tick {newest.tick}, run suspended"
-        else:
-            message = f"following: tick {newest.tick} just landed"
-        self._set_state(self.run_state, message)
+        self._set_state(self.run_state, following(landed.liveness, newest.tick))
         return landed.ended not in FINAL
 
     # -- approvals -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime import Agent
 from runtime.engine import ReactiveRunner
 from runtime.memory.checkpoint import open_store
 from runtime.node import AsyncNode
@@ -65,11 +66,18 @@ class Forever(AsyncNode):
         return Status.SUCCESS
 
 
+def build() -> Agent:
+    """The tree a studio shows for the run (the store names this file as the run's tree)."""
+    return Agent(Forever("Forever", asyncio.Event()), Nothing)
+
+
 async def write_for_ever(store_name: str) -> None:
     started = asyncio.Event()
-    runner = ReactiveRunner(Forever("Forever", started), Nothing(), checkpointer=open_store(store_name))
+    store = open_store(store_name)
+    runner = ReactiveRunner(Forever("Forever", started), Nothing(), checkpointer=store)
     running = asyncio.ensure_future(runner.run())
     await started.wait()
+    store.set_meta(f"tree:{runner.run_id}", f"{Path(__file__).resolve()}:build")
     print(runner.run_id, flush=True)
     await running
 
