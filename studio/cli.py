@@ -3,8 +3,8 @@
     jianmu-studio TREE [--db STORE]            open the TUI on a tree file
     jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
-    jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store and open it
-                                               (nothing executes)
+    jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
+                                               studio's own) and open it (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
@@ -32,7 +32,8 @@ from runtime.memory.checkpoint.output import OutputPathError, check_output_path,
 
 from . import startup
 from .loader import TreeLoadError
-from .session import DebugSession, EditError, default_db_path
+from .places import default_db_path, default_store
+from .session import DebugSession, EditError
 
 MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
 ALL = "all"
@@ -99,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
                             parents=[debug])
-    replay.add_argument("store", nargs="?", metavar="STORE", help=f"{STORE_HELP} (or --db; default: $JIANMU_DB)")
+    replay.add_argument("store", nargs="?", metavar="STORE",
+                        help=f"{STORE_HELP} (or --db; default: $JIANMU_DB, else the studio's default file)")
     replay.add_argument("--db", metavar="STORE", help="the same as STORE")
     replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
@@ -163,16 +165,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _store_of(args: argparse.Namespace) -> str | None:
-    """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file."""
+    """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file
+    (which replay reads: the runs the studio recorded by default)."""
     given = getattr(args, "db", None)
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")
         given = args.store or args.db
     name = chosen_store(given)
-    if name is None and args.command == "replay":
-        raise UsageError("replay: which store? give FILE.db or postgresql://… (or set $JIANMU_DB)")
-    return name
+    return str(default_store()) if name is None and args.command == "replay" else name
 
 
 def _status_line(report, as_json: bool) -> str:
@@ -401,7 +402,7 @@ async def serve(args: argparse.Namespace) -> int:
     from .loader import load_tree
 
     loaded = load_tree(args.tree)
-    store = open_store(args.db or str(default_db_path()))
+    store = open_store(args.db or str(default_store()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
     agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),

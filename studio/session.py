@@ -28,7 +28,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.edits import check_tool_arguments
@@ -70,6 +69,7 @@ from .frames import (
 )
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from .places import default_db_path, default_store
 from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 
 Listener = Callable[[str, Any], None]
@@ -118,13 +118,6 @@ class StopReason:
     message: str = ""
 
 
-def default_db_path() -> Path:
-    """One default store per store format, so an upgrade never meets an old-format cache file."""
-    from runtime.memory.checkpoint.sqlite_store import SCHEMA_VERSION
-
-    return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"runs-v{SCHEMA_VERSION}.db"
-
-
 def open_store(name: str | Path) -> CheckpointStore:
     """The store a session records into: a file (created if missing, never overwritten) or a
     PostgreSQL URL."""
@@ -139,7 +132,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         """`start`: begin the run now, so its input is state at tick 0 (shown, editable and
         saved before the first step, as an attached studio sees it); a recording opens unstarted."""
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
-        self.store = store if store is not None else open_store(default_db_path())
+        self.store = store if store is not None else open_store(default_store())
         self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only

@@ -45,6 +45,7 @@ CREATE INDEX io_call ON io(run_id, round, idx);
 _UPGRADES = {3: "DROP INDEX checkpoints_base; DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, round, idx)",
              # a run's checkpoints after one (what a step lists, twice) sought, not the run's scanned: 0.4 ms at 4,000
              4: "DROP INDEX checkpoints_run; CREATE INDEX checkpoints_run ON checkpoints(run_id, id)"}
+OLDEST_UPGRADED = min(_UPGRADES)  # the oldest schema this version opens (and upgrades in place)
 
 
 class SQLiteCheckpointStore(SQLCheckpointStore):
@@ -183,4 +184,4 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             time.sleep(min(_POLL, max(0.0, deadline - time.monotonic())))
 
 
-__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointStore"]
+__all__ = ["OLDEST_UPGRADED", "SCHEMA_VERSION", "SQLiteCheckpointStore"]
