@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
@@ -71,8 +72,28 @@ def _tick_count(text: str) -> int:
     return count
 
 
+def _where_things_live() -> str:
+    """--help's epilog: the variables a user sets, and the real paths of what the studio keeps."""
+    return f"""\
+environment:
+  JIANMU_BASE_URL, JIANMU_API_KEY, JIANMU_MODEL
+                   an OpenAI-compatible model endpoint, its key and model: the samples call it
+                   instead of their scripted model (or OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)
+  JIANMU_DB        the checkpoint store (--db wins)
+  JIANMU_CONFIG    a jianmu.yaml read over the user's and ./jianmu.yaml (a later one wins, key by key)
+  JIANMU_DEBUG_TOKEN  the token of `serve` and `attach`
+
+files:
+  {default_db_path()}
+                   the default store; breakpoints and saved bindings beside it, in {default_db_path().with_suffix(".studio").name}/
+  {user_config_file()}
+                   the user's settings (then ./jianmu.yaml, then $JIANMU_CONFIG)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
+    parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.",
+                     epilog=_where_things_live(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
     debug = argparse.ArgumentParser(add_help=False)

@@ -25,20 +25,20 @@ from pathlib import Path
 
 import platformdirs
 
+from runtime.config import USER_DIRS
 from runtime.memory.checkpoint.sqlite_store import OLDEST_UPGRADED, SCHEMA_VERSION
 
-APP = "jianmu-studio"
 DEFAULT_STORE = "runs.db"
 _OLD_STORE = re.compile(r"runs-v(\d+)\.db")
 
 
 def data_dir() -> Path:
-    return Path(platformdirs.user_data_dir(APP))
+    return Path(platformdirs.user_data_dir(USER_DIRS))
 
 
 def old_cache_dir() -> Path:
     """Where versions before the data directory kept the default store and the settings."""
-    return Path(platformdirs.user_cache_dir(APP))
+    return Path(platformdirs.user_cache_dir(USER_DIRS))
 
 
 def default_db_path() -> Path:
@@ -118,4 +118,4 @@ def move_once(old: Path, new: Path) -> None:
         shutil.move(old, new)
 
 
-__all__ = ["APP", "data_dir", "default_db_path", "default_store", "move_once", "old_cache_dir"]
+__all__ = ["data_dir", "default_db_path", "default_store", "move_once", "old_cache_dir"]

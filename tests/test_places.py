@@ -113,7 +113,16 @@ def test_settings_kept_in_the_cache_whose_store_is_gone_are_moved_beside_the_def
     assert (default_db_path().with_suffix(".studio") / "agent-1234.bindings.json").read_text() == "{}\n"
 
 
-def test_the_default_store_is_named_in_help_at_its_stable_path(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "studio.cli", "open", "--help"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60, env={**os.environ, "COLUMNS": "200"})
-    assert f"else {tmp_path / 'data/jianmu-studio/runs.db'})" in done.stdout
+def test_help_names_the_model_variables_and_where_things_really_live(tmp_path):
+    def help_of(*argv: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "studio.cli", *argv, "--help"], capture_output=True, text=True,
+                              cwd=ROOT, timeout=60, env={**os.environ, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    text = help_of()
+    assert all(name in text for name in ("JIANMU_BASE_URL", "JIANMU_API_KEY", "JIANMU_MODEL", "OPENAI_BASE_URL",
+                                         "JIANMU_DB", "JIANMU_CONFIG"))
+    assert f"  {tmp_path / 'data/jianmu-studio/runs.db'}\n" in text and "in runs.studio/" in text
+    assert f"  {tmp_path / 'config/jianmu-studio/jianmu.yaml'}\n" in text
+    assert f"else {tmp_path / 'data/jianmu-studio/runs.db'})" in help_of("open")
