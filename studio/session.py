@@ -725,6 +725,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         bindings = self.bindings()
         await self.agent.close()
         self.runner.stop()
+        if self.run_id is not None:
+            self.store.release(self.run_id)  # left unfinished: abandoned, not "running" while this studio lives
         try:
             loaded = load_tree(self.loaded.target)
         except TreeLoadError as exc:

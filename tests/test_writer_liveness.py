@@ -18,6 +18,7 @@ from conftest import rows, tamper
 from writer_process import run_id_of, start_writer, studio_run, suspended_run
 
 from runtime.config import ConfigError, get_config, reset_config_cache
+from runtime.engine.events import RuntimeEvent
 from runtime.memory.checkpoint import RunSummary, Writer, open_store
 from runtime.memory.checkpoint.liveness import (
     ABANDONED,
@@ -28,9 +29,11 @@ from runtime.memory.checkpoint.liveness import (
     this_process,
     when,
 )
+from studio.session import DebugSession
 
 ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = str(ROOT / "sample_trees/react_calculator.py")
+PIPELINE = str(ROOT / "sample_trees/text_pipeline.py")
 
 
 def listed(store_name: str) -> dict[str, str]:
@@ -179,3 +182,26 @@ async def test_an_older_store_gains_the_writers_table_and_its_unended_runs_age(s
         assert run_liveness(alive, now=run.last_time + 61) == Liveness(ABANDONED, run.last_time)
     finally:
         store.close()
+
+
+async def test_a_run_a_studio_restarts_away_from_is_abandoned_while_the_studio_goes_on(store_name):
+    session = DebugSession.load(PIPELINE, db=store_name)
+    try:
+        await session.step()
+        first = session.run_id
+        await session.restart()
+        await session.step()
+        found = states(store_name)
+        assert found[first][1] == Liveness(ABANDONED, found[first][0].released)
+        assert found[session.run_id][1] == Liveness(RUNNING)
+        await session.continue_()
+        assert states(store_name)[session.run_id][1] == Liveness("completed")
+        other = open_store(store_name)  # another writer adds to the first run (a replay of it, say): it claims it
+        try:
+            other.add_events([("main", RuntimeEvent(1, "state.edited", time.time(), run_id=first))])
+            run, liveness = states(store_name)[first]
+            assert liveness == Liveness(RUNNING) and run.released is None and run.writer.id == other._writer_id
+        finally:
+            other.close()
+    finally:
+        session.store.close()

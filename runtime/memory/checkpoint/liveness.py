@@ -10,7 +10,8 @@ exiting, marks its row closed. A heartbeat is one row updated: the runner never 
 A reader takes a writer for gone when its row says it closed; when it ran on this machine (the
 same boot and process namespace) and its process is dead, or its pid names another process now
 (another start time); and, on any machine, when nothing was heard from it for
-`writers.abandoned_after` seconds. A run with no end recorded is then abandoned. A run that
+`writers.abandoned_after` seconds. A run with no end recorded is then abandoned (as is one its
+writer released, going on with another: a studio restarted). A run that
 ended suspended (an approval pending) stays suspended whoever wrote it: another process can
 resume it.
 """
@@ -133,6 +134,8 @@ def run_liveness(run: RunSummary, now: float | None = None, timeout: float | Non
     """How `run` stands: its recorded end, else whether its writer is still there."""
     if run.ended is not None:
         return Liveness(run.ended)
+    if run.released is not None:
+        return Liveness(ABANDONED, run.released)
     now = time.time() if now is None else now
     timeout = settings().abandoned_after if timeout is None else timeout
     writer = run.writer

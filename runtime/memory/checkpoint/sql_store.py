@@ -396,6 +396,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             meta.setdefault("pid", me.pid)
         if claim:
             meta["writer"] = self._claim(conn)
+            meta.pop("released", None)
             self._claiming.add(run_id)
         for event in lifecycle:
             ended = _ENDINGS.get(event.type)
@@ -425,6 +426,23 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             return
         with contextlib.suppress(StoreError):
             self._transaction(lambda conn, _, __: self._beat(conn))
+
+    def release(self, run_id: str) -> None:
+        """This writer leaves `run_id` unfinished for good (a studio restarted onto a new run): it is
+        abandoned now, while the writer goes on; a later write of it claims it again. A store that
+        cannot be written now leaves it as it is (running, while this writer lives)."""
+        if run_id not in self._claimed:
+            return
+
+        def write(conn: Any, _: dict, __: dict) -> None:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
+            meta = json.loads(row[0]) if row else {}
+            if not meta.get("ended"):
+                self._put_meta(conn, f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
+
+        with contextlib.suppress(StoreError):
+            self._transaction(write)
+            self._claimed.discard(run_id)
 
     def close_writer(self) -> None:
         """Say this writer has closed (a clean exit is no death); its runs not ended are abandoned now."""
@@ -725,7 +743,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             writers = self._writers(conn, {f["writer"] for f in facts.values() if f.get("writer") and not f.get("ended")})
         return [RunSummary(run, sorted(branches.split(",")), n, first, last, status, tree=meta.get(f"tree:{run}"),
                            host=facts[run].get("host"), pid=facts[run].get("pid"), started=facts[run].get("started"),
-                           ended=facts[run].get("ended"), writer=writers.get(facts[run].get("writer")))
+                           ended=facts[run].get("ended"), writer=writers.get(facts[run].get("writer")),
+                           released=facts[run].get("released"))
                 for run, branches, n, first, last, status in rows]
 
     def _writers(self, conn: Any, ids: set[str]) -> dict[str, Writer]:

@@ -59,6 +59,7 @@ class RunSummary:
     started: float | None = None
     ended: str | None = None  # "completed", "failed", "suspended"; None: still running (or its writer died)
     writer: Writer | None = None  # the process that writes it now (None: a run recorded before writers were)
+    released: float | None = None  # when its writer left it unfinished, going on with another run
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,9 @@ class CheckpointStore(Protocol):
     def runs(self, run_id: str | None = None) -> list[RunSummary]:
         """Every run (or the one `run_id` names), oldest first; whether each is still written is
         `liveness.run_liveness`'s to say."""
+
+    def release(self, run_id: str) -> None:
+        """This store's writer leaves `run_id` unfinished for good (it is abandoned from now)."""
 
     def branches(self, run_id: str) -> list[str]: ...
 
