@@ -34,6 +34,7 @@ from studio.session import DebugSession
 ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = str(ROOT / "sample_trees/react_calculator.py")
 PIPELINE = str(ROOT / "sample_trees/text_pipeline.py")
+APPROVAL = str(ROOT / "sample_trees/approval_guard.py")
 
 
 def listed(store_name: str) -> dict[str, str]:
@@ -203,5 +204,20 @@ async def test_a_run_a_studio_restarts_away_from_is_abandoned_while_the_studio_g
             assert liveness == Liveness(RUNNING) and run.released is None and run.writer.id == other._writer_id
         finally:
             other.close()
+    finally:
+        session.store.close()
+
+
+async def test_a_suspended_run_whose_approval_is_answered_in_a_studio_is_running_again(store_name):
+    """The studio steps on after an approval without a run.started: the answer ends the suspension."""
+    session = DebugSession.load(APPROVAL, db=store_name)
+    try:
+        assert (await session.continue_()).kind == "suspended"
+        assert states(store_name)[session.run_id][1] == Liveness(SUSPENDED)
+        session.approve(session.pending_approvals()[0].id)
+        await session.step()
+        assert states(store_name)[session.run_id][1] == Liveness(RUNNING)
+        assert (await session.continue_()).kind == "finished"
+        assert states(store_name)[session.run_id][1] == Liveness("completed")
     finally:
         session.store.close()

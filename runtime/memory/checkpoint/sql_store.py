@@ -73,6 +73,7 @@ CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BE
               "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id")  # a checkpoint's chain, oldest row first
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
             EventType.RUN_SUSPENDED: "suspended"}
+_LIFECYCLE = frozenset({EventType.RUN_STARTED, EventType.APPROVAL_RESOLVED, *_ENDINGS})
 
 
 def _decoding(method):
@@ -380,8 +381,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _note_run(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent], first_time: float | None = None) -> None:
         """Keep `run:<id>` up to date: where it first ran (host, pid, from its first checkpoint or its
         run.started, whichever is stored first) and since when, which writer writes it now (this
-        object's, from its first write of the run), and how it ended (run.* events)."""
-        lifecycle = [e for e in batch if e.type == EventType.RUN_STARTED or e.type in _ENDINGS]
+        object's, from its first write of the run), and how it ended (run.* events; an approval
+        resolved ends a suspension: a studio steps on without a run.started)."""
+        lifecycle = [e for e in batch if e.type in _LIFECYCLE]
         claim = run_id not in self._claimed and run_id not in self._claiming
         if not lifecycle and first_time is None and not claim:
             return
@@ -400,7 +402,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             self._claiming.add(run_id)
         for event in lifecycle:
             ended = _ENDINGS.get(event.type)
-            meta.update(ended=ended, ended_at=event.time if ended else None)
+            if event.type != EventType.APPROVAL_RESOLVED or meta.get("ended") == "suspended":
+                meta.update(ended=ended, ended_at=event.time if ended else None)
         self._put_meta(conn, f"run:{run_id}", json.dumps(meta))
 
     def _claim(self, conn: Any) -> str:
