@@ -11,12 +11,14 @@ run's checkpoint store, read by the server: rows arrive with the updates, a past
 checkpoint is asked for when chosen. Only restarting and saving bindings beside the tree
 file are refused: the run and its tree belong to the other process. Nor does it follow a
 recording (`DebugSession.follow`, for a store another process writes): it is live, and
-once the run is gone it says which store to replay.
+once the run is gone it says which store to replay; gone without the server's goodbye (its process
+killed, the network down), the run is abandoned for this studio, last seen when the connection went.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -29,7 +31,8 @@ from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, chec
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
-from runtime.memory.checkpoint import CheckpointInfo
+from runtime.memory.checkpoint import CheckpointInfo, Liveness
+from runtime.memory.checkpoint.liveness import ABANDONED
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
@@ -204,8 +207,8 @@ class RemoteSession:
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
-        self._stop(StopReason("finished", (self.message if self._finished else "the debug connection was lost")
-                              + self._replay_hint()))
+        lost = f"{Liveness(ABANDONED, time.time())}: the debug connection was lost"  # (its keepalive held till now)
+        self._stop(StopReason("finished", (self.message if self._finished else lost) + self._replay_hint()))
 
     def _replay_hint(self) -> str:
         """Once the served run is gone its recording is a store another studio opens (and follows while a

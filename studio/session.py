@@ -28,7 +28,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.edits import check_tool_arguments
@@ -56,7 +55,7 @@ from .breakpoints import Breakpoint, BreakpointError
 from .children import SwarmChildren, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, failure_of
-from .follow import FINAL, Landed, RunFollower, ending
+from .follow import FINAL, Landed, RunFollower, ending, following
 from .frames import (
     EventLog,
     Frame,
@@ -70,6 +69,7 @@ from .frames import (
 )
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from .places import default_db_path, default_store
 from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 
 Listener = Callable[[str, Any], None]
@@ -118,13 +118,6 @@ class StopReason:
     message: str = ""
 
 
-def default_db_path() -> Path:
-    """One default store per store format, so an upgrade never meets an old-format cache file."""
-    from runtime.memory.checkpoint.sqlite_store import SCHEMA_VERSION
-
-    return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"runs-v{SCHEMA_VERSION}.db"
-
-
 def open_store(name: str | Path) -> CheckpointStore:
     """The store a session records into: a file (created if missing, never overwritten) or a
     PostgreSQL URL."""
@@ -139,7 +132,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         """`start`: begin the run now, so its input is state at tick 0 (shown, editable and
         saved before the first step, as an attached studio sees it); a recording opens unstarted."""
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
-        self.store = store if store is not None else open_store(default_db_path())
+        self.store = store if store is not None else open_store(default_store())
         self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
@@ -728,6 +721,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         bindings = self.bindings()
         await self.agent.close()
         self.runner.stop()
+        if self.run_id is not None:
+            self.store.release(self.run_id)  # left unfinished: abandoned, not "running" while this studio lives
         try:
             loaded = load_tree(self.loaded.target)
         except TreeLoadError as exc:
@@ -845,7 +840,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._events_read, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._set_state(self.run_state, "following: the writer is recording")  # short: the status line's end
+        self._set_state(self.run_state, following(follower.liveness))  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -857,19 +852,16 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if landed.error is not None:
             self._set_state(self.run_state, f"stopped following: {landed.error}")
             return False
+        if not landed.grew:  # only its writer's liveness changed (it died, say)
+            self._set_state(self.run_state, following(landed.liveness))
+            return True
         self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
         self._notify("landed")
-        if landed.ended in FINAL:
-            message = f"writer finished: run {landed.ended}"
-        elif landed.ended == "suspended":
-            message = f"following: tick {newest.tick}, run suspended"
-        else:
-            message = f"following: tick {newest.tick} just landed"
-        self._set_state(self.run_state, message)
+        self._set_state(self.run_state, following(landed.liveness, newest.tick))
         return landed.ended not in FINAL
 
     # -- approvals -----------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Every test records into its own store: the studio's default store lives under the
-user's cache directory, which each test points at its own temporary folder.
+"""Every test records into its own store: the studio's default store and settings live under the
+user's data directory, its config file in the user's config directory, and an earlier version's in
+the cache directory: each test points all three at temporary folders of its own.
 
 Store contract tests run once per kind of store: `store` is an open store in memory, in an
 SQLite file or in a database of a throw-away PostgreSQL server (`postgres_server.py`, which
@@ -17,8 +18,9 @@ PERSISTENT = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
-def private_cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def private_user_dirs(tmp_path, monkeypatch):
+    for kind in ("CACHE", "DATA", "CONFIG"):
+        monkeypatch.setenv(f"XDG_{kind}_HOME", str(tmp_path / kind.lower()))
     monkeypatch.delenv("JIANMU_DB", raising=False)
 
 

@@ -1,4 +1,5 @@
 import os
+import re
 
 import pytest
 
@@ -7,8 +8,10 @@ from runtime.config import (
     JianmuSettings,
     ModelResilienceConfig,
     ReActConfig,
+    config_files,
     get_config,
     reset_config_cache,
+    user_config_file,
 )
 from runtime.state.keys import StateKeys
 
@@ -151,3 +154,39 @@ def test_react_config_rejects_unknown_fields():
 def test_backoff_grows_exponentially_up_to_the_cap():
     resilience = ModelResilienceConfig(backoff_initial=0.5, backoff_multiplier=2.0, backoff_max=3.0)
     assert [resilience.backoff(n) for n in range(4)] == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_the_user_file_then_the_working_directorys_then_jianmu_config_each_win_key_by_key(tmp_path, monkeypatch):
+    """#31.6: jianmu.yaml in the user config directory, then ./jianmu.yaml, then $JIANMU_CONFIG (later wins)."""
+    user = user_config_file()
+    assert user == tmp_path / "config/jianmu-studio/jianmu.yaml"  # (conftest: this test's own config home)
+    user.parent.mkdir(parents=True)
+    user.write_text("models:\n  default: user-model\n  react: user-react\nllm:\n  temperature: 0.1\n"
+                    "limits:\n  max_rounds: 3\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert (ReActConfig().model, ReActConfig().temperature, get_config().limits.max_rounds) == ("user-react", 0.1, 3)
+    (work / "jianmu.yaml").write_text("models:\n  react: local-react\nllm:\n  temperature: 0.5\n")
+    assert (ReActConfig().model, ReActConfig().temperature, get_config().models.default) == \
+        ("local-react", 0.5, "user-model")
+    named = tmp_path / "named.yaml"
+    named.write_text("llm:\n  temperature: 0.9\n")
+    monkeypatch.setenv("JIANMU_CONFIG", str(named))
+    settings = get_config()
+    assert (settings.llm.temperature, settings.models.react, settings.models.default, settings.limits.max_rounds) == \
+        (0.9, "local-react", "user-model", 3)
+    assert config_files() == [user, work / "jianmu.yaml", named]
+
+
+def test_an_error_names_the_file_it_is_in_or_the_files_that_clash(tmp_path, monkeypatch):
+    user = user_config_file()
+    user.parent.mkdir(parents=True)
+    user.write_text("limits:\n  max_rounds: many\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(user))}: invalid setting limits.max_rounds:"):
+        get_config()
+    user.write_text("writers:\n  heartbeat: 30\n")  # fine alone, and so is ./jianmu.yaml: not together
+    (tmp_path / "jianmu.yaml").write_text("writers:\n  abandoned_after: 20\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(tmp_path / 'jianmu.yaml'))} over {re.escape(str(user))}: "
+                                          r"invalid setting writers: .*must be longer than heartbeat"):
+        get_config()

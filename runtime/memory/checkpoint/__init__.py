@@ -4,12 +4,13 @@
 
 from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
+from .liveness import Liveness, run_liveness
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
 from .naming import chosen_store, display_name, open_store
 from .sql_store import EventsRead
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
-from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
+from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError, Writer
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
 from .trace import TRACE_SCHEMA_VERSION, TraceError, export_run, read_trace, write_trace
 
@@ -38,6 +39,7 @@ __all__ = [
     "IORecorder",
     "IOReplayer",
     "InMemoryCheckpointStore",
+    "Liveness",
     "PostgresCheckpointStore",
     "ReplayDivergence",
     "ReplayedModelError",
@@ -47,8 +49,10 @@ __all__ = [
     "Source",
     "StoreError",
     "TraceError",
+    "Writer",
     "export_run",
     "read_trace",
+    "run_liveness",
     "write_trace",
     "chosen_store",
     "display_name",
