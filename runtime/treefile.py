@@ -6,7 +6,9 @@ and what is wrong with it; the original exception stays attached for `--debug`.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -91,14 +93,16 @@ def load_tree(target: str | Path) -> LoadedTree:
 
 def load_tree_source(source: TreeSource) -> LoadedTree:
     """Build the tree from a kept text (`runtime.memory.checkpoint.tree_source`): written under its
-    own name into a folder of its own, loaded, and the folder removed. Errors name the file as kept."""
-    with tempfile.TemporaryDirectory(prefix="jianmu-tree-") as folder:
-        path = Path(folder) / source.name
-        path.write_text(source.text, encoding="utf-8")
-        try:
-            return load_tree(f"{path}:{source.function}")
-        except TreeLoadError as exc:
-            raise TreeLoadError(str(exc).replace(str(path), f"{source.name} (as recorded)")) from exc
+    own name into a folder of its own, kept while this process runs (a restart loads it again).
+    Errors name the file as kept."""
+    folder = tempfile.mkdtemp(prefix="jianmu-tree-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = Path(folder) / source.name
+    path.write_text(source.text, encoding="utf-8")
+    try:
+        return load_tree(f"{path}:{source.function}")
+    except TreeLoadError as exc:
+        raise TreeLoadError(str(exc).replace(str(path), f"{source.name} (as recorded)")) from exc
 
 
 def _raised(exc: BaseException) -> str:

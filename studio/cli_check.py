@@ -18,10 +18,11 @@ import asyncio
 
 from runtime.check import check_run
 from runtime.check.recording import tree_for_run
-from runtime.memory.checkpoint import StoreError, open_store
+from runtime.memory.checkpoint import StoreError, chosen_store, display_name, open_store
+from runtime.memory.checkpoint.runfile import SUFFIX, export_run_file, import_run_file
 from runtime.treefile import TreeLoadError
 
-COMMANDS = ("check",)
+COMMANDS = ("check", "export", "import")
 RECORDING_HELP = "a store (FILE.db or postgresql://…) or a run file (FILE.jianmu)"
 
 
@@ -34,10 +35,48 @@ def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.Argument
     check.add_argument("--tree", help="check this tree file instead of the one the run was recorded with")
     check.add_argument("--tools", choices=("recorded", "live"), default="recorded",
                        help="live: run the tools for real and serve only the model's answers")
+    export = sub.add_parser("export", parents=parents, help=f"write one run into a run file (FILE{SUFFIX}): "
+                            "its branches, events and recorded I/O, and its tree file's text")
+    export.add_argument("store", metavar="STORE", help="FILE.db or postgresql://…")
+    export.add_argument("--run", dest="run_id", required=True)
+    export.add_argument("-o", "--output", required=True, metavar=f"FILE{SUFFIX}")
+    export.add_argument("--force", action="store_true", help="overwrite an earlier run file")
+    into = sub.add_parser("import", parents=parents, help="put the runs of a run file into a store")
+    into.add_argument("runfile", metavar=f"FILE{SUFFIX}")
+    into.add_argument("--into", metavar="STORE", help="FILE.db or postgresql://… (default: $JIANMU_DB, else the "
+                      "studio's default store)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "export":
+        return export(args)
+    if args.command == "import":
+        return import_(args)
     return asyncio.run(check(args))
+
+
+def export(args: argparse.Namespace) -> int:
+    store = open_store(args.store, create=False)
+    try:
+        count = export_run_file(store, args.run_id, args.output, force=args.force)
+        branches = ", ".join(store.branches(args.run_id))
+    finally:
+        store.close()
+    print(f"run {args.run_id} ({count} checkpoints; branches {branches}) written to {args.output}")
+    return 0
+
+
+def import_(args: argparse.Namespace) -> int:
+    from .session import default_db_path
+    from .session import open_store as open_or_create
+
+    store = open_or_create(chosen_store(args.into, default_db_path()))
+    try:
+        runs = import_run_file(args.runfile, store)
+    finally:
+        store.close()
+    print(f"{', '.join(f'run {run}' for run in runs)} imported into {display_name(store.location)}")
+    return 0
 
 
 async def check(args: argparse.Namespace) -> int:

@@ -24,8 +24,17 @@ class TreeChoice:
     """How to build the tree a run is checked with (`build()` each time a re-run starts)."""
 
     name: str  # what messages call it
-    load: Callable[[], LoadedTree]
+    loader: Callable[[], LoadedTree]
     notes: list[str] = field(default_factory=list)
+    _first: LoadedTree | None = None
+
+    def __post_init__(self) -> None:
+        self._first = self.loader()  # a tree that does not load says so before anything runs
+
+    def load(self) -> LoadedTree:
+        """The tree, built afresh each time (the first build, made when chosen, is handed out first)."""
+        loaded, self._first = self._first, None
+        return loaded or self.loader()
 
     def build(self) -> Agent:
         return self.load().agent
@@ -37,18 +46,15 @@ def tree_for_run(store: CheckpointStore, run_id: str, given: str | None = None) 
     kept = tree_source(store, run_id)
     if given is not None:
         choice = TreeChoice(given, lambda: load_tree(given))
-        choice.load()  # a tree that does not load says so before anything runs
         _note_change(choice, split_target(given)[0], kept, "the tree given")
         return choice
     recorded = store.get_meta(f"tree:{run_id}")
     if recorded is not None and split_target(recorded)[0].is_file():
         choice = TreeChoice(recorded, lambda: load_tree(recorded))
-        choice.load()
         _note_change(choice, split_target(recorded)[0], kept, "the file")
         return choice
     if kept is not None:
         choice = TreeChoice(f"{kept.name} (as recorded)", lambda: load_tree_source(kept))
-        choice.load()
         if recorded is not None:
             choice.notes.append(f"note: {split_target(recorded)[0]} is gone; checking with the tree text kept "
                                 f"with the run ({kept.name}, sha256 {kept.short_hash})")

@@ -735,6 +735,17 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return value
 
     @_decoding
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded (what a run file copies)."""
+        with self._guard() as conn:
+            rows = conn.execute("SELECT branch, kind, node, round, idx, request, response, error FROM io "
+                                "WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+            return [IORecord(run_id, branch, kind, node, round, index, self._unpack(conn, request),
+                             None if response is None else self._unpack(conn, response),
+                             None if error is None else json.loads(error))
+                    for branch, kind, node, round, index, request, response, error in rows]
+
+    @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
                branch: str | None = None) -> IORecord | None:
         with self._guard() as conn:

@@ -101,6 +101,9 @@ class CheckpointStore(Protocol):
                branch: str | None = None) -> IORecord | None:
         """The latest matching record, preferring `branch`."""
 
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded."""
+
     def read_list(self, list_id: str, length: int) -> list[Any]: ...
 
     def read_list_json(self, list_id: str, length: int) -> str:
