@@ -174,11 +174,7 @@ async def _check_one(store, run_id: str, args: argparse.Namespace, live: bool) -
     if report.ok:
         print(f"run {run_id}: ok, {report.ticks} ticks match the recording ({choice.name}{ran})")
         return 0
-    print(f"run {run_id}: {report.divergence.line}")
-    for line in report.divergence.detail:
-        print(f"  {line}")
-    if report.also:
-        print(f"  (also differing at tick {report.divergence.tick}: {', '.join(report.also)})")
+    print("\n".join(report.lines()))
     if ran:
         print(f"  ({ran[2:]})")
     return 1

@@ -182,11 +182,11 @@ def _named(call: _Call) -> str:
 def _model_differences(tick: int, a: _Call, b: _Call, sides: Sides) -> Iterator[Difference]:
     old, new = sides.normal(0, a.request or {}), sides.normal(1, b.request or {})
     messages_a, messages_b = old.get("messages"), new.get("messages")
-    if messages_a != messages_b:
+    if (found := config_difference(old.get("config") or {}, new.get("config") or {}, sides)) is not None:
+        yield Difference(tick, a.node, "model request", f"round {a.key}, {found[0]}", found[1])
+    elif messages_a != messages_b:
         yield Difference(tick, a.node, "model request", f"round {a.key}, messages{first_split(messages_a, messages_b)[0]}",
                          excerpt(messages_a, messages_b, sides, prefix="messages"))
-    elif (found := config_difference(old.get("config") or {}, new.get("config") or {}, sides)) is not None:
-        yield Difference(tick, a.node, "model request", f"round {a.key}, {found[0]}", found[1])
     answer_a, answer_b = sides.normal(0, a.answer), sides.normal(1, b.answer)
     if answer_a != answer_b:
         yield Difference(tick, a.node, "model answer", f"round {a.key}, at {first_split(answer_a, answer_b)[0] or 'it'}",

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..agent import Agent
-from ..memory.checkpoint.store import CheckpointStore, StoreError
+from ..memory.checkpoint.naming import display_name
+from ..memory.checkpoint.store import CheckpointError, CheckpointStore, StoreError
 from ..memory.checkpoint.tree_source import TreeSource, text_hash, tree_source
 from ..treefile import LoadedTree, load_tree, load_tree_source, split_target
 
@@ -41,8 +42,11 @@ class TreeChoice:
 
 
 def tree_for_run(store: CheckpointStore, run_id: str, given: str | None = None) -> TreeChoice:
-    """The tree to check run `run_id` with; `TreeLoadError` when it does not load, `StoreError`
-    when the run names no tree and none was given."""
+    """The tree to check run `run_id` with; `CheckpointError` when there is no such run,
+    `TreeLoadError` when the tree does not load, `StoreError` when the run names no tree and
+    none was given."""
+    if not store.list(run_id):
+        raise CheckpointError(f"{display_name(store.location)}: no run {run_id!r}")
     kept = tree_source(store, run_id)
     if given is not None:
         choice = TreeChoice(given, lambda: load_tree(given))
@@ -59,7 +63,7 @@ def tree_for_run(store: CheckpointStore, run_id: str, given: str | None = None) 
             choice.notes.append(f"note: {split_target(recorded)[0]} is gone; checking with the tree text kept "
                                 f"with the run ({kept.name}, sha256 {kept.short_hash})")
         return choice
-    raise StoreError(f"{store.location}: run {run_id} has no recorded tree file (give it with --tree)")
+    raise StoreError(f"{display_name(store.location)}: run {run_id} has no recorded tree file (give it with --tree)")
 
 
 def _note_change(choice: TreeChoice, path: Path, kept: TreeSource | None, what: str) -> None:

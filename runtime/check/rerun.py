@@ -38,13 +38,15 @@ from ..memory.checkpoint import (
     ReplayDivergence,
     Source,
 )
-from ..state import StateValidationError
+from ..memory.checkpoint.naming import display_name
+from ..state import StateChange, StateValidationError
 from .compare import Difference, state_differences, status_differences
 from .served import AgentIO, ServedIO
 from .stand_ins import stand_in_providers
 
 SETTLE_TURNS = 8  # event-loop turns given to work in flight before a tick tried again
 RERUNS = 8  # fresh re-runs at most, each settling one more tick
+TASK_PREFIX = "jianmu:"  # an async node's task is named this and its path (`AsyncBehaviour.initialise`)
 IDLE = 30.0  # seconds a re-run may wait for a wake the recording had before it is called stuck
 
 
@@ -63,14 +65,23 @@ class CheckReport:
     def ok(self) -> bool:
         return self.divergence is None
 
+    def lines(self) -> list[str]:
+        """What a user reads of a divergence: its line (prefixed with the run), then its excerpt."""
+        if self.divergence is None:
+            return [f"run {self.run_id}: ok, {self.ticks} ticks match the recording"]
+        out = [f"run {self.run_id}: {self.divergence.line}", *(f"  {line}" for line in self.divergence.detail)]
+        if self.also:
+            out.append(f"  (also differing at tick {self.divergence.tick}: {', '.join(self.also)})")
+        return out
+
 
 def lineage(store: CheckpointStore, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
     """The checkpoints a branch went through, oldest first (into the branch it forked from)."""
     found = list(reversed(store.history(run_id, branch)))
     if not found:
         if not store.list(run_id):
-            raise CheckpointError(f"{store.location}: no run {run_id!r}")
-        raise CheckpointError(f"{store.location}: run {run_id} has no branch {branch!r} "
+            raise CheckpointError(f"{display_name(store.location)}: no run {run_id!r}")
+        raise CheckpointError(f"{display_name(store.location)}: run {run_id} has no branch {branch!r} "
                               f"(branches: {', '.join(store.branches(run_id))})")
     return found
 
@@ -118,9 +129,20 @@ class _Rerun:
         swarm = getattr(agent.context, "runtime", None)
         watch = getattr(swarm, "watch_runners", None)
         self._unwatch = watch(self._agent_runner) if callable(watch) else (lambda: None)
+        self._writers: dict[tuple[str, str], str] = {}  # (namespace, key) -> the node whose work last wrote it
+        self.runner.state_manager.subscribe(self._written)
         self.report = CheckReport(run_id, branch, 0)
         self.differing_tick: int | None = None  # a tick whose picture differed (tried again settled)
         self._last: TickReport | None = None
+
+    def _written(self, change: StateChange) -> None:
+        """Remember which node's work wrote each key: an async node's work runs in a task named after
+        its path (`jianmu:<path>`)."""
+        task = asyncio.current_task()
+        name = task.get_name() if task is not None else ""
+        if name.startswith(TASK_PREFIX):
+            for key in change.changes:
+                self._writers[(change.namespace or "", key)] = name[len(TASK_PREFIX):]
 
     def _agent_runner(self, agent_id: str, runner: Any) -> None:
         runner.context.io_recorder = AgentIO(self.served, agent_id)
@@ -240,12 +262,14 @@ class _Rerun:
                 *state_differences(recorded.tick, recorded.state, now.state, sides, self._writer)]
 
     def _writer(self, namespace: str, key: str) -> str | None:
-        """The node that wrote a state key in the last tick: one whose output resolves to it, among
-        those that changed in the tick first, then those ticked, then any."""
+        """The node that wrote a state key: the async node whose work wrote it last, else one whose
+        output resolves to it, among those that changed in the last tick first, then those ticked."""
+        written = self._writers.get((namespace, key))
+        if written is not None:
+            return written
         report = self._last
         nodes = self.runner.nodes
-        order = [*(report.changed if report else ()), *(report.ticked if report else ()), *nodes]
-        for path in dict.fromkeys(order):
+        for path in dict.fromkeys([*(report.changed if report else ()), *(report.ticked if report else ())]):
             node = nodes.get(path)
             if isinstance(node, JianmuNodeMixin) and (node.namespace or "") == namespace and key in _outputs(node):
                 return path

@@ -51,16 +51,16 @@ class ServedIO(IOReplayer):
         if record is None:
             return Difference(self.tick, node, "model request", f"{call} is not in the recording (the run asks "
                               "for a model call the recorded run never made)", tuple(message_lines(actual)))
+        found = config_difference(record.request.get("config") or {}, config.model_dump(mode="json"), self.sides)
+        if found is not None:  # first: the tools offered are also described in the prompt
+            summary, detail = found
+            return Difference(self.tick, node, "model request", f"{call}, {summary}", detail)
         ref = record.request["messages"]
         recorded = self.store.read_list(ref[1], ref[2])
         if recorded != actual:
             path = first_split(recorded, actual)[0]
             return Difference(self.tick, node, "model request", f"{call}, messages{path}",
                               excerpt(recorded, actual, self.sides, prefix="messages"))
-        found = config_difference(record.request.get("config") or {}, config.model_dump(mode="json"), self.sides)
-        if found is not None:
-            summary, detail = found
-            return Difference(self.tick, node, "model request", f"{call}, {summary}", detail)
         return None
 
     def tool_problem(self, record: IORecord | None, node: str, round: int, index: int, name: str,

@@ -1,0 +1,93 @@
+"""Trees and recordings for the tests of `check`, `diff` and run files.
+
+`TREE` is a small pipeline: a `tidy` node that cleans the topic, then a ReAct agent whose
+scripted model appends a note to a file (a tool with a side effect: `appended.log` beside
+the tree file) and uses the calculator. `variant` writes it with one thing changed.
+`record` runs a tree file the way the studio and `jianmu-studio run` do (a session),
+answering approvals, and returns the run's id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TREE = '''
+from pathlib import Path
+
+from runtime import Agent, CalculatorTool, ModelClient, ReActConfig, ReActState, ScriptedProvider, human, tool
+from runtime import create_react_node
+from runtime.node import Sequence, node
+
+LOG = Path(__file__).with_name("appended.log")
+
+
+class State(ReActState):
+    topic: str = ""
+
+
+@tool
+def append_note(text: str) -> str:
+    """Append a note to the log file."""
+    with LOG.open("a") as f:
+        f.write(text + "\\n")
+    return f"noted: {text}"
+
+
+@node(name="tidy")
+def tidy(state):
+    return {"topic": state["topic"].strip().lower()}
+
+
+SCRIPT = [
+    {"tool_calls": [{"name": "append_note", "arguments": {"text": "bees"}}]},
+    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6 * 7"}}]},
+    "Noted, and 6 * 7 = 42.",
+]
+INPUT = {"topic": "  Bees ", "messages": [human("Note the topic, then compute 6 * 7.")]}
+
+
+def build():
+    client = ModelClient.resolve(ScriptedProvider(SCRIPT), env_override=True)
+    agent = create_react_node(name="Agent", model_client=client, tools=[append_note, CalculatorTool()],
+                              config=ReActConfig())
+    return Agent(Sequence("Pipeline", memory=True, children=[tidy(), agent]), state_schema=State)
+'''
+
+LLM = "Pipeline/Agent/Agent.loop/Agent.llm"
+TOOLS = "Pipeline/Agent/Agent.loop/Agent.tools"
+
+CHANGES = {
+    "prompt": ("config=ReActConfig()", 'config=ReActConfig(system_prompt="Be terse.")'),
+    "tool list": ("tools=[append_note, CalculatorTool()]", "tools=[append_note]"),
+    "node": ("strip().lower()", "strip().upper()"),
+    "tool arguments": ('"expression": "6 * 7"', '"expression": "7 * 6"'),
+}
+
+
+def write_tree(folder: Path, name: str = "tree.py", change: str | None = None) -> Path:
+    text = TREE
+    if change is not None:
+        old, new = CHANGES[change]
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+async def record(tree: Path | str, db: Path | str) -> str:
+    """Run a tree file to its end as the studio does, recording into `db`; approve every call asked."""
+    from studio.session import DebugSession
+
+    session = DebugSession.load(str(tree), db=str(db))
+    try:
+        stop = await session.continue_()
+        while stop.kind == "suspended":
+            for request in session.pending_approvals():
+                session.approve(request.id)
+            stop = await session.continue_()
+        assert stop.kind == "finished", stop
+        return session.run_id
+    finally:
+        await session.agent.close()
+        session.store.close()
