@@ -91,3 +91,22 @@ async def record(tree: Path | str, db: Path | str) -> str:
     finally:
         await session.agent.close()
         session.store.close()
+
+
+async def record_with_fork(tree: Path | str, db: Path | str, topic: str = "wasps") -> str:
+    """Record a run, then fork it from its input with `topic` edited and run the fork to its end."""
+    from studio.session import DebugSession
+
+    run_id = await record(tree, db)
+    session = DebugSession.open_recorded(str(db), run_id)
+    try:
+        first = session.checkpoints()[0].id
+        session.select_checkpoint(first)
+        session.edit_state(None, "topic", topic)
+        await session.fork_from(first)
+        stop = await session.continue_()
+        assert stop.kind == "finished", stop
+        return run_id
+    finally:
+        await session.agent.close()
+        session.store.close()
