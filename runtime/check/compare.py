@@ -15,11 +15,14 @@ same thing compare equal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..state import InteractionKeys
+
+if TYPE_CHECKING:
+    from ..memory.checkpoint import Checkpoint
 
 EXCERPT = 100  # characters of a value or of a text window shown
 SHOWN_NODES = 5  # other nodes listed when several statuses differ at once
@@ -185,16 +188,99 @@ def state_differences(tick: int, old: Mapping[str, Mapping[str, Any]], new: Mapp
         for key in dict.fromkeys([*a, *b]):
             va = sides.normal_key(0, key, a[key]) if key in a else _MISSING
             vb = sides.normal_key(1, key, b[key]) if key in b else _MISSING
-            if va == vb:
-                continue
-            name = qualified(ns, key)
-            detail = excerpt(va, vb, sides, prefix=name)
-            summary = (f"{sides.old} {shown(va, 40)}, {sides.new} {shown(vb, 40)}"
-                       if not isinstance(va, list | dict) and not isinstance(vb, list | dict) else
-                       f"at {first_split(va, vb)[0] or name}")
-            out.append(Difference(tick, writer(ns, key) if writer else None, f"state key {name!r}", summary,
-                                  detail))
+            if va != vb:
+                out.append(_state_difference(tick, ns, key, va, vb, sides, writer))
     return out
+
+
+def _state_difference(tick: int, ns: str, key: str, va: Any, vb: Any, sides: Sides, writer: Any) -> Difference:
+    name = qualified(ns, key)
+    summary = (f"{sides.old} {shown(va, 40)}, {sides.new} {shown(vb, 40)}"
+               if not isinstance(va, list | dict) and not isinstance(vb, list | dict) else
+               f"at {first_split(va, vb)[0] or name}")
+    return Difference(tick, writer(ns, key) if writer else None, f"state key {name!r}", summary,
+                      excerpt(va, vb, sides, prefix=name))
+
+
+Reader = Callable[..., list]  # a store's read_list(list id, length, first=0)
+
+
+class Pictures:
+    """Two runs' pictures compared tick after tick, as cheaply as the store keeps them.
+
+    Checkpoints are read without their lists (`read_lists=False`); a key whose stored form
+    did not change on either side since the last tick is not compared again (it was equal,
+    or its difference was said), and a list (a message history) that only grew is compared
+    from where the two last matched: a 200-round run costs what each tick added, not its
+    whole history every tick. A status that differs is said at the tick it starts to."""
+
+    def __init__(self, sides: Sides, read_old: Reader, read_new: Reader):
+        self.sides = sides
+        self._read = (read_old, read_new)
+        self._seen: dict[tuple[str, str], tuple[Any, Any]] = {}  # key -> both stored forms last compared
+        self._matched: dict[tuple[str, str], int] = {}  # (list id, list id) -> items known equal
+        self._statuses: tuple[Mapping[str, str], Mapping[str, str]] | None = None
+
+    def differences(self, tick: int, old: Checkpoint, new: Checkpoint, writer: Any = None) -> list[Difference]:
+        return [*self._status_differences(tick, old.statuses, new.statuses),
+                *self._state_differences(tick, (old, new), writer)]
+
+    def _status_differences(self, tick: int, old: Mapping[str, str], new: Mapping[str, str]) -> list[Difference]:
+        before, self._statuses = self._statuses, (old, new)
+        if old == new:
+            return []
+        if before is not None:
+            changed = {p for now, was in zip((old, new), before, strict=True) for p, s in now.items()
+                       if was.get(p) != s}
+            old, new = ({p: s for p, s in side.items() if p in changed} for side in (old, new))
+        return status_differences(tick, old, new, self.sides)
+
+    def _state_differences(self, tick: int, pictures: tuple[Checkpoint, Checkpoint], writer: Any) -> list[Difference]:
+        forms = [_stored_forms(cp) for cp in pictures]
+        out = []
+        for ns, key in dict.fromkeys([*forms[0], *forms[1]]):
+            pair = (forms[0].get((ns, key), _MISSING), forms[1].get((ns, key), _MISSING))
+            if self._seen.get((ns, key)) == pair:
+                continue
+            self._seen[(ns, key)] = pair
+            if not self._equal(key, pair):
+                values = [self._value(side, key, form) for side, form in enumerate(pair)]
+                out.append(_state_difference(tick, ns, key, *values, self.sides, writer))
+        return out
+
+    def _equal(self, key: str, pair: tuple[Any, Any]) -> bool:
+        a, b = pair
+        if isinstance(a, _ListRef) and isinstance(b, _ListRef):
+            if a.length != b.length:
+                return False
+            done = self._matched.get((a.list_id, b.list_id), 0)
+            items = [self.sides.normal(side, self._read[side](ref.list_id, ref.length, done))
+                     for side, ref in enumerate(pair)]
+            if items[0] != items[1]:
+                return False
+            self._matched[(a.list_id, b.list_id)] = a.length
+            return True
+        return self._value(0, key, a) == self._value(1, key, b)
+
+    def _value(self, side: int, key: str, form: Any) -> Any:
+        if isinstance(form, _ListRef):
+            return self.sides.normal(side, self._read[side](form.list_id, form.length))
+        return form if form is _MISSING else self.sides.normal_key(side, key, form)
+
+
+@dataclass(frozen=True)
+class _ListRef:
+    list_id: str
+    length: int
+
+
+def _stored_forms(cp: Checkpoint) -> dict[tuple[str, str], Any]:
+    """Each state key's value as read without lists: the value, or where its stored list is."""
+    forms: dict[tuple[str, str], Any] = {(ns, k): v for ns, values in cp.state.items() for k, v in values.items()}
+    for ns, lists in cp.lists.items():
+        for key, (list_id, length) in lists.items():
+            forms[(ns, key)] = _ListRef(list_id, length)
+    return forms
 
 
 def tools_offered(config: Mapping[str, Any] | None) -> list[str]:
@@ -223,5 +309,5 @@ def message_lines(messages: Sequence[Mapping[str, Any]], limit: int = 3) -> Iter
         yield f"{message.get('role')}: {shown(str(text), EXCERPT)}"
 
 
-__all__ = ["Difference", "Sides", "config_difference", "excerpt", "first_split", "qualified", "shown",
+__all__ = ["Difference", "Pictures", "Sides", "config_difference", "excerpt", "first_split", "qualified", "shown",
            "state_differences", "status_differences", "tools_offered"]

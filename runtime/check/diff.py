@@ -16,15 +16,7 @@ from typing import Any
 
 from ..engine.events import EventType
 from ..memory.checkpoint import Checkpoint, CheckpointStore
-from .compare import (
-    Difference,
-    Sides,
-    config_difference,
-    excerpt,
-    first_split,
-    state_differences,
-    status_differences,
-)
+from .compare import Difference, Pictures, Sides, config_difference, excerpt, first_split
 from .rerun import lineage
 
 
@@ -108,7 +100,7 @@ class _Run:
 
     def picture(self, tick: int) -> Checkpoint | None:
         info = self.last.get(tick)
-        return None if info is None else self.side.store.get(info.id)
+        return None if info is None else self.side.store.get(info.id, read_lists=False)
 
 
 def diff_runs(a: Side, b: Side) -> DiffReport:
@@ -117,41 +109,19 @@ def diff_runs(a: Side, b: Side) -> DiffReport:
     report = DiffReport(a, b)
     runs = _Run(a), _Run(b)
     sides = Sides(a.label, b.label)
-    before: list[Checkpoint | None] = [None, None]
+    pictures = Pictures(sides, a.store.read_list, b.store.read_list)
     for tick in sorted({*runs[0].last, *runs[1].last}):
-        pictures = [run.picture(tick) for run in runs]
-        if None in pictures:
-            ended, going = (0, 1) if pictures[0] is None else (1, 0)
+        if tick not in runs[0].last or tick not in runs[1].last:
+            ended, going = (0, 1) if tick not in runs[0].last else (1, 0)
             last = max(runs[ended].last)
             report.ticks[tick] = [Difference(tick, None, "length", f"{[a.label, b.label][ended]} ended at tick {last} "
                                              f"({runs[ended].last[last].status}), {[a.label, b.label][going]} goes on")]
             break
         found = [*_calls(tick, runs[0].calls.get(tick, []), runs[1].calls.get(tick, []), sides),
-                 *_pictures(tick, before, pictures, sides)]
+                 *pictures.differences(tick, runs[0].picture(tick), runs[1].picture(tick))]
         if found:
             report.ticks[tick] = found
-        before = pictures
     return report
-
-
-def _pictures(tick: int, before: list[Checkpoint | None], now: list[Checkpoint], sides: Sides) -> list[Difference]:
-    """Statuses and state keys that differ at this tick, among those either side changed since the last."""
-    old, new = now
-    if before[0] is None:
-        return [*status_differences(tick, old.statuses, new.statuses, sides),
-                *state_differences(tick, old.state, new.state, sides)]
-    paths = {p for cp, was in zip(now, before, strict=True) for p, s in cp.statuses.items() if was.statuses.get(p) != s}
-    keys = {(ns, k) for cp, was in zip(now, before, strict=True) for ns, values in cp.state.items()
-            for k, v in values.items() if was.state.get(ns, {}).get(k) != v}
-
-    def statuses(cp: Checkpoint) -> dict[str, str]:
-        return {p: s for p, s in cp.statuses.items() if p in paths}
-
-    def state(cp: Checkpoint) -> dict[str, dict[str, Any]]:
-        return {ns: {k: v for k, v in values.items() if (ns, k) in keys} for ns, values in cp.state.items()}
-
-    return [*status_differences(tick, statuses(old), statuses(new), sides),
-            *state_differences(tick, state(old), state(new), sides)]
 
 
 def _calls(tick: int, old: list[_Call], new: list[_Call], sides: Sides) -> Iterator[Difference]:

@@ -30,7 +30,6 @@ from ..engine.behaviour import JianmuNodeMixin
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import TickReport
 from ..memory.checkpoint import (
-    Checkpoint,
     CheckpointError,
     CheckpointInfo,
     CheckpointStore,
@@ -40,7 +39,7 @@ from ..memory.checkpoint import (
 )
 from ..memory.checkpoint.naming import display_name
 from ..state import StateChange, StateValidationError
-from .compare import Difference, state_differences, status_differences
+from .compare import Difference, Pictures
 from .served import AgentIO, ServedIO
 from .stand_ins import stand_in_providers
 
@@ -158,14 +157,14 @@ class _Rerun:
                                              f"tree's state: {exc}"))
         self._bind(first.bindings, {})
         runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": first.tick})
-        recorded = first
-        for info in [self.path[0], *self.path[1:]]:
-            if info is not self.path[0]:
-                before, recorded = recorded, self.store.get(info.id)
-                problem = await (self._tick(info) if info.source == Source.LOOP else self._edit(before, recorded))
+        pictures = Pictures(self.served.sides, self.store.read_list, self.scratch.read_list)
+        for i, info in enumerate(self.path):
+            if i:
+                problem = await (self._tick(info) if info.source == Source.LOOP else self._edit(info))
                 if problem is not None:
                     return self._diverged(problem)
-            found = self._compare(recorded, self.scratch.get(runner.checkpoints.head))
+            found = pictures.differences(info.tick, self.store.get(info.id, read_lists=False),
+                                         self.scratch.get(runner.checkpoints.head, read_lists=False), self._writer)
             if found:
                 if info.source == Source.LOOP:
                     self.differing_tick = info.tick
@@ -236,8 +235,10 @@ class _Rerun:
                 manager.deny(request.id, answer.get("reason"))
         return None
 
-    async def _edit(self, before: Checkpoint, after: Checkpoint) -> Difference | None:
+    async def _edit(self, info: CheckpointInfo) -> Difference | None:
         """An edit the recording saved between ticks (an update, a fork's edits): made again."""
+        after = self.store.get(info.id)
+        before = self.store.get(after.parent_id)
         sm = self.runner.state_manager
         try:
             for ns, values in after.state.items():
@@ -256,11 +257,6 @@ class _Rerun:
             if isinstance(node, JianmuNodeMixin) and ports != before.get(path):
                 node.bind(ports.get("inputs"), ports.get("outputs"))
 
-    def _compare(self, recorded: Checkpoint, now: Checkpoint) -> list[Difference]:
-        sides = self.served.sides
-        return [*status_differences(recorded.tick, recorded.statuses, now.statuses, sides),
-                *state_differences(recorded.tick, recorded.state, now.state, sides, self._writer)]
-
     def _writer(self, namespace: str, key: str) -> str | None:
         """The node that wrote a state key: the async node whose work wrote it last, else one whose
         output resolves to it, among those that changed in the last tick first, then those ticked."""
@@ -277,7 +273,8 @@ class _Rerun:
 
     async def close(self) -> None:
         self._unwatch()
-        self.runner.stop()
+        if not self.runner.finished:  # work in flight (a divergence, a recording cut short) is cancelled
+            self.runner.stop()
         await self.agent.close()
         self.scratch.close()
 

@@ -33,6 +33,7 @@ class ServedIO(IOReplayer):
         self.tools_run = 0  # tool calls run for real (`tools_live`)
         self.first: Difference | None = None  # the first divergence met (a retried call may meet more)
         self.sides = Sides()
+        self._asked: dict[str, tuple[str, list]] = {}  # node -> (recorded list, its messages known equal to it)
 
     @property
     def tick(self) -> int:
@@ -46,22 +47,32 @@ class ServedIO(IOReplayer):
 
     def model_problem(self, record: IORecord | None, node: str, round: int, attempt: int,
                       messages: list[Message], config: ModelConfig) -> Difference | None:
-        actual = [jsonable(m) for m in messages]
         call = f"round {round}" + (f" attempt {attempt}" if attempt else "")
         if record is None:
             return Difference(self.tick, node, "model request", f"{call} is not in the recording (the run asks "
-                              "for a model call the recorded run never made)", tuple(message_lines(actual)))
+                              "for a model call the recorded run never made)",
+                              tuple(message_lines([jsonable(m) for m in messages])))
         found = config_difference(record.request.get("config") or {}, config.model_dump(mode="json"), self.sides)
         if found is not None:  # first: the tools offered are also described in the prompt
             summary, detail = found
             return Difference(self.tick, node, "model request", f"{call}, {summary}", detail)
         ref = record.request["messages"]
-        recorded = self.store.read_list(ref[1], ref[2])
-        if recorded != actual:
+        done = self._matched(node, ref[1], ref[2], messages)
+        if self.store.read_list(ref[1], ref[2], done) != [jsonable(m) for m in messages[done:]]:
+            recorded, actual = self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages]
             path = first_split(recorded, actual)[0]
             return Difference(self.tick, node, "model request", f"{call}, messages{path}",
                               excerpt(recorded, actual, self.sides, prefix="messages"))
+        self._asked[node] = (ref[1], list(messages))
         return None
+
+    def _matched(self, node: str, list_id: str, length: int, messages: list[Message]) -> int:
+        """How many of `messages` are known equal to the recorded list already: the node's last request
+        matched it, and this one begins with the same messages (a history only grows between rounds)."""
+        known_id, known = self._asked.get(node, (None, []))
+        if known_id != list_id or len(known) > min(length, len(messages)):
+            return 0
+        return len(known) if all(a is b or a == b for a, b in zip(known, messages, strict=False)) else 0
 
     def tool_problem(self, record: IORecord | None, node: str, round: int, index: int, name: str,
                      arguments: dict) -> Difference | None:
