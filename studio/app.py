@@ -88,6 +88,7 @@ class MainScreen(Screen):
         self._shape: tuple = ()
         self._frame_key: tuple = ()
         self._tree_frame: tuple = ()  # the frame the tree pane shows
+        self._tree_held = False  # ... a tick held inside (its lines then restated once it ends)
         self._past = False
         self._offered: set[str] = set()
         self._keys: tuple = ()  # which keys the Footer shows (check_action of each)
@@ -183,17 +184,21 @@ class MainScreen(Screen):
         last = reports[-1] if reports else session.last_report
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
         shape = session.tree_shape
-        ticked = set(last.ticked) if last is not None and viewing is None else set()
+        held = frame.held_returns is not None  # paused inside a tick: its record so far, and who is not reached yet
+        if frame.returns is not None:  # the frame's record: a past tick's, or a held one's so far
+            ticked = set(frame.returns.paths)
+        else:
+            ticked = set(last.ticked) if last is not None and viewing is None else set()
         breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape
             tree.sync(session.node_views(), ticked)
-        elif frame.key != self._tree_frame:  # the same nodes at another moment: restate their lines
-            tree.restate(session.node_statuses(), ticked, breakpoints, session.node_view)
+        elif frame.key != self._tree_frame or held or self._tree_held:  # the same nodes at another moment
+            tree.restate(session.node_statuses(), ticked, breakpoints, session.node_view, frame.pending)
         else:
             tree.apply(reports, breakpoints, session.node_view)
-        self._tree_frame = frame.key
-        tree.set_running(session.running_nodes() if viewing is None else [])
+        self._tree_frame, self._tree_held = frame.key, held
+        tree.set_running(session.running_nodes())
         past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
         _retitle(tree, f"tree{past}", bool(past))
         state = self.query_one(StatePane)

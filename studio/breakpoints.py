@@ -27,7 +27,8 @@ class Breakpoint:
 
     A node breakpoint stops *before* the node runs (inside the tick, at the runner's node
     boundary: its update and async work not started, so state and bindings can be edited
-    first), or *after* its status changes (at the end of that tick).
+    first), or *after* its status changes (at the end of that tick: a change inside the tick counts,
+    a loop's round returning FAILURE before the loop resets it).
     """
 
     kind: Literal["node", "event", "condition"]
@@ -60,8 +61,9 @@ class Breakpoint:
         return self.enabled and self.kind == "node" and self.on == "before" and self.node == path
 
     def hit_by_tick(self, report: TickReport) -> bool:
-        """An after-breakpoint: its node's status changed in this (completed) tick."""
-        return self.kind == "node" and self.on == "after" and self.node in report.changed
+        """An after-breakpoint: its node's status changed in this (completed) tick, by the tick's end or
+        at a return the end does not show (a loop's round that failed: `TickReport.moved`)."""
+        return self.kind == "node" and self.on == "after" and report.moved(self.node)
 
     def hit_by_event(self, event: RuntimeEvent) -> bool:
         return self.kind == "event" and event.type == self.event_type

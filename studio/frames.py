@@ -5,6 +5,12 @@ The head frame reads the live runner; a past frame reads only its checkpoint in 
 into it. The tree of the live runner gives a past frame only what never changes with time:
 names, classes, namespaces, declared ports; which nodes existed then comes from the
 checkpoint (a subtree compiled later is not drawn).
+
+Both read the record of a tick (`runtime.engine.record`), never a second copy of its logic: a
+past frame its checkpoint's returns (what its tick returned, in order), the head frame, while a
+tick is held inside (a step into, a breakpoint before a node), the runner's returns so far: a node
+that returned shows what it returned, a node not reached yet is `pending` (not yet ticked). A
+node's status history is its `node.status` and `node.returned` events (`status_history`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from py_trees.common import Status
 
 from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.record import Returns
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint, CheckpointInfo, StoreError
 from runtime.node.composites import loop_counter
@@ -33,8 +40,8 @@ from .timeline import RUN_END, Lineage, Mark, RunTimeline, State, diff
 HISTORY = 200  # status changes shown per node
 TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
 STATUS = {status.value: status for status in Status}  # a saved status by value, without Status()'s lookup
-NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_ERROR, EventType.TOOL_CALL_STARTED,
-                         EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
+NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_RETURNED, EventType.NODE_ERROR,
+                         EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +223,7 @@ class NodeView:
     namespace: str | None
     counter: str | None  # "iter 2/10" for loops
     breakpoint: bool
+    pending: bool = False  # a tick is held inside and this node has not returned in it yet (`status`: its last)
 
 
 @dataclass
@@ -236,6 +244,41 @@ def port_views(node: JianmuNodeMixin, bindings: tuple[dict[str, str], dict[str, 
             key = binding_key(port, bound.get(port))
             ports.append(PortView(port, key, direction, read(key, node.namespace)))
     return ports
+
+
+def status_history(events: Iterable[StampedEvent]) -> list[tuple[int, str, str]]:
+    """(tick, old, new) for every status one node took, in order, from its events: its ticks' end
+    statuses (`node.status`) and the returns they did not show (`node.returned`). A loop round's
+    `done` returning FAILURE in tick 3, reset to INVALID in the same tick, reads (3, INVALID,
+    FAILURE), (3, FAILURE, INVALID). A node with no event yet has been INVALID."""
+    history: list[tuple[int, str, str]] = []
+    now = "INVALID"  # where the events so far left the node
+    ended: tuple[int, str] | None = None  # (tick, end status) of a node.returned: where that tick leaves it
+
+    def move(tick: int, new: str) -> None:
+        nonlocal now
+        if new != now:
+            history.append((tick, now, new))
+            now = new
+
+    for stamped in events:
+        kind, tick, payload = stamped.type, stamped.tick, stamped.payload
+        if kind not in (EventType.NODE_STATUS, EventType.NODE_RETURNED):
+            continue
+        if ended is not None and ended[0] != tick:  # no node.status of that tick followed: it ended as it began
+            move(*ended)
+            ended = None
+        if kind == EventType.NODE_RETURNED:
+            move(tick, payload.get("status"))
+            ended = (tick, payload.get("end"))
+        else:
+            if ended is None:
+                now = payload.get("old")  # (as it began: a lineage's events may start mid-run)
+            ended = None
+            move(tick, payload.get("new"))
+    if ended is not None:
+        move(*ended)
+    return history
 
 
 @dataclass
@@ -273,6 +316,7 @@ class Frame:
     def paths(self) -> Iterable[str]: raise NotImplementedError
     def status(self, path: str) -> Status: raise NotImplementedError
     def statuses(self) -> dict[str, Status]: raise NotImplementedError  # every node's, named at once
+    def running(self) -> list[str]: raise NotImplementedError  # the leaves running, in tree order
     def resume_data(self, path: str) -> Any: raise NotImplementedError
     def state(self) -> State: raise NotImplementedError
     def marks(self) -> dict[str, Mark]: raise NotImplementedError
@@ -283,6 +327,19 @@ class Frame:
         return node.input_bindings, node.output_bindings
 
     # what every frame answers the same way
+    held_returns: Returns | None = None  # a tick held inside: what returned in it so far (the head frame's)
+    pending: frozenset[str] = frozenset()  # ... and the nodes that have not returned in it yet
+
+    def ticked(self) -> set[str]:
+        """The nodes the frame's tick returned so far (a past frame: its checkpoint's tick; the head:
+        a held tick's, else empty: the session has the last report)."""
+        returns = self.returns
+        return set(returns.paths) if returns is not None else set()
+
+    @property
+    def returns(self) -> Returns | None:
+        return self.held_returns
+
     @property
     def tokens(self) -> int:
         """Tokens used as of this frame: the model calls of its lineage, or the state's `llm.usage`
@@ -350,27 +407,29 @@ class Frame:
         path_of = self.runner.path_of
         children = [p for child in node.children if (p := path_of(child)) in shown] if node.children else []
         return NodeView(path, node.name, type(node).__name__, path.count("/"), path.rpartition("/")[0] or None,
-                        children, status, getattr(node, "namespace", None), counter, path in breakpoints)
+                        children, status, getattr(node, "namespace", None), counter, path in breakpoints,
+                        path in self.pending)
 
     def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
         node = self.runner.nodes[path]
         ports = (port_views(node, self._bindings(path, node), self._value_reader())
                  if isinstance(node, JianmuNodeMixin) else [])
-        history, error, traceback, failed = [], None, None, []
+        error, traceback, failed = None, None, []
         arguments: dict[Any, Any] = {}  # call id -> the arguments of a tool call started
-        for stamped in self.log.of_node(self.lineage, path):
+        events = self.log.of_node(self.lineage, path)
+        for stamped in events:
             payload = stamped.payload
-            if stamped.type == EventType.NODE_STATUS:
-                history.append((stamped.tick, payload.get("old"), payload.get("new")))
-            elif stamped.type == EventType.NODE_ERROR:
+            if stamped.type in (EventType.NODE_STATUS, EventType.NODE_RETURNED):
+                continue
+            if stamped.type == EventType.NODE_ERROR:
                 error, traceback = payload.get("error"), payload.get("traceback")
             elif stamped.type == EventType.TOOL_CALL_STARTED:
                 arguments[payload.get("call_id")] = payload.get("arguments")
             else:
                 failed.append(ToolFailure(stamped.run_id, stamped.tick, str(payload.get("tool")), payload.get("call_id"),
                                           arguments.pop(payload.get("call_id"), None), str(payload.get("error", ""))))
-        return NodeDetail(self.node_view(path, breakpoints), ports, history[-HISTORY:], error, traceback,
-                          failed[-TOOL_FAILURES_KEPT:])
+        return NodeDetail(self.node_view(path, breakpoints), ports, status_history(events)[-HISTORY:], error,
+                          traceback, failed[-TOOL_FAILURES_KEPT:])
 
 
 class HeadFrame(Frame):
@@ -383,17 +442,37 @@ class HeadFrame(Frame):
         self.run_id, self.branch, self.lineage = runner.run_id, lineage.branch, lineage
         self.tick, self.root_status = runner.tick_count, runner.root.status
         self._state: State | None = None
+        self.held_returns = runner.held_returns
+        self._returned = self.held_returns.last() if self.held_returns is not None else {}  # path -> its last return
+        if self.held_returns is not None:
+            self.pending = frozenset(runner.nodes.keys() - self._returned.keys())
 
     def paths(self) -> Iterable[str]:
         return self.runner.nodes
 
     def status(self, path: str) -> Status:
-        return self.runner.nodes[path].status
+        """The node's status now; in a tick held inside, what it returned last in it, if it did."""
+        return self._returned.get(path) or self.runner.nodes[path].status
 
     def statuses(self) -> dict[str, Status]:
         """Every node's, from the runner's lists (esc back to live at 10,000 nodes: ~0.5 ms when the
-        runner reported them, reading every node ~2-4 ms)."""
-        return dict(zip(*self.runner.status_lists(), strict=True))
+        runner reported them, reading every node ~2-4 ms); in a tick held inside, overlaid with what
+        the nodes returned in it so far."""
+        statuses = dict(zip(*self.runner.status_lists(), strict=True))
+        statuses.update(self._returned)
+        return statuses
+
+    def running(self) -> list[str]:
+        """The leaves running now, in tree order: from the statuses the runner reported when they are
+        the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
+        nodes scattered in memory: ~2 ms); in a tick held inside, as the tree shows them."""
+        running, nodes = Status.RUNNING, self.runner.nodes
+        paths, statuses = self.runner.status_lists()
+        if self._returned:
+            returned = self._returned
+            statuses = [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)]
+        return [path for path, status in zip(paths, statuses, strict=True)
+                if status is running and not nodes[path].children]
 
     def resume_data(self, path: str) -> Any:
         node = self.runner.nodes[path]
@@ -445,6 +524,16 @@ class PastFrame(Frame):
         nodes = self.runner.nodes
         return {path: STATUS[value] for path, value in self.checkpoint.statuses.items() if path in nodes}
 
+    def running(self) -> list[str]:
+        """The leaves the checkpoint has running, in tree order (the store's, not the live run's)."""
+        statuses, nodes = self.checkpoint.statuses, self.runner.nodes
+        return [path for path in self.paths() if statuses[path] == "RUNNING" and not nodes[path].children]
+
+    @property
+    def returns(self) -> Returns | None:
+        """What the checkpoint's tick returned, in order (None: no tick's, or recorded without)."""
+        return self.checkpoint.returns
+
     def resume_data(self, path: str) -> Any:
         return (self.checkpoint.resume.get(path) or {}).get("data")
 
@@ -492,4 +581,4 @@ def _validated(view: StateManager, ns: str, key: str, raw: Deferred) -> Deferred
 
 
 __all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",
-           "port_views"]
+           "port_views", "status_history"]

@@ -37,7 +37,7 @@ from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
 from .children import child_namespace, refused_moment, split_child_path
 from .edits import StagedEdits
 from .failure import Failure
-from .frames import EventLog, StampedEvent
+from .frames import EventLog, StampedEvent, status_history
 from .model_calls import MODEL_EVENTS, ModelCall, collect
 from .session import (
     EVENT_BUFFER,
@@ -72,6 +72,9 @@ class RemoteFrame:
     root_status: Status
     tokens: int
     branch: str
+    returns: Any = None  # the record of its tick (`runtime.engine.record.Returns`): not sent over the protocol yet
+    held_returns: Any = None  # ... of a tick held inside, so far
+    pending: frozenset[str] = frozenset()  # the nodes not returned yet in a tick held inside
 
 
 class _Rows:
@@ -431,8 +434,9 @@ class RemoteSession:
         return list(self._waiting) if self.run_state == RunState.WAITING else []
 
     def running_nodes(self) -> list[str]:
-        return [path for path, node in self._nodes.items()
-                if node["status"] == "RUNNING" and not node["children"]]
+        """The leaves running in the frame shown (a past one's from its checkpoint)."""
+        return [path for path, node in self._shown().items()
+                if self.node_status(path) == Status.RUNNING and not node["children"]]
 
     def _shown(self) -> dict[str, dict[str, Any]]:
         """The nodes of the frame: every node live, those the checkpoint knew in the past."""
@@ -477,18 +481,17 @@ class RemoteSession:
         ports = node["ports"] if past is None else self._staged_ports(path, past["ports"].get(path, []))
         views = [PortView(port, key, direction, self._value(state, key, node["namespace"]))
                  for direction, port, key in ports]
-        history, error, traceback = [], None, None
-        for stamped in self.log.of_node(self._frame_lineage(), path):
-            if stamped.type == EventType.NODE_STATUS:
-                history.append((stamped.tick, stamped.payload.get("old"), stamped.payload.get("new")))
-            else:
+        error, traceback = None, None
+        events = self.log.of_node(self._frame_lineage(), path)
+        for stamped in events:
+            if stamped.type == EventType.NODE_ERROR:
                 error, traceback = stamped.payload.get("error"), stamped.payload.get("traceback")
         if past is None and node.get("error"):
             error, traceback = node["error"].get("error"), node["error"].get("traceback")
         failure = self.failure
         if error is None and failure is not None and failure.node == path:
             error = failure.headline
-        return NodeDetail(self.node_view(path), views, history[-HISTORY:], error, traceback)
+        return NodeDetail(self.node_view(path), views, status_history(events)[-HISTORY:], error, traceback)
 
     def _agent_detail(self, node: dict[str, Any]) -> NodeDetail:
         """A swarm agent's node, as a local session shows it: live, its ports read in the agent's own state,

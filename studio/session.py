@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -263,9 +263,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         checkpoints = runner.checkpoints
         self._saved_at = (checkpoints.branch, report.tick)
         if checkpoints.head != self._head_before:
-            self._remember_head()
+            self._remember_head(report.transient)
 
-    def _remember_head(self) -> None:
+    def _remember_head(self, transient: Iterable[str] = ()) -> None:
         """The checkpoint the runner has just saved (a tick's, a run's input, a fork's first), as the
         runner holds it: the next tick's marks and timeline row then decode nothing from the store
         (its parent's 100,000 statuses: ~60 ms, named path by path ~50 ms more). Call only right
@@ -276,7 +276,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if head is not None:
             self.timeline.remember(head, Saved(
                 runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses(*runner.status_lists())))
+                TakenStatuses(*runner.status_lists()), frozenset(transient)))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the
@@ -472,12 +472,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return in_flight(self.runner.nodes)
 
     def running_nodes(self) -> list[str]:
-        """The leaves running now, in tree order: from the statuses the runner reported when they are
-        the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
-        nodes scattered in memory: ~2 ms)."""
-        running, nodes = Status.RUNNING, self.runner.nodes
-        return [path for path, status in zip(*self.runner.status_lists(), strict=True)
-                if status is running and not nodes[path].children]
+        """The leaves running in the frame shown (a past one's from its checkpoint), in tree order."""
+        return self.frame.running()
 
     def _node(self, path: str):
         runner, inner = self._locate(path)

@@ -4,7 +4,10 @@ A checkpoint's *lineage* is its chain of parents, across the branches it forked 
 events of a lineage are, per branch, those numbered up to where the next branch forked
 (a fork rewinds the event stream to that point), and for the checkpoint's own branch those
 up to its own position. Every difference shown (a marker, a timeline row) is between a
-checkpoint and its parent, with state keys named the way the state pane names them.
+checkpoint and its parent, with state keys named the way the state pane names them; the nodes
+a row counts as changed are read from the record of its tick (`runtime.engine.record`): those
+whose status differs from the parent's, and those that returned a status their tick did not end
+with (a loop's round that failed, reset in the same tick).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from operator import is_not
 from typing import Any, NamedTuple
 
 from runtime.debug.names import State, StateNames
-from runtime.debug.past import changed_keys, checkpoint_summary
+from runtime.debug.past import changed_keys, changed_only_within, checkpoint_summary
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
 from runtime.state import Deferred
@@ -109,11 +112,13 @@ def diff(old: State, new: State) -> dict[str, Mark]:
 
 
 class Saved(NamedTuple):
-    """What marks and timeline rows read of a checkpoint: its tick, state and node statuses."""
+    """What marks and timeline rows read of a checkpoint: its tick, state and node statuses, and
+    the nodes its tick left with another status than one they returned (`Returns.transient`)."""
 
     tick: int
     state: State
     statuses: Mapping[str, str]
+    transient: frozenset[str] = frozenset()
 
 
 class _Stored(dict):
@@ -144,12 +149,14 @@ class TakenStatuses(Mapping):
         return len(self.paths)
 
 
-def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str]) -> int:
-    """How many nodes' statuses differ from `before`'s (INVALID where `before` has none): two takes
-    of one tree compare list to list, naming neither."""
+def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str], transient: frozenset[str]) -> int:
+    """How many nodes changed status since `before` (INVALID where `before` has none): at the tick's
+    end, or only inside it (`transient`, few). Two takes of one tree compare list to list, naming neither."""
     if type(statuses) is type(before) is TakenStatuses and statuses.paths == before.paths:
-        return sum(map(is_not, statuses.statuses, before.statuses))
-    return sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
+        changed = sum(map(is_not, statuses.statuses, before.statuses))
+    else:
+        changed = sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
+    return changed + changed_only_within(transient, statuses, before)
 
 
 class RunTimeline:
@@ -224,7 +231,9 @@ class RunTimeline:
         saved = self._remembered.get(checkpoint_id)
         if saved is None:
             checkpoint, state = self.get(checkpoint_id)
-            return Saved(checkpoint.tick, state, checkpoint.statuses)
+            returns = checkpoint.returns
+            return Saved(checkpoint.tick, state, checkpoint.statuses,
+                         frozenset(returns.transient(checkpoint.statuses)) if returns is not None else frozenset())
         if type(saved.state) is _Stored:
             saved = self._remembered[checkpoint_id] = saved._replace(state=self.names.state(saved.state))
         return saved
@@ -259,11 +268,12 @@ class RunTimeline:
         """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
         cached = self._summaries.get(info.id)
         if cached is None:
-            statuses = self.saved(info.id).statuses
+            saved = self.saved(info.id)
+            statuses = saved.statuses
             if info.parent_id is None:
                 cached = checkpoint_summary(info, len(statuses), [])
             else:
-                nodes = _changed_nodes(statuses, self.saved(info.parent_id).statuses)
+                nodes = _changed_nodes(statuses, self.saved(info.parent_id).statuses, saved.transient)
                 cached = checkpoint_summary(info, nodes, list(self.marks(info)))  # keys in the state pane's order
             self._summaries[info.id] = cached
         return cached

@@ -41,7 +41,7 @@ def test_snippet_runs_and_prints_what_it_says(name, code, tmp_path):
 def test_docs_cover_the_runtime_and_the_studio():
     concepts = (ROOT / "docs/concepts.md").read_text()
     for topic in ("## Nodes", "## Ports and bindings", "## Namespaces", "## Ephemeral scopes",
-                  "## The runner and its wake rules", "## Checkpoints and replay", "## The ReAct preset"):
+                  "## The runner and its wake rules", "## The record of a tick", "## Checkpoints and replay", "## The ReAct preset"):
         assert topic in concepts
     studio = (ROOT / "docs/studio.md").read_text()
     for topic in ("## Panes", "## Keys", "## Breakpoints", "## Time travel", "## Headless"):

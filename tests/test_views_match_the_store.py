@@ -85,11 +85,15 @@ def described(store, info, events: set[tuple[str, int, bool]]) -> list[tuple]:
 
 def expected_summary(store, info, checkpoint, names) -> str:
     """A timeline row's `changed` worked out from the store: the statuses and shown values that differ
-    from the parent checkpoint's."""
+    from the parent checkpoint's, and the nodes whose status changed inside the tick only (its record)."""
     if info.parent_id is None:
         return checkpoint_summary(info, len(checkpoint.statuses), [])
     parent = store.get(info.parent_id)
     nodes = sum(parent.statuses.get(path, "INVALID") != status for path, status in checkpoint.statuses.items())
+    if checkpoint.returns is not None:  # a status returned but not ended with, the end the parent's
+        ended = {path: checkpoint.statuses.get(path, "INVALID") for path, _ in checkpoint.returns}
+        within = {path for path, status in checkpoint.returns if status.value != ended[path]}
+        nodes += sum(ended[path] == parent.statuses.get(path, "INVALID") for path in within)
     keys = [key for key, _, _ in changed_keys(names.state(parent.state), names.state(checkpoint.state))]
     return checkpoint_summary(info, nodes, keys)
 

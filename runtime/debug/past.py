@@ -15,6 +15,7 @@ checkpoint was saved. So the server is told which writes happen between ticks (`
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from py_trees.common import Status
@@ -41,6 +42,13 @@ def changed_keys(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
             if before.get(key) != after.get(key) or (key in before) != (key in after):
                 out.append([f"{ns}.{key}" if ns else key, before.get(key), after.get(key)])
     return out
+
+
+def changed_only_within(transient: Iterable[str], statuses: Mapping[str, str], before: Mapping[str, str]) -> int:
+    """How many of a tick's `transient` nodes (`Returns.transient`: they returned a status they did not
+    end it with) ended it as the parent checkpoint had them: changed inside the tick only, so a row
+    counts them beside the nodes whose status differs from the parent's."""
+    return sum(1 for path in transient if statuses.get(path, "INVALID") == before.get(path, "INVALID"))
 
 
 def checkpoint_summary(info: CheckpointInfo, nodes: int, keys: list[str]) -> str:
@@ -121,6 +129,9 @@ class RunPast:
                 parent = self.get(info.parent_id, lists=False)
                 nodes = sum(1 for path, status in checkpoint.statuses.items()
                             if parent.statuses.get(path, "INVALID") != status)
+                if checkpoint.returns is not None:  # and those that changed inside its tick only
+                    nodes += changed_only_within(checkpoint.returns.transient(checkpoint.statuses),
+                                                 checkpoint.statuses, parent.statuses)
                 keys = [key for key, _, _ in changed_keys(self._compared(parent), self._compared(checkpoint))]
                 cached = checkpoint_summary(info, nodes, keys)
             self._summaries[info.id] = cached

@@ -5,7 +5,8 @@ from .boundaries import NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext, inject_runtime_deps
 from .events import EventType, RuntimeEvent, RuntimeEventBus
-from .runner import ReactiveRunner, TickReport
+from .record import Returns, TickReport
+from .runner import ReactiveRunner
 
 __all__ = [
     "AsyncBehaviour",
@@ -18,6 +19,7 @@ __all__ = [
     "NodeBoundary",
     "NodeError",
     "ReactiveRunner",
+    "Returns",
     "RunContext",
     "RunnerState",
     "RuntimeEvent",

@@ -25,7 +25,7 @@ import py_trees
 from py_trees.common import Status
 
 from ..state import StateManager, normalize_namespace
-from .deps import InjectPayload, RunContext
+from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,7 @@ def binding_key(port: str, key: str | None) -> str:
     return key or port
 
 
+@receives_injections
 class JianmuNodeMixin:
     """Ports, namespaces and runtime services shared by every Jianmu node.
 

@@ -8,17 +8,17 @@ through `ReactiveRunner.capture()` / `load()`; what a tick changed comes with it
 `TickReport` (`changed`, `ticked`, `state_changes`), so a checkpointer can save only that.
 
 `Checkpointer` is how the runner takes a checkpointer without knowing its package: any
-object whose `attach(runner)` returns a `TickRecorder` (a checkpoint store does).
+object whose `attach(runner)` returns a `TickRecorder` (a checkpoint store does). This module
+sits below the runner: it names the runner only in words, never by import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .runner import ReactiveRunner, TickReport
+from .record import TickReport
 
 
 @dataclass
@@ -48,7 +48,8 @@ class TickRecorder(Protocol):
 class Checkpointer(Protocol):
     """Anything a runner can record into: `attach` returns the recorder bound to the runner."""
 
-    def attach(self, runner: ReactiveRunner) -> TickRecorder: ...
+    def attach(self, runner: Any) -> TickRecorder:
+        """Start recording `runner` (a `ReactiveRunner`, which calls this as it is built)."""
 
 
 __all__ = ["Checkpointer", "RunnerState", "TickRecorder"]

@@ -7,7 +7,6 @@ tree-changed callback.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,19 +39,21 @@ class InjectPayload:
     tree_changed: Callable[[], None] | None = None
 
 
+_receivers: tuple[type, ...] = ()  # the classes whose nodes take injections (`receives_injections`)
+
+
+def receives_injections(cls: type) -> type:
+    """Class decorator: nodes of `cls` are handed the payload by `inject_runtime_deps`. The node base
+    classes (`runtime.engine.behaviour`) register themselves, so this module never imports them."""
+    global _receivers
+    _receivers = (*_receivers, cls)
+    return cls
+
+
 def inject_runtime_deps(node: Any, payload: InjectPayload) -> None:
     """Inject into Jianmu nodes; plain py_trees nodes have nothing to receive and are skipped."""
-    if isinstance(node, _jianmu_node()):
+    if isinstance(node, _receivers):
         node.inject(payload)
 
 
-@functools.cache
-def _jianmu_node() -> type:
-    """`JianmuNodeMixin`, imported once (`.behaviour` imports this module): an import statement in
-    `inject_runtime_deps` cost ~1.2 us a node, 130 ms each time a 100,000-node runner goes live."""
-    from .behaviour import JianmuNodeMixin
-
-    return JianmuNodeMixin
-
-
-__all__ = ["InjectPayload", "RunContext", "inject_runtime_deps"]
+__all__ = ["InjectPayload", "RunContext", "inject_runtime_deps", "receives_injections"]

@@ -3,8 +3,9 @@
 Events are built only when somebody listens (a subscriber whose filter accepts the type,
 or a history buffer): on the tick path the runner asks `wants(type)` first, so a run
 that nobody watches pays for a boolean test, not for the event. The per-node tick
-telemetry (`TICK_TELEMETRY`: one `node.status` per changed node) is built only for a
-subscriber that asked for it, never just for the default history.
+telemetry (`TICK_TELEMETRY`: one `node.status` per changed node, one `node.returned` per return
+the tick's end does not show) is built only for a subscriber that asked for it, never just for
+the default history.
 
 An event is a plain slotted dataclass, built without validation: its fields come from
 the runtime itself. Events from outside the process (a trace file, a store) are checked
@@ -36,6 +37,7 @@ class EventType(StrEnum):
     TICK_COMPLETED = "tick.completed"
     TICK_PAUSED = "tick.paused"  # the runner holds the tick before `node` (a node boundary)
     NODE_STATUS = "node.status"
+    NODE_RETURNED = "node.returned"  # a return the tick's end does not show (`runtime.engine.record`)
     NODE_ERROR = "node.error"
     STATE_CHANGED = "state.changed"
     LOG = "log"
@@ -61,7 +63,8 @@ class EventType(StrEnum):
     STATE_EDITED = "state.edited"
 
 
-TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS})
+TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS,
+                            EventType.NODE_RETURNED})
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import py_trees
@@ -42,6 +43,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
+from .record import Returns, TickReport, TickTelemetry
 from .tree import iter_paths
 
 Hook = Callable[..., Any | Awaitable[Any]]
@@ -57,42 +59,8 @@ _FINISHED = (Status.SUCCESS, Status.FAILURE)
 _CHANGES = {(old._value_, new._value_): (old, new) for old in Status for new in Status}
 _STATUS_PAYLOADS = {id(change): {"old": change[0]._value_, "new": change[1]._value_} for change in _CHANGES.values()}
 _STATUS_PAIRS = {id(change): [change[0]._value_, change[1]._value_] for change in _CHANGES.values()}
-
-
-@dataclass
-class TickReport:
-    """What one tick did."""
-
-    tick: int
-    status: Status
-    changed: dict[str, tuple[Status, Status]] = field(default_factory=dict)  # path -> (old, new)
-    ticked: list[str] = field(default_factory=list)  # paths visited by the traversal
-    state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # "ns.key" -> (old, new)
-    duration_ms: float = 0.0
-    paused_at: NodeBoundary | None = None  # the tick is held before this node; changes come when it ends
-    telemetry: TickTelemetry | None = None  # with a checkpointer: where its telemetry events are numbered
-
-    @property
-    def state_keys(self) -> list[str]:
-        return list(self.state_changes)
-
-    @property
-    def completed(self) -> bool:
-        """False when the tick is held at a node boundary (the report then carries only `paused_at`)."""
-        return self.paused_at is None
-
-
-@dataclass(frozen=True, slots=True)
-class TickTelemetry:
-    """(number, time) of a tick's telemetry events: `tick.started`, the first `node.status`
-    (one per changed node, numbered in `changed` order; None: nothing changed) and
-    `tick.completed`. A runner with a checkpointer numbers them whether or not anybody
-    wants them built: the checkpointer stores these few fields, not the events, and the
-    store rebuilds them from its status deltas."""
-
-    started: tuple[int, float]
-    statuses: tuple[int, float] | None
-    completed: tuple[int, float]
+_RETURN_PAYLOADS = {(returned, end): {"status": returned._value_, "end": end._value_} for returned in Status for end in Status}
+_STATUS_OF = attrgetter("status")
 
 
 @dataclass
@@ -101,7 +69,8 @@ class _HeldTick:
 
     generator: Any
     detailed: bool
-    ticked: list[str] = field(default_factory=list)
+    nodes: list[py_trees.behaviour.Behaviour] = field(default_factory=list)  # each node as it returned, in order
+    returned: list[Status] = field(default_factory=list)  # what each returned (kept whether detailed or not)
     elapsed: float = 0.0  # seconds spent traversing, pauses excluded
     paused_at: NodeBoundary | None = None
 
@@ -486,22 +455,28 @@ class ReactiveRunner:
             self._started = (event.seq, event.time)
         elif self.checkpoints is not None:
             self._started = (bus.reserve(1), time.time())
-        return detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.TICK_COMPLETED)
+        return (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
+                or bus.wants(EventType.TICK_COMPLETED))
 
     def _tick(self, detailed: bool) -> TickReport:
-        """A tick with no boundary anywhere: the generator consumed in one go."""
+        """A tick with no boundary anywhere: the generator consumed in one go; detailed, each node
+        the generator yields (it has just returned) kept with its status then (`runtime.engine.record`)."""
         detailed = self._open_tick(detailed)
+        nodes: list[py_trees.behaviour.Behaviour] = []
+        returned: list[Status] = []
         started = time.perf_counter()
         try:
             if detailed:
-                ticked = [self._paths.get(id(node)) or self.path_of(node) for node in self.root.tick()]
+                keep, note = nodes.append, returned.append
+                for node in self.root.tick():
+                    keep(node)
+                    note(node.status)
             else:
                 deque(self.root.tick(), maxlen=0)  # consume the generator whole (pitfall 2)
-                ticked = []
         except Exception as exc:
             self._tick_failed(exc)
             raise
-        return self._close_tick(detailed, ticked, time.perf_counter() - started)
+        return self._close_tick(detailed, nodes, returned, time.perf_counter() - started)
 
     def _hold_tick(self, detailed: bool, into: bool) -> TickReport:
         self._held = _HeldTick(self.root.tick(), self._open_tick(detailed))
@@ -511,7 +486,7 @@ class ReactiveRunner:
         """Drive the held tick to the next wanted boundary, or to its end."""
         held = self._held
         held.paused_at = None
-        stop, paths, ticked = self._stop_before, self._paths, held.ticked
+        stop, paths, keep, note = self._stop_before, self._paths, held.nodes.append, held.returned.append
         started = time.perf_counter()
         try:
             for item in held.generator:
@@ -525,27 +500,56 @@ class ReactiveRunner:
                             bus.publish(EventType.TICK_PAUSED, {}, node=path)
                         return TickReport(self.tick_count, self.root.status, paused_at=held.paused_at,
                                           duration_ms=held.elapsed * 1000)
-                elif held.detailed:
-                    ticked.append(paths.get(id(item)) or self.path_of(item))
+                else:
+                    keep(item)
+                    note(item.status)
         except Exception as exc:
             self._held = None
             self._tick_failed(exc)
             raise
         self._held = None
-        return self._close_tick(held.detailed, ticked, held.elapsed + time.perf_counter() - started)
+        return self._close_tick(held.detailed, held.nodes, held.returned, held.elapsed + time.perf_counter() - started)
 
     def _tick_failed(self, exc: Exception) -> None:
         report_node_error(self.root, self.path_of(self.root), exc, self.event_bus)
         self.root.stop(Status.INVALID)
 
-    def _close_tick(self, detailed: bool, ticked: list[str], elapsed: float) -> TickReport:
+    def _paths_of(self, nodes: list[py_trees.behaviour.Behaviour]) -> list[str]:
+        """The paths of `nodes` (looked up in C: a tick returns 10,000 of them)."""
+        paths = list(map(self._paths.get, map(id, nodes)))
+        if None in paths:  # a node added since the last index (a subtree compiled mid-tick)
+            paths = [path or self.path_of(node) for path, node in zip(paths, nodes, strict=True)]
+        return paths
+
+    @property
+    def held_returns(self) -> Returns | None:
+        """What the nodes returned so far in the tick held at a node boundary, in order (a node
+        not in it has not returned in this tick yet); None between ticks."""
+        held = self._held
+        return None if held is None else Returns(self._paths_of(held.nodes), list(held.returned))
+
+    def _close_tick(self, detailed: bool, nodes: list[py_trees.behaviour.Behaviour], returned: list[Status],
+                    elapsed: float) -> TickReport:
         bus = self.event_bus
-        report = TickReport(self.tick_count, self.root.status, ticked=ticked, duration_ms=elapsed * 1000)
+        ticked = self._paths_of(nodes)
+        report = TickReport(self.tick_count, self.root.status, ticked=ticked, returned=returned,
+                            duration_ms=elapsed * 1000)
         if detailed:
+            ends = list(map(_STATUS_OF, nodes))
+            report.unseen = unseen = [(i, ends[i]) for i in report.returns.unseen(ends)]
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
             numbered = self.checkpoints is not None
-            statuses = completed = None
+            statuses = completed = returns = None
+            if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
+                now = time.time()
+                if bus.wants(EventType.NODE_RETURNED):
+                    payloads = _RETURN_PAYLOADS
+                    first = bus.publish_each(EventType.NODE_RETURNED, [ticked[i] for i, _ in unseen],
+                                             [payloads[returned[i], end] for i, end in unseen], now)
+                else:
+                    first = bus.reserve(len(unseen))
+                returns = (first, now)
             if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
                 now = time.time()
                 if bus.wants(EventType.NODE_STATUS):
@@ -564,7 +568,7 @@ class ReactiveRunner:
             elif numbered:
                 completed = (bus.reserve(1), time.time())
             if numbered:
-                report.telemetry = TickTelemetry(self._started, statuses, completed)
+                report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
         else:
             self._state_changes.clear()
         return report
@@ -736,4 +740,4 @@ class ReactiveRunner:
         self._statuses_now = True
 
 
-__all__ = ["NodeBoundary", "ReactiveRunner", "RunnerState", "TickReport", "TickTelemetry"]
+__all__ = ["NodeBoundary", "ReactiveRunner", "Returns", "RunnerState", "TickReport", "TickTelemetry"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import py_trees
 
-from ..engine.events import EventType, RuntimeEvent, RuntimeEventBus
+from ..engine.events import TICK_TELEMETRY, EventType, RuntimeEvent, RuntimeEventBus
 from ..messages import human
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ PREVIEW_CHARS = 80
 # is reported as swarm.agent.*); what it did (model, tools, logs, errors) is forwarded.
 FORWARDED_EVENTS = frozenset(
     t for t in EventType
-    if not t.startswith(("run.", "tick.", "swarm.")) and t not in (EventType.NODE_STATUS, EventType.STATE_CHANGED))
+    if not t.startswith(("run.", "tick.", "swarm.")) and t not in TICK_TELEMETRY and t != EventType.STATE_CHANGED)
 
 
 class SwarmError(RuntimeError):

@@ -12,7 +12,10 @@ from textual.widgets import Static
 ABOUT = """\
 Moving: tab / shift+tab go from pane to pane; arrows move inside one; enter opens what is under the cursor
 Tree: ✔ success  ✘ failure  ● running  ○ not ticked   ◆ breakpoint   highlighted: ticked by the last tick
-Node: its last error and failed tool calls first, then ports, status history and the traceback;
+  paused inside a tick (s, a breakpoint before a node): what returned so far shows what it returned,
+  ◌ not yet ticked in this tick
+Node: its last error and failed tool calls first, then ports, status history (every return, a loop's
+  failed round too) and the traceback;
   enter shows its port values, error and failed calls whole
 State: ● marks keys the last tick changed (old → new); enter shows a value whole; space opens a structure;
   e edits the selected key

@@ -13,6 +13,7 @@ MARKS = {
     "INVALID": ("○", "dim"),
 }
 BREAKPOINT = ("◆", "bold red")
+NOT_YET = ("◌", "dim")  # paused inside a tick: the node has not returned in it yet
 
 
 def status_name(status: Any) -> str:
@@ -30,3 +31,8 @@ def status_text(status: Any) -> Text:
     name = status_name(status)
     mark, style = MARKS.get(name, ("?", "magenta"))
     return Text(f"{mark} {name}", style=style)
+
+
+def not_yet_text(status: Any) -> Text:
+    """A node not reached yet in the tick held inside: `◌ not yet ticked in this tick (last: ● RUNNING)`."""
+    return Text.assemble((f"{NOT_YET[0]} not yet ticked in this tick", NOT_YET[1]), " (last: ", status_text(status), ")")

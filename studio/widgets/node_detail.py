@@ -17,7 +17,7 @@ from textual.visual import visualize
 from textual.widgets import Static
 
 from ..session import NodeDetail
-from .marks import status_text
+from .marks import not_yet_text, status_text
 from .values import preview
 
 
@@ -50,7 +50,7 @@ def render_detail(detail: NodeDetail) -> Group:
     facts.add_row("class", Text(view.class_name, "bold"))
     facts.add_row("path", view.path)
     facts.add_row("namespace", Text(view.namespace or "(global)", "magenta"))
-    status = status_text(view.status)
+    status = not_yet_text(view.status) if view.pending else status_text(view.status)
     if view.counter:
         status.append(f"   {view.counter}", "cyan")
     facts.add_row("status", status)

@@ -3,6 +3,8 @@
 The pane keeps, per path, what its line should show (a `NodeView`, for every node), and a
 path → `TreeNode` map of the lines built so far. A tick report updates those records
 (status from `report.changed`, the highlight from `report.ticked`) and marks them stale;
+paused inside a tick, every line is restated from the frame (what returned so far shows what
+it returned, highlighted; a node not reached yet shows `◌`, not yet ticked);
 only the stale lines on screen are relabelled, the rest when they scroll into view. A
 branch's lines are built when it is first expanded: a tree opens expanded level by level
 while it shows at most `OPEN_LINES` lines, so a 100,000-node tree builds a few thousand
@@ -33,7 +35,7 @@ from runtime.engine.runner import TickReport
 
 from ..session import NodeView
 from .extent import FixedExtent
-from .marks import BREAKPOINT, status_mark, status_name
+from .marks import BREAKPOINT, NOT_YET, status_mark, status_name
 from .node_tree import NodeTree
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
@@ -41,10 +43,11 @@ OPEN_LINES = 2_000  # a tree opens expanded, a level at a time, while it shows a
 
 
 def node_label(view: NodeView, ticked: bool) -> Text:
-    """`◆ ✔ Name  Class  ⟨ns⟩  iter 2/10`, highlighted when the last tick visited it."""
+    """`◆ ✔ Name  Class  ⟨ns⟩  iter 2/10`, highlighted when the last tick visited it; `◌` in place of
+    the status while a tick is held inside and the node has not returned in it yet."""
     label = Text.assemble(
         (BREAKPOINT[0] if view.breakpoint else " ", BREAKPOINT[1]), " ",
-        status_mark(view.status), " ",
+        Text(*NOT_YET) if view.pending else status_mark(view.status), " ",
         (view.name, "bold"), "  ",
         (view.class_name, "dim"),
     )
@@ -55,6 +58,11 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     if ticked:
         label.stylize(TICKED)
     return label
+
+
+def _drawn(view: NodeView, ticked: bool) -> tuple:
+    """What a line's label is drawn from: equal, the label is the same."""
+    return status_name(view.status), view.counter, view.breakpoint, ticked, view.pending
 
 
 class NameIndex:
@@ -124,6 +132,7 @@ class TreePane(Vertical):
         self._views: dict[str, NodeView] = {}  # what each node's line should show, built or not
         self._kids: dict[str, list[str]] = {}  # each node's children, in line order
         self._ticked: set[str] = set()
+        self._pending: frozenset[str] = frozenset()  # not returned yet in the tick held inside
         self._breakpoints: set[str] = set()  # the nodes whose views carry the mark
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
@@ -170,6 +179,7 @@ class TreePane(Vertical):
             if view.parent in self._kids:
                 self._kids[view.parent].append(view.path)
         self._ticked = ticked
+        self._pending = frozenset(view.path for view in views if view.pending)
         self._breakpoints = {view.path for view in views if view.breakpoint}
         root = views[0].path if views else None
         with self.tree.adding():
@@ -235,7 +245,7 @@ class TreePane(Vertical):
         """A line's label, recorded as drawn."""
         view, ticked = self._views[path], path in self._ticked
         self._stale.discard(path)
-        self._drawn[path] = (status_name(view.status), view.counter, view.breakpoint, ticked)
+        self._drawn[path] = _drawn(view, ticked)
         return node_label(view, ticked)
 
     def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
@@ -261,10 +271,17 @@ class TreePane(Vertical):
         self.flush()
 
     def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
-                fetch: Callable[[str], NodeView]) -> None:
-        """The same nodes at another moment (a past checkpoint, or back live): each line's status
-        from `statuses` (every node's), loops' counters re-read; only the lines that differ are relabelled."""
+                fetch: Callable[[str], NodeView], pending: frozenset[str] = frozenset()) -> None:
+        """The same nodes at another moment (a past checkpoint, back live, a tick held further in):
+        each line's status from `statuses` (every node's), `pending` those not returned yet in a tick
+        held inside, loops' counters re-read; only the lines that differ are relabelled."""
         views, stale = self._views, self._stale
+        for path in pending ^ self._pending:
+            view = views.get(path)
+            if view is not None:
+                view.pending = path in pending
+                stale.add(path)
+        self._pending = pending
         for path, view in views.items():
             if view.counter is not None:
                 views[path] = fetch(path)
@@ -289,7 +306,7 @@ class TreePane(Vertical):
                 continue
             self._stale.discard(path)
             view, ticked = self._views[path], path in self._ticked
-            drawn = (status_name(view.status), view.counter, view.breakpoint, ticked)
+            drawn = _drawn(view, ticked)
             if self._drawn.get(path) != drawn:
                 tree.relabel(node, line, self._label(path))
 

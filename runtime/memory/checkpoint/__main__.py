@@ -4,7 +4,7 @@
     export [STORE] --run ID [-o OUT]  a run's events as JSON Lines (stdout by default; OUT is never
                                       the store, an SQLite file or a source file, and an existing
                                       OUT is replaced only with --force)
-    show [STORE] ID                   one checkpoint, as JSON
+    show [STORE] ID                   one checkpoint, as JSON (its tick's returns in order included)
 
 STORE is a file or a `postgresql://` URL, given as the argument or with --db, else taken
 from $JIANMU_DB. Bad input (a missing, corrupt, locked or newer store, an unknown run or
@@ -72,8 +72,11 @@ def _export(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
 
 
 def _show(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
+    """One checkpoint; its tick's returns as `[path, status]` pairs, in the order they happened."""
     checkpoint = store.get(args.id)
-    print(json.dumps(dataclasses.asdict(checkpoint), indent=2, ensure_ascii=False, default=repr))
+    shown = dataclasses.asdict(checkpoint)
+    shown["returns"] = None if checkpoint.returns is None else [[path, status.value] for path, status in checkpoint.returns]
+    print(json.dumps(shown, indent=2, ensure_ascii=False, default=repr))
 
 
 def _store_arguments(command: argparse.ArgumentParser) -> None:

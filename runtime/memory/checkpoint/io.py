@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...model.errors import ModelError
 from ...tools.base import ToolError
@@ -27,13 +27,20 @@ from .store import CheckpointStore, IORecord
 if TYPE_CHECKING:
     from ...messages import Message
     from ...model import ModelConfig, ModelResponse
-    from .runner_checkpoints import RunnerCheckpoints
 
 _SHOWN = 80  # characters of a message shown in a divergence
 POSITION_AFTER = "position_after"  # in a model call's request: its model's position once it answered
 
 
-def _positioned(checkpoints: RunnerCheckpoints | None, node: str) -> Any:
+class Line(Protocol):
+    """What a recorder follows once attached: a runner's line of checkpoints (`RunnerCheckpoints`,
+    which attaches it), whose run and branch its records go under and whose nodes make the calls."""
+
+    runner: Any  # the `ReactiveRunner`: its `run_id` and `nodes`
+    branch: str
+
+
+def _positioned(checkpoints: Line | None, node: str) -> Any:
     """The node's model provider when it keeps a position of its own (a scripted model), else None.
 
     Its position after each call is recorded with the call; serving the recorded answer puts
@@ -81,10 +88,10 @@ class IORecorder:
         self.store = store
         self._run_id = run_id
         self._branch = branch
-        self._checkpoints: RunnerCheckpoints | None = None
+        self._checkpoints: Line | None = None
         self._lists = ListTracker()
 
-    def attach(self, checkpoints: RunnerCheckpoints) -> None:
+    def attach(self, checkpoints: Line) -> None:
         """Follow a runner's run id and branch (done by `ReactiveRunner(..., checkpointer=)`)."""
         self._checkpoints = checkpoints
 
@@ -166,9 +173,9 @@ class IOReplayer:
         self.live = live_fallback or IORecorder(store)
         self.divergences: list[str] = []  # what differed (and went live, when not strict)
         self._pending: ReplayDivergence | None = None
-        self._checkpoints: RunnerCheckpoints | None = None
+        self._checkpoints: Line | None = None
 
-    def attach(self, checkpoints: RunnerCheckpoints) -> None:
+    def attach(self, checkpoints: Line) -> None:
         self._checkpoints = checkpoints
         self.live.attach(checkpoints)
 

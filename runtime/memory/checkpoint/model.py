@@ -19,6 +19,8 @@ from typing import Any
 from py_trees.common import Status
 from pydantic_core import to_json, to_jsonable_python
 
+from ...engine.record import Returns
+
 # A state entry in a record: ["v", value] | ["l", list_id, length] | ["d"] (deleted)
 Entry = list
 
@@ -66,6 +68,7 @@ class Checkpoint(CheckpointInfo):
     bindings: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # edited port bindings
     wake: bool = False  # a wake was pending when the tick ended (the next tick came at once)
     lists: dict[str, dict[str, list]] = field(default_factory=dict)  # namespace -> key -> [list id, length]
+    returns: Returns | None = None  # what each node returned in its tick, in order (None: no tick's, or not recorded)
 
     @property
     def info(self) -> CheckpointInfo:
@@ -124,9 +127,11 @@ class CheckpointRecord:
     chunks: list[ListChunk] = field(default_factory=list)
     telemetry: dict[str, Any] | None = None  # a tick's: how to rebuild its telemetry events (see RunnerCheckpoints)
     size: int = 0  # set by the store's save(): the bytes of its encoded data (what a restore parses)
-    # a full record's tree (a large one; `statuses` has no path outside it): INVALID may be left out of
-    # `statuses` (by the checkpointer, by the store), a reader puts it back for the tree's other paths
+    # the tree (a large one) the record names nodes in. A full record's `statuses` has no path outside
+    # it: INVALID may be left out of them (by the checkpointer, by the store), a reader puts it back for
+    # the tree's other paths; `returns` may name nodes by their place in it (`returns.py`)
     tree: TreePaths | None = None
+    returns: list[Any] | None = None  # its tick's returns, encoded (`returns.py`); None: not a tick's
 
     @property
     def full(self) -> bool:

@@ -34,6 +34,7 @@ from ...engine.capture import RunnerState
 from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
+from .returns import ReturnsWriter
 from .store import CheckpointError, CheckpointStore, StoreError
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class RunnerCheckpoints:
         self._full_bytes = 0  # the size of the last full record, and of the deltas since
         self._chain_bytes = 0
         self._lists = ListTracker()
+        self._returns = ReturnsWriter()  # each tick's returns, against the previous record's
         self._values: dict[tuple[str, str], Any] = {}
         self._statuses: dict[str, str] = {}  # path -> status, as saved
         self._resume: dict[str, Any] = {}  # path -> {"child": index, "data": resume data}, as saved
@@ -167,7 +169,8 @@ class RunnerCheckpoints:
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=statuses, resume=resume,
-            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived), tree=self._tree if full else None)
+            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived), tree=self._tree,
+            returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full))
         record.state = self._state_delta(full, record.chunks)
         try:
             checkpoint_id = self.store.save(record, self._events)
@@ -440,14 +443,19 @@ class RunnerCheckpoints:
 
 def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
     """How a tick's telemetry events were numbered, for the store to rebuild them: `s`
-    tick.started and `c` tick.completed [number, time, ...its payload], `n` the node.status
-    block [first number, time, count]; `x` the changes [path, old, new] when the record's
-    status delta does not give them."""
+    tick.started and `c` tick.completed [number, time, ...its payload], `r` the node.returned
+    block [first number, time, [[path, returned, end], ...]] (the unseen returns: few, kept here
+    so the events are rebuilt without the chain's returns), `n` the node.status block [first
+    number, time, count]; `x` the changes [path, old, new] when the record's status delta does
+    not give them."""
     telemetry = None if tick is None else tick.telemetry
     if telemetry is None:
         return None
     out: dict[str, Any] = {"s": list(telemetry.started), "c": [
         *telemetry.completed, round(tick.duration_ms, 3), len(tick.ticked), tick.state_keys]}
+    if telemetry.returned is not None:
+        out["r"] = [*telemetry.returned, [[tick.ticked[i], tick.returned[i]._value_, end._value_]
+                                          for i, end in tick.unseen]]
     if telemetry.statuses is not None:
         out["n"] = [*telemetry.statuses, len(tick.changed)]
         if not derived:

@@ -23,6 +23,9 @@ What makes a store small:
   checkpointer attaches): its full records list only the statuses that are not INVALID, and
   reading one puts INVALID back for the others. Records without `p` (a small tree's, an older
   store's) list every status, and read as before.
+- A tick's returns (what each node returned, in order) are one entry of its record, `rt`,
+  encoded against the previous record's (`returns.py`): no row per node. A record without it
+  (an older store's) has no returns, and reads as before: the schema is unchanged.
 
 Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
 itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
@@ -51,6 +54,7 @@ from pydantic_core import from_json
 
 from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
+from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
 from .store import CheckpointError, IORecord, RunSummary, StoreError
 
@@ -152,6 +156,10 @@ def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
     """A tick's telemetry events as the runner numbered them (see `RunnerCheckpoints`)."""
     (started, started_at), (completed, completed_at, duration_ms, ticked, state_keys) = t["s"], t["c"]
     events = [RuntimeEvent(started, EventType.TICK_STARTED.value, started_at, tick, None, run_id, {})]
+    if "r" in t:
+        first, at, unseen = t["r"]
+        events += [RuntimeEvent(seq, EventType.NODE_RETURNED.value, at, tick, path, run_id, {"status": status, "end": end})
+                   for seq, (path, status, end) in enumerate(unseen, first)]
     if "n" in t:
         first, at, _ = t["n"]
         events += [RuntimeEvent(seq, EventType.NODE_STATUS.value, at, tick, path, run_id, {"old": old, "new": new})
@@ -395,13 +403,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         if tree is not None:  # a large tree's full record: the statuses not INVALID (the tree's paths give the rest)
             statuses = {p: s for p, s in statuses.items() if s != "INVALID"}
         data = dumpb({"s": statuses, "r": record.resume, "st": record.state, "b": record.bindings,
-                      "w": record.wake, "t": record.telemetry, **({"p": tree.key} if tree is not None else {})})
+                      "w": record.wake, "t": record.telemetry, **({"p": tree.key} if tree is not None else {}),
+                      **({"rt": record.returns} if record.returns is not None else {})})
         record.size = len(data)
 
         def write(conn: Any, items: dict, streams: dict) -> int:
             self._write_chunks(conn, record.chunks, items)
-            if tree is not None:
-                self._write_tree(conn, tree)
+            if record.tree is not None:  # (a full record's statuses, or its returns, may name its nodes by it)
+                self._write_tree(conn, record.tree)
             checkpoint_id, stream = self._streamed(
                 conn, streams, None if record.full else ("chain", record.base_id),
                 "INSERT INTO checkpoints (run_id, branch, parent_id, base_id, tick, time, status, source, "
@@ -420,8 +429,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         checkpoint_id = self._transaction(write)
         self._noted.add(record.run_id)
-        if tree is not None:
-            self._keep_tree(tree.key, tree.paths)
+        if record.tree is not None and record.tree.key not in self._trees:
+            self._keep_tree(record.tree.key, record.tree.paths)
         return checkpoint_id
 
     def save_tree(self, tree: TreePaths) -> None:
@@ -573,8 +582,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         statuses: dict[str, str] = {}
         resume: dict[str, Any] = {}
         entries: dict[str, dict[str, list]] = {}
+        returns = ReturnsReader()
         data: dict[str, Any] = {}
         for data in self._inflate(((r[0], r[-2], r[-1]) for r in rows), "checkpoint"):
+            returns.add(data.get("rt"))
             if "p" in data:  # a large tree's full record: INVALID wherever it lists no status
                 statuses = dict.fromkeys(self._tree_paths(data["p"]), "INVALID")
             statuses.update(data["s"])
@@ -604,7 +615,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     if read_lists:
                         state[ns][key] = self.read_list(entry[1], entry[2])
         return Checkpoint(*rows[-1][:-2], statuses=statuses, resume=resume, state=state,
-                          bindings=data["b"], wake=data["w"], lists=lists)
+                          bindings=data["b"], wake=data["w"], lists=lists, returns=returns.returns(self._tree_paths))
 
     def _infos(self, where: str, params: tuple, order: str = "id") -> list[CheckpointInfo]:
         with self._guard() as conn:

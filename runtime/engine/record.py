@@ -1,0 +1,122 @@
+"""The record of a tick: what each node returned, each time, in order, beside what the tick left.
+
+py_trees' tick is a generator that yields each node once each time it returns, right after its
+status is set (a composite after its children; a node ticked twice in one tick, twice). The runner
+keeps the status of each node it is handed beside its path, so `TickReport.ticked[i]` returned
+`TickReport.returned[i]`: the tick's truth. The statuses at the tick's end are a summary of it, and
+they do not show every return: a ReAct round's `done` returns FAILURE and the loop resets it to
+INVALID in the same tick, so it ends as it began. Such returns are the tick's *unseen* ones
+(`Returns.unseen`): the runner publishes a `node.returned` event for each, the checkpoint store keeps
+the whole record with the tick's checkpoint, and the studio's views are derived from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from py_trees.common import Status
+
+if TYPE_CHECKING:
+    from .boundaries import NodeBoundary
+
+
+@dataclass(frozen=True, slots=True)
+class Returns:
+    """What nodes returned in one tick (or in the part of it run so far), in order: `paths[i]`
+    returned `statuses[i]`. Two lists side by side, not a pair per return (10,000 a tick)."""
+
+    paths: Sequence[str] = ()
+    statuses: Sequence[Status] = ()
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __iter__(self) -> Iterator[tuple[str, Status]]:
+        return zip(self.paths, self.statuses, strict=True)
+
+    def of(self, path: str) -> list[Status]:
+        """Every status `path` returned, in order (none: it was not ticked)."""
+        return [status for p, status in self if p == path]
+
+    def last(self) -> dict[str, Status]:
+        """Each node that returned -> what it returned last (what it shows mid-tick)."""
+        return dict(zip(self.paths, self.statuses, strict=True))
+
+    def unseen(self, ends: Sequence[Status]) -> list[int]:
+        """The places of the returns the statuses at the tick's end do not show (`ends[i]`: the end
+        status of `paths[i]`'s node): every return of a node but its last, and a last one the tree
+        changed before the tick ended (a loop resetting the round it just ran). Compared list to
+        list first: a tick where every node returned once and kept it costs no loop in Python."""
+        paths, statuses = self.paths, self.statuses
+        if ends == statuses and len(set(paths)) == len(paths):
+            return []
+        last = dict(zip(paths, range(len(paths)), strict=True))
+        return [i for i, (path, status, end) in enumerate(zip(paths, statuses, ends, strict=True))
+                if status is not end or last[path] != i]
+
+    def transient(self, ends: Mapping[str, str]) -> set[str]:
+        """The nodes that returned a status they did not end the tick with (`ends`: path -> the
+        status value it ended with, as a checkpoint stores them; INVALID when missing)."""
+        return {path for path, status in self if status._value_ != ends.get(path, "INVALID")}
+
+
+@dataclass(frozen=True, slots=True)
+class TickTelemetry:
+    """(number, time) of a tick's telemetry events: `tick.started`, the first `node.returned` (one per
+    unseen return, in order; None: none), the first `node.status` (one per changed node, numbered in
+    `changed` order; None: nothing changed) and `tick.completed`. A runner with a checkpointer
+    numbers them whether or not anybody wants them built: the checkpointer stores these few fields,
+    not the events, and the store rebuilds them from its record."""
+
+    started: tuple[int, float]
+    statuses: tuple[int, float] | None
+    completed: tuple[int, float]
+    returned: tuple[int, float] | None = None
+
+
+@dataclass
+class TickReport:
+    """What one tick did: what each node returned (`ticked` and `returned`, in order), the statuses
+    that changed by its end, the state it wrote. A report of a tick held at a node boundary
+    (`paused_at`) carries only where it is held: `ReactiveRunner.held_returns` has its record so far."""
+
+    tick: int
+    status: Status
+    changed: dict[str, tuple[Status, Status]] = field(default_factory=dict)  # path -> (old, new)
+    ticked: list[str] = field(default_factory=list)  # the path of each node as it returned, in order
+    state_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # "ns.key" -> (old, new)
+    duration_ms: float = 0.0
+    paused_at: NodeBoundary | None = None  # the tick is held before this node; changes come when it ends
+    telemetry: TickTelemetry | None = None  # with a checkpointer: where its telemetry events are numbered
+    returned: list[Status] = field(default_factory=list)  # returned[i]: what ticked[i] returned
+    # the returns its end does not show (`Returns.unseen`): (place in `ticked`, that node's status at the end)
+    unseen: list[tuple[int, Status]] = field(default_factory=list)
+
+    @property
+    def state_keys(self) -> list[str]:
+        return list(self.state_changes)
+
+    @property
+    def completed(self) -> bool:
+        """False when the tick is held at a node boundary (the report then carries only `paused_at`)."""
+        return self.paused_at is None
+
+    @property
+    def returns(self) -> Returns:
+        return Returns(self.ticked, self.returned)
+
+    @property
+    def transient(self) -> set[str]:
+        """The nodes that returned a status they did not end the tick with (`done` returning FAILURE
+        before its loop resets it): `Returns.transient`, from the few unseen returns."""
+        return {self.ticked[i] for i, end in self.unseen if self.returned[i] is not end}
+
+    def moved(self, path: str) -> bool:
+        """The node's status changed in this tick: by its end (`changed`), or at a return its end
+        does not show (`transient`)."""
+        return path in self.changed or path in self.transient
+
+
+__all__ = ["Returns", "TickReport", "TickTelemetry"]
