@@ -60,6 +60,7 @@ CHANGES = {
     "prompt": ("config=ReActConfig()", 'config=ReActConfig(system_prompt="Be terse.")'),
     "tool list": ("tools=[append_note, CalculatorTool()]", "tools=[append_note]"),
     "node": ("strip().lower()", "strip().upper()"),
+    "node fails": ('return {"topic": state["topic"].strip().lower()}', "return False"),
     "tool arguments": ('"expression": "6 * 7"', '"expression": "7 * 6"'),
 }
 

@@ -78,6 +78,17 @@ async def test_a_changed_node_is_found_at_the_tick_it_returns_and_named(tmp_path
     assert found.detail == ("- topic recorded 'bees'", "+ topic now      'BEES'")
 
 
+async def test_a_node_returning_another_status_is_found_by_what_it_returned(tmp_path):
+    db = tmp_path / "runs.db"
+    run_id = await record(write_tree(tmp_path), db)
+    report, _ = await checked(db, run_id, write_tree(tmp_path, "fixed.py", "node fails"))
+    found = report.divergence
+    assert (found.tick, found.node, found.what) == (2, "Pipeline/tidy", "returned status")
+    assert found.line.endswith("returned status differs: return 1 of the tick: recorded SUCCESS, now FAILURE")
+    assert found.detail[0].startswith("recorded: tidy SUCCESS") and found.detail[1].startswith("now: tidy FAILURE")
+    assert report.also == ["status at Pipeline", "state key 'topic'"]
+
+
 async def test_a_side_effecting_tool_is_never_run_by_a_check(tmp_path):
     db = tmp_path / "runs.db"
     tree = write_tree(tmp_path)

@@ -31,7 +31,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def _same_run(a, b, run_id: str) -> None:
     """Every checkpoint, event and recorded call of the run reads the same from both stores."""
     fields = ("tick", "time", "status", "source", "branch", "statuses", "resume", "state", "bindings", "wake",
-              "event_position")
+              "event_position", "returns")
     old, new = [a.get(i.id) for i in a.list(run_id)], [b.get(i.id) for i in b.list(run_id)]
     assert [[getattr(cp, f) for f in fields] for cp in old] == [[getattr(cp, f) for f in fields] for cp in new]
     assert [old.index(next(c for c in old if c.id == cp.parent_id)) if cp.parent_id else None for cp in old] == \

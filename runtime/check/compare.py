@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..state import InteractionKeys
 
 if TYPE_CHECKING:
+    from ..engine.record import Returns
     from ..memory.checkpoint import Checkpoint
 
 EXCERPT = 100  # characters of a value or of a text window shown
@@ -37,7 +38,7 @@ class Difference:
 
     tick: int
     node: str | None
-    what: str  # "status", "state key 'ns.key'", "model request", "model answer", "tool call", ...
+    what: str  # "status", "state key 'ns.key'", "returned status", "model request", "tool call", ...
     summary: str
     detail: tuple[str, ...] = ()
 
@@ -220,10 +221,45 @@ class Pictures:
         self._seen: dict[tuple[str, str], tuple[Any, Any]] = {}  # key -> both stored forms last compared
         self._matched: dict[tuple[str, str], int] = {}  # (list id, list id) -> items known equal
         self._statuses: tuple[Mapping[str, str], Mapping[str, str]] | None = None
+        self._returned: tuple[Any, Any] | None = None  # the returns difference said at the last tick
 
     def differences(self, tick: int, old: Checkpoint, new: Checkpoint, writer: Any = None) -> list[Difference]:
-        return [*self._status_differences(tick, old.statuses, new.statuses),
+        """What differs at this tick: what the nodes returned (in order), then the statuses the tick
+        left, then the state keys."""
+        return [*self._returns_differences(tick, old.returns, new.returns),
+                *self._status_differences(tick, old.statuses, new.statuses),
                 *self._state_differences(tick, (old, new), writer)]
+
+    def _returns_differences(self, tick: int, old: Returns | None, new: Returns | None) -> list[Difference]:
+        """The first return (in the tick's order) where the two differ: a node that returned another
+        status, or another node returning there. Said at the first tick it happens, and again only
+        when it is not the same difference as the tick before (two runs that went apart differ every tick).
+        A side with no returns (a tick recorded before returns were) compares nothing."""
+        if old is None or new is None:
+            return []
+        a, b = list(zip(old.paths, old.statuses, strict=True)), list(zip(new.paths, new.statuses, strict=True))
+        if a == b:
+            self._returned = None
+            return []
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        one, other = (a[at] if at < len(a) else None), (b[at] if at < len(b) else None)
+        signature = (one, other)
+        if signature == self._returned:
+            return []
+        self._returned = signature
+
+        def said(side: str, item: tuple[str, Any] | None) -> str:
+            return f"{side} returns nothing more" if item is None else f"{side} {item[1].value}"
+
+        if one is not None and other is not None and one[0] == other[0]:
+            summary = f"{said(self.sides.old, one)}, {said(self.sides.new, other)}"
+        else:
+            summary = ", ".join(said(side, item) if item is None else f"{side} {item[0]} returned {item[1].value}"
+                                for side, item in ((self.sides.old, one), (self.sides.new, other)))
+        node = (one or other)[0]
+        detail = [f"{side}: " + ", ".join(f"{p.rpartition('/')[2]} {s.value}" for p, s in returns[max(0, at - 2):at + 3])
+                  for side, returns in ((self.sides.old, a), (self.sides.new, b))]
+        return [Difference(tick, node, "returned status", f"return {at + 1} of the tick: {summary}", tuple(detail))]
 
     def _status_differences(self, tick: int, old: Mapping[str, str], new: Mapping[str, str]) -> list[Difference]:
         before, self._statuses = self._statuses, (old, new)

@@ -10,7 +10,8 @@ The copy goes through the stores' public reads and writes (`get`, `events`, `io_
 `save`, `add_events`, `put_io`), so it works from and into SQLite and PostgreSQL alike,
 and writes what the store's own encoding makes small: a checkpoint is a delta on the one
 before it in its branch (a full record at each branch's start and every `FULL_EVERY`), a
-list (a message history) is stored once at its longest, and its references keep their ids.
+tick's returns are encoded against the record before, a list (a message history) is
+stored once at its longest, and its references keep their ids.
 Checkpoint ids are new in the copy, parents follow them; events keep their order, and a
 tick's telemetry, rebuilt by the source, is written as the events it was.
 
@@ -34,6 +35,7 @@ from ...model.secrets import Redactor
 from .model import Checkpoint, CheckpointRecord, ListChunk, TreePaths, dumps
 from .naming import display_name
 from .output import OutputPathError, check_output_path
+from .returns import ReturnsWriter
 from .runner_checkpoints import TREE_PATHS_FROM
 from .sqlite_store import SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, StoreError
@@ -63,6 +65,7 @@ class _Chain:
 
     base: int  # the id (in the copy) of its full record
     length: int
+    returns: ReturnsWriter  # each record's returns, encoded against the one before
     statuses: dict[str, str]
     resume: dict[str, Any]
     state: dict[str, dict[str, list]]
@@ -78,6 +81,7 @@ class _Copy:
     chains: dict[int, _Chain] = field(default_factory=dict)  # copy id of a chain's last record -> the chain
     lists: dict[str, int] = field(default_factory=dict)  # list id -> the longest length referenced
     written: set[str] = field(default_factory=set)  # lists whose chunk is written
+    tree: TreePaths | None = None  # the large tree's paths of the last record (a record names nodes in it)
 
     def run(self) -> int:
         infos = self.source.list(self.run_id)
@@ -138,18 +142,29 @@ class _Copy:
             run_id=cp.run_id, branch=cp.branch, parent_id=parent, base_id=None, tick=cp.tick, time=cp.time,
             status=cp.status, source=cp.source, event_position=cp.event_position, wake=cp.wake,
             statuses=cp.statuses, resume=resume, state=state, bindings=cp.bindings, chunks=self._chunks(lists))
+        record.tree = self._tree_of(cp.statuses)
         if chain is not None and chain.length < FULL_EVERY and chain.statuses.keys() <= cp.statuses.keys():
             record.base_id = chain.base
             record.statuses = {p: s for p, s in cp.statuses.items() if chain.statuses.get(p) != s}
             record.resume = {p: r for p, r in resume.items() if chain.resume.get(p) != r}
             record.resume.update({p: None for p in chain.resume if p not in resume})
             record.state = _state_delta(chain.state, state)
-        elif len(cp.statuses) >= TREE_PATHS_FROM:
-            record.tree = TreePaths.of(cp.statuses)
+            returns = chain.returns
+        else:
+            returns = ReturnsWriter()
+        record.returns = returns.encode(cp.returns, record.tree, record.full)
         new_id = self.dest.save(record)
         self.ids[cp.id] = new_id
-        self.chains[new_id] = _Chain(record.base_id or new_id, 1 if record.full else chain.length + 1,
+        self.chains[new_id] = _Chain(record.base_id or new_id, 1 if record.full else chain.length + 1, returns,
                                      dict(cp.statuses), resume, state)
+
+    def _tree_of(self, statuses: dict[str, str]) -> TreePaths | None:
+        """A large tree's paths (in tree order, as a checkpoint lists its statuses), made once per shape."""
+        if len(statuses) < TREE_PATHS_FROM:
+            return None
+        if self.tree is None or self.tree.paths != tuple(statuses):
+            self.tree = TreePaths.of(statuses)
+        return self.tree
 
     def _put_io(self, record: IORecord) -> None:
         request = self.scrub(record.request)
