@@ -14,7 +14,7 @@ recording is checked (`check_run`: the tree built again, every answer served, ea
 compared). Both are timed from building the tree to the run's end. Seconds, best of
 `--repeats` interleaved runs, and the check's share of the live run.
 
-    .venv/bin/python bench/check_speed.py [--repeats 3] [--latency 0.02]
+    .venv/bin/python bench/check_speed.py [--repeats 3] [--latency 0.02] [--rounds 200]
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from runtime.memory.checkpoint import SQLiteCheckpointStore  # noqa: E402
 from runtime.model import OpenAICompatibleProvider  # noqa: E402
 from runtime.treefile import load_tree  # noqa: E402
 
-ROUNDS = 200
 LARGE = ROOT / "sample_trees" / "large_tree.py"
 
 
@@ -54,28 +53,28 @@ def answers(rounds: int) -> list[dict]:
     return [*steps, {"content": "done"}]
 
 
-def react(client: ModelClient) -> Agent:
+def react(client: ModelClient, rounds: int) -> Agent:
     root = create_react_node(name="Bench", model_client=client, tools=[lookup],
-                             config=ReActConfig(max_iterations=ROUNDS + 5))
+                             config=ReActConfig(max_iterations=rounds + 5))
     return Agent(root, state_schema=ReActState)
 
 
-def scripted() -> Agent:
-    return react(ModelClient.resolve(ScriptedProvider(answers(ROUNDS))))
+def scripted(rounds: int) -> Callable[[], Agent]:
+    return lambda: react(ModelClient.resolve(ScriptedProvider(answers(rounds))), rounds)
 
 
 class Served:
     """The loopback server answering the ReAct run's calls in order, each after `latency` seconds."""
 
-    def __init__(self, latency: float):
-        self.latency = latency
+    def __init__(self, latency: float, rounds: int):
+        self.latency, self.rounds = latency, rounds
         self.server = FakeServer()
 
     async def __aenter__(self) -> Served:
         await self.server.start()
         self.replies = [completion(a["content"], [{"id": f"call_{i}", "type": "function", "function": {
             "name": c["name"], "arguments": f'{{"round": {c["arguments"]["round"]}}}'}} for c in a.get("tool_calls", ())]
-            or None) for i, a in enumerate(answers(ROUNDS))]
+            or None) for i, a in enumerate(answers(self.rounds))]
         self.server.responder = self._reply
         return self
 
@@ -94,7 +93,7 @@ class Served:
     def agent(self) -> Agent:
         """The ReAct tree on this server, which answers its run from the first reply again."""
         self._queue = iter(self.replies)
-        return react(ModelClient(OpenAICompatibleProvider(self.server.url, "bench-key", default_model="m")))
+        return react(ModelClient(OpenAICompatibleProvider(self.server.url, "bench-key", default_model="m")), self.rounds)
 
 
 async def live(build: Callable[[], Agent], folder: Path, input_data: dict) -> tuple[float, SQLiteCheckpointStore, str]:
@@ -130,14 +129,15 @@ async def measure(name: str, build: Callable[[], Agent], check_build: Callable[[
     return name, min(lives), min(checks), ticks
 
 
-async def main(repeats: int, latency: float) -> None:
+async def main(repeats: int, latency: float, rounds: int) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         task = {"task": "bench"}
-        rows.append(await measure(f"ReAct {ROUNDS} rounds, scripted model", scripted, scripted, task, repeats, folder))
-        async with Served(latency) as served:
-            rows.append(await measure(f"ReAct {ROUNDS} rounds, loopback model {latency * 1000:g} ms/call",
+        rows.append(await measure(f"ReAct {rounds} rounds, scripted model", scripted(rounds), scripted(rounds), task,
+                                  repeats, folder))
+        async with Served(latency, rounds) as served:
+            rows.append(await measure(f"ReAct {rounds} rounds, loopback model {latency * 1000:g} ms/call",
                                       served.agent, served.agent, task, repeats, folder))
         large = load_tree(LARGE)
         rows.append(await measure("large_tree.py, 10,000 nodes", lambda: load_tree(LARGE).agent,
@@ -152,5 +152,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds the loopback model takes a call")
+    parser.add_argument("--rounds", type=int, default=200, help="ReAct rounds (default 200)")
     args = parser.parse_args()
-    asyncio.run(main(args.repeats, args.latency))
+    asyncio.run(main(args.repeats, args.latency, args.rounds))
