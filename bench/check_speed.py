@@ -29,28 +29,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the loopback model server the tests use
+sys.path.insert(0, str(ROOT / "bench"))  # the ReAct workload of runner_overhead.py
 
 from openai_server import FakeServer, completion, json_reply  # noqa: E402
+from runner_overhead import lookup  # noqa: E402
+from runner_overhead import react_script as answers  # noqa: E402
 
-from runtime import Agent, ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, tool  # noqa: E402
+from runtime import Agent, ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node  # noqa: E402
 from runtime.check import check_run  # noqa: E402
 from runtime.memory.checkpoint import SQLiteCheckpointStore  # noqa: E402
 from runtime.model import OpenAICompatibleProvider  # noqa: E402
 from runtime.treefile import load_tree  # noqa: E402
 
 LARGE = ROOT / "sample_trees" / "large_tree.py"
-
-
-@tool
-def lookup(round: int) -> str:
-    """Look a round up."""
-    return f"observation {round}"
-
-
-def answers(rounds: int) -> list[dict]:
-    steps = [{"content": f"round {i}", "tool_calls": [{"name": "lookup", "arguments": {"round": i}}]}
-             for i in range(rounds)]
-    return [*steps, {"content": "done"}]
 
 
 def react(client: ModelClient, rounds: int) -> Agent:

@@ -4,12 +4,19 @@
 scripted model appends a note to a file (a tool with a side effect: `appended.log` beside
 the tree file) and uses the calculator. `variant` writes it with one thing changed.
 `record` runs a tree file the way the studio and `jianmu-studio run` do (a session),
-answering approvals, and returns the run's id.
+answering approvals, and returns the run's id. `offline` (import it into a test module to
+use it) keeps a model endpoint in the environment from making a sample go live.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TREE = '''
 from pathlib import Path
@@ -111,3 +118,26 @@ async def record_with_fork(tree: Path | str, db: Path | str, topic: str = "wasps
     finally:
         await session.agent.close()
         session.store.close()
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    for name in ("JIANMU_BASE_URL", "OPENAI_BASE_URL", "JIANMU_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+def export(db: Path, run_id: str, out: Path) -> None:
+    """Write run `run_id` of the store `db` into the run file `out`."""
+    from runtime.memory.checkpoint import open_store
+    from runtime.memory.checkpoint.runfile import export_run_file
+
+    store = open_store(db, create=False)
+    try:
+        export_run_file(store, run_id, out)
+    finally:
+        store.close()

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from check_fixtures import LLM, record, write_tree
+from check_fixtures import LLM, ROOT, cli, offline, record, write_tree  # noqa: F401 (offline: an autouse fixture)
 
 from runtime.check import check_run
 from runtime.check.recording import tree_for_run
 from runtime.memory.checkpoint import open_store
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted(p for p in (ROOT / "sample_trees").glob("*.py") if p.stem not in ("__init__", "mcp_server"))
 NOT_RECORDED = {  # samples whose recordings cannot be checked yet, and why
     "swarm_chat": "a swarm agent's model calls are not recorded (they run in its own runner, with no recorder): "
                   "the check stops at the first one instead of calling the model",
 }
 
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    for name in ("JIANMU_BASE_URL", "OPENAI_BASE_URL", "JIANMU_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 async def checked(db, run_id, tree=None, **options):
@@ -48,10 +38,15 @@ async def test_every_sample_recorded_then_checked_matches(sample, tmp_path):
     assert report.ticks > 0 and notes == []
 
 
-async def test_a_changed_prompt_is_found_at_the_model_call_that_sends_it(tmp_path):
+async def check_changed(tmp_path, change: str):
+    """Record the fixtures' tree, then check that run against the tree with `change` made."""
     db = tmp_path / "runs.db"
     run_id = await record(write_tree(tmp_path), db)
-    report, notes = await checked(db, run_id, write_tree(tmp_path, "fixed.py", "prompt"))
+    return await checked(db, run_id, write_tree(tmp_path, "fixed.py", change))
+
+
+async def test_a_changed_prompt_is_found_at_the_model_call_that_sends_it(tmp_path):
+    report, notes = await check_changed(tmp_path, "prompt")
     found = report.divergence
     assert (found.tick, found.node, found.what) == (2, LLM, "model request")
     assert "messages[0].content" in found.line
@@ -60,28 +55,20 @@ async def test_a_changed_prompt_is_found_at_the_model_call_that_sends_it(tmp_pat
 
 
 async def test_a_changed_tool_list_is_found_at_the_first_call_that_offers_it(tmp_path):
-    db = tmp_path / "runs.db"
-    run_id = await record(write_tree(tmp_path), db)
-    report, _ = await checked(db, run_id, write_tree(tmp_path, "fixed.py", "tool list"))
-    found = report.divergence
+    found = (await check_changed(tmp_path, "tool list"))[0].divergence
     assert (found.tick, found.node, found.what) == (2, LLM, "model request")
     assert "tools offered (-calculator)" in found.line
     assert found.detail == ("- recorded: append_note, calculator", "+ now: append_note")
 
 
 async def test_a_changed_node_is_found_at_the_tick_it_returns_and_named(tmp_path):
-    db = tmp_path / "runs.db"
-    run_id = await record(write_tree(tmp_path), db)
-    report, _ = await checked(db, run_id, write_tree(tmp_path, "fixed.py", "node"))
-    found = report.divergence
+    found = (await check_changed(tmp_path, "node"))[0].divergence
     assert (found.tick, found.node, found.what) == (2, "Pipeline/tidy", "state key 'topic'")
     assert found.detail == ("- topic recorded 'bees'", "+ topic now      'BEES'")
 
 
 async def test_a_node_returning_another_status_is_found_by_what_it_returned(tmp_path):
-    db = tmp_path / "runs.db"
-    run_id = await record(write_tree(tmp_path), db)
-    report, _ = await checked(db, run_id, write_tree(tmp_path, "fixed.py", "node fails"))
+    report, _ = await check_changed(tmp_path, "node fails")
     found = report.divergence
     assert (found.tick, found.node, found.what) == (2, "Pipeline/tidy", "returned status")
     assert found.line.endswith("returned status differs: return 1 of the tick: recorded SUCCESS, now FAILURE")
@@ -153,10 +140,6 @@ async def test_no_mcp_server_is_started_by_a_check(tmp_path):
     assert report.ok, report.lines()
     assert started.read_text() == "started\n"
 
-
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
 
 
 async def test_the_command_exits_1_with_one_line_then_the_excerpt(tmp_path):

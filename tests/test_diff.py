@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-from check_fixtures import LLM, TOOLS, record, record_with_fork, write_tree
+from check_fixtures import LLM, TOOLS, cli, export, offline, record, record_with_fork, write_tree  # noqa: F401
 
 from runtime.check.diff import Side, diff_runs
 from runtime.memory.checkpoint import open_store
-from runtime.memory.checkpoint.runfile import export_run_file
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    for name in ("JIANMU_BASE_URL", "OPENAI_BASE_URL", "JIANMU_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
 
 
 async def test_two_runs_of_the_same_tree_are_the_same_times_and_ids_aside(tmp_path):
@@ -69,9 +50,7 @@ async def test_two_branches_of_one_run_and_a_run_file(tmp_path):
     assert result.stdout.splitlines()[2] == ("first divergence: tick 0: state key 'topic' differs: "
                                             "A '  Bees ', B 'wasps'")
     out = tmp_path / "run.jianmu"
-    store = open_store(db, create=False)
-    export_run_file(store, run_id, out)
-    store.close()
+    export(db, run_id, out)
     same = cli("diff", str(db), str(out), "--branch", "fork-1")
     assert same.returncode == 0, same.stdout + same.stderr
 

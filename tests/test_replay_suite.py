@@ -5,14 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from check_fixtures import record, write_tree
-
-from runtime.memory.checkpoint import open_store
-from runtime.memory.checkpoint.runfile import export_run_file
-
-ROOT = Path(__file__).resolve().parents[1]
+from check_fixtures import ROOT, export, offline, record, write_tree  # noqa: F401 (offline: an autouse fixture)
 
 SUITE = '''
 from pathlib import Path
@@ -35,9 +29,7 @@ async def test_replays_from_an_async_test():
 '''
 
 
-async def test_a_folder_of_run_files_is_a_test_suite(tmp_path, monkeypatch):
-    for name in ("JIANMU_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+async def test_a_folder_of_run_files_is_a_test_suite(tmp_path):
     suite = tmp_path / "suite"
     (suite / "runs").mkdir(parents=True)
     recorded = tmp_path / "recorded"
@@ -45,10 +37,8 @@ async def test_a_folder_of_run_files_is_a_test_suite(tmp_path, monkeypatch):
     db = recorded / "runs.db"
     good = await record(write_tree(recorded), db)
     bad = await record(write_tree(recorded, "other.py", "node"), db)  # recorded with tidy upper-casing
-    store = open_store(db, create=False)
-    export_run_file(store, good, suite / "runs" / "bees.jianmu")
-    export_run_file(store, bad, suite / "runs" / "shouting.jianmu")
-    store.close()
+    export(db, good, suite / "runs" / "bees.jianmu")
+    export(db, bad, suite / "runs" / "shouting.jianmu")
     write_tree(suite, "agent.py")
     (suite / "test_runs.py").write_text(SUITE)
     (suite / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\n")

@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from check_fixtures import record, record_with_fork, write_tree
+from check_fixtures import cli, export, offline, record, record_with_fork, write_tree  # noqa: F401
 
 from runtime.check import check_run
 from runtime.check.recording import tree_for_run
 from runtime.memory.checkpoint import open_store
 from runtime.memory.checkpoint.runfile import export_run_file, import_run_file, is_run_file
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    for name in ("JIANMU_BASE_URL", "OPENAI_BASE_URL", "JIANMU_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
 
 
 def _same_run(a, b, run_id: str) -> None:
@@ -81,9 +67,7 @@ async def test_a_run_file_is_checked_after_its_store_is_deleted_and_its_tree_mov
     tree = write_tree(tmp_path)
     run_id = await record(tree, db)
     out = tmp_path / "run.jianmu"
-    store = open_store(db, create=False)
-    export_run_file(store, run_id, out)
-    store.close()
+    export(db, run_id, out)
     for path in tmp_path.glob("runs.db*"):
         path.unlink()
     tree.rename(tmp_path / "moved.py")
@@ -106,9 +90,7 @@ async def test_the_studio_replays_a_run_file_whose_tree_has_moved(tmp_path):
     tree = write_tree(tmp_path)
     run_id = await record(tree, db)
     out = tmp_path / "run.jianmu"
-    store = open_store(db, create=False)
-    export_run_file(store, run_id, out)
-    store.close()
+    export(db, run_id, out)
     tree.unlink()
     session = DebugSession.open_recorded(str(out))
     try:
@@ -129,9 +111,7 @@ async def test_secrets_never_travel_in_a_run_file(tmp_path, monkeypatch):
     run_id = await record(tree, db)
     assert key.encode() in b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*"))  # a tool echoed it
     out = tmp_path / "run.jianmu"
-    store = open_store(db, create=False)
-    export_run_file(store, run_id, out)
-    store.close()
+    export(db, run_id, out)
     data = out.read_bytes()
     assert key.encode() not in data and key[:12].encode() not in data
     copy = open_store(out, create=False)
