@@ -6,7 +6,8 @@ scratch store in memory (the recording is only read). Every model answer and too
 served from the recording (`ServedIO`): nothing is called, no provider is started (its
 tools are stood in for from the recorded schemas), and a request the recording does not
 hold stops the check. After each recorded tick the two pictures of the run are compared
-with `compare`: each node's status, then each state key. Between ticks the recording's own
+with `compare`: what each node returned in the tick (in order), the statuses it left, then
+each state key. Between ticks the recording's own
 answers are given again: the approvals it resolved, the edits it saved (an `update` or a
 `fork` checkpoint). The first difference ends the check.
 
