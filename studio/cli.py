@@ -6,6 +6,8 @@
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
                                                studio's own) and open it (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
+    jianmu-studio check RECORDING [--run ID]    re-run a tree against a recorded run, offline
+                                               (studio/cli_check.py: check, diff, export, import)
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
@@ -30,8 +32,9 @@ from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
+from runtime.memory.checkpoint.store import CheckpointError
 
-from . import startup
+from . import cli_check, startup
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -139,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
+    cli_check.add_parsers(sub, [debug])
     return parser
 
 
@@ -147,7 +151,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve"):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", *cli_check.COMMANDS):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -175,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(attach(args))
         if args.command == "serve":
             return asyncio.run(serve(args))
+        if args.command in cli_check.COMMANDS:
+            return cli_check.run(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)

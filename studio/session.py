@@ -185,8 +185,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         """A recorded run from a store, shown at its last checkpoint, read-only until a replay or fork.
 
         The store remembers which tree file each run came from; that file is loaded (built,
-        not run) so the tree pane has its shape; `tree` names it for a run recorded without
-        one. Raises `StoreError` / `TreeLoadError`.
+        not run) so the tree pane has its shape, else the tree text kept with the run (a run
+        file opened elsewhere); `tree` names it for a run recorded without one. Raises
+        `StoreError` / `TreeLoadError`.
         """
         store = open_checkpoint_store(db, create=False)
         runs = [run.run_id for run in store.runs()]
@@ -195,10 +196,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         run_id = run_id or runs[-1]
         if run_id not in runs:
             raise StoreError(f"{store.location}: no run {run_id!r} (runs: {', '.join(runs[-5:])})")
-        target = tree or store.get_meta(f"tree:{run_id}")
-        if target is None:
-            raise StoreError(f"{store.location}: run {run_id} has no recorded tree file (give it with --tree)")
-        session = cls(load_tree(target), store=store, start=False)
+        from runtime.check.recording import tree_for_run  # the file, else the text kept with the run
+
+        session = cls(tree_for_run(store, run_id, tree).load(), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)
         saved = {(info.branch, info.tick): info.event_position for info in infos}

@@ -40,6 +40,15 @@ class ToolBox:
         """The resolved set, or None while providers have not been asked yet."""
         return self._toolset
 
+    @property
+    def providers(self) -> tuple[ToolProvider, ...]:
+        return tuple(self._providers)
+
+    def stand_in(self, tools: Iterable[Tool]) -> None:
+        """Resolve to `tools` (and the static tools) without asking the providers: a check serves
+        recorded answers, so no provider (an MCP server) is started; `close()` has nothing to close."""
+        self._toolset = ToolSet.merge(list(tools), self._tools)
+
     async def resolve(self) -> ToolSet:
         """Providers' tools first, then the static tools (which win on a name clash); cached."""
         if self._toolset is None:

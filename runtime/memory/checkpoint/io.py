@@ -197,19 +197,25 @@ class IOReplayer:
 
     async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
                          call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
-        from ...model import ModelResponse
-
         record = self._lookup("model", node, round, attempt)
-        if record is None:
-            problem = f"no recorded model call for node {node!r} round {round}" + (
-                f" attempt {attempt}" if attempt else "")
-        else:
-            ref = record.request["messages"]
-            difference = first_difference(self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages])
-            problem = difference and f"replay diverged at node {node!r} round {round}: {difference}"
+        problem = self.model_problem(record, node, round, attempt, messages, config)
         if problem:
             self._diverge(problem)
             return await self.live.model_call(node, round, attempt, messages, config, call)
+        return self._served_model(record, node)
+
+    def model_problem(self, record: IORecord | None, node: str, round: int, attempt: int,
+                      messages: list[Message], config: ModelConfig) -> Any:
+        """What makes the recorded call unfit to serve this request (None: it fits)."""
+        if record is None:
+            return f"no recorded model call for node {node!r} round {round}" + (f" attempt {attempt}" if attempt else "")
+        ref = record.request["messages"]
+        difference = first_difference(self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages])
+        return difference and f"replay diverged at node {node!r} round {round}: {difference}"
+
+    def _served_model(self, record: IORecord, node: str) -> ModelResponse:
+        from ...model import ModelResponse
+
         provider = _positioned(self._checkpoints, node)
         if provider is not None and POSITION_AFTER in record.request:  # as far as the call took it then
             provider.restore_resume_state(record.request[POSITION_AFTER])
@@ -220,19 +226,23 @@ class IOReplayer:
     async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
                         call: Callable[[], Awaitable[str]]) -> str:
         record = self._lookup("tool", node, round, index)
-        if record is None:
-            problem = f"no recorded tool call for node {node!r} round {round} call {index}"
-        elif record.request != {"name": name, "arguments": jsonable(arguments)}:
-            problem = (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
-                       f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
-        else:
-            problem = None
+        problem = self.tool_problem(record, node, round, index, name, arguments)
         if problem:
             self._diverge(problem)
             return await self.live.tool_call(node, round, index, name, arguments, call)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedToolError)
         return record.response
+
+    def tool_problem(self, record: IORecord | None, node: str, round: int, index: int, name: str,
+                     arguments: dict) -> Any:
+        """What makes the recorded call unfit to serve this one (None: it fits)."""
+        if record is None:
+            return f"no recorded tool call for node {node!r} round {round} call {index}"
+        if record.request != {"name": name, "arguments": jsonable(arguments)}:
+            return (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
+                    f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
+        return None
 
 
 __all__ = ["IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",

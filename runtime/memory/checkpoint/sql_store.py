@@ -595,19 +595,22 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return out
 
     @_decoding
-    def read_list(self, list_id: str, length: int) -> list[Any]:
-        return from_json(self.read_list_json(list_id, length))  # pydantic's parser: twice as fast as json
+    def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
+        """Items `first` to `length` of a stored list (a reader comparing a growing list reads what it added)."""
+        text = self.read_list_json(list_id, length, first) if first else self.read_list_json(list_id, length)
+        return from_json(text)  # pydantic's parser: twice as fast as json
 
     @_decoding
-    def read_list_json(self, list_id: str, length: int) -> str:
-        """The first `length` items of a stored list as one JSON array text, for a caller that
-        validates it in one pass (`StateManager.validate_json`)."""
+    def read_list_json(self, list_id: str, length: int, first: int = 0) -> str:
+        """The first `length` items of a stored list (from `first`) as one JSON array text, for a
+        caller that validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
-            ids = self._list_ids.get(list_id, ())
-            if len(ids) < length:  # a chunk is never written over (its key is the list and its start)
-                chunks = conn.execute("SELECT start, items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
-                                      (list_id, length)).fetchall()
-                ids = []
+            ids = self._list_ids.get(list_id, [])
+            if len(ids) < length:  # a chunk is never written over (its key is the list and its start):
+                # the chunks read before are kept, those appended since are read (a growing history's new ones)
+                chunks = conn.execute("SELECT start, items FROM chunks WHERE list_id = ? AND start >= ? AND start < ? "
+                                      "ORDER BY start", (list_id, len(ids), length)).fetchall()
+                ids = list(ids)
                 for (start, _), items in zip(chunks, from_json(f"[{','.join(row[1] for row in chunks)}]"), strict=True):
                     if start != len(ids):  # PostgreSQL's chunks have no unique key (schema 4): a chunk twice is damage
                         raise StoreError(f"{self.location}: stored list {list_id} is corrupt (a chunk at {start} "
@@ -619,7 +622,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 self._list_ids[list_id] = ids
                 while len(self._list_ids) > _LISTS_KEPT:
                     del self._list_ids[next(iter(self._list_ids))]
-            return "[" + ",".join(self._item_texts(conn, ids[:length])) + "]"
+            return "[" + ",".join(self._item_texts(conn, ids[first:length])) + "]"
 
     def _item_texts(self, conn: Any, ids: Sequence[int]) -> list[str]:
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
@@ -842,6 +845,17 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for key, item_id in refs.items():
             value[key] = self._item(conn, item_id)
         return value
+
+    @_decoding
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded (what a run file copies)."""
+        with self._guard() as conn:
+            rows = conn.execute("SELECT branch, kind, node, round, idx, request, response, error FROM io "
+                                "WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+            return [IORecord(run_id, branch, kind, node, round, index, self._unpack(conn, request),
+                             None if response is None else self._unpack(conn, response),
+                             None if error is None else json.loads(error))
+                    for branch, kind, node, round, index, request, response, error in rows]
 
     @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,

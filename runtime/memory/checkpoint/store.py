@@ -123,10 +123,14 @@ class CheckpointStore(Protocol):
                branch: str | None = None) -> IORecord | None:
         """The latest matching record, preferring `branch`."""
 
-    def read_list(self, list_id: str, length: int) -> list[Any]: ...
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded."""
 
-    def read_list_json(self, list_id: str, length: int) -> str:
-        """The first `length` items of a stored list as one JSON array text."""
+    def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
+        """Items `first` to `length` of a stored list."""
+
+    def read_list_json(self, list_id: str, length: int, first: int = 0) -> str:
+        """The first `length` items of a stored list (from `first`) as one JSON array text."""
         ...
 
     def wait_for_change(self, timeout: float) -> bool:
