@@ -6,6 +6,11 @@
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store and open it
                                                (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
+    jianmu-studio samples                      list the sample trees (open one by name: `open react_calculator`)
+    jianmu-studio web TREE [--at HOST:PORT]    serve the studio to a browser (the [web] extra)
+    jianmu-studio export STORE --run ID --otlp send a recorded run as an OpenTelemetry trace (the [otel] extra)
+
+A TREE is a file (`path.py`, `path.py:function`) or the name of a sample.
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
@@ -27,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from runtime.engine.events import EventType
+from runtime.extras import MissingExtra
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 
-from . import startup
+from . import samples, startup
 from .loader import TreeLoadError
 from .session import DebugSession, EditError, default_db_path
 
@@ -73,6 +79,7 @@ def _tick_count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
@@ -116,7 +123,17 @@ def _parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
+    sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jianmu-studio")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _argv_with_default_command(argv: list[str]) -> list[str]:
@@ -124,7 +141,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve"):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", "export"):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -143,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
+        if args.command == "samples":
+            print(samples.listing())
+            return 0
+        if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
+            args.tree = samples.tree_target(args.tree)
         args.db = _store_of(args)
         if args.command == "run":
             return asyncio.run(run_headless(args))
@@ -153,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return asyncio.run(serve(args))
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError, MissingExtra) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)

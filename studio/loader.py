@@ -14,6 +14,7 @@ from typing import Any
 
 from runtime import Agent
 from runtime.config import ConfigError
+from runtime.extras import MissingExtra
 from runtime.state import StateKeys, StateManager, StateValidationError
 
 
@@ -85,6 +86,8 @@ def load_tree(target: str) -> LoadedTree:
 
 
 def _raised(exc: BaseException) -> str:
+    if isinstance(exc, MissingExtra):  # the line says which extra to install
+        return str(exc)
     if isinstance(exc, SystemExit):
         return f"SystemExit (sys.exit({exc.code!r}))"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
