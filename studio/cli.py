@@ -35,6 +35,7 @@ from runtime.engine.events import EventType
 from runtime.extras import MissingExtra
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
+from runtime.telemetry.otel import TelemetryError
 
 from . import samples, startup
 from .loader import TreeLoadError
@@ -124,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
+    export = sub.add_parser("export", help="export a recorded run (--otlp: as an OpenTelemetry trace)",
+                            parents=[debug])
+    export.add_argument("store", metavar="STORE", help=STORE_HELP)
+    export.add_argument("--run", dest="run_id", required=True, help="the run to export")
+    export.add_argument("--otlp", action="store_true",
+                        help="send it to $OTEL_EXPORTER_OTLP_ENDPOINT (http/protobuf) as OpenTelemetry GenAI spans")
     return parser
 
 
@@ -174,8 +181,14 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(attach(args))
         if args.command == "serve":
             return asyncio.run(serve(args))
+        if args.command == "export":
+            if not args.otlp:
+                raise UsageError("export: to where? --otlp (an OpenTelemetry trace)")
+            from .export_otlp import export_otlp
+
+            return export_otlp(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError, StoreError, MissingExtra) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError, MissingExtra, TelemetryError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -187,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
 def _store_of(args: argparse.Namespace) -> str | None:
     """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file."""
     given = getattr(args, "db", None)
+    if args.command == "export":
+        given = args.store
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")

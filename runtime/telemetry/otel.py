@@ -57,16 +57,21 @@ def host_provider() -> Any:
     return provider if hasattr(provider, "add_span_processor") else None  # a proxy or no-op one is no setup
 
 
-def provider_from_environment() -> Any:
-    """An SDK tracer provider exporting over OTLP/HTTP as the standard variables say (service name
-    `jianmu` unless they name one); `MissingExtra` without `[otel]`, `TelemetryError` for a protocol
-    other than http/protobuf."""
+def otlp_exporter() -> Any:
+    """The OTLP/HTTP span exporter the standard variables configure; `MissingExtra` without `[otel]`,
+    `TelemetryError` for a protocol other than http/protobuf."""
     protocol = next((os.environ[name] for name in PROTOCOLS if os.environ.get(name)), SUPPORTED_PROTOCOL)
     if protocol.strip() != SUPPORTED_PROTOCOL:
         raise TelemetryError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: this install exports traces over "
                              f"{SUPPORTED_PROTOCOL} only; set that (the collector's HTTP port, usually 4318)")
     require("otel", "opentelemetry.sdk")
-    exporter = require("otel", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    return require("otel", "opentelemetry.exporter.otlp.proto.http.trace_exporter").OTLPSpanExporter()
+
+
+def provider_from_environment(exporter: Any = None) -> Any:
+    """An SDK tracer provider exporting in batches to `exporter` (default: `otlp_exporter()`), its
+    service named `jianmu` unless the standard variables name one."""
+    exporter = exporter if exporter is not None else otlp_exporter()
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -75,7 +80,7 @@ def provider_from_environment() -> Any:
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "jianmu"}))
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(exporter.OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 
@@ -131,4 +136,5 @@ def _close_open_runs() -> None:
         tracer.close()
 
 
-__all__ = ["TelemetryError", "exporter_configured", "host_provider", "provider_from_environment", "trace_runs"]
+__all__ = ["TelemetryError", "exporter_configured", "host_provider", "otlp_exporter", "provider_from_environment",
+           "trace_runs"]
