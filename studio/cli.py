@@ -37,7 +37,7 @@ from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_r
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.telemetry.otel import TelemetryError
 
-from . import samples, startup
+from . import samples, startup, web
 from .loader import TreeLoadError
 from .session import DebugSession, EditError, default_db_path
 
@@ -125,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
+    web.add_command(sub, [debug], STORE_HELP)
     export = sub.add_parser("export", help="export a recorded run (--otlp: as an OpenTelemetry trace)",
                             parents=[debug])
     export.add_argument("store", metavar="STORE", help=STORE_HELP)
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(attach(args))
         if args.command == "serve":
             return asyncio.run(serve(args))
+        if args.command == "web":
+            return web.serve(args, UsageError)
         if args.command == "export":
             if not args.otlp:
                 raise UsageError("export: to where? --otlp (an OpenTelemetry trace)")
