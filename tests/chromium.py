@@ -17,9 +17,7 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +33,6 @@ def executable() -> str | None:
 
 def why_not() -> str | None:
     return None if executable() else "no chromium on PATH (apt-get install chromium; .ci/run installs it in CI)"
-
-
-def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    """Poll `condition` until it is true (its value returned); a failure naming `what` after `limit` s.
-    A deadline for something that never comes, not a measurement."""
-    deadline = time.monotonic() + limit
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.1)
 
 
 class Page:

@@ -16,9 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from chromium import Chromium, wait_for, why_not
+from chromium import Chromium, why_not
 from textual.widgets._footer import FooterKey
 from tui_fixtures import pipeline_session
+from waiting import wait_for
 
 from runtime.memory.checkpoint import StoreError, open_store
 from studio.app import StudioApp
