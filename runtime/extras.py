@@ -26,7 +26,7 @@ class MissingExtra(ImportError):
 
     def __init__(self, extra: str, module: str):
         self.extra = extra
-        super().__init__(f"{EXTRAS[extra]} need the [{extra}] extra ({module} is not installed): "
+        super().__init__(f"the [{extra}] extra is not installed ({module} is missing), needed for {EXTRAS[extra]}: "
                          f"pip install 'jianmu-studio[{extra}]'", name=module)
 
 
