@@ -31,9 +31,7 @@ def export_recorded_run(store: CheckpointStore, run_id: str, *, spans: str | Non
         raise StoreError(f"{store.location}: no run {run_id!r} (or it recorded no events)")
     exporter = None
     if tracer_provider is None:
-        if not exporter_configured():
-            raise TelemetryError("--otlp: where to? set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318)")
-        exporter = _Counted(otlp_exporter())
+        exporter = _Counted(exporter_from_environment())
         tracer_provider = provider_from_environment(exporter)
     from .spans import RunTracer
 
@@ -71,6 +69,14 @@ class _Counted:
         return self.exporter.force_flush(timeout_millis)
 
 
+def exporter_from_environment() -> Any:
+    """The OTLP exporter the standard variables name; `TelemetryError` when they name none, `MissingExtra`
+    without `[otel]` (checked before anything is read: a bad setup is said first)."""
+    if not exporter_configured():
+        raise TelemetryError("--otlp: where to? set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318)")
+    return otlp_exporter()
+
+
 def _root_name(events: list[Any]) -> str | None:
     """The tree's root, as a live run names its agent: the first part of the first node path recorded."""
     for event in events:
@@ -85,4 +91,4 @@ def _endpoint() -> str:
                  if os.environ.get(name)), "the endpoint")
 
 
-__all__ = ["NotSent", "export_recorded_run"]
+__all__ = ["NotSent", "export_recorded_run", "exporter_from_environment"]
