@@ -17,6 +17,7 @@ from typing import Any
 
 from .agent import Agent
 from .config import ConfigError
+from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
 from .state import StateKeys, StateManager, StateValidationError
 
@@ -106,6 +107,8 @@ def load_tree_source(source: TreeSource) -> LoadedTree:
 
 
 def _raised(exc: BaseException) -> str:
+    if isinstance(exc, MissingExtra):  # the line says which extra to install
+        return str(exc)
     if isinstance(exc, SystemExit):
         return f"SystemExit (sys.exit({exc.code!r}))"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

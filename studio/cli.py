@@ -6,8 +6,13 @@
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
                                                studio's own) and open it (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
-    jianmu-studio check RECORDING [--run ID]    re-run a tree against a recorded run, offline
-                                               (studio/cli_check.py: check, diff, export, import)
+    jianmu-studio check RECORDING [--run ID]   re-run a tree against a recorded run, offline
+                                               (studio/cli_check.py: check, diff, export, import;
+                                               export --otlp: an OpenTelemetry trace, the [otel] extra)
+    jianmu-studio samples                      list the sample trees (open one by name: `open react_calculator`)
+    jianmu-studio web TREE [--at HOST:PORT]    serve the studio to a browser (the [web] extra)
+
+A TREE is a file (`path.py`, `path.py:function`) or the name of a sample.
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
@@ -30,11 +35,13 @@ from typing import Any
 
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
+from runtime.extras import MissingExtra
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.memory.checkpoint.store import CheckpointError
+from runtime.telemetry.otel import TelemetryError
 
-from . import cli_check, startup
+from . import cli_check, samples, startup, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -98,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.",
                      epilog=_where_things_live(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
@@ -143,7 +151,18 @@ def _parser() -> argparse.ArgumentParser:
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
     cli_check.add_parsers(sub, [debug])
+    sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
+    web.add_command(sub, [debug], STORE_HELP)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jianmu-studio")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _argv_with_default_command(argv: list[str]) -> list[str]:
@@ -151,7 +170,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve", *cli_check.COMMANDS):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", *cli_check.COMMANDS):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -170,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
+        if args.command == "samples":
+            print(samples.listing())
+            return 0
+        if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
+            args.tree = samples.tree_target(args.tree)
         args.db = _store_of(args)
         if args.command == "run":
             return asyncio.run(run_headless(args))
@@ -179,10 +203,13 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(attach(args))
         if args.command == "serve":
             return asyncio.run(serve(args))
+        if args.command == "web":
+            return web.serve(args, UsageError)
         if args.command in cli_check.COMMANDS:
             return cli_check.run(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
+            TelemetryError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)

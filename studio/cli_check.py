@@ -1,8 +1,8 @@
-"""`jianmu-studio check`, `diff`, `export -o`, `import`: recordings as test cases, runs as files.
+"""`jianmu-studio check`, `diff`, `export`, `import`: recordings as test cases, runs as files.
 
     jianmu-studio check RECORDING [--run ID] [--branch B] [--tree TREE] [--tools live]
     jianmu-studio diff A [B] [--run ID] [--run ID] [--branch X --branch Y]
-    jianmu-studio export STORE --run ID -o FILE.jianmu [--force]
+    jianmu-studio export STORE --run ID -o FILE.jianmu [--force] | --otlp
     jianmu-studio import FILE.jianmu [--into STORE]
 
 RECORDING, A and B are stores (FILE.db, postgresql://…) or run files (FILE.jianmu): a run
@@ -46,10 +46,15 @@ def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.Argument
     diff.add_argument("--branch", dest="branches", action="append", default=[], metavar="BRANCH",
                       help="the branch (once: on both sides; twice: A's, then B's; default main)")
     export = sub.add_parser("export", parents=parents, help=f"write one run into a run file (FILE{SUFFIX}): "
-                            "its branches, events and recorded I/O, and its tree file's text")
+                            "its branches, events and recorded I/O, and its tree file's text; or send it "
+                            "as an OpenTelemetry trace (--otlp)")
     export.add_argument("store", metavar="STORE", help="FILE.db or postgresql://…")
     export.add_argument("--run", dest="run_id", required=True)
-    export.add_argument("-o", "--output", required=True, metavar=f"FILE{SUFFIX}")
+    where = export.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar=f"FILE{SUFFIX}")
+    where.add_argument("--otlp", action="store_true",
+                       help="send it to $OTEL_EXPORTER_OTLP_ENDPOINT (http/protobuf) as OpenTelemetry GenAI spans "
+                            "at its recorded times (the [otel] extra)")
     export.add_argument("--force", action="store_true", help="overwrite an earlier run file")
     into = sub.add_parser("import", parents=parents, help="put the runs of a run file into a store")
     into.add_argument("runfile", metavar=f"FILE{SUFFIX}")
@@ -68,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
+    if args.otlp:
+        from .export_otlp import export_otlp
+
+        return export_otlp(args)
     store = open_store(args.store, create=False)
     try:
         count = export_run_file(store, args.run_id, args.output, force=args.force)

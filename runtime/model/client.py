@@ -18,6 +18,7 @@ from runtime.messages import Message
 from runtime.model.errors import ModelConfigurationError, ModelError, ModelHTTPError, ModelTimeoutError
 from runtime.model.openai_compatible import DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleProvider
 from runtime.model.types import DeltaCallback, ModelConfig, ModelProvider, ModelResponse
+from runtime.telemetry.content import captures_content, message_parts
 
 ENV_PREFIXES = ("JIANMU_", "OPENAI_")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -135,6 +136,7 @@ class ModelClient:
 
         plan = [(model, retry) for model in models for retry in range(resilience.max_retries + 1)]
         last_error: Exception | None = None
+        contents = captures_content()  # the messages on the events only when the user opted in
         for attempt, (model, retry) in enumerate(plan, start=1):
             emit(
                 EventType.MODEL_CALL_STARTED,
@@ -144,6 +146,7 @@ class ModelClient:
                     "message_count": len(messages),
                     "tools": len(config.tools or ()),
                     "stream": config.stream,
+                    **({"input_messages": [message_parts(m) for m in messages]} if contents else {}),
                 },
             )
             try:
@@ -175,6 +178,7 @@ class ModelClient:
                     "finish_reason": response.finish_reason,
                     "attempts": attempt,
                     "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    **({"output_message": message_parts(response.message)} if contents else {}),
                 },
             )
             return response

@@ -13,7 +13,8 @@ A server's stderr is kept in a temporary file (it would scribble over the studio
 screen); its last line is quoted when the server fails to start or dies.
 
 The `mcp` package is imported on first connection: it is slow to import, and a runtime
-that never speaks MCP should not pay for it.
+that never speaks MCP should not pay for it. It comes with the `[mcp]` extra: a provider made
+without it says so at once (`MissingExtra`), so a tree file that makes one fails to load with that line.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from runtime.extras import check
 from runtime.tools.base import Tool, ToolError
 from runtime.tools.provider import ToolProvider
 from runtime.tools.schema_check import check_arguments, schema_validator
@@ -63,6 +65,7 @@ class MCPToolProvider(ToolProvider):
                  call_timeout: float = 60.0, connect_timeout: float = 30.0):
         if (command is None) == (url is None):
             raise ValueError("MCPToolProvider needs command= (a stdio server) or url= (streamable HTTP), not both")
+        check("mcp", "mcp", "jsonschema", *(["httpx2"] if url is not None else []))
         self.command, self.args = command, list(args)
         self.env, self.cwd = (dict(env) if env is not None else None), cwd
         self.url, self.headers = url, dict(headers or {})

@@ -3,6 +3,7 @@
 `PostgresCheckpointStore` is imported on first use (its driver, psycopg, is ~13 MB)."""
 
 from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
+from ...extras import require
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
 from .liveness import Liveness, run_liveness
 from .memory_store import InMemoryCheckpointStore
@@ -17,6 +18,7 @@ from .trace import TRACE_SCHEMA_VERSION, TraceError, export_run, read_trace, wri
 
 def __getattr__(name: str):
     if name == "PostgresCheckpointStore":
+        require("postgres", "psycopg")
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore
