@@ -42,7 +42,8 @@ def _recorder(node: Any) -> Any:
 
 
 async def call_model(node: Any, messages: list[Message], config: ModelConfig, *, round: int, attempt: int = 0,
-                     path: str | None = None, on_delta: Callable[[str], None] | None = None) -> ModelResponse:
+                     path: str | None = None, on_delta: Callable[[str], None] | None = None,
+                     on_restart: Callable[[], None] | None = None) -> ModelResponse:
     """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`),
     with the node's `resilience` when it has one."""
     client = node.model_client
@@ -51,7 +52,7 @@ async def call_model(node: Any, messages: list[Message], config: ModelConfig, *,
 
     async def call() -> ModelResponse:
         return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
-                                   resilience=getattr(node, "resilience", None))
+                                   on_restart=on_restart, resilience=getattr(node, "resilience", None))
 
     recorder = _recorder(node)
     if recorder is None:
