@@ -68,11 +68,38 @@ async def test_parallel_safe_tools_run_together_and_report_in_call_order():
     assert observations(runner) == [("a", "slow:1"), ("b", "quick:2")]
 
 
-async def test_a_tool_that_is_not_parallel_safe_makes_the_round_serial():
+async def test_a_tool_that_is_not_parallel_safe_runs_alone():
     overlap = Overlap()
     executor = ToolExecutor(tools=[probe_tool("slow", overlap), probe_tool("unsafe", overlap, parallel_safe=False)])
     await execute(executor, [call("slow", "a", x=1), call("unsafe", "b", x=2)])
     assert overlap.most == 1
+
+
+async def test_by_default_the_calls_of_a_round_run_in_parallel_and_one_that_must_run_alone_does():
+    """Seed 003: parallel by default; a tool that is not parallel-safe waits for the calls before it
+    and holds the ones after it, so the rest still overlap on either side."""
+    starts: list[str] = []
+    overlap = Overlap()
+
+    def probe(name: str, parallel_safe: bool | None = None):
+        @tool(name=name, parallel_safe=parallel_safe)
+        async def run() -> str:
+            """Records when it ran with whom."""
+            starts.append(f"{name}+{overlap.running}")
+            overlap.running += 1
+            overlap.most = max(overlap.most, overlap.running)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            overlap.running -= 1
+            return name
+
+        return run
+
+    tools = [probe("a"), probe("b"), probe("pay", parallel_safe=False), probe("c"), probe("d")]
+    status, runner = await execute(ToolExecutor(tools=tools), [call(t.name, t.name) for t in tools])
+    assert status == Status.SUCCESS and overlap.most == 2
+    assert starts == ["a+0", "b+1", "pay+0", "c+0", "d+1"]  # pay started with nothing running, alone
+    assert observations(runner) == [(name, name) for name in ("a", "b", "pay", "c", "d")]
 
 
 @pytest.mark.parametrize(("mode", "parallel"), [("serial", False), ("parallel", True)])

@@ -67,8 +67,27 @@ def test_decorated_function_is_a_tool_and_still_callable():
     assert add.name == "add"
     assert add.description == "Add two integers."
     assert add(1, 2) == 3
-    assert add.parallel_safe is False
+    assert add.parallel_safe is True  # seed 003: the calls of a round run in parallel unless a tool says not
     assert add.effect_tags == frozenset()
+
+
+def test_a_tool_runs_alone_when_it_says_so_or_declares_side_effects():
+    @tool(parallel_safe=False)
+    def alone() -> str:
+        """Must not overlap anything."""
+        return ""
+
+    @tool(effect_tags=["payment"])
+    def pay() -> str:
+        """Moves money."""
+        return ""
+
+    @tool(effect_tags=["network"], parallel_safe=True)
+    def fetch() -> str:
+        """Reads the web."""
+        return ""
+
+    assert (alone.parallel_safe, pay.parallel_safe, fetch.parallel_safe) == (False, False, True)
 
 
 def test_schema_has_json_types_and_required_fields():

@@ -72,8 +72,8 @@ def create_react_node(
     static `tools` win over provided tools of the same name.
 
     `model_client` may be None when the run's `RunContext.model_client` provides one;
-    several calls per round run in parallel when `config.parallel_tool_calls` (default)
-    and every tool is parallel-safe.
+    the calls of a round run in parallel (`config.parallel_tool_calls`, default), a tool that
+    is not parallel-safe alone (`ToolExecutor`).
     """
     config = config or ReActConfig()
     keys = config.keys

@@ -9,11 +9,12 @@ For each call in `actions`, in order, a pre-flight decides its fate:
   or denies (an error observation);
 - ALLOW: the call runs.
 
-Execution mode: `serial` runs one after another; `parallel` runs all at once; `auto`
-(default) runs several calls in parallel when every tool is `parallel_safe`, else
-serially. A tool that raises becomes an error observation and the loop goes on.
-Observations are appended as `tool` messages in call order, whatever finished first,
-and the effect tags of the tools that ran are merged into `tool_effects`.
+Execution mode: `auto` (default) runs the calls of a round in parallel (seed 003), except a
+call of a tool that is not `parallel_safe`: that one runs alone, after the calls before it
+have finished and before the ones after it start. `serial` runs one after another;
+`parallel` runs all at once. A tool that raises becomes an error observation and the loop
+goes on. Observations are appended as `tool` messages in call order, whatever finished
+first, and the effect tags of the tools that ran are merged into `tool_effects`.
 """
 
 from __future__ import annotations
@@ -185,10 +186,17 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                                            reason=reason)
 
     # -- execution -----------------------------------------------------------------------
-    def _parallel(self, tools: list[Tool]) -> bool:
+    def _batches(self, ready: list[tuple[int, Tool]]) -> list[list[tuple[int, Tool]]]:
+        """The calls in the groups that run together, in call order."""
         if self.execution_mode != "auto":
-            return self.execution_mode == "parallel"
-        return len(tools) > 1 and all(tool.parallel_safe for tool in tools)
+            return [ready] if self.execution_mode == "parallel" else [[item] for item in ready]
+        batches: list[list[tuple[int, Tool]]] = []
+        for item in ready:
+            if item[1].parallel_safe and batches and batches[-1][-1][1].parallel_safe:
+                batches[-1].append(item)
+            else:
+                batches.append([item])  # a tool that must run alone, or the first call after one
+        return batches
 
     async def _execute(self, ready: list[tuple[int, Tool]], actions: list[ToolCall]) -> dict[int, str]:
         round = self.read_key("rounds", 0)
@@ -201,11 +209,14 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
             except ToolError as exc:
                 return f"Error: {exc}"
 
-        if self._parallel([tool for _, tool in ready]):
-            results = await asyncio.gather(*(one(index, tool) for index, tool in ready))
-        else:
-            results = [await one(index, tool) for index, tool in ready]
-        return {index: result for (index, _), result in zip(ready, results, strict=True)}
+        results: dict[int, str] = {}
+        for batch in self._batches(ready):
+            if len(batch) == 1:  # alone: awaited in this task, no task of its own
+                results[batch[0][0]] = await one(*batch[0])
+                continue
+            answers = await asyncio.gather(*(one(index, tool) for index, tool in batch))
+            results.update((index, answer) for (index, _), answer in zip(batch, answers, strict=True))
+        return results
 
     def _write_tool_effects(self, tools: Iterable[Tool]) -> None:
         tags = set().union(*(tool.effect_tags for tool in tools))

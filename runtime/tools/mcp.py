@@ -225,7 +225,9 @@ class MCPTool(Tool):
     are checked against before the call leaves the process.
 
     Names outside `[A-Za-z0-9_-]{1,64}` (what function-calling APIs accept) are rewritten with
-    `_`; `remote_name` keeps the server's name. A `readOnlyHint` makes the tool parallel-safe.
+    `_`; `remote_name` keeps the server's name. A tool runs alone in its round only when the
+    server says it has side effects (`destructiveHint`, not `readOnlyHint`); any other runs in
+    parallel with the round's other calls, as every tool does by default.
     """
 
     Args = _AnyObject
@@ -238,7 +240,7 @@ class MCPTool(Tool):
         annotations = spec.annotations
         super().__init__(name=_INVALID_NAME_CHARS.sub("_", spec.name)[:64] or "_",
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
-                         parallel_safe=bool(annotations and annotations.read_only_hint))
+                         parallel_safe=not _has_side_effects(annotations))
 
     def parameters(self) -> dict[str, Any]:
         params = copy.deepcopy(self.input_schema)
@@ -254,6 +256,11 @@ class MCPTool(Tool):
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         self.validate(arguments)
         return await self.provider.call_tool(self.remote_name, arguments)
+
+
+def _has_side_effects(annotations: Any) -> bool:
+    """What a server says explicitly: destructive and not read-only (an unannotated tool says nothing)."""
+    return bool(annotations and annotations.destructive_hint and not annotations.read_only_hint)
 
 
 def _needs_tasks(spec: ToolSpec) -> bool:
