@@ -15,7 +15,7 @@ is then FAILURE with its `last_error`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 from py_trees.common import Status
@@ -62,7 +62,7 @@ def create_react_node(
     model_client: Any = None,
     tools: Sequence[Tool] | None = None,
     tool_providers: Sequence[ToolProvider] | None = None,
-    tool_provider_context: Mapping[str, Any] | None = None,
+    tool_provider_context: Any = None,
     tool_runner: ToolRunner | None = None,
     constraints: Any = None,
     context_builder: ContextBuilderProtocol | None = None,

@@ -15,12 +15,16 @@ have finished and before the ones after it start. `serial` runs one after anothe
 `parallel` runs all at once. A tool that raises becomes an error observation and the loop
 goes on. Observations are appended as `tool` messages in call order, whatever finished
 first, and the effect tags of the tools that ran are merged into `tool_effects`.
+
+With the observations it writes `done` and `final_answer` (seed 000's state contract lists it
+as a writer of both): a round of tool calls is not the end, unless a `return_direct` tool
+answered, whose result is then the final answer and ends the loop without another model call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from py_trees.common import Status
@@ -40,11 +44,11 @@ _APPROVING_RESPONSES = (True, "approve", "approved")
 
 class ToolExecutor(KeyedPorts, AsyncBehaviour):
     input_ports = ("actions", "rounds", "usage", "tool_effects")
-    output_ports = ("messages", "tool_effects")
+    output_ports = ("messages", "tool_effects", "done", "final_answer")
 
     def __init__(self, name: str | None = None, *, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
                  tool_providers: Iterable[ToolProvider] | None = None,
-                 tool_provider_context: Mapping[str, Any] | None = None, tool_runner: ToolRunner | None = None,
+                 tool_provider_context: Any = None, tool_runner: ToolRunner | None = None,
                  constraints: Any = None, execution_mode: ExecutionMode = "auto", keys: StateKeys | None = None,
                  namespace: str | None = None):
         super().__init__(name=name, namespace=namespace)
@@ -95,12 +99,16 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                     ready.append((index, self._preflight(call, toolset, approved=True)[0]))
                 except ToolError as exc:
                     observations[index] = self._refuse(call, exc)
-        observations.update(await self._execute(sorted(ready, key=lambda item: item[0]), actions))
+        ready.sort(key=lambda item: item[0])
+        answered, failed = await self._execute(ready, actions)
+        observations.update(answered)
         self._write_tool_effects(tool for _, tool in ready)
         key, messages = self.appended("messages", [
             Message(role="tool", content=observations[i], tool_call_id=call.id, name=call.name)
             for i, call in enumerate(actions)])
-        self.write_state({key: messages})
+        direct = [answered[index] for index, tool in ready if tool.return_direct and index not in failed]
+        self.write_state({key: messages, self.key_for("done"): bool(direct),
+                          self.key_for("final_answer"): "\n\n".join(direct)})
         return Status.SUCCESS
 
     # -- pre-flight ----------------------------------------------------------------------
@@ -198,8 +206,11 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                 batches.append([item])  # a tool that must run alone, or the first call after one
         return batches
 
-    async def _execute(self, ready: list[tuple[int, Tool]], actions: list[ToolCall]) -> dict[int, str]:
+    async def _execute(self, ready: list[tuple[int, Tool]],
+                       actions: list[ToolCall]) -> tuple[dict[int, str], set[int]]:
+        """The observation of each call that ran, by its index, and the indexes of those that failed."""
         round = self.read_key("rounds", 0)
+        failed: set[int] = set()
 
         async def one(index: int, tool: Tool) -> str:
             call = actions[index]
@@ -207,6 +218,7 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                 return await run_tool(self, tool, call.id, call.arguments, round=round, index=index,
                                       runner=self.tool_runner)
             except ToolError as exc:
+                failed.add(index)
                 return f"Error: {exc}"
 
         results: dict[int, str] = {}
@@ -216,7 +228,7 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                 continue
             answers = await asyncio.gather(*(one(index, tool) for index, tool in batch))
             results.update((index, answer) for (index, _), answer in zip(batch, answers, strict=True))
-        return results
+        return results, failed
 
     def _write_tool_effects(self, tools: Iterable[Tool]) -> None:
         tags = set().union(*(tool.effect_tags for tool in tools))

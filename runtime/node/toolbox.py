@@ -9,25 +9,25 @@ inside the run. The LLM node (which describes the tools to the model) and the ex
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from ..tools import Tool, ToolProvider, ToolSet
+from ..tools.provider import context_arguments
 
 
 class ToolBox:
     def __init__(self, tools: Iterable[Tool] | None = None, providers: Iterable[ToolProvider] | None = None,
-                 provider_context: Mapping[str, Any] | None = None):
+                 provider_context: Any = None):
         self._tools = list(tools or ())
         self._providers = list(providers or ())
-        self._provider_context = dict(provider_context or {})
+        self._provider_context = context_arguments(provider_context)
         self._toolset: ToolSet | None = None if self._providers else ToolSet(self._tools)
         self._lock: asyncio.Lock | None = None
 
     @classmethod
     def of(cls, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
-           providers: Iterable[ToolProvider] | None = None,
-           provider_context: Mapping[str, Any] | None = None) -> ToolBox:
+           providers: Iterable[ToolProvider] | None = None, provider_context: Any = None) -> ToolBox:
         """Accept whatever a node's `tools=` may hold (a box is shared as it is)."""
         if isinstance(tools, ToolBox):
             if providers:
