@@ -257,4 +257,16 @@ class ModelClient:
         await self.aclose()
 
 
-__all__ = ["ModelClient"]
+def checked_client(client: Any, where: str) -> Any:
+    """`client` when it can be called like a `ModelClient` (has `invoke`); a `TypeError` saying how to
+    wrap it when it is a provider (seed 000: nodes take a resolved client, not a bare provider)."""
+    if client is None or callable(getattr(client, "invoke", None)):
+        return client
+    kind = type(client).__name__
+    if callable(getattr(client, "complete", None)):
+        raise TypeError(f"{where}: model_client is a {kind}, a model provider, not a ModelClient; wrap it: "
+                        f"model_client=ModelClient({kind}(...)) or ModelClient.resolve(provider)")
+    raise TypeError(f"{where}: model_client must be a ModelClient (from ModelClient.resolve(...)), not a {kind}")
+
+
+__all__ = ["ModelClient", "checked_client"]

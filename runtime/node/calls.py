@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.events import EventType
 from ..messages import Message
 from ..model import ModelConfig, ModelResponse
+from ..model.client import checked_client
 from ..tools import Tool, ToolError
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
@@ -46,7 +47,7 @@ async def call_model(node: Any, messages: list[Message], config: ModelConfig, *,
                      on_restart: Callable[[], None] | None = None) -> ModelResponse:
     """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`),
     with the node's `resilience` when it has one."""
-    client = node.model_client
+    client = checked_client(node.model_client, f"node {node.path!r}")
     if client is None:
         raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
 

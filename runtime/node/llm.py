@@ -24,6 +24,7 @@ from ..engine.deps import InjectPayload
 from ..engine.events import EventType
 from ..messages import Message, human
 from ..model import ModelConfig, ModelResponse, ModelResponseError, Usage
+from ..model.client import checked_client
 from ..tools import Tool, ToolSet
 from .calls import call_model, elapsed_ms
 from .contract import check_react_contract
@@ -85,7 +86,7 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
     def __init__(self, name: str | None = None, *, model_client: Any = None, config: ReActConfig | None = None,
                  context_builder: ContextBuilderProtocol | None = None, namespace: str | None = None):
         super().__init__(name=name, namespace=namespace)
-        self.model_client = model_client
+        self.model_client = checked_client(model_client, f"{type(self).__name__} {self.name!r}")
         self.config = config or ReActConfig()
         self.keys = self.config.keys
         self.context_builder = context_builder
