@@ -331,3 +331,38 @@ async def test_tool_node_failure_names_the_tool_and_execute_false_skips():
     skipped = ReactiveRunner(ToolNode(CalculatorTool(), execute=False), ReActState)
     assert await skipped.run(input_data={"expression": "1+1"}) == Status.SUCCESS
     assert skipped.state_manager.get("output") is None
+
+
+async def test_a_round_of_tool_calls_writes_done_false_and_no_final_answer():
+    """Seed 000's state contract: the executor writes `done` and `final_answer` too."""
+    runner = make_runner(ToolExecutor(tools=[CalculatorTool()]))
+    status = await runner.run(input_data={"actions": [call("calculator", "a", expression="1+1")],
+                                          "done": True, "final_answer": "stale"})  # as if something had said so
+    state = runner.state_manager.model
+    assert (status, state.done, state.final_answer) == (Status.SUCCESS, False, "")
+
+
+async def test_a_return_direct_tool_answers_and_ends_the_react_loop():
+    from runtime import Agent, ModelClient, ScriptedProvider, create_react_node, human
+
+    @tool(return_direct=True)
+    def lookup_order(order: str) -> str:
+        """The order's status, given to the user as it is."""
+        return f"order {order}: shipped"
+
+    scripted = ScriptedProvider([{"tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-100"}}]}])
+    root = create_react_node(model_client=ModelClient(scripted), tools=[lookup_order, CalculatorTool()])
+    result = await Agent(root).run({"messages": [human("Where is A-100?")]})
+    assert (result.ok, result.final_answer, result.state.done) == (True, "order A-100: shipped", True)
+    assert len(scripted.requests) == 1  # no model call after the direct answer
+
+
+async def test_a_return_direct_tool_that_fails_is_no_answer():
+    @tool(return_direct=True)
+    def lookup_order(order: str) -> str:
+        """Fails."""
+        raise ValueError("no such order")
+
+    status, runner = await execute(ToolExecutor(tools=[lookup_order]), [call("lookup_order", "a", order="X")])
+    state = runner.state_manager.model
+    assert (state.done, state.final_answer) == (False, "")
