@@ -225,12 +225,17 @@ async def test_from_providers_accepts_an_iterable_or_none():
     assert (await ToolSet.from_providers(CalculatorToolProvider())).names() == ["calculator"]
 
 
-async def test_later_provider_overrides_earlier_and_static_tools_win():
-    early = StaticToolProvider([named("x", "early"), named("y", "early")])
-    late = StaticToolProvider([named("x", "late")])
-    toolset = (await ToolSet.from_providers(early, late)).with_tools([named("y", "static")])
-    assert toolset.names() == ["x", "y"]
-    assert toolset.get("x")() == "late"
+async def test_two_providers_offering_one_name_is_an_error_naming_both_and_static_tools_win():
+    """Issue 30.6: never a silent replacement between providers; a static tool still wins (seed 000)."""
+    early = RecordingProvider(named("x", "early"), named("y", "early"))
+    late = RecordingProvider(named("x", "late"))
+    with pytest.raises(ToolError) as clash:
+        await ToolSet.from_providers(early, late)
+    assert str(clash.value) == ("tool 'x' is offered by both RecordingProvider (provider 1) and RecordingProvider "
+                                "(provider 2); give one a prefix (MCPToolProvider(..., prefix=...))")
+    assert early.log[-1] == late.log[-1] == "close"  # both were started: both are closed
+    toolset = (await ToolSet.from_providers(StaticToolProvider([named("y", "provided")]))).with_tools(
+        [named("y", "static")])
     assert toolset.get("y")() == "static"
 
 

@@ -2,8 +2,9 @@
 
 Tool providers (an MCP server, say) are asynchronous, while tree factories are not: the
 box keeps static tools and providers and builds the `ToolSet` on the first `resolve()`,
-inside the run. The LLM node (which describes the tools to the model) and the executor
-(which runs them) hold the same box, so they always agree on the set.
+inside the run, and again when a provider says its tools changed (`generation`). The LLM
+node (which describes the tools to the model) and the executor (which runs them) hold the
+same box, so they always agree on the set.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class ToolBox:
         self._providers = list(providers or ())
         self._provider_context = context_arguments(provider_context)
         self._toolset: ToolSet | None = None if self._providers else ToolSet(self._tools)
+        self._generations: list[int] = []  # of the providers, when their tools were collected
         self._lock: asyncio.Lock | None = None
 
     @classmethod
@@ -41,14 +43,23 @@ class ToolBox:
         return self._toolset
 
     async def resolve(self) -> ToolSet:
-        """Providers' tools first, then the static tools (which win on a name clash); cached."""
-        if self._toolset is None:
+        """Providers' tools first, then the static tools (which win on a name clash); cached until a
+        provider's tools change."""
+        if self._toolset is None or self._changed():
             self._lock = self._lock or asyncio.Lock()
             async with self._lock:
                 if self._toolset is None:
                     provided = await ToolSet.from_providers(self._providers, **self._provider_context)
-                    self._toolset = ToolSet.merge(provided, self._tools)
+                elif self._changed():
+                    provided = await ToolSet.collect(self._providers, **self._provider_context)
+                else:
+                    return self._toolset
+                self._generations = [provider.generation for provider in self._providers]
+                self._toolset = ToolSet.merge(provided, self._tools)
         return self._toolset
+
+    def _changed(self) -> bool:
+        return any(provider.generation != seen for provider, seen in zip(self._providers, self._generations, strict=True))
 
     async def close(self) -> None:
         """Close the providers (their tools are asked for again on the next `resolve()`)."""

@@ -14,7 +14,17 @@ class ToolProvider(ABC):
 
     The context is the `tool_provider_context` of the agent (seed 000: any object): a mapping
     arrives as keyword arguments, any other object as `context=` (`context_arguments`).
+
+    `generation` grows when the provider's tools change while it is open (an MCP server's
+    `tools/list_changed`): whoever holds its tools asks `get_tools` again. `label` names the
+    provider in errors (two providers offering one tool name, say).
     """
+
+    generation: int = 0
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__
 
     async def initialize(self) -> None:  # noqa: B027 - optional hook
         """Acquire resources (connections, processes); nothing by default."""
