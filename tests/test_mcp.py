@@ -132,7 +132,7 @@ async def test_a_server_dying_mid_call_gives_a_clear_observation_not_a_hang():
         result = await agent.run({"messages": [human("Crash the server.")]})
     assert result.ok and result.final_answer == "The tool server is gone."
     died, after = tool_messages(result)
-    assert died == "Error: tool 'crash': MCP server demo exited or closed the connection before answering"
+    assert died == "Error: tool 'crash': MCP server demo exited with status 3 before answering"
     assert after.startswith("Error: tool 'word_count': MCP server demo is not connected")
     assert not server_children()
 

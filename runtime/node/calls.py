@@ -17,6 +17,7 @@ from ..messages import Message
 from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
 from ..tools import Tool, ToolError
+from ..tools.observation import split_images
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
 """Runs a validated tool call in place of `tool.call(arguments)` (a sandbox, a remote worker)."""
@@ -89,7 +90,8 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
         tool_failed(node, tool.name, call_id, str(exc), started)
         raise
     node.emit(EventType.TOOL_CALL_COMPLETED, {"tool": tool.name, "call_id": call_id, "index": index,
-                                              "duration_ms": elapsed_ms(started), "observation": observation[:500]})
+                                              "duration_ms": elapsed_ms(started),
+                                              "observation": split_images(observation)[0][:500]})
     return observation
 
 

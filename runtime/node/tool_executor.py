@@ -16,6 +16,10 @@ have finished and before the ones after it start. `serial` runs one after anothe
 goes on. Observations are appended as `tool` messages in call order, whatever finished
 first, and the effect tags of the tools that ran are merged into `tool_effects`.
 
+Images a tool returned (an MCP screenshot) reach the model as image parts of a user message
+after the round's tool messages, one per call that returned some: a chat-completions tool
+message carries text only.
+
 With the observations it writes `done` and `final_answer` (seed 000's state contract lists it
 as a writer of both): a round of tool calls is not the end, unless a `return_direct` tool
 answered, whose result is then the final answer and ends the loop without another model call.
@@ -34,6 +38,7 @@ from ..guard import ApprovalManager, ApprovalRequest, ApprovalStatus, Decision, 
 from ..messages import Message, ToolCall
 from ..state import InteractionKeys, StateChange, StateKeys
 from ..tools import Tool, ToolError, ToolProvider, ToolSet
+from ..tools.observation import split_images
 from .calls import ToolRunner, run_tool, tool_failed
 from .keyed import KeyedPorts
 from .toolbox import ToolBox
@@ -103,10 +108,9 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         answered, failed = await self._execute(ready, actions)
         observations.update(answered)
         self._write_tool_effects(tool for _, tool in ready)
-        key, messages = self.appended("messages", [
-            Message(role="tool", content=observations[i], tool_call_id=call.id, name=call.name)
-            for i, call in enumerate(actions)])
-        direct = [answered[index] for index, tool in ready if tool.return_direct and index not in failed]
+        key, messages = self.appended("messages", _observed(actions, observations))
+        direct = [split_images(answered[index])[0] for index, tool in ready
+                  if tool.return_direct and index not in failed]
         self.write_state({key: messages, self.key_for("done"): bool(direct),
                           self.key_for("final_answer"): "\n\n".join(direct)})
         return Status.SUCCESS
@@ -235,6 +239,22 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         if tags:
             key = self.key_for("tool_effects")
             self.write_state({key: sorted(tags.union(self.read_state(key) or ()))}, signal=False)
+
+
+def _observed(actions: list[ToolCall], observations: dict[int, str]) -> list[Message]:
+    """The round's tool messages in call order, then a user message with the images of each call
+    that returned some (they may not come between tool messages)."""
+    replies: list[Message] = []
+    shown: list[Message] = []
+    for index, call in enumerate(actions):
+        text, images = split_images(observations[index])
+        if images:
+            some = f"{len(images)} images" if len(images) > 1 else "an image"
+            text = f"{text}\n[{some}: in the message after the tool results]".lstrip("\n")
+            shown.append(Message(role="user", content=f"What tool '{call.name}' returned (call {call.id}):",
+                                 images=tuple(images)))
+        replies.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+    return replies + shown
 
 
 __all__ = ["ExecutionMode", "ToolExecutor"]
