@@ -366,3 +366,35 @@ async def test_a_return_direct_tool_that_fails_is_no_answer():
     status, runner = await execute(ToolExecutor(tools=[lookup_order]), [call("lookup_order", "a", order="X")])
     state = runner.state_manager.model
     assert (state.done, state.final_answer) == (False, "")
+
+
+async def test_images_a_tool_returned_are_recorded_and_replayed(tmp_path):
+    """An image travels inside the observation, so a replay from the record shows the model the same image."""
+    from runtime import Agent, ModelClient, ScriptedProvider, create_react_node, human
+    from runtime.memory.checkpoint import IOReplayer, open_store
+    from runtime.messages import ImagePart
+    from runtime.tools.observation import with_images
+
+    pixel = ImagePart(mime_type="image/png", data="iVBORw0KGgo=")
+
+    def agent(screen, script):
+        look = tool(screen, name="screenshot", description="The screen.")
+        return Agent(create_react_node(model_client=ModelClient(ScriptedProvider(script)), tools=[look]))
+
+    def never() -> str:
+        raise AssertionError("a replay must not run the tool")
+
+    script = [{"tool_calls": [{"name": "screenshot", "arguments": {}}]}, "A pixel."]
+    store = open_store(tmp_path / "runs.db")
+    recorded = agent(lambda: with_images("The screen:", [pixel]), script)
+    runner = recorded.make_runner(checkpointer=store)
+    await runner.run(input_data={"messages": [human("Look.")]})
+    shown = runner.state_manager.model.messages[-2]
+    assert (shown.role, shown.images) == ("user", (pixel,))
+
+    again = agent(never, [])  # nothing left to say: the answers come from the record
+    again.context.io_recorder = IOReplayer(store, runner.run_id)
+    replay = again.make_runner(checkpointer=store)
+    await replay.run(input_data={"messages": [human("Look.")]})
+    assert replay.state_manager.model.messages == runner.state_manager.model.messages
+    store.close()
