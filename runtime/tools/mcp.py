@@ -98,6 +98,7 @@ class MCPToolProvider(ToolProvider):
         self._tools: list[MCPTool] = []
         self._stale = False  # the server said its tools changed: list them again
         self._task: asyncio.Task[None] | None = None
+        self._connected: asyncio.Future[Any] | None = None  # done once the tools are listed (or it failed)
         self._stop = asyncio.Event()
         self._stderr: Any = None  # the stdio server's stderr file while it runs
         self._stdio: Any = None  # the stdio transport while it runs: where its process is found
@@ -115,6 +116,7 @@ class MCPToolProvider(ToolProvider):
         if self._task is not None:
             return
         ready: asyncio.Future[list[ToolSpec]] = asyncio.get_running_loop().create_future()
+        self._connected = ready
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._own_connection(ready), name=f"mcp: {self.name}")
         try:
@@ -151,8 +153,8 @@ class MCPToolProvider(ToolProvider):
         task, self._task = self._task, None
         if task is None:
             return
-        if self._client is None:
-            task.cancel()  # not connected yet: nothing to unwind politely, no answer to wait for
+        if not self._connected.done():
+            task.cancel()  # still connecting: nothing to unwind politely, no answer to wait for
         self._stop.set()
         try:
             await task
