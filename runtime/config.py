@@ -34,24 +34,34 @@ class _Section(BaseModel):
 
 
 class ModelsSettings(_Section):
-    """Model names; `None` leaves the choice to the `ModelClient` (e.g. `$JIANMU_MODEL`)."""
+    """Model names. `default` is the model of a `ModelClient` built without one (after
+    `$JIANMU_MODEL` when the client reads the environment); `react` is `ReActConfig.model`, the
+    ReAct loops' own, independent of `default` (seed 000). `None`: not chosen here."""
 
     default: str | None = None
     react: str | None = None
 
 
 class LLMSettings(_Section):
-    temperature: float | None = 0.2
+    """Each sampling setting left `None` is not sent: the endpoint's own default applies."""
+
+    temperature: float | None = None
     max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
     top_p: float | None = None
-    top_k: int | None = None
+    top_k: int | None = Field(default=None, ge=1)
     timeout: float = Field(default=60.0, gt=0)
     max_budget_tokens: int | None = Field(default=None, ge=1)
 
 
 class LimitsSettings(_Section):
+    """`max_iterations` is a ReAct loop's own default; `max_rounds` caps the rounds (model calls)
+    of every ReAct loop built while it is set, whatever its `max_iterations`; the host's
+    `max_iterations_hard_limit` caps every loop of a run, however it was built (`RunContext`)."""
+
     max_iterations: int = Field(default=10, ge=1)
-    max_rounds: int = Field(default=10, ge=1)
+    max_rounds: int | None = Field(default=None, ge=1)
+    max_iterations_hard_limit: int | None = Field(default=None, ge=1)
 
 
 class WritersSettings(_Section):
@@ -170,19 +180,17 @@ def _setting(dotted: str) -> Any:
     return lambda: read(get_config())
 
 
-def _react_model() -> str | None:
-    models = get_config().models
-    return models.react or models.default
-
-
 class ModelResilienceConfig(BaseModel):
     """How one logical model call survives transient failures.
 
     Each model gets `1 + max_retries` attempts with exponential backoff
     (`backoff_initial * backoff_multiplier**n`, capped at `backoff_max` seconds) on a
     retryable error; then each of `fallback_models` is tried the same way, in order. When
-    the server says how long to wait (`Retry-After`, `retry-after-ms`), that wait is used
-    instead, capped at `backoff_max` too. 529 is an overloaded server (as 503).
+    the server says how long to wait (`Retry-After`, `retry-after-ms`), that wait is kept as
+    it is up to `retry_after_max` seconds: a longer one is not waited (a shorter wait would
+    only be refused again), and the model's remaining retries are given up. `deadline`
+    bounds the whole logical call, attempts and waits together: no wait goes past it and
+    each attempt's timeout is cut to what is left. 529 is an overloaded server (as 503).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -194,12 +202,16 @@ class ModelResilienceConfig(BaseModel):
     retry_on_status: list[int] = Field(default_factory=lambda: [429, 500, 502, 503, 504, 529])
     retry_on_timeout: bool = True
     fallback_models: list[str] = Field(default_factory=list)
+    retry_after_max: float = Field(default=60.0, ge=0)
+    deadline: float | None = Field(default=None, gt=0)
 
-    def backoff(self, retry: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number `retry` (0-based): the server's `retry_after`
-        when it gave one, else the exponential backoff; never more than `backoff_max`."""
-        wait = self.backoff_initial * self.backoff_multiplier**retry if retry_after is None else retry_after
-        return min(self.backoff_max, max(0.0, wait))
+    def backoff(self, retry: int, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before retry number `retry` (0-based): the server's `retry_after` when
+        it gave one (None when that is more than `retry_after_max`: not worth a retry), else the
+        exponential backoff, never more than `backoff_max`."""
+        if retry_after is not None:
+            return max(0.0, retry_after) if retry_after <= self.retry_after_max else None
+        return min(self.backoff_max, self.backoff_initial * self.backoff_multiplier**retry)
 
 
 class ReActConfig(BaseModel):
@@ -211,14 +223,17 @@ class ReActConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str | None = Field(default_factory=_react_model)
+    model: str | None = Field(default_factory=_setting("models.react"))
     temperature: float | None = Field(default_factory=_setting("llm.temperature"))
     max_tokens: int | None = Field(default_factory=_setting("llm.max_tokens"))
+    max_completion_tokens: int | None = Field(default_factory=_setting("llm.max_completion_tokens"))
     top_p: float | None = Field(default_factory=_setting("llm.top_p"))
     top_k: int | None = Field(default_factory=_setting("llm.top_k"))
     timeout: float = Field(default_factory=_setting("llm.timeout"))
     max_budget_tokens: int | None = Field(default_factory=_setting("llm.max_budget_tokens"))
     max_iterations: int = Field(default_factory=_setting("limits.max_iterations"), ge=1)
+    max_rounds: int | None = Field(default_factory=_setting("limits.max_rounds"), ge=1)
+    """Rounds (model calls) of one run at most; the loop stops at `min(max_iterations, max_rounds)`."""
     resilience: ModelResilienceConfig = Field(default_factory=ModelResilienceConfig)
     system_prompt: str | None = None
     tool_choice: Any = None
@@ -229,13 +244,14 @@ class ReActConfig(BaseModel):
     max_iterations_hard_limit: int | None = Field(default=None, ge=1)
     """A cap set by the host; the agent's own `max_iterations` cannot raise it."""
     parallel_tool_calls: bool = True
+    """False: the calls of a round run one by one, and the request asks the model for one call a
+    round (`parallel_tool_calls: false`); set explicitly, the request carries it either way."""
     stream: bool = False
 
     @property
     def effective_max_iterations(self) -> int:
-        if self.max_iterations_hard_limit is None:
-            return self.max_iterations
-        return min(self.max_iterations, self.max_iterations_hard_limit)
+        caps = (self.max_iterations, self.max_rounds, self.max_iterations_hard_limit)
+        return min(cap for cap in caps if cap is not None)
 
 
 __all__ = [

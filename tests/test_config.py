@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from runtime import Agent, CalculatorTool, ModelClient, RunContext, ScriptedProvider, create_react_node, human
 from runtime.config import (
     ConfigError,
     JianmuSettings,
@@ -30,14 +31,14 @@ def test_built_in_defaults():
     settings = get_config()
     assert settings == JianmuSettings()
     assert settings.limits.max_iterations == 10
-    assert settings.limits.max_rounds == 10
-    assert settings.llm.temperature == 0.2
+    assert settings.limits.max_rounds is None and settings.limits.max_iterations_hard_limit is None
+    assert settings.llm.temperature is None  # nothing sampling-related is sent unless configured
     assert settings.llm.timeout == 60.0
     assert settings.models.react is None
 
     config = ReActConfig()
-    assert config.max_iterations == 10
-    assert config.temperature == 0.2
+    assert config.max_iterations == config.effective_max_iterations == 10
+    assert config.temperature is None and config.top_k is None and config.max_completion_tokens is None
     assert config.timeout == 60.0
     assert config.model is None
     assert config.max_budget_tokens is None
@@ -56,7 +57,7 @@ def test_jianmu_yaml_in_the_working_directory_is_deep_merged(tmp_path):
     assert settings.llm.temperature == 0.7
     assert settings.llm.timeout == 60.0  # a sibling key keeps its default
     assert settings.limits.max_iterations == 4
-    assert settings.limits.max_rounds == 10
+    assert settings.limits.max_rounds is None
     assert ReActConfig().max_iterations == 4
     assert ReActConfig(max_iterations=2).max_iterations == 2
 
@@ -73,9 +74,48 @@ def test_jianmu_config_env_wins_over_the_working_directory(tmp_path, monkeypatch
     assert config.max_budget_tokens == 500
 
 
-def test_react_model_falls_back_to_the_default_model(tmp_path):
+def test_the_react_model_is_its_own_and_the_default_model_is_the_clients(tmp_path):
+    """Seed 000: `ReActConfig.model` comes from `models.react`, independent of the default model;
+    `models.default` names the model of a client built without one."""
     (tmp_path / "jianmu.yaml").write_text("models:\n  default: base-model\n")
-    assert ReActConfig().model == "base-model"
+    assert ReActConfig().model is None
+    assert ModelClient(ScriptedProvider([])).model == "base-model"
+    assert ModelClient(ScriptedProvider([]), model="chosen").model == "chosen"
+    (tmp_path / "jianmu.yaml").write_text("models:\n  default: base-model\n  react: react-model\n")
+    reset_config_cache()
+    assert ReActConfig().model == "react-model"
+
+
+async def test_the_default_model_reaches_the_request_when_no_react_model_is_set(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("models:\n  default: base-model\n")
+    scripted = ScriptedProvider(["hi"])
+    await Agent(create_react_node(model_client=ModelClient(scripted))).run({"messages": [human("q")]})
+    assert scripted.requests[0].config.model == "base-model"
+
+
+def test_every_key_of_a_full_jianmu_yaml_is_honoured(tmp_path):
+    """Each key reaches what it configures (a key nothing reads would be accepted and ignored)."""
+    (tmp_path / "jianmu.yaml").write_text(
+        "models: {default: d, react: r}\n"
+        "llm: {temperature: 0.3, max_tokens: 100, max_completion_tokens: 90, top_p: 0.9, top_k: 40, timeout: 12,"
+        " max_budget_tokens: 5000}\n"
+        "limits: {max_iterations: 8, max_rounds: 6, max_iterations_hard_limit: 4}\n")
+    config = ReActConfig()
+    assert (config.model, config.temperature, config.max_tokens, config.max_completion_tokens, config.top_p,
+            config.top_k, config.timeout, config.max_budget_tokens, config.max_iterations, config.max_rounds) == (
+        "r", 0.3, 100, 90, 0.9, 40, 12, 5000, 8, 6)
+    assert config.effective_max_iterations == 6  # max_rounds caps the rounds below max_iterations
+    assert ModelClient(ScriptedProvider([])).model == "d"
+    assert RunContext().max_iterations_hard_limit == 4  # the host's cap on every loop of a run
+
+
+async def test_limits_max_rounds_stops_a_react_loop_after_that_many_rounds(tmp_path):
+    (tmp_path / "jianmu.yaml").write_text("limits:\n  max_rounds: 2\n")
+    again = {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 1"}}]}
+    scripted = ScriptedProvider([again] * 5)
+    root = create_react_node(model_client=ModelClient(scripted), tools=[CalculatorTool()])
+    result = await Agent(root).run({"messages": [human("loop forever")]})
+    assert (result.termination_reason, result.state.rounds, len(scripted.requests)) == ("max_iterations", 2, 2)
 
 
 def test_cache_follows_the_file_modification_time(tmp_path):

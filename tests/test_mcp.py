@@ -79,7 +79,8 @@ async def test_initialize_lists_the_servers_tools_with_their_schemas_and_calls_t
                                           "required": ["text"]}
             assert count.schema()["function"]["parameters"] == count.parameters()
             assert count.describe() == "word_count(text: string): Count the words (whitespace-separated) in a text."
-            assert count.parallel_safe and not tools["crash"].parallel_safe  # from the server's readOnlyHint
+            assert count.parallel_safe and tools["wait"].parallel_safe  # read-only, or saying nothing
+            assert not tools["crash"].parallel_safe  # the server's destructiveHint: it runs alone
             assert await count.call({"text": "one two three"}) == "3"
             assert await tools["lookup_capital"].call({"country": "Kenya"}) == "Nairobi"
         finally:
@@ -131,7 +132,7 @@ async def test_a_server_dying_mid_call_gives_a_clear_observation_not_a_hang():
         result = await agent.run({"messages": [human("Crash the server.")]})
     assert result.ok and result.final_answer == "The tool server is gone."
     died, after = tool_messages(result)
-    assert died == "Error: tool 'crash': MCP server demo exited or closed the connection before answering"
+    assert died == "Error: tool 'crash': MCP server demo exited with status 3 before answering"
     assert after.startswith("Error: tool 'word_count': MCP server demo is not connected")
     assert not server_children()
 

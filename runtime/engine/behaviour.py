@@ -339,12 +339,7 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
         self._init_jianmu_fields(namespace)
 
     def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
-        try:
-            if self.status != Status.RUNNING:
-                self.initialise()
-        except Exception as exc:
-            self._fail(exc)
-            self.stop(Status.FAILURE)
+        if self.status != Status.RUNNING and not self._initialised():
             yield self
             return
         yield from self.decorated.tick()
@@ -358,6 +353,16 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
             self.stop(new_status)
         self.status = new_status
         yield self
+
+    def _initialised(self) -> bool:
+        """`initialise()`; False when it raised (the node is then FAILURE, with the error)."""
+        try:
+            self.initialise()
+        except Exception as exc:
+            self._fail(exc)
+            self.stop(Status.FAILURE)
+            return False
+        return True
 
 
 __all__ = ["AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "NodeError", "binding_key", "report_node_error",

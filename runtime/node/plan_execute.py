@@ -282,7 +282,7 @@ def create_plan_execute_node(
     model_client: Any = None,
     tools: Sequence[Tool] | None = None,
     tool_providers: Sequence[ToolProvider] | None = None,
-    tool_provider_context: Mapping[str, Any] | None = None,
+    tool_provider_context: Any = None,
     tool_runner: ToolRunner | None = None,
     constraints: Any = None,
     context_builder: ContextBuilderProtocol | None = None,

@@ -15,7 +15,7 @@ is then FAILURE with its `last_error`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from py_trees.common import Status
@@ -60,7 +60,7 @@ def create_react_node(
     model_client: Any = None,
     tools: Sequence[Tool] | None = None,
     tool_providers: Sequence[ToolProvider] | None = None,
-    tool_provider_context: Mapping[str, Any] | None = None,
+    tool_provider_context: Any = None,
     tool_runner: ToolRunner | None = None,
     constraints: Any = None,
     context_builder: ContextBuilderProtocol | None = None,
@@ -70,8 +70,8 @@ def create_react_node(
     static `tools` win over provided tools of the same name.
 
     `model_client` may be None when the run's `RunContext.model_client` provides one;
-    several calls per round run in parallel when `config.parallel_tool_calls` (default)
-    and every tool is parallel-safe.
+    the calls of a round run in parallel (`config.parallel_tool_calls`, default), a tool that
+    is not parallel-safe alone (`ToolExecutor`).
     """
     config = config or ReActConfig()
     keys = config.keys
