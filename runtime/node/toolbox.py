@@ -50,6 +50,7 @@ class ToolBox:
         """Resolve to `tools` (and the static tools) without asking the providers: a check serves
         recorded answers, so no provider (an MCP server) is started; `close()` has nothing to close."""
         self._toolset = ToolSet.merge(list(tools), self._tools)
+        self._generations = [provider.generation for provider in self._providers]  # the stand-ins stay
 
     async def resolve(self) -> ToolSet:
         """Providers' tools first, then the static tools (which win on a name clash); cached until a
