@@ -2,14 +2,18 @@
 
 A detailed tick (a step, a checkpointer, a subscriber to node events) keeps what every node
 returned, in order, finds the returns its end does not show, and publishes a `node.returned`
-for each; a checkpointer stores the record with the tick's checkpoint. Per tick, best of
-`--repeats` interleaved runs, beside raw py_trees ticking the same tree in the same process:
+for each; a checkpointer stores the record with the tick's checkpoint. CPU time per tick (this
+process's, `time.process_time`: steadier than wall time on a shared machine), best of `--repeats`
+interleaved runs, beside raw py_trees ticking the same tree in the same process:
 
 - `step`: `runner.step()`, nobody subscribed (the record built, nothing published);
 - `events`: a subscriber to every event (`node.status` and `node.returned` built);
 - `sqlite`: recording into an SQLite store; beside it, in the same process, the same run with
   each record's returns dropped before the store writes it: the stored bytes a tick's returns
-  cost after the store's deflate, and the time they cost to encode and write.
+  cost after the store's deflate, and the time they cost to encode and write;
+- the record's own work after the tick, timed alone on the last tick's report (many times, the
+  best): finding the unseen returns, and encoding the returns for the store whole (a chain's
+  first record) and against the previous tick's (the others).
 
 Trees (all sync leaves, so raw py_trees ticks them too): bench/runner_overhead.py's static one
 (statuses settle; every tick returns the same nodes) and churn one (every node changes every
@@ -37,10 +41,16 @@ from pydantic import BaseModel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner_overhead import LEAVES, build_churn_tree, build_tree, raw_py_trees  # noqa: E402
+from runner_overhead import LEAVES, build_churn_tree, build_tree  # noqa: E402
 
 from runtime.engine import ReactiveRunner, RuntimeEventBus  # noqa: E402
 from runtime.memory.checkpoint import SQLiteCheckpointStore  # noqa: E402
+from runtime.memory.checkpoint.model import TreePaths  # noqa: E402
+
+try:  # an older commit has no record: its rows say `-`
+    from runtime.memory.checkpoint.returns import ReturnsWriter  # noqa: E402
+except ImportError:
+    ReturnsWriter = None
 
 
 class Empty(BaseModel):
@@ -80,6 +90,44 @@ def build_resets(branches: int) -> py_trees.behaviour.Behaviour:
     return py_trees.composites.Parallel("root", policy=policy, children=[loop(b) for b in range(branches)])
 
 
+def raw_py_trees(build: Callable[[], py_trees.behaviour.Behaviour], ticks: int) -> float:
+    """CPU seconds per tick of py_trees' own `BehaviourTree.tick()` (the first tick left out)."""
+    tree = py_trees.trees.BehaviourTree(build())
+    tree.tick()
+    started = time.process_time()
+    for _ in range(ticks):
+        tree.tick()
+    return (time.process_time() - started) / ticks
+
+
+def best_of(work: Callable[[], object], times: int = 20) -> float:
+    best = float("inf")
+    for _ in range(times):
+        started = time.process_time()
+        work()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def own_work(runner: ReactiveRunner, report) -> dict[str, float]:
+    """Seconds of the record's own work on a tick's report: its unseen returns found, its returns
+    encoded for the store whole and against an identical previous tick's."""
+    if ReturnsWriter is None:
+        return {}
+    nodes = [runner.nodes[path] for path in report.ticked]
+    tree = TreePaths.of(runner.nodes) if len(runner.nodes) >= 1000 else None
+    ends = [node.status for node in nodes]
+    writer = ReturnsWriter()
+
+    def again() -> None:
+        writer.encode(report.returns, tree, True)
+        writer.encode(report.returns, tree, False)
+
+    return {"unseen": best_of(lambda: report.returns.unseen(ends)),
+            "whole": best_of(lambda: ReturnsWriter().encode(report.returns, tree, True)),
+            "same": best_of(again) - best_of(lambda: writer.encode(report.returns, tree, True))}
+
+
 TREES: dict[str, tuple[Callable[[int], py_trees.behaviour.Behaviour], int]] = {
     "static": (build_tree, 1 + LEAVES), "churn": (build_churn_tree, 1 + LEAVES), "resets": (build_resets, 2 + LEAVES)}
 
@@ -109,11 +157,13 @@ async def _ticks(build: Callable[[], py_trees.behaviour.Behaviour], ticks: int, 
     runner = ReactiveRunner(build(), Empty(), event_bus=bus, checkpointer=store)
     runner.start_fresh()
     await runner.step()  # the first tick (and a store's full record) left out
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(ticks):
         runner.signal()
-        await runner.step()
-    out = {"s": (time.perf_counter() - started) / ticks, **{k: v / ticks for k, v in counts.items()}}
+        report = await runner.step()
+    out = {"s": (time.process_time() - started) / ticks, **{k: v / ticks for k, v in counts.items()}}
+    if config == "step":
+        out.update(own_work(runner, report))
     if store is not None:
         with store._guard() as conn:  # the deltas' stored bytes (the first, full record left out)
             out["bytes"] = conn.execute("SELECT sum(length(data)) FROM checkpoints WHERE base_id != id").fetchone()[0]
@@ -128,13 +178,13 @@ def measure(name: str, nodes: int, ticks: int, repeats: int, store_dir: Path) ->
     configs = ["step", "events", "sqlite", "sqlite-without"]
     rows = []
     for _ in range(repeats):  # interleaved, so drift hits every configuration alike
-        raw = raw_py_trees(lambda: build(branches), ticks)[0] / ticks
+        raw = raw_py_trees(lambda: build(branches), ticks)
         rows.append([raw, *(asyncio.run(_ticks(lambda: build(branches), ticks, c, store_dir)) for c in configs)])
     raw = min(row[0] for row in rows)
     best = {c: min((row[i + 1] for row in rows), key=lambda r: r["s"]) for i, c in enumerate(configs)}
     count = sum(1 for _ in build(branches).iterate())
-    print(f"\n{name}: {count:,} nodes, {ticks} ticks, best of {repeats}; raw py_trees {raw * 1000:.1f} ms/tick")
-    print(f"{'configuration':<38}{'ms/tick':>10}{'x raw':>8}{'node.status':>13}{'node.returned':>15}{'bytes/tick':>12}")
+    print(f"\n{name}: {count:,} nodes, {ticks} ticks, best of {repeats}; raw py_trees {raw * 1000:.1f} CPU ms/tick")
+    print(f"{'configuration':<38}{'CPU ms':>10}{'x raw':>8}{'node.status':>13}{'node.returned':>15}{'bytes/tick':>12}")
     for config in configs:
         r = best[config]
         events = (f"{r.get('node.status', 0):>13,.0f}{r.get('node.returned', 0):>15,.0f}"
@@ -145,7 +195,12 @@ def measure(name: str, nodes: int, ticks: int, repeats: int, store_dir: Path) ->
         print(f"{label:<38}{r['s'] * 1000:>10.1f}{r['s'] / raw:>8.2f}{events}{stored}")
     with_, without = best["sqlite"], best["sqlite-without"]
     print(f"the returns stored: {with_['bytes'] - without['bytes']:,.0f} bytes/tick after deflate, "
-          f"{(with_['s'] - without['s']) * 1000:+.1f} ms/tick to encode and write")
+          f"{(with_['s'] - without['s']) * 1000:+.1f} CPU ms/tick to encode and write")
+    step = best["step"]
+    if "unseen" in step:
+        print(f"the record's own work after the tick: unseen returns {step['unseen'] * 1000:.2f} ms, encoded whole "
+              f"{step['whole'] * 1000:.2f} ms, against the same previous tick {step['same'] * 1000:.2f} ms "
+              f"({step['unseen'] / raw:.1%} / {step['whole'] / raw:.1%} / {step['same'] / raw:.1%} of raw's tick)")
 
 
 def main() -> None:
