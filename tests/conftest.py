@@ -12,6 +12,7 @@ import pytest
 from openai_server import FakeServer
 from postgres_server import PostgresServer, why_not
 
+from runtime.config import reset_config_cache
 from runtime.memory.checkpoint import InMemoryCheckpointStore, open_store
 
 PERSISTENT = ["sqlite", "postgres"]
@@ -68,6 +69,17 @@ def tamper(store, sql: str, params: tuple = ()) -> None:
     """Change a store's tables behind its back (damage it), through its connection."""
     with store._guard() as conn:
         conn.execute(sql, params)
+
+
+@pytest.fixture
+def no_config_file(tmp_path, monkeypatch):
+    """The test runs in an empty directory with no $JIANMU_CONFIG and a cold settings cache: the
+    built-in settings, until it writes a jianmu.yaml into `tmp_path`."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
+    reset_config_cache()
+    yield tmp_path
+    reset_config_cache()
 
 
 @pytest.fixture

@@ -16,15 +16,7 @@ from runtime.config import (
 )
 from runtime.state.keys import StateKeys
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    """Every test starts in an empty directory with no $JIANMU_CONFIG and a cold cache."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
-    reset_config_cache()
-    yield
-    reset_config_cache()
+pytestmark = pytest.mark.usefixtures("no_config_file")  # every test starts with the built-in settings
 
 
 def test_built_in_defaults():

@@ -7,13 +7,13 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from children import children_running
 from mcp.server.mcpserver import MCPServer
 from mcp.types import Tool as ToolSpec
 from py_trees.common import Status
@@ -43,16 +43,7 @@ def server(**options) -> MCPToolProvider:
 
 def server_children() -> set[int]:
     """Live (not zombie) child processes of this test process that run the bundled server."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(ppid) == os.getpid() and state != "Z" and SERVER.name.encode() in cmdline:
-            found.add(int(stat.parent.name))
-    return found
+    return children_running(SERVER)
 
 
 def react(script: list, provider: MCPToolProvider) -> Agent:

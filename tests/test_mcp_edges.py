@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from children import children_running
 from mcp_test_server import PIXEL, make_server
 from openai_server import completion, json_reply
 from py_trees.common import Status
@@ -39,20 +40,6 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ch
 
 def tool_server(**options) -> MCPToolProvider:
     return MCPToolProvider(sys.executable, [str(TEST_SERVER)], name="test", **options)
-
-
-def children_running(script: Path) -> set[int]:
-    """Live (not zombie) processes started by this test process that run `script`."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(ppid) == os.getpid() and state != "Z" and script.name.encode() in cmdline:
-            found.add(int(stat.parent.name))
-    return found
 
 
 async def until(condition, what: str) -> None:

@@ -17,7 +17,7 @@ from runtime import (
     create_react_node,
     human,
 )
-from runtime.config import ModelResilienceConfig, reset_config_cache
+from runtime.config import ModelResilienceConfig
 from runtime.model import ModelConnectionError
 from runtime.state import InteractionKeys
 
@@ -180,16 +180,10 @@ async def test_a_host_cap_in_the_run_context_applies_to_every_loop():
     assert result.termination_reason == "max_iterations" and len(provider.requests) == 3
 
 
-async def test_a_host_cap_from_jianmu_yaml(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
-    (tmp_path / "jianmu.yaml").write_text("limits:\n  max_iterations_hard_limit: 1\n")
-    reset_config_cache()
-    try:
-        agent, provider = react([calc_call("1+1")] * 5, max_iterations=5)
-        result = await agent.run(QUESTION)
-    finally:
-        reset_config_cache()
+async def test_a_host_cap_from_jianmu_yaml(no_config_file):
+    (no_config_file / "jianmu.yaml").write_text("limits:\n  max_iterations_hard_limit: 1\n")
+    agent, provider = react([calc_call("1+1")] * 5, max_iterations=5)
+    result = await agent.run(QUESTION)
     assert result.termination_reason == "max_iterations" and len(provider.requests) == 1
 
 

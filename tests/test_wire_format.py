@@ -32,7 +32,7 @@ from runtime import (
     create_react_node,
     human,
 )
-from runtime.config import ModelResilienceConfig, reset_config_cache
+from runtime.config import ModelResilienceConfig
 from runtime.engine.events import EventType
 from runtime.model import ModelConfig, ModelHTTPError, ModelTimeoutError, OpenAICompatibleProvider
 from runtime.node import SimpleLLMNode
@@ -74,16 +74,6 @@ async def test_a_react_round_trip_sends_only_what_the_api_defines(server, provid
         {"id": "call_1", "type": "function", "function": {"name": "calculator",
                                                           "arguments": '{"expression": "25 * 4 + 10"}'}}]}
     assert tool_message == {"role": "tool", "content": "110", "tool_call_id": "call_1"}
-
-
-@pytest.fixture
-def no_config_file(tmp_path, monkeypatch):
-    """No jianmu.yaml anywhere: the built-in settings."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
-    reset_config_cache()
-    yield
-    reset_config_cache()
 
 
 async def test_no_sampling_parameter_is_sent_unless_configured(server, provider, no_config_file):
