@@ -105,7 +105,7 @@ from studio.widgets.events_pane import EventsPane  # noqa: E402
 from studio.widgets.state_pane import StatePane, qualified  # noqa: E402
 from studio.widgets.status_line import StatusLine  # noqa: E402
 from studio.widgets.timeline import Timeline  # noqa: E402
-from studio.widgets.tree_pane import TICKED, TreePane, node_label  # noqa: E402
+from studio.widgets.tree_pane import TICKED, TreePane, node_label, ticked_paths  # noqa: E402
 from studio.widgets.values import preview, summary  # noqa: E402
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -234,8 +234,7 @@ def _painted(*widgets) -> bool:
 
 def _tree_lines_current(pane: TreePane, session: DebugSession) -> bool:
     tree = pane.tree
-    last = session.last_report
-    ticked = set(last.ticked) if last is not None and session.viewing is None else set()
+    ticked = ticked_paths(session.frame.returns, session.last_report, session.viewing is None)
     top = tree.scroll_offset.y
     for line in range(top, top + tree.size.height):
         node = tree.get_node_at_line(line)
@@ -294,8 +293,8 @@ def _stale_reason(app: ProbedApp, tick: int) -> str:
     """Which part of the screen disagrees with the session (for a step that never showed)."""
     screen, session = app.main, app.session
     pane = screen.query_one(TreePane)
-    tree, last = pane.tree, session.last_report
-    ticked = set(last.ticked) if last is not None else set()
+    tree = pane.tree
+    ticked = ticked_paths(session.frame.returns, session.last_report, session.viewing is None)
     wrong = []
     for line in range(tree.scroll_offset.y, tree.scroll_offset.y + tree.size.height):
         node = tree.get_node_at_line(line)

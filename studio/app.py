@@ -38,7 +38,7 @@ from .widgets.node_detail import NodeDetailPane, full_values
 from .widgets.state_pane import StatePane
 from .widgets.status_line import StatusLine
 from .widgets.timeline import Timeline, field_of
-from .widgets.tree_pane import TreePane
+from .widgets.tree_pane import TreePane, ticked_paths
 
 if TYPE_CHECKING:
     from .screens.approval import Decision
@@ -185,10 +185,7 @@ class MainScreen(Screen):
         touched = {path for report in reports for path in (*report.changed, *report.ticked)}
         shape = session.tree_shape
         held = frame.held_returns is not None  # paused inside a tick: its record so far, and who is not reached yet
-        if frame.returns is not None:  # the frame's record: a past tick's, or a held one's so far
-            ticked = set(frame.returns.paths)
-        else:
-            ticked = set(last.ticked) if last is not None and viewing is None else set()
+        ticked = ticked_paths(frame.returns, last, viewing is None)
         breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape

@@ -330,14 +330,10 @@ class Frame:
     held_returns: Returns | None = None  # a tick held inside: what returned in it so far (the head frame's)
     pending: frozenset[str] = frozenset()  # ... and the nodes that have not returned in it yet
 
-    def ticked(self) -> set[str]:
-        """The nodes the frame's tick returned so far (a past frame: its checkpoint's tick; the head:
-        a held tick's, else empty: the session has the last report)."""
-        returns = self.returns
-        return set(returns.paths) if returns is not None else set()
-
     @property
     def returns(self) -> Returns | None:
+        """The record of the frame's tick: a past frame's checkpoint's; the head's while a tick is held
+        inside, so far (else None: the session has the last tick's report)."""
         return self.held_returns
 
     @property

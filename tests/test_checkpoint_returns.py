@@ -8,6 +8,7 @@ older store's) still reads.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from runtime.engine import EventType, ReactiveRunner, Returns, RuntimeEventBus
 from runtime.memory.checkpoint import CheckpointRecord
 from runtime.memory.checkpoint.model import TreePaths
 from runtime.memory.checkpoint.returns import ReturnsWriter
+from runtime.memory.checkpoint.trace import export_run
 
 
 async def test_each_checkpoint_reads_back_the_returns_of_its_tick(store):
@@ -40,6 +42,10 @@ async def test_each_checkpoint_reads_back_the_returns_of_its_tick(store):
     assert failed.returns.of("loop/round/done") == [Status.FAILURE] and failed.statuses["loop/round/done"] == "INVALID"
     stored = [event for _, event in store.events(runner.run_id) if event.type == EventType.NODE_RETURNED]
     assert stored == live and len(stored) == 3
+    trace = io.StringIO()
+    export_run(store, runner.run_id, trace)  # a trace exports them with the other events
+    assert [json.loads(line)["node"] for line in trace.getvalue().splitlines()
+            if json.loads(line)["type"] == "node.returned"] == ["loop/round/think", "loop/round/done", "loop/round"]
 
 
 def _wide(branches: int) -> py_trees.behaviour.Behaviour:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from py_trees.common import Status
 
+from runtime.engine import RuntimeEvent
+from studio.frames import StampedEvent, status_history
 from studio.session import DebugSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,5 +65,20 @@ async def test_a_recorded_run_and_the_past_view_read_the_record_from_the_store(t
     assert rows[3].summary.startswith("4 nodes")
     recorded.select_checkpoint(rows[2].id)  # tools running then; nothing runs at the recording's end
     assert recorded.running_nodes() == [TOOLS]
-    assert recorded.frame.ticked() == {f"{LOOP}/Calculator.llm", TOOLS, LOOP, "Calculator"}
+    assert list(recorded.frame.returns) == [(f"{LOOP}/Calculator.llm", Status.SUCCESS), (TOOLS, Status.RUNNING),
+                                            (LOOP, Status.RUNNING), ("Calculator", Status.RUNNING)]
     assert recorded.node_detail(DONE).history == []  # nothing later than tick 2 leaks into it
+
+
+def test_a_status_history_interleaves_the_returns_a_ticks_end_did_not_show():
+    def event(seq: int, kind: str, tick: int, **payload) -> StampedEvent:
+        return StampedEvent("main", RuntimeEvent(seq, kind, 0.0, tick, "n", "run", payload))
+
+    events = [event(1, "node.status", 1, old="INVALID", new="RUNNING"),
+              event(2, "node.returned", 2, status="FAILURE", end="SUCCESS"),  # ticked twice: FAILURE, then SUCCESS
+              event(3, "node.status", 2, old="RUNNING", new="SUCCESS"),
+              event(4, "node.returned", 3, status="FAILURE", end="SUCCESS"),  # failed, then put back as it was
+              event(5, "node.error", 3, error="boom")]
+    assert status_history(events) == [(1, "INVALID", "RUNNING"), (2, "RUNNING", "FAILURE"), (2, "FAILURE", "SUCCESS"),
+                                      (3, "SUCCESS", "FAILURE"), (3, "FAILURE", "SUCCESS")]
+    assert status_history(events[2:3]) == [(2, "RUNNING", "SUCCESS")]  # a lineage's events may start mid-run

@@ -11,8 +11,9 @@ work not started yet; an async node whose work is in flight is passed: the tick 
 after it), `step_into()` runs to the next boundary of any node. A held tick
 is resumed from that exact point by the next `step()`, `step_into()` or `run()`.
 
-Work a tick does only for observers (the per-node status diff, events) is done only when
-someone observes: a step report, a hook, or a subscriber to the event type. A runner on a
+Work a tick does only for observers (the record of what each node returned, the per-node
+status diff, events) is done only when someone observes: a step report, a hook, a checkpointer,
+or a subscriber to the event type; a tick held at a boundary always keeps its record so far. A runner on a
 large tree freezes what is alive when it first goes live, so the garbage collector's full
 collections stop walking the tree (`runtime.engine.long_lived` says what that means).
 """

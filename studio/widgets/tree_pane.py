@@ -31,7 +31,7 @@ from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 
-from runtime.engine.runner import TickReport
+from runtime.engine.record import Returns, TickReport
 
 from ..session import NodeView
 from .extent import FixedExtent
@@ -40,6 +40,14 @@ from .node_tree import NodeTree
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
 OPEN_LINES = 2_000  # a tree opens expanded, a level at a time, while it shows at most this many lines
+
+
+def ticked_paths(returns: Returns | None, last: TickReport | None, live: bool) -> set[str]:
+    """The lines highlighted as ticked: the frame's record (`returns`: a past tick's, or a held tick's
+    so far), else, live, the last tick's."""
+    if returns is not None:
+        return set(returns.paths)
+    return set(last.ticked) if last is not None and live else set()
 
 
 def node_label(view: NodeView, ticked: bool) -> Text:
