@@ -80,6 +80,7 @@ async def test_the_picker_tells_a_run_whose_writer_died_from_a_live_and_a_suspen
             (run,) = store.runs(dying_run)
             assert statuses() == {live_run: "running…", dying_run: f"abandoned, last seen {when(run.writer.seen)}",
                                   waiting: "suspended: waiting for approval"}
+            assert table.ordered_columns[2].content_width >= len(statuses()[dying_run])  # shown whole, not cut
         store.close()
     finally:
         for proc in (live, dying):

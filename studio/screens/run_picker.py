@@ -95,7 +95,7 @@ class RunPicker(Screen[str | None]):
                 table.sort("run", key=self._started.__getitem__, reverse=True)
             else:
                 for name, value in zip(COLUMNS, cells, strict=True):
-                    table.update_cell(run.run_id, name, value)
+                    table.update_cell(run.run_id, name, value, update_width=True)  # "abandoned, …" is wider
             self._cells[run.run_id] = cells
 
     def action_open(self) -> None:
