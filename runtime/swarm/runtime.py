@@ -152,6 +152,7 @@ class SwarmRuntime:
         self._host_context: RunContext | None = None  # the host's context: its I/O recorder records the agents' calls
         self._runner_watchers: list[Callable[[str, ReactiveRunner], Any]] = []
         self._started = asyncio.Event()  # set but while restored agents wait for `start_agents`
+        self._sketches: dict[tuple[str, ...], ReactiveRunner] = {}  # agents' trees built to be drawn, never run
         self._clear()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SwarmRuntime:
@@ -312,9 +313,12 @@ class SwarmRuntime:
 
     def sketch(self, saved: Mapping[str, Any]) -> ReactiveRunner:
         """A runner over the tree an agent of a saved record runs (`dump_agents()`), built by its
-        role's factory and never started: an agent's shape as a debugger shows it at a past
-        checkpoint. `SwarmError` when its role has no factory here."""
-        return self._build(SwarmAgent.load(saved)).make_runner()
+        role's factory and never started (so built once per agent): an agent's shape as a debugger
+        shows it at a past checkpoint. `SwarmError` when its role has no factory here."""
+        key = tuple(str(saved.get(name)) for name in ("id", "role", "task", "parent", "constraints"))
+        if key not in self._sketches:
+            self._sketches[key] = self._build(SwarmAgent.load(saved)).make_runner()
+        return self._sketches[key]
 
     @staticmethod
     def _as_agent(built: Any) -> Agent:
