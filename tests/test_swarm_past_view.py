@@ -12,7 +12,7 @@ from tui_fixtures import BOTH, settle, steady_terminal, studio_on, until  # noqa
 
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import open_store
-from studio.session import RunState
+from studio.session import DebugSession, RunState
 from studio.widgets.marks import MARKS
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
@@ -101,3 +101,13 @@ async def test_replaying_a_checkpoint_of_the_swarm_brings_its_agents_back_and_en
         await settle(app, pilot)
         assert session.root_status.name == "SUCCESS", session.failure
         assert session.state_snapshot()[""] == final
+
+
+async def test_an_agents_model_call_shows_the_conversation_recorded_with_its_host(tmp_path):
+    session = DebugSession.load(str(SWARM_CHAT), db=tmp_path / "runs.db")
+    await session.continue_()
+    calls = session.model_calls(RESEARCH_LLM)
+    assert [call.round for call in calls] == [0, 1]
+    first = session.model_call(calls[0])  # read from the store's recorded I/O, not only the events
+    assert first.messages[-1]["content"].startswith("Three hives hold 40,000 bees")
+    assert first.response["message"]["tool_calls"][0]["name"] == "calculator"
