@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 
@@ -17,6 +18,7 @@ from runtime import Agent, ModelClient, ReActState, RunContext, ScriptedProvider
 from runtime.memory.checkpoint import InMemoryCheckpointStore, IOReplayer, open_store
 from runtime.memory.checkpoint.agents import saved_agents
 from runtime.node import Node, Sequence
+from runtime.state import StateValidationError
 from runtime.swarm import SendMessage, SpawnAgent, SwarmRuntime, WaitForever, WaitMessage
 from runtime.swarm.mailbox import Mailbox, SwarmMessage
 from studio.loader import load_tree
@@ -328,3 +330,24 @@ async def test_the_agents_model_calls_are_recorded_with_the_host_and_a_replay_se
         assert replay.runner.state_manager.get("answer") == "42" and replayer.divergences == []
     finally:
         await replay.context.runtime.shutdown()
+
+
+async def test_a_fork_edits_an_agents_namespace_in_that_agents_own_state(tmp_path):
+    store = open_store(tmp_path / "runs.db")
+    original, _, _ = await run_sample(store)
+    await original.context.runtime.shutdown()
+    waiting = next(info for info in store.list(original.runner.run_id)
+                   if store.get(info.id).statuses.get("@writer/Writer/Wait for notes") == "RUNNING")
+    agent = load_tree(SAMPLE).agent
+    agent.runner = agent.make_runner(checkpointer=store)
+    swarm = agent.context.runtime
+    try:
+        with pytest.raises(StateValidationError, match="notes"):  # checked against the writer's schema
+            agent.runner.fork(waiting.id, state_updates={"@writer.notes": ["not", "text"]})
+        assert agent.runner.run_id is None and swarm.runners() == {}  # refused before anything changed
+        agent.runner.fork(waiting.id, state_updates={"@writer.draft": "an edited draft"})
+        assert swarm.runners()["writer"].state_manager.get("draft") == "an edited draft"
+        assert not any(ns and ns.startswith("@") for ns in agent.runner.state_manager.namespaces())
+    finally:
+        await swarm.shutdown()
+    store.close()
