@@ -22,7 +22,8 @@ handed to a receive that has not returned yet still counts as waiting. So a chec
 moment of the whole swarm.
 
 Restoring builds each agent again with its role's factory, loads its runner and state as
-saved, and runs on those that were running just before the host's next tick.
+saved, and runs on those that were running once the host runs again (its next tick, or a
+`run()` of a host restored finished).
 """
 
 from __future__ import annotations
@@ -197,9 +198,9 @@ class AgentCheckpoints:
     # -- restoring -------------------------------------------------------------------
     def restore(self, checkpoint: Checkpoint) -> None:
         """Build the checkpoint's agents again (`CheckpointError`, nothing changed, when one cannot be
-        built), load each agent's runner and state as saved, and run on those that were running
-        just before the host's next tick (call before the host runner's own `load`: its restart
-        of async work may wait for what the agents send)."""
+        built), load each agent's runner and state as saved, and run on those that were running once
+        the host runs again (call before the host runner's own `load`: its restart of async work,
+        just before its next tick, may wait for what the agents send)."""
         saved = saved_agents(checkpoint)
         swarm = swarm_of(self.runner)
         if swarm is None:
@@ -256,29 +257,23 @@ class AgentCheckpoints:
             if "done" in entry and hasattr(node, "resume_finished"):
                 node.resume_finished(Status(entry["done"]))
 
-    def live(self, state: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """A saved state with each saved reference to a live handle (a swarm, one of its members held
-        in state) replaced by that handle: the run's swarm's, or one the runner's state holds now."""
-        resolvers = [handle for handle in self._handles() if callable(getattr(handle, "resolve_reference", None))]
-        if not resolvers:
-            return {ns: dict(values) for ns, values in state.items()}
-        return {ns: {key: _resolved(value, resolvers) for key, value in values.items()} for ns, values in state.items()}
-
-    def _handles(self) -> list[Any]:
-        sm = self.runner.state_manager
-        found = [self.runner.context.runtime]
-        for ns in sm.namespaces():
-            found += [value for value in sm.stored_view(ns).values() if hasattr(value, "resolve_reference")]
-        return found
-
-
-def _resolved(value: Any, resolvers: list[Any]) -> Any:
-    if isinstance(value, Mapping):
-        for resolver in resolvers:
-            handle = resolver.resolve_reference(value)
-            if handle is not None:
-                return handle
-    return value
+    def live(self, state: Mapping[str, Mapping[str, Any]], holder: StateManager | None = None) -> dict[str, dict[str, Any]]:
+        """A saved state with each saved reference to a live handle (a swarm, or one of its members, held
+        in state) replaced by that handle: as the run's swarm resolves it, or the handle `holder` (the
+        state being restored over) holds under that key now. Only mappings are asked about: no stored
+        list is read."""
+        out = {ns: dict(values) for ns, values in state.items()}
+        for ns, values in out.items():
+            for key, value in values.items():
+                if isinstance(value, Mapping):
+                    now = holder.stored(key, ns or None) if holder is not None else None
+                    for resolver in (self.runner.context.runtime, now):
+                        resolve = getattr(resolver, "resolve_reference", None)
+                        handle = resolve(value) if callable(resolve) else None
+                        if handle is not None:
+                            values[key] = handle
+                            break
+        return out
 
 
 def _by_agent(checkpoint: Checkpoint, agent_ids: set[str]) -> dict[str, tuple[dict, dict, dict, dict]]:

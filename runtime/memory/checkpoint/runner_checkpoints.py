@@ -370,9 +370,9 @@ class RunnerCheckpoints:
     def _apply(self, cp: Checkpoint) -> None:
         runner = self.runner
         self.flush()
-        state, lists = host_part(cp)
-        state = self._agents.live(state)  # (references to live handles: resolved before the agents change)
         self._agents.restore(cp)  # first: nothing changes when an agent cannot be built
+        state, lists = host_part(cp)
+        state = self._agents.live(state, runner.state_manager)  # a saved swarm handle: the live one (its agents now)
         self._restoring = True
         try:
             runner.stop()  # cancels tasks in flight; their late writes are dropped (pitfall 6)
