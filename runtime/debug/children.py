@@ -27,6 +27,7 @@ from typing import Any
 from ..engine.runner import ReactiveRunner, TickReport
 from ..memory.checkpoint import Checkpoint
 from ..memory.checkpoint.agents import RUNNER, saved_agents
+from ..state import StateManager
 from ..swarm.naming import PREFIX, split_agent_namespace
 from ..swarm.naming import agent_namespace as child_namespace
 from ..swarm.naming import agent_path as child_path
@@ -50,6 +51,16 @@ def agents_state(host: ReactiveRunner) -> dict[str, dict[str, Any]]:
     host's checkpoints hold of them."""
     return {child_namespace(agent_id, ns): runner.state_manager.stored_view(ns)
             for agent_id, runner in agent_runners(host).items() for ns in runner.state_manager.namespaces()}
+
+
+def state_manager_of(host: ReactiveRunner, namespace: str | None) -> tuple[StateManager, str | None] | None:
+    """(the state manager holding a namespace as a debugger names it, the namespace there): the host's, or
+    for `@agent[.ns]` that agent's; None for an agent not there."""
+    if not namespace or not namespace.startswith(PREFIX):
+        return host.state_manager, namespace or None
+    runners = agent_runners(host)
+    found = split_agent_namespace(namespace, runners)
+    return (runners[found[0]].state_manager, found[1]) if found is not None else None
 
 
 def hanging_line(spawned_by: str | None, parent_root: str | None, host_root: str) -> str:
@@ -221,4 +232,4 @@ def _sketched(swarm: Any, saved: Mapping[str, Any]) -> ReactiveRunner | None:
 
 
 __all__ = ["PREFIX", "PastAgents", "SwarmChildren", "agent_runners", "agents_state", "child_namespace", "child_path",
-           "hanging_line", "refused_moment", "split_child_path", "swarm_of"]
+           "hanging_line", "refused_moment", "split_child_path", "state_manager_of", "swarm_of"]

@@ -25,7 +25,7 @@ from ..engine.behaviour import JianmuNodeMixin, binding_key
 from ..engine.runner import ReactiveRunner
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
 from ..node.composites import loop_counter
-from .children import PastAgents, agents_state
+from .children import PastAgents, agents_state, state_manager_of
 from .names import State, StateNames
 from .protocol import ProtocolError
 
@@ -185,7 +185,8 @@ class RunPast:
 
     # -- what changed, as the studio marks it ----------------------------------------
     def wrote(self, namespace: str | None, keys: Any, *, between: bool) -> None:
-        """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved)."""
+        """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved); a
+        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`)."""
         where = (self.branch, self.runner.tick_count, between)
         written = self._writes.pop(where, None) or set()
         written.update((namespace or "", self.names.key(key) if not namespace else key) for key in keys)
@@ -221,15 +222,15 @@ class RunPast:
             self._head = (head, checkpoint.tick, self.names.state(checkpoint.state),
                           {key: [key, old, between] for key, old, _, between in self.marks(checkpoint)})
         _, tick, saved, marks = self._head
-        sm = self.runner.state_manager
         if whole:  # the swarm's agents' namespaces too, as the checkpoints hold them
-            now = self.names.state({**sm.snapshot(), **agents_state(self.runner)})
+            now = self.names.state({**self.runner.state_manager.snapshot(), **agents_state(self.runner)})
         else:  # written after the checkpoint, or during the next tick (held before a node)
             now, then = {}, {}
             for ns, key in {*self._writes.get((self.branch, tick, True), ()),
                             *self._writes.get((self.branch, tick + 1, False), ())}:
-                if sm.contains(key, ns or None):
-                    now.setdefault(ns, {})[key] = sm.get(key, ns or None)
+                sm, local = state_manager_of(self.runner, ns) or (None, None)  # (an agent's: its own)
+                if sm is not None and sm.contains(key, local):
+                    now.setdefault(ns, {})[key] = sm.get(key, local)
                 if key in saved.get(ns, {}):
                     then.setdefault(ns, {})[key] = saved[ns][key]
             now, saved = self.names.state(now), then
