@@ -19,7 +19,7 @@ from runtime.memory.checkpoint import InMemoryCheckpointStore, IOReplayer, open_
 from runtime.memory.checkpoint.agents import saved_agents
 from runtime.node import Node, Sequence
 from runtime.state import StateValidationError
-from runtime.swarm import SendMessage, SpawnAgent, SwarmRuntime, WaitForever, WaitMessage
+from runtime.swarm import SendMessage, SpawnAgent, SwarmNode, SwarmRuntime, WaitForever, WaitMessage
 from runtime.swarm.mailbox import Mailbox, SwarmMessage
 from studio.loader import load_tree
 
@@ -351,3 +351,63 @@ async def test_a_fork_edits_an_agents_namespace_in_that_agents_own_state(tmp_pat
     finally:
         await swarm.shutdown()
     store.close()
+
+
+def helper(agent) -> Agent:
+    return Agent(Sequence("Helper", memory=True, children=[
+        SendMessage("Hi", to_agent_id=agent.parent, message="hi from the helper")]), state_schema=WorkerState)
+
+
+def lead(agent) -> Agent:
+    """An agent whose tree compiles a subtree when first reached (a swarm node): it hires a helper."""
+    def coordinate():
+        return Sequence("Coordinate", memory=True, children=[
+            SpawnAgent("Hire helper", role="helper", agent_id="helper"),
+            WaitMessage("Hear", from_agent_id="helper", timeout=30).bind(outputs={"message": "result"})])
+
+    return Agent(Sequence("Lead", memory=True, children=[
+        SwarmNode("Team", coordinate, roles={"helper": helper}).bind(outputs={"swarm_result": "order"}),
+        SendMessage("Tell", to_agent_id="host").bind(inputs={"message": "order"})]), state_schema=WorkerState)
+
+
+def leading_host(store) -> Agent:
+    root = Sequence("Host", memory=True, children=[
+        SpawnAgent("Hire", role="lead", agent_id="lead"),
+        WaitMessage("Wait", from_agent_id="lead", timeout=30).bind(outputs={"message": "reply"})])
+    agent = Agent(root, state_schema=HostState, context=RunContext(runtime=SwarmRuntime(roles={"lead": lead})))
+    agent.runner = agent.make_runner(checkpointer=store)
+    return agent
+
+
+async def test_an_agents_subtree_compiled_before_the_checkpoint_is_compiled_again_by_a_restore():
+    store = InMemoryCheckpointStore()
+    agent = leading_host(store)
+    swarm, runner = agent.context.runtime, agent.runner
+    gate = asyncio.Event()
+
+    async def hold_the_helper(_runner, _tick) -> None:
+        await gate.wait()
+
+    swarm.watch_runners(lambda agent_id, child: child.add_tick_hook(before=hold_the_helper) if agent_id == "helper"
+                        else None)
+    try:
+        while runner.nodes["Host/Wait"].status != Status.RUNNING:
+            await asyncio.wait_for(runner.step(), 10)
+        await until(lambda: "lead" in swarm.runners() and "Lead/Team/Coordinate/Hear" in swarm.runners()["lead"].nodes
+                    and swarm.runners()["lead"].nodes["Lead/Team/Coordinate/Hear"].status == Status.RUNNING)
+        runner.signal()
+        await asyncio.wait_for(runner.step(), 10)  # saved: the lead's subtree compiled, waiting for the helper
+        saved = store.get(store.latest(runner.run_id).id)
+        assert saved.statuses["@lead/Lead/Team/Coordinate/Hear"] == "RUNNING"
+        gate.set()
+        assert (await asyncio.wait_for(agent.run(), 10)).ok
+        again = leading_host(store)
+        again.runner.restore(saved.id)
+        assert "Lead/Team/Coordinate/Hear" in again.context.runtime.runners()["lead"].nodes
+        result = await asyncio.wait_for(again.run(), 10)
+        assert result.ok, result.error
+        assert again.runner.state_manager.get("reply") == "hi from the helper"
+        await again.context.runtime.shutdown()
+    finally:
+        gate.set()
+        await swarm.shutdown()

@@ -344,19 +344,18 @@ class SwarmRuntime:
     def _forward(self, agent_id: str, event: RuntimeEvent) -> None:
         self._publish(event.type, {"agent": agent_id, **event.payload}, self.locate(agent_id, event.node))
 
-    def _make_runner(self, agent_id: str, child: Agent) -> ReactiveRunner:
-        """What child.run() would build: built here, shown first (the watchers told before its first tick)."""
-        child.runner = child.make_runner()
+    def _tell_watchers(self, agent_id: str, runner: ReactiveRunner) -> None:
+        """An agent's runner is built: the watchers hear of it before its first tick."""
         for watcher in tuple(self._runner_watchers):
-            watcher(agent_id, child.runner)
-        return child.runner
+            watcher(agent_id, runner)
 
     async def _run(self, record: SwarmAgent, child: Agent, input_data: Mapping[str, Any] | None) -> None:
         """The agent's run to its end: a fresh one from `input_data`, or (a restored agent, its runner
         loaded) on from where its checkpoint left it."""
         try:
             if child.runner is None:
-                self._make_runner(record.id, child)
+                child.runner = child.make_runner()  # what child.run() would build: built here, shown first
+                self._tell_watchers(record.id, child.runner)
             result = await child.run(input_data=input_data)
         except asyncio.CancelledError:
             self._finish(record, "cancelled")
@@ -440,17 +439,27 @@ class SwarmRuntime:
             saved[agent_id] = {**record.dump(), "mailbox": dump_messages(self._mailboxes[agent_id].messages())}
         return saved
 
-    def load_agents(self, saved: Mapping[str, Mapping[str, Any]], host: ReactiveRunner,
-                    run_id: str | None) -> dict[str, ReactiveRunner]:
-        """The swarm as `dump_agents()` gave it, for the run `run_id` of `host` (its bus, its context): each agent
-        built again by its role's factory (all of them first: `SwarmError` changes nothing), with a
-        runner of its own, built and not started; then the agents of now cancelled without a word,
-        and the saved ones, their mailboxes, groups and topics put in their place. Returns the
-        runners, by agent id, for the caller to load with their saved statuses and state;
-        `start_agents()` runs on those that were running."""
-        self._host_context = host.context
+    def load_agents(self, saved: Mapping[str, Mapping[str, Any]], host: ReactiveRunner, run_id: str | None,
+                    prepare: Callable[[str, ReactiveRunner], Any]) -> None:
+        """The swarm as `dump_agents()` gave it, for the run `run_id` of `host` (its bus, its context).
+        First each agent is built again by its role's factory, in the order they were spawned, with a
+        runner of its own that `prepare(agent id, runner)` loads as saved (compiling the subtrees it
+        had compiled may register the roles of the agents it spawned); an exception there changes
+        nothing. Then the agents of now are cancelled without a word, and the saved ones, their
+        mailboxes, groups and topics put in their place; `start_agents()` runs on those that were
+        running."""
         records = {agent_id: SwarmAgent.load(data) for agent_id, data in saved.items() if agent_id}
-        children = {agent_id: self._build(record) for agent_id, record in records.items() if agent_id != self.host_id}
+        context, self._host_context = self._host_context, host.context  # (their calls: the host's recorder)
+        children: dict[str, Agent] = {}
+        try:
+            for agent_id, record in records.items():
+                if agent_id != self.host_id:
+                    child = children[agent_id] = self._build(record)
+                    child.runner = child.make_runner()
+                    prepare(agent_id, child.runner)
+        except BaseException:
+            self._host_context = context
+            raise
         for agent_id, task in self._tasks.items():
             self._agents[agent_id].status = "cancelled"  # what was running belongs to another timeline
             task.cancel()
@@ -467,7 +476,8 @@ class SwarmRuntime:
         self._unstarted = [agent_id for agent_id in children if records[agent_id].status == "running"]
         if self._unstarted:
             self._started.clear()
-        return {agent_id: self._make_runner(agent_id, child) for agent_id, child in children.items()}
+        for agent_id, child in children.items():
+            self._tell_watchers(agent_id, child.runner)
 
     def start_agents(self) -> None:
         """Run on the restored agents that were running, each from where its loaded runner stands (one

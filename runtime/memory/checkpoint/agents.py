@@ -37,6 +37,7 @@ from ...engine.capture import RunnerState
 from ...engine.events import EventType
 from ...state import GLOBAL, StateManager
 from ...swarm.naming import PREFIX, agent_namespace, agent_path, split_agent_namespace, split_agent_path
+from .deferred import compile_deferred
 from .model import Checkpoint, jsonable
 from .positions import resumable_models
 from .store import CheckpointError
@@ -51,13 +52,14 @@ class Swarm(Protocol):
     """What a host's `RunContext.runtime` offers to have its agents recorded with the host's checkpoints."""
 
     run_id: str | None  # the host run it belongs to (None: not used yet)
+    host_id: str
 
     def runners(self) -> dict[str, ReactiveRunner]: ...
 
     def dump_agents(self) -> dict[str, dict[str, Any]]: ...
 
-    def load_agents(self, saved: Mapping[str, Mapping[str, Any]], host: ReactiveRunner,
-                    run_id: str | None) -> dict[str, ReactiveRunner]: ...
+    def load_agents(self, saved: Mapping[str, Mapping[str, Any]], host: ReactiveRunner, run_id: str | None,
+                    prepare: Callable[[str, ReactiveRunner], Any]) -> None: ...
 
     def start_agents(self) -> None: ...
 
@@ -208,17 +210,21 @@ class AgentCheckpoints:
                 raise CheckpointError(f"checkpoint {checkpoint.id} holds a swarm's agents, and this runner's "
                                       "context has none (RunContext.runtime)")
             return
+        parts = _by_agent(checkpoint, set(saved) - {""})
+
+        def prepare(agent_id: str, runner: ReactiveRunner) -> None:
+            statuses, resume, state, lists = parts[agent_id]
+            if RUNNER in saved[agent_id]:  # (else it had not started: it starts afresh)
+                compile_deferred(runner, checkpoint.id, resume, state, lists)  # its subtrees compiled then
+                self._load_runner(runner, saved[agent_id][RUNNER], statuses, resume, self.live(state), lists)
+
         try:
-            runners = swarm.load_agents(saved, self.runner, checkpoint.run_id)
+            swarm.load_agents(saved, self.runner, checkpoint.run_id, prepare)
         except RuntimeError as exc:  # a SwarmError: a role with no factory here, a factory that raised
             raise CheckpointError(f"checkpoint {checkpoint.id}: {exc}") from None
-        parts = _by_agent(checkpoint, set(runners))
-        for agent_id, runner in runners.items():
-            statuses, resume, state, lists = parts.get(agent_id, ({}, {}, {}, {}))
-            if RUNNER in saved[agent_id]:
-                self._load_runner(runner, saved[agent_id][RUNNER], statuses, resume, self.live(state), lists)
         self._drop_start()
-        if any(saved[agent_id].get("status") == "running" for agent_id in runners):
+        if any(record.get("status") == "running" for agent_id, record in saved.items()
+               if agent_id not in ("", swarm.host_id)):
             self._start_with_host(swarm, checkpoint.run_id)
 
     def _start_with_host(self, swarm: Swarm, run_id: str) -> None:

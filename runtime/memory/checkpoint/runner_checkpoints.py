@@ -37,6 +37,7 @@ from ...engine.capture import RunnerState
 from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
+from .deferred import compile_deferred
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
 from .positions import resumable_models
 from .store import CheckpointError, CheckpointStore, StoreError
@@ -311,27 +312,8 @@ class RunnerCheckpoints:
         return checkpoint
 
     def compile_deferred(self, checkpoint: Checkpoint) -> tuple[str, ...]:
-        """Compile the deferred subtrees the checkpoint had compiled (outer ones first) from its
-        state, so their nodes have paths before anything is matched by path. Returns the path
-        prefixes of subtrees compiled here but not then (they stay: a node compiles once)."""
-        view, later = None, []
-        for path in sorted(checkpoint.resume, key=lambda p: p.count("/")):
-            node = self.runner.nodes.get(path)
-            data = (checkpoint.resume[path] or {}).get("data")
-            if node is None or not isinstance(data, Mapping) or "compiled" not in data:
-                continue
-            compiled = node.dump_resume_state().get("compiled")
-            if compiled and not data["compiled"]:
-                later.append(path + "/")
-            elif data["compiled"] and not compiled:
-                if view is None:
-                    view = StateManager(self.runner.state_manager.schema)
-                    view.restore(checkpoint.state, trusted=checkpoint.lists)
-                try:
-                    node.compile_from(view)
-                except Exception as exc:
-                    raise CheckpointError(f"checkpoint {checkpoint.id}: cannot compile {path!r} again: {exc}") from exc
-        return tuple(later)
+        """The runner's deferred subtrees the checkpoint had compiled, compiled (`deferred.compile_deferred`)."""
+        return compile_deferred(self.runner, checkpoint.id, checkpoint.resume, checkpoint.state, checkpoint.lists)
 
     def _decode_lists(self, cp: Checkpoint, lazy: bool) -> Checkpoint:
         """Put the checkpoint's stored lists into its state, validated: from a list decoded for an
