@@ -15,6 +15,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime import Agent, ModelClient, ReActState, RunContext, ScriptedProvider, create_react_node
+from runtime.debug.children import PastAgents
 from runtime.memory.checkpoint import InMemoryCheckpointStore, IOReplayer, open_store
 from runtime.memory.checkpoint.agents import saved_agents
 from runtime.node import Node, Sequence
@@ -402,6 +403,8 @@ async def test_an_agents_subtree_compiled_before_the_checkpoint_is_compiled_agai
         gate.set()
         assert (await asyncio.wait_for(agent.run(), 10)).ok
         again = leading_host(store)
+        drawn = PastAgents(again.runner, store.get(saved.id)).nodes  # a past view of it, the lead not running here
+        assert drawn["@lead/Lead/Team/Coordinate/Hear"].name == "Hear"
         again.runner.restore(saved.id)
         assert "Lead/Team/Coordinate/Hear" in again.context.runtime.runners()["lead"].nodes
         result = await asyncio.wait_for(again.run(), 10)

@@ -21,12 +21,14 @@ attached from another process (which sends the agents' nodes and namespaces by t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..engine.runner import ReactiveRunner, TickReport
-from ..memory.checkpoint import Checkpoint
-from ..memory.checkpoint.agents import RUNNER, saved_agents
+from ..memory.checkpoint import Checkpoint, CheckpointError
+from ..memory.checkpoint.agents import RUNNER, agent_parts, saved_agents
+from ..memory.checkpoint.deferred import compile_deferred
 from ..state import StateManager
 from ..swarm.naming import PREFIX, split_agent_namespace
 from ..swarm.naming import agent_namespace as child_namespace
@@ -177,7 +179,7 @@ class PastAgents:
             runner = live.get(agent_id)
             record = swarm.agents.get(agent_id) if swarm is not None else None
             if runner is None or record is None or record.role != saved[agent_id].get("role"):
-                runner = _sketched(swarm, saved[agent_id])
+                runner = _sketched(swarm, saved[agent_id], checkpoint, agent_id)
             if runner is not None:
                 self.runners[agent_id] = runner
         self.nodes: dict[str, Any] = {child_path(agent_id, path): node for agent_id, runner in self.runners.items()
@@ -222,13 +224,21 @@ class PastAgents:
         return state, lists, child_namespace(agent_id, None)
 
 
-def _sketched(swarm: Any, saved: Mapping[str, Any]) -> ReactiveRunner | None:
-    """A tree the agent's role builds, to draw a past agent that does not run now; None when its role
-    has no factory here (the checkpoint still shows its state)."""
+def _sketched(swarm: Any, saved: Mapping[str, Any], checkpoint: Checkpoint, agent_id: str) -> ReactiveRunner | None:
+    """A tree the agent's role builds, to draw a past agent that does not run now, with the subtrees it
+    had compiled by the checkpoint compiled; None when its role has no factory here (the checkpoint
+    still shows its state)."""
     try:
-        return swarm.sketch(saved) if swarm is not None else None
+        runner = swarm.sketch(saved) if swarm is not None else None
     except RuntimeError:
         return None
+    prefix = child_path(agent_id, None) + "/"
+    if runner is not None and any(path.startswith(prefix) and path[len(prefix):] not in runner.nodes
+                                  for path in checkpoint.statuses):
+        statuses, resume, state, lists = agent_parts(checkpoint, {agent_id})[agent_id]
+        with contextlib.suppress(CheckpointError):  # (drawn as far as it compiles)
+            compile_deferred(runner, checkpoint.id, resume, state, lists)
+    return runner
 
 
 __all__ = ["PREFIX", "PastAgents", "SwarmChildren", "agent_runners", "agents_state", "child_namespace", "child_path",

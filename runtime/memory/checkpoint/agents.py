@@ -210,7 +210,7 @@ class AgentCheckpoints:
                 raise CheckpointError(f"checkpoint {checkpoint.id} holds a swarm's agents, and this runner's "
                                       "context has none (RunContext.runtime)")
             return
-        parts = _by_agent(checkpoint, set(saved) - {""})
+        parts = agent_parts(checkpoint, set(saved) - {""})
 
         def prepare(agent_id: str, runner: ReactiveRunner) -> None:
             statuses, resume, state, lists = parts[agent_id]
@@ -282,7 +282,7 @@ class AgentCheckpoints:
         return out
 
 
-def _by_agent(checkpoint: Checkpoint, agent_ids: set[str]) -> dict[str, tuple[dict, dict, dict, dict]]:
+def agent_parts(checkpoint: Checkpoint, agent_ids: set[str]) -> dict[str, tuple[dict, dict, dict, dict]]:
     """The checkpoint's statuses, resume entries, state and stored lists of each agent, named as in
     the agent's own runner (its paths, its namespaces)."""
     parts: dict[str, tuple[dict, dict, dict, dict]] = {agent_id: ({}, {}, {}, {}) for agent_id in agent_ids}
@@ -310,4 +310,4 @@ def host_part(checkpoint: Checkpoint) -> tuple[dict[str, dict[str, Any]], dict[s
             {ns: lists for ns, lists in checkpoint.lists.items() if not ns.startswith(PREFIX)})
 
 
-__all__ = ["AgentCheckpoints", "Swarm", "host_part", "is_agent_path", "saved_agents", "swarm_of"]
+__all__ = ["AgentCheckpoints", "Swarm", "agent_parts", "host_part", "is_agent_path", "saved_agents", "swarm_of"]
