@@ -203,14 +203,29 @@ def worker(agent) -> Agent:
     ]), state_schema=WorkerState)
 
 
-def ordering_host(store) -> Agent:
+def hiring_host(store, role: str, factory, *, task: str = "", between=()) -> Agent:
+    """A host recording into `store` that hires one agent of `role` (its id the role's name), runs `between`,
+    then waits for the agent's message into `reply`."""
     root = Sequence("Host", memory=True, children=[
-        SpawnAgent("Hire", role="worker", agent_id="w"),
-        SendMessage("Order", to_agent_id="w", message="build it"),
-        WaitMessage("Wait for report", from_agent_id="w", timeout=30).bind(outputs={"message": "reply"})])
-    agent = Agent(root, state_schema=HostState, context=RunContext(runtime=SwarmRuntime(roles={"worker": worker})))
+        SpawnAgent("Hire", role=role, agent_id=role, task=task), *between,
+        WaitMessage("Wait", from_agent_id=role, timeout=30).bind(outputs={"message": "reply"})])
+    agent = Agent(root, state_schema=HostState, context=RunContext(runtime=SwarmRuntime(roles={role: factory})))
     agent.runner = agent.make_runner(checkpointer=store)
     return agent
+
+
+def ordering_host(store) -> Agent:
+    return hiring_host(store, "worker", worker, between=[SendMessage("Order", to_agent_id="worker", message="build it")])
+
+
+async def run_to_reply(agent: Agent) -> str:
+    """A (restored) host run to its end: the reply its agent sent."""
+    try:
+        result = await asyncio.wait_for(agent.run(), 10)
+        assert result.ok, result.error
+        return agent.runner.state_manager.get("reply")
+    finally:
+        await agent.context.runtime.shutdown()
 
 
 async def until(condition) -> None:
@@ -236,21 +251,18 @@ async def test_work_an_agent_finished_but_has_not_ticked_yet_is_reported_after_a
     try:
         while runner.nodes["Host/Order"].status != Status.RUNNING:  # its message goes once the tick ends
             await asyncio.wait_for(runner.step(), 10)
-        await until(lambda: "w" in swarm.runners()
-                    and swarm.runners()["w"].nodes["Worker/Wait for order"].finished_work() == Status.SUCCESS)
+        await until(lambda: "worker" in swarm.runners()
+                    and swarm.runners()["worker"].nodes["Worker/Wait for order"].finished_work() == Status.SUCCESS)
         await asyncio.wait_for(runner.step(), 10)  # saved: the worker's wait done, not reported yet
         saved = store.get(store.latest(runner.run_id).id)
-        assert saved.resume["@w/Worker/Wait for order"]["done"] == "SUCCESS"
-        assert saved.statuses["@w/Worker/Wait for order"] == "RUNNING"
-        assert saved_agents(saved)["w"]["mailbox"] == [] and saved.state["@w"]["order"] == "build it"
+        assert saved.resume["@worker/Worker/Wait for order"]["done"] == "SUCCESS"
+        assert saved.statuses["@worker/Worker/Wait for order"] == "RUNNING"
+        assert saved_agents(saved)["worker"]["mailbox"] == [] and saved.state["@worker"]["order"] == "build it"
         gate.set()
         assert (await asyncio.wait_for(agent.run(), 10)).ok
         again = ordering_host(store)
         again.runner.restore(saved.id)
-        result = await asyncio.wait_for(again.run(), 10)
-        assert result.ok, result.error
-        assert again.runner.state_manager.get("reply") == "build it"
-        await again.context.runtime.shutdown()
+        assert await run_to_reply(again) == "build it"
     finally:
         gate.set()
         await swarm.shutdown()
@@ -293,10 +305,6 @@ async def test_a_swarm_handle_held_in_state_is_saved_as_a_reference_and_restored
         await swarm.shutdown()
 
 
-class AskerHost(BaseModel):
-    answer: str = ""
-
-
 def asking_host(store, answer: str) -> Agent:
     """A host that hires a ReAct agent (its scripted model answers `answer`) and waits for its reply."""
     def asker(agent) -> Agent:
@@ -305,12 +313,7 @@ def asking_host(store, answer: str) -> Agent:
             create_react_node(name="Ask", model_client=client),
             SendMessage("Reply", to_agent_id="host").bind(inputs={"message": "final_answer"})]), state_schema=ReActState)
 
-    root = Sequence("Host", memory=True, children=[
-        SpawnAgent("Hire", role="asker", agent_id="q", task="What is the answer?"),
-        WaitMessage("Wait", from_agent_id="q", timeout=30).bind(outputs={"message": "answer"})])
-    agent = Agent(root, state_schema=AskerHost, context=RunContext(runtime=SwarmRuntime(roles={"asker": asker})))
-    agent.runner = agent.make_runner(checkpointer=store)
-    return agent
+    return hiring_host(store, "asker", asker, task="What is the answer?")
 
 
 async def test_the_agents_model_calls_are_recorded_with_the_host_and_a_replay_serves_them():
@@ -319,7 +322,7 @@ async def test_the_agents_model_calls_are_recorded_with_the_host_and_a_replay_se
     assert (await asyncio.wait_for(original.run(), 10)).ok
     await original.context.runtime.shutdown()
     run_id = original.runner.run_id
-    assert store.get_io(run_id, "model", "@q/Asker/Ask/Ask.loop/Ask.llm", 0, 0) is not None
+    assert store.get_io(run_id, "model", "@asker/Asker/Ask/Ask.loop/Ask.llm", 0, 0) is not None
     replay = asking_host(store, "a different answer")  # what its model would say now, live
     replay.runner.restore(store.list(run_id)[1].id)  # before the agent was hired
     replayer = IOReplayer(store, run_id, strict=True)
@@ -328,7 +331,7 @@ async def test_the_agents_model_calls_are_recorded_with_the_host_and_a_replay_se
     try:
         result = await asyncio.wait_for(replay.run(), 10)
         assert result.ok, result.error
-        assert replay.runner.state_manager.get("answer") == "42" and replayer.divergences == []
+        assert replay.runner.state_manager.get("reply") == "42" and replayer.divergences == []
     finally:
         await replay.context.runtime.shutdown()
 
@@ -371,18 +374,9 @@ def lead(agent) -> Agent:
         SendMessage("Tell", to_agent_id="host").bind(inputs={"message": "order"})]), state_schema=WorkerState)
 
 
-def leading_host(store) -> Agent:
-    root = Sequence("Host", memory=True, children=[
-        SpawnAgent("Hire", role="lead", agent_id="lead"),
-        WaitMessage("Wait", from_agent_id="lead", timeout=30).bind(outputs={"message": "reply"})])
-    agent = Agent(root, state_schema=HostState, context=RunContext(runtime=SwarmRuntime(roles={"lead": lead})))
-    agent.runner = agent.make_runner(checkpointer=store)
-    return agent
-
-
 async def test_an_agents_subtree_compiled_before_the_checkpoint_is_compiled_again_by_a_restore():
     store = InMemoryCheckpointStore()
-    agent = leading_host(store)
+    agent = hiring_host(store, "lead", lead)
     swarm, runner = agent.context.runtime, agent.runner
     gate = asyncio.Event()
 
@@ -402,15 +396,12 @@ async def test_an_agents_subtree_compiled_before_the_checkpoint_is_compiled_agai
         assert saved.statuses["@lead/Lead/Team/Coordinate/Hear"] == "RUNNING"
         gate.set()
         assert (await asyncio.wait_for(agent.run(), 10)).ok
-        again = leading_host(store)
+        again = hiring_host(store, "lead", lead)
         drawn = PastAgents(again.runner, store.get(saved.id)).nodes  # a past view of it, the lead not running here
         assert drawn["@lead/Lead/Team/Coordinate/Hear"].name == "Hear"
         again.runner.restore(saved.id)
         assert "Lead/Team/Coordinate/Hear" in again.context.runtime.runners()["lead"].nodes
-        result = await asyncio.wait_for(again.run(), 10)
-        assert result.ok, result.error
-        assert again.runner.state_manager.get("reply") == "hi from the helper"
-        await again.context.runtime.shutdown()
+        assert await run_to_reply(again) == "hi from the helper"
     finally:
         gate.set()
         await swarm.shutdown()
