@@ -52,7 +52,7 @@ from runtime.state import InteractionKeys, StateValidationError
 
 from .breakpoint_list import BreakpointListMixin
 from .breakpoints import Breakpoint, BreakpointError
-from .children import SwarmChildren, child_path, split_child_path
+from .children import SwarmChildren, agents_state, child_path, split_child_path
 from .edits import EditError, EditsMixin, StagedEdits
 from .failure import Failure, failure_of
 from .follow import FINAL, Landed, RunFollower, ending, following
@@ -74,8 +74,7 @@ from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatus
 
 Listener = Callable[[str, Any], None]
 EVENT_BUFFER = 50_000
-_WATCHED = frozenset({EventType.SWARM_AGENT_SPAWNED, EventType.NODE_ERROR,  # events the session acts on itself
-                      EventType.STATE_CHANGED})
+_WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events the session acts on itself
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 
 
@@ -242,8 +241,6 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps, say so then
                 with contextlib.suppress(RuntimeError):  # (no loop runs: nothing is asked between steps)
                     asyncio.get_running_loop().call_soon(self._noticed_interaction)
-        elif event.type == EventType.SWARM_AGENT_SPAWNED:
-            self.children.on_event(event)
         elif event.payload.get("error", "").startswith("ReplayDivergence"):  # a node.error
             self._divergence = event.payload["error"]
 
@@ -267,9 +264,14 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         runner = self.runner
         head, sm = runner.checkpoints.head, runner.state_manager
         if head is not None:
+            paths, statuses = runner.status_lists()
+            agents = self.children.runners()
+            if agents:  # the checkpoint holds its swarm's agents too
+                paths = [*paths, *(child_path(a, path) for a, r in agents.items() for path in r.nodes)]
+                statuses = [*statuses, *(node.status for r in agents.values() for node in r.nodes.values())]
             self.timeline.remember(head, Saved(
-                runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses(*runner.status_lists()), frozenset(transient)))
+                runner.tick_count, {**{ns or "": sm.stored_view(ns) for ns in sm.namespaces()}, **agents_state(runner)},
+                TakenStatuses(paths, statuses), frozenset(transient)))
 
     def _set_state(self, state: RunState, message: str | None = None) -> None:
         if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the
@@ -327,8 +329,12 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return self._index[1]
 
     def node_status(self, path: str) -> Status:
-        """A node's status in the frame shown (a swarm agent's: live)."""
-        return self._child_view(path).status if split_child_path(path) is not None else self.frame.status(path)
+        """A node's status in the frame shown (a swarm agent's: live, or as the checkpoint viewed holds it)."""
+        return self._child_view(path).status if self._live_agent(path) else self.frame.status(path)
+
+    def _live_agent(self, path: str) -> bool:
+        """A swarm agent's node shown live (in the past, the frame draws the agents it holds)."""
+        return self.viewing is None and split_child_path(path) is not None
 
     def node_statuses(self) -> dict[str, Status]:
         """Every node's status in the frame shown, at once: restating 10,000 tree lines a
@@ -341,7 +347,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def node_view(self, path: str) -> NodeView:
         self._node(path)
-        if split_child_path(path) is not None:
+        if self._live_agent(path):
             return self._child_view(path)
         view = self.frame.node_view(path, self._breakpoint_paths())
         if self.viewing is None:  # the agents this node spawned hang under it
@@ -373,7 +379,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def node_detail(self, path: str) -> NodeDetail:
         node = self._node(path)
-        if split_child_path(path) is not None:
+        if self._live_agent(path):
             return self._child_detail(path, node)
         detail = self.frame.node_detail(path, self._breakpoint_paths())
         failure = self.failure
@@ -391,10 +397,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return NodeDetail(view, ports, [], error.error if error else None, error.traceback if error else None)
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
-        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in);
-        live, each swarm agent's namespaces too."""
-        state = self.frame.state()
-        return {**state, **self.children.snapshot()} if self.viewing is None else state
+        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in), a
+        swarm agent's (`@agent`) included."""
+        return self.frame.state()
 
     def marks(self) -> dict[str, Mark]:
         """Keys whose value differs from the previous checkpoint of the frame's branch."""
@@ -469,8 +474,10 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return self.frame.running()
 
     def _node(self, path: str):
-        runner, inner = self._locate(path)
         try:
+            if self.viewing is not None:
+                return self.frame.node(path)
+            runner, inner = self._locate(path)
             return runner.nodes[inner]
         except KeyError:
             raise EditError(f"no node at path {path!r}") from None

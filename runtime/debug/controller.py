@@ -135,8 +135,6 @@ class DebugController:
         self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
                            runner.event_bus.subscribe(self._on_event), self.children.close]
-        for event in runner.event_bus.history:  # where the agents spawned before this client came were spawned
-            self.children.on_event(event)
         approvals = runner.context.approval_manager
         if approvals is not None:
             self._detachers.append(approvals.on_change(self._on_approval))
@@ -198,8 +196,6 @@ class DebugController:
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
-        if event.type == EventType.SWARM_AGENT_SPAWNED:
-            self.children.on_event(event)
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
@@ -362,6 +358,7 @@ class DebugController:
         def changed(change: StateChange) -> None:
             self._dirty_state.update((child_namespace(agent_id, change.namespace),
                                       key if change.namespace else attrs.get(key, key)) for key in change.changes)
+            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self._in_tick)
             self._wakeup(False)
 
         self._detachers.append(sm.subscribe(changed))
