@@ -152,17 +152,26 @@ def find_agents(root: py_trees.behaviour.Behaviour) -> list[AgentLoop]:
 class Agent:
     """Runs a tree as one agent. The input goes to the namespace of the tree's first agent
     (the one that reads the request); the result is read from `result` (default: the last
-    agent, the one that answers), or from the agent that failed when the run failed."""
+    agent, the one that answers), or from the agent that failed when the run failed.
+
+    `max_iterations_hard_limit` is the host's cap on every loop of the tree, whoever built it
+    (seed 003): each loop stops at the smaller of its own `max_iterations` and this
+    (`RunContext.max_iterations_hard_limit`, default `limits.max_iterations_hard_limit`)."""
 
     serving: ClassVar[Serving] = staticmethod(unserved)
     """How `run(debug=...)` serves a run to a debugger: `runtime.debug` sets its server here when it is
     imported (as `import runtime` does); this file sits below it and never imports it."""
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
-                 context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None):
+                 context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
+                 max_iterations_hard_limit: int | None = None):
         self.root = root
         self.state_schema = state_schema
         self.context = context or RunContext()
+        if max_iterations_hard_limit is not None:
+            if max_iterations_hard_limit < 1:
+                raise ValueError(f"Agent: max_iterations_hard_limit must be >= 1, not {max_iterations_hard_limit}")
+            self.context.max_iterations_hard_limit = max_iterations_hard_limit
         self.runner: ReactiveRunner | None = None
         self.agents = find_agents(root)
         if result is not None:

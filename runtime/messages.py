@@ -51,8 +51,21 @@ class ToolCall(BaseModel):
         }
 
 
+class ImagePart(BaseModel):
+    """An image in a message (a tool's screenshot, say): base64 `data` of a `mime_type`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mime_type: str
+    data: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": {"url": f"data:{self.mime_type};base64,{self.data}"}}
+
+
 class Message(BaseModel):
-    """A chat message in the OpenAI-compatible shape."""
+    """A chat message in the OpenAI-compatible shape; `images` go with a user message's text as
+    content parts."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -61,13 +74,18 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[ImagePart, ...] = Field(default=(), exclude_if=lambda images: not images)
+    """Left out of a dump when there are none: messages recorded before images existed read the same."""
 
     def to_openai(self) -> dict[str, Any]:
         """The chat-completions shape; a tool message is exactly `role`, `content`, `tool_call_id`
-        (strict servers refuse anything else there, such as `name`)."""
+        (strict servers refuse anything else there, such as `name`, or an image)."""
         if self.role == "tool":
             return {"role": "tool", "content": self.content or "", "tool_call_id": self.tool_call_id}
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        content: Any = self.content
+        if self.images:
+            content = [{"type": "text", "text": self.content or ""}, *(image.to_openai() for image in self.images)]
+        out: dict[str, Any] = {"role": self.role, "content": content}
         if self.tool_calls:
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
         if self.tool_call_id is not None:
@@ -93,4 +111,4 @@ def tool(content: str, tool_call_id: str, name: str | None = None) -> Message:
     return Message(role="tool", content=content, tool_call_id=tool_call_id, name=name)
 
 
-__all__ = ["Message", "Role", "ToolCall", "ai", "human", "system", "tool"]
+__all__ = ["ImagePart", "Message", "Role", "ToolCall", "ai", "human", "system", "tool"]

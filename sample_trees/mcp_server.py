@@ -42,7 +42,7 @@ async def wait(seconds: float) -> str:
     return f"waited {seconds:g}s"
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
 def crash() -> str:
     """Exit the server process without answering (for failure tests)."""
     os._exit(3)

@@ -212,9 +212,24 @@ class MainScreen(Screen):
         if past == self._past:
             return
         self._past = past
-        warning = self.app.theme_variables["warning"] if past else None
+        self._border_past()
+
+    def _border_past(self) -> None:
+        """The past's heavy border: lit (the accent colour) on the pane that has the focus, muted
+        warning on the other, so which pane keys go to stays as visible as it is live (a default
+        theme's accent and warning are the same colour)."""
+        colours = self.app.theme_variables
         for pane in (self.query_one(TreePane), self.query_one(StatePane)):
-            pane.styles.border = ("heavy", warning) if past else None
+            lit = pane.has_focus_within
+            pane.styles.border = ("heavy", colours["accent" if lit else "warning-muted"]) if self._past else None
+
+    def on_descendant_focus(self) -> None:
+        if self._past:
+            self._border_past()
+
+    def on_descendant_blur(self) -> None:
+        if self._past:
+            self._border_past()
 
     def _show_detail(self, path: str | None) -> None:
         try:

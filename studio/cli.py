@@ -3,9 +3,16 @@
     jianmu-studio TREE [--db STORE]            open the TUI on a tree file
     jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
                            [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
-    jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store and open it
-                                               (nothing executes)
+    jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
+                                               studio's own) and open it (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
+    jianmu-studio check RECORDING [--run ID]   re-run a tree against a recorded run, offline
+                                               (studio/cli_check.py: check, diff, export, import;
+                                               export --otlp: an OpenTelemetry trace, the [otel] extra)
+    jianmu-studio samples                      list the sample trees (open one by name: `open react_calculator`)
+    jianmu-studio web TREE [--at HOST:PORT]    serve the studio to a browser (the [web] extra)
+
+A TREE is a file (`path.py`, `path.py:function`) or the name of a sample.
 
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
@@ -26,13 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.config import user_config_file
 from runtime.engine.events import EventType
+from runtime.extras import MissingExtra
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
+from runtime.memory.checkpoint.store import CheckpointError
+from runtime.telemetry.otel import TelemetryError
 
-from . import startup
+from . import cli_check, samples, startup, web
 from .loader import TreeLoadError
-from .session import DebugSession, EditError, default_db_path
+from .places import default_db_path, default_store
+from .session import DebugSession, EditError
 
 MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
 ALL = "all"
@@ -70,9 +82,30 @@ def _tick_count(text: str) -> int:
     return count
 
 
+def _where_things_live() -> str:
+    """--help's epilog: the variables a user sets, and the real paths of what the studio keeps."""
+    return f"""\
+environment:
+  JIANMU_BASE_URL, JIANMU_API_KEY, JIANMU_MODEL
+                   an OpenAI-compatible model endpoint, its key and model: the samples call it
+                   instead of their scripted model (or OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)
+  JIANMU_DB        the checkpoint store (--db wins)
+  JIANMU_CONFIG    a jianmu.yaml read over the user's and ./jianmu.yaml (a later one wins, key by key)
+  JIANMU_DEBUG_TOKEN  the token of `serve` and `attach`
+
+files:
+  {default_db_path()}
+                   the default store; breakpoints and saved bindings beside it, in {default_db_path().with_suffix(".studio").name}/
+  {user_config_file()}
+                   the user's settings (then ./jianmu.yaml, then $JIANMU_CONFIG)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.")
+    parser = _Parser(prog="jianmu-studio", description="Debug behaviour-tree LLM agents.",
+                     epilog=_where_things_live(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
@@ -99,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
                             parents=[debug])
-    replay.add_argument("store", nargs="?", metavar="STORE", help=f"{STORE_HELP} (or --db; default: $JIANMU_DB)")
+    replay.add_argument("store", nargs="?", metavar="STORE",
+                        help=f"{STORE_HELP} (or --db; default: $JIANMU_DB, else the studio's default file)")
     replay.add_argument("--db", metavar="STORE", help="the same as STORE")
     replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
@@ -116,7 +150,19 @@ def _parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
+    cli_check.add_parsers(sub, [debug])
+    sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
+    web.add_command(sub, [debug], STORE_HELP)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jianmu-studio")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _argv_with_default_command(argv: list[str]) -> list[str]:
@@ -124,7 +170,7 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve"):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", *cli_check.COMMANDS):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -143,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
+        if args.command == "samples":
+            print(samples.listing())
+            return 0
+        if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
+            args.tree = samples.tree_target(args.tree)
         args.db = _store_of(args)
         if args.command == "run":
             return asyncio.run(run_headless(args))
@@ -152,8 +203,13 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(attach(args))
         if args.command == "serve":
             return asyncio.run(serve(args))
+        if args.command == "web":
+            return web.serve(args, UsageError)
+        if args.command in cli_check.COMMANDS:
+            return cli_check.run(args)
         return open_studio(args)
-    except (TreeLoadError, UsageError, OutputPathError, StoreError) as exc:
+    except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
+            TelemetryError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -163,16 +219,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _store_of(args: argparse.Namespace) -> str | None:
-    """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file."""
+    """The store a command names (--db, replay's STORE, else $JIANMU_DB); None: the default file
+    (which replay reads: the runs the studio recorded by default)."""
     given = getattr(args, "db", None)
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")
         given = args.store or args.db
     name = chosen_store(given)
-    if name is None and args.command == "replay":
-        raise UsageError("replay: which store? give FILE.db or postgresql://… (or set $JIANMU_DB)")
-    return name
+    return str(default_store()) if name is None and args.command == "replay" else name
 
 
 def _status_line(report, as_json: bool) -> str:
@@ -401,7 +456,7 @@ async def serve(args: argparse.Namespace) -> int:
     from .loader import load_tree
 
     loaded = load_tree(args.tree)
-    store = open_store(args.db or str(default_db_path()))
+    store = open_store(args.db or str(default_store()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
     agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),

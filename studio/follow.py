@@ -5,7 +5,9 @@ connection of its own, SQLite's `data_version` polled). That wait blocks, so it 
 thread of its own, which also reads what is new (the checkpoints after the last one seen,
 the events stored since the last look, how it ended) and hands it to the session's event
 loop; the loop only applies it. A look costs what landed, never the whole run
-again. `stop()` ends the thread (within one wait) before the store is closed.
+again. While nothing lands it asks every few seconds whether the run's writer is still there
+(`liveness.py`): a writer that died leaves its run abandoned, and the follower says so. `stop()`
+ends the thread (within one wait) before the store is closed.
 """
 
 from __future__ import annotations
@@ -13,13 +15,23 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from runtime.engine.events import RuntimeEvent
-from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, EventsRead, StoreError
+from runtime.memory.checkpoint import (
+    CheckpointInfo,
+    CheckpointStore,
+    EventsRead,
+    Liveness,
+    StoreError,
+    run_liveness,
+)
+from runtime.memory.checkpoint.liveness import ABANDONED, RUNNING, SUSPENDED
 
 WAIT = 0.5  # seconds one wait lasts at most: how long `stop()` may take
+WRITER_CHECK = 2.0  # seconds between looks at the writer while nothing lands (a dead one's run is abandoned)
 FINAL = frozenset({"completed", "failed"})  # endings after which a writer adds nothing more
 
 
@@ -33,13 +45,36 @@ class Landed:
     saved: dict[tuple[str, int], int]  # (branch, tick) -> event position, of every checkpoint so far
     events: list[tuple[str, RuntimeEvent]]  # the events stored since the last look
     ended: str | None  # "completed", "failed", "suspended", or None while it runs
+    liveness: Liveness = Liveness(RUNNING)  # whether its writer still writes it (or is gone: abandoned)
     error: str | None = None  # the store failed (a lost connection): following has stopped
+
+    @property
+    def grew(self) -> bool:
+        return bool(self.checkpoints or self.events)
 
 
 def ending(store: CheckpointStore, run_id: str) -> str | None:
     """How the run ended, as its writer recorded it (None: still running, or its writer died)."""
     facts = store.get_meta(f"run:{run_id}")
     return json.loads(facts).get("ended") if facts else None
+
+
+def following(liveness: Liveness, tick: int | None = None) -> str:
+    """What following says of a run: how it ended, that it waits for an approval, that its writer is
+    gone (abandoned), or what just landed (`tick`) while it is written."""
+    if liveness.state in FINAL:
+        return f"writer finished: run {liveness.state}"
+    if liveness.state == ABANDONED:
+        return f"{liveness}: its writer is gone"
+    if liveness.state == SUSPENDED:
+        return "following: run suspended" if tick is None else f"following: tick {tick}, run suspended"
+    return "following: the writer is recording" if tick is None else f"following: tick {tick} just landed"
+
+
+def liveness_of(store: CheckpointStore, run_id: str) -> Liveness:
+    """How the run stands now: its end, or whether its writer is still there."""
+    found = store.runs(run_id)
+    return run_liveness(found[0]) if found else Liveness(RUNNING)
 
 
 class RunFollower:
@@ -53,6 +88,8 @@ class RunFollower:
         self._last = seen[-1].id if seen else None
         self._saved = {(info.branch, info.tick): info.event_position for info in seen}
         self._ended = ending(store, run_id)
+        self.liveness = liveness_of(store, run_id)
+        self._checked = time.monotonic()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -70,8 +107,11 @@ class RunFollower:
         while not self._stopping.is_set():
             try:
                 landed = self._look() if self.store.wait_for_change(WAIT) else None
+                if landed is None and time.monotonic() - self._checked >= WRITER_CHECK:
+                    landed = self._check_writer()
             except StoreError as exc:  # a lost connection: said once, and following ends
-                landed = Landed(self.run_id, self._last, [], dict(self._saved), [], self._ended, str(exc))
+                landed = Landed(self.run_id, self._last, [], dict(self._saved), [], self._ended, self.liveness,
+                                str(exc))
             if landed is None:
                 continue
             try:
@@ -98,7 +138,18 @@ class RunFollower:
             self._last = new[-1].id
             self._saved.update({(info.branch, info.tick): info.event_position for info in new})
         self._ended = ended
-        return Landed(self.run_id, before, new, dict(self._saved), events, ended)
+        self._checked = time.monotonic()  # something landed: its writer was there just now
+        self.liveness = Liveness(ended or RUNNING)
+        return Landed(self.run_id, before, new, dict(self._saved), events, ended, self.liveness)
+
+    def _check_writer(self) -> Landed | None:
+        """A `Landed` of nothing when the run's liveness changed (its writer died, say), else None."""
+        self._checked = time.monotonic()
+        liveness = liveness_of(self.store, self.run_id)
+        if liveness == self.liveness:
+            return None
+        self.liveness = liveness
+        return Landed(self.run_id, self._last, [], dict(self._saved), [], self._ended, liveness)
 
 
-__all__ = ["FINAL", "Landed", "RunFollower", "ending"]
+__all__ = ["FINAL", "Landed", "RunFollower", "ending", "following", "liveness_of"]

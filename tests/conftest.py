@@ -1,5 +1,6 @@
-"""Every test records into its own store: the studio's default store lives under the
-user's cache directory, which each test points at its own temporary folder.
+"""Every test records into its own store: the studio's default store and settings live under the
+user's data directory, its config file in the user's config directory, and an earlier version's in
+the cache directory: each test points all three at temporary folders of its own.
 
 Store contract tests run once per kind of store: `store` is an open store in memory, in an
 SQLite file or in a database of a throw-away PostgreSQL server (`postgres_server.py`, which
@@ -11,14 +12,16 @@ import pytest
 from openai_server import FakeServer
 from postgres_server import PostgresServer, why_not
 
+from runtime.config import reset_config_cache
 from runtime.memory.checkpoint import InMemoryCheckpointStore, open_store
 
 PERSISTENT = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
-def private_cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def private_user_dirs(tmp_path, monkeypatch):
+    for kind in ("CACHE", "DATA", "CONFIG"):
+        monkeypatch.setenv(f"XDG_{kind}_HOME", str(tmp_path / kind.lower()))
     monkeypatch.delenv("JIANMU_DB", raising=False)
 
 
@@ -66,6 +69,17 @@ def tamper(store, sql: str, params: tuple = ()) -> None:
     """Change a store's tables behind its back (damage it), through its connection."""
     with store._guard() as conn:
         conn.execute(sql, params)
+
+
+@pytest.fixture
+def no_config_file(tmp_path, monkeypatch):
+    """The test runs in an empty directory with no $JIANMU_CONFIG and a cold settings cache: the
+    built-in settings, until it writes a jianmu.yaml into `tmp_path`."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JIANMU_CONFIG", raising=False)
+    reset_config_cache()
+    yield tmp_path
+    reset_config_cache()
 
 
 @pytest.fixture

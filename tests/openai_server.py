@@ -1,7 +1,9 @@
 """A loopback OpenAI-style HTTP server for the model-client tests, scripted per test.
 
 One request per connection (`Connection: close`); every request is kept with its path,
-headers and JSON body, so tests assert exactly what went over the wire.
+headers and JSON body, so tests assert exactly what went over the wire. Replies: a JSON
+answer with any status and headers (`Retry-After`), a stream (whole, cut short with
+`done=False`, or failing with an error event), one that never ends, one that comes late.
 """
 
 from __future__ import annotations
@@ -102,6 +104,14 @@ def sse_reply(chunks: list[dict], *, done: bool = True) -> Reply:
         if done:
             writer.write(b"data: [DONE]\n\n")
             await writer.drain()
+
+    return reply
+
+
+def sse_error_reply(chunks: list[dict], error: dict) -> Reply:
+    """`chunks`, then an error event in the stream (a server failing mid-answer), then `[DONE]`."""
+    async def reply(request, writer):
+        await sse_reply([*chunks, {"error": error}])(request, writer)
 
     return reply
 

@@ -23,6 +23,7 @@ QUICK = {
     "checkpoint_growth.py": (["--rounds", "4", "--writers", "1", "--writer-rounds", "2"],
                              ["ratio to final state (goal <= 3x)", "save per tick, mean"]),
     "first_save.py": (["--nodes", "1000", "--runs", "1"], ["1st step", "raw 1st tick"]),
+    "check_speed.py": (["--rounds", "3", "--repeats", "1", "--latency", "0"], ["check/live", "10,000 nodes"]),
     "tick_record.py": (["--sizes", "1000", "--repeats", "1", "--ticks", "1"], ["x raw", "the returns stored"]),
     "studio_latency.py": (["--headless", "--steps", "2", "--bursts", "1", "--starts", "1", "--views", "1"],
                           ["step n -> screen", "goal"]),

@@ -6,6 +6,7 @@ The TUI scenarios themselves run on a local and on a remote session where they a
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from debug_fixtures import LLM, TOKEN, agent_process, until
@@ -28,7 +29,7 @@ from tui_fixtures import until as condition_holds
 from runtime import Agent, CalculatorTool, ModelClient, ReActState, ScriptedProvider, create_react_node, human
 from runtime.debug import DebugClient, DebugServer
 from runtime.engine.events import EventType
-from runtime.memory.checkpoint import Source, open_store
+from runtime.memory.checkpoint import Source, open_store, run_liveness
 from studio.app import StudioApp
 from studio.cli import main
 from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
@@ -327,3 +328,27 @@ async def test_a_continuing_run_says_which_async_node_it_waits_for(kind, tmp_pat
         await condition_holds(lambda: session.run_state == RunState.PAUSED)
         await pilot.pause()
         assert "paused" in status_line(app) and "waiting for" not in status_line(app)
+
+
+async def test_a_served_run_whose_process_is_killed_is_abandoned_attached_and_in_its_store(tmp_path):
+    """kill -9 of the process an attached studio drives (#28.5): the studio says the run is abandoned
+    and when it was last seen, and its store lists it abandoned too."""
+    async with agent_process(db=tmp_path / "served.db") as target:
+        session = await RemoteSession.connect(target.address, TOKEN)
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await until_state(session, RunState.READY)
+            await pilot.press("n")
+            await condition_holds(lambda: session.tick == 1)
+            target.process.kill()
+            await until_state(session, RunState.FINISHED)
+            await settle(app, pilot)
+            assert re.fullmatch(r"abandoned, last seen \d{4}-\d\d-\d\d \d\d:\d\d:\d\d: the debug connection was lost; "
+                                rf"its recording: jianmu-studio replay {re.escape(str(tmp_path))}/served.db",
+                                session.message), session.message
+            assert session.message[:40] in status_line(app)
+        await session.close()
+    store = open_store(tmp_path / "served.db")
+    (run,) = store.runs()
+    assert run.run_id == session.run_id and str(run_liveness(run)).startswith("abandoned, last seen ")
+    store.close()

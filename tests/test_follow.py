@@ -1,6 +1,7 @@
 """Following a run live (issue #15 point 4): the studio opened on a recorded run that another
 writer is still recording shows each checkpoint and its events as they land, says when the
-writer has finished, and stops listening when it closes. SQLite polls; PostgreSQL LISTENs."""
+writer has finished (or died: the run is abandoned, #28.5), and stops listening when it closes.
+SQLite polls; PostgreSQL LISTENs."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import threading
 
 import psycopg
 from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal  # noqa: F401
+from writer_process import start_writer
 
 from runtime.engine.events import EventType
+from runtime.memory.checkpoint.liveness import when
 from studio.app import StudioApp
 from studio.session import DebugSession
 from studio.widgets.events_pane import EventsPane
@@ -141,6 +144,32 @@ async def test_the_studio_follows_a_run_another_writer_records(store_name):
     assert not followers()
 
 
+async def test_following_keeps_the_timeline_cursor_where_the_user_put_it(store_name):
+    """Reading an older checkpoint's row while the run grows: the view follows the newest, the
+    cursor stays on the row the user moved it to; on the newest row it goes on following."""
+    writer = await writing(store_name, 2)
+    session = DebugSession.open_recorded(store_name, writer.run_id)
+    app = StudioApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            timeline = app.main.query_one(Timeline)
+            timeline.focus()
+            assert timeline.cursor_row == timeline.row_count - 1 == 2
+            await pilot.press("up")
+            await writer.step()
+            await until(lambda: "tick 3 just landed" in status(app), pilot.pause)
+            assert timeline.row_count == 4 and session.viewing.tick == 3  # the view followed
+            assert timeline.cursor_row == 1  # the cursor did not
+            await pilot.press("down", "down")
+            await writer.step()
+            await until(lambda: "tick 4 just landed" in status(app), pilot.pause)
+            assert timeline.cursor_row == timeline.row_count - 1 == 4
+    finally:
+        writer.store.close()
+        session.store.close()
+
+
 async def test_closing_the_studio_stops_following_a_run_that_is_still_written(store_name):
     writer = await writing(store_name, 1)
     session = DebugSession.open_recorded(store_name, writer.run_id)
@@ -208,4 +237,41 @@ async def test_a_follower_whose_server_connection_is_lost_says_so(postgres_url):
     finally:
         stop()
         writer.store.close()
+        session.store.close()
+
+
+async def test_a_followed_run_whose_writer_dies_is_abandoned_in_the_status_line(store_name):
+    """kill -9 of the writer (#28.5): following says the run is abandoned and when its writer was
+    last seen, instead of "the writer is recording" for ever."""
+    writer, run_id = start_writer(store_name)
+    try:
+        session = DebugSession.open_recorded(store_name, run_id)
+        app = StudioApp(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert "following: the writer is recording" in status(app)
+            writer.kill()
+            writer.wait()
+            await until(lambda: "abandoned" in session.message, pilot.pause)
+            (run,) = session.store.runs(run_id)
+            assert session.message == f"abandoned, last seen {when(run.writer.seen)}: its writer is gone"
+            await until(lambda: session.message in status(app), pilot.pause)
+            assert followers()  # still listening: another process may take the run over
+        session.store.close()
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+async def test_a_run_opened_after_its_writer_died_is_abandoned_from_the_start(store_name):
+    writer, run_id = start_writer(store_name)
+    writer.kill()
+    writer.wait()
+    session = DebugSession.open_recorded(store_name, run_id)
+    stop = session.follow()
+    try:
+        (run,) = session.store.runs(run_id)
+        assert session.message == f"abandoned, last seen {when(run.writer.seen)}: its writer is gone"
+    finally:
+        stop()
         session.store.close()

@@ -7,13 +7,13 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from children import children_running
 from mcp.server.mcpserver import MCPServer
 from mcp.types import Tool as ToolSpec
 from py_trees.common import Status
@@ -43,16 +43,7 @@ def server(**options) -> MCPToolProvider:
 
 def server_children() -> set[int]:
     """Live (not zombie) child processes of this test process that run the bundled server."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(ppid) == os.getpid() and state != "Z" and SERVER.name.encode() in cmdline:
-            found.add(int(stat.parent.name))
-    return found
+    return children_running(SERVER)
 
 
 def react(script: list, provider: MCPToolProvider) -> Agent:
@@ -79,7 +70,8 @@ async def test_initialize_lists_the_servers_tools_with_their_schemas_and_calls_t
                                           "required": ["text"]}
             assert count.schema()["function"]["parameters"] == count.parameters()
             assert count.describe() == "word_count(text: string): Count the words (whitespace-separated) in a text."
-            assert count.parallel_safe and not tools["crash"].parallel_safe  # from the server's readOnlyHint
+            assert count.parallel_safe and tools["wait"].parallel_safe  # read-only, or saying nothing
+            assert not tools["crash"].parallel_safe  # the server's destructiveHint: it runs alone
             assert await count.call({"text": "one two three"}) == "3"
             assert await tools["lookup_capital"].call({"country": "Kenya"}) == "Nairobi"
         finally:
@@ -131,7 +123,7 @@ async def test_a_server_dying_mid_call_gives_a_clear_observation_not_a_hang():
         result = await agent.run({"messages": [human("Crash the server.")]})
     assert result.ok and result.final_answer == "The tool server is gone."
     died, after = tool_messages(result)
-    assert died == "Error: tool 'crash': MCP server demo exited or closed the connection before answering"
+    assert died == "Error: tool 'crash': MCP server demo exited with status 3 before answering"
     assert after.startswith("Error: tool 'word_count': MCP server demo is not connected")
     assert not server_children()
 

@@ -22,7 +22,13 @@ from py_trees.common import Status
 
 from runtime import ModelClient, ReActConfig, ReactiveRunner, ReActState, ScriptedProvider, human
 from runtime.config import ModelResilienceConfig
-from runtime.model import ModelConfig, ModelResponseError, ModelTimeoutError, OpenAICompatibleProvider
+from runtime.model import (
+    ModelConfig,
+    ModelResponseError,
+    ModelStreamError,
+    ModelTimeoutError,
+    OpenAICompatibleProvider,
+)
 from runtime.node import SimpleLLMNode
 
 LIMIT = 20
@@ -60,7 +66,7 @@ async def test_the_timeout_is_a_deadline_for_the_whole_call(server, provider, re
 
 async def test_a_stream_that_stops_without_done_or_finish_reason_is_an_error(server, provider):
     server.script(sse_reply([delta_chunk({"content": "The answer is "})], done=False))
-    with pytest.raises(ModelResponseError, match=r"stopped before its end \(no \[DONE\], no finish reason\) "
+    with pytest.raises(ModelStreamError, match=r"stopped before its end \(no \[DONE\], no finish reason\) "
                                                  r"after 14 characters"):
         await provider.complete([human("q")], ModelConfig(stream=True))
 

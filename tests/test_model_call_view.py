@@ -67,7 +67,7 @@ async def test_the_model_call_view_shows_request_and_response(kind, tmp_path):
         assert '→ calls calculator({"expression": "25 * 4 + 10"})  call_1' in text
         assert "tool  result of calculator (call_1)\n110" in text
         assert "tool offered calculator  Evaluate an arithmetic expression" in text
-        assert "config temperature=0.2" in text
+        assert "config timeout=60.0, stream=False" in text  # what the node set: no sampling default
         assert "response\nassistant\n25 * 4 + 10 = 110" in text
         assert '"role"' not in text
         # enter on the system message: the whole of it

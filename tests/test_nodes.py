@@ -168,6 +168,30 @@ async def test_loop_checks_abort_before_ticking_its_child(caplog):
     assert [r.levelname for r in caplog.records] == ["ERROR"] and "loop" in caplog.records[0].getMessage()
 
 
+async def test_loop_checks_abort_before_the_first_tick_of_its_child():
+    ticked: list[str] = []
+
+    class Work(Node):
+        def update(self) -> Status:
+            ticked.append(self.name)
+            return Status.SUCCESS
+
+    loop = LoopUntilSuccess("loop", Work("work"), abort_condition=lambda: True)
+    runner = ReactiveRunner(loop, LoopState)
+    assert await asyncio.wait_for(runner.run(), timeout=2) == Status.FAILURE
+    assert ticked == []  # true from the start: the child never ran
+    assert runner.state_manager.get(InteractionKeys.TERMINATION)["reason"] == "aborted"
+
+
+async def test_a_host_cap_in_the_run_context_caps_any_loop():
+    loop = LoopUntilSuccess("loop", py_trees.behaviours.Failure("fail"), max_iterations=10)
+    runner = ReactiveRunner(loop, LoopState, RunContext(max_iterations_hard_limit=3))
+    assert await asyncio.wait_for(runner.run(), timeout=2) == Status.FAILURE
+    term = runner.state_manager.get(InteractionKeys.TERMINATION)
+    assert (term["reason"], term["iterations"], term["max_iterations"]) == ("max_iterations", 3, 3)
+    assert loop_counter(loop, loop.status) == "iter 3/3"
+
+
 async def test_termination_of_previous_run_is_cleared_on_fresh_run():
     child = FailTimes("child", fail=2)
     loop = LoopUntilSuccess("loop", child, max_iterations=2)

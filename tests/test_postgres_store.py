@@ -34,7 +34,7 @@ def test_the_schema_is_created_on_first_use_in_its_own_namespace(postgres_url):
     assert isinstance(store, PostgresCheckpointStore)
     store.close()
     tables = {row[0] for row in _sql(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'jianmu'")}
-    assert tables == {"meta", "checkpoints", "items", "chunks", "events", "io"}
+    assert tables == {"meta", "checkpoints", "items", "chunks", "events", "io", "writers"}
     assert _sql(postgres_url, "SELECT value FROM jianmu.meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert _sql(postgres_url, "SELECT count(*) FROM public.items") == [(0,)]
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runtime import (
     Agent,
     CalculatorTool,
     ModelClient,
     ReActConfig,
+    RunContext,
     ScriptedProvider,
     create_react_node,
     human,
@@ -116,3 +119,54 @@ def test_a_schema_without_rounds_warns_that_it_is_not_declared():
     [warning] = caught
     assert str(warning.message).endswith("BareState: ReAct key 'rounds' is not declared; declare it as "
                                          "Annotated[..., Ephemeral(scope='run')] (seed 000's state contract)")
+
+
+class ContextRecordingProvider(StaticToolProvider):
+    def __init__(self, tools):
+        super().__init__(tools)
+        self.contexts: list[dict] = []
+
+    async def get_tools(self, **kwargs):
+        self.contexts.append(kwargs)
+        return await super().get_tools(**kwargs)
+
+
+class Tenant:
+    """A host's own context object: not a mapping."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+async def test_tool_provider_context_may_be_any_object():
+    """Seed 000: `tool_provider_context: Optional[Any]`; a mapping arrives as keyword arguments,
+    anything else as `context=`."""
+    tenant = Tenant("acme")
+    provider = ContextRecordingProvider([CalculatorTool()])
+    root = create_react_node(model_client=ModelClient(ScriptedProvider(["hi"])), tool_providers=[provider],
+                             tool_provider_context=tenant)
+    await Agent(root).run(QUESTION)
+    assert provider.contexts == [{"context": tenant}]
+
+    keyed = ContextRecordingProvider([CalculatorTool()])
+    root = create_react_node(model_client=ModelClient(ScriptedProvider(["hi"])), tool_providers=[keyed],
+                             tool_provider_context={"user": "ada"})
+    await Agent(root).run(QUESTION)
+    assert keyed.contexts == [{"user": "ada"}]
+
+
+def test_a_provider_passed_as_the_model_client_says_how_to_wrap_it():
+    with pytest.raises(TypeError) as info:
+        create_react_node(name="Calc", model_client=ScriptedProvider(["hi"]))
+    assert str(info.value) == ("AgentLLMNode 'Calc.llm': model_client is a ScriptedProvider, a model provider, not a "
+                               "ModelClient; wrap it: model_client=ModelClient(ScriptedProvider(...)) or "
+                               "ModelClient.resolve(provider)")
+
+
+async def test_a_provider_in_the_run_context_fails_the_node_saying_how_to_wrap_it():
+    root = create_react_node(name="Calc")
+    result = await Agent(root, context=RunContext(model_client=ScriptedProvider(["hi"]))).run(QUESTION)
+    assert result.termination_reason == "error" and "\n" not in result.error
+    assert result.error.endswith("node 'Calc/Calc.loop/Calc.llm': model_client is a ScriptedProvider, a model "
+                                 "provider, not a ModelClient; wrap it: model_client=ModelClient(ScriptedProvider(...)) "
+                                 "or ModelClient.resolve(provider)")

@@ -11,6 +11,7 @@ from runtime import (
     ReActConfig,
     ReactiveRunner,
     ReActState,
+    RunContext,
     RuntimeEventBus,
     ScriptedProvider,
     create_react_node,
@@ -156,6 +157,44 @@ async def test_hard_limit_caps_max_iterations():
     result = await agent.run(QUESTION)
     assert result.termination_reason == "max_iterations" and len(provider.requests) == 2
     assert agent.root.max_iterations == 2
+
+
+async def test_a_host_caps_the_iterations_of_a_tree_it_did_not_build():
+    """Seed 003: the host's hard limit wins over the tree's own max_iterations, never the reverse."""
+    provider = ScriptedProvider([calc_call("1+1")] * 5)
+    root = create_react_node(model_client=ModelClient(provider), tools=[CalculatorTool()],
+                             config=ReActConfig(max_iterations=5))  # built by someone else
+    agent = Agent(root, max_iterations_hard_limit=2)
+    result = await agent.run(QUESTION)
+    assert result.termination_reason == "max_iterations" and len(provider.requests) == 2
+    assert agent.runner.state_manager.get(InteractionKeys.TERMINATION)["max_iterations"] == 2
+    assert Agent(create_react_node(model_client=ModelClient(ScriptedProvider([])), config=ReActConfig(
+        max_iterations=1)), max_iterations_hard_limit=3).root.effective_max_iterations == 1  # min(), not max()
+
+
+async def test_a_host_cap_in_the_run_context_applies_to_every_loop():
+    provider = ScriptedProvider([calc_call("1+1")] * 5)
+    root = create_react_node(model_client=ModelClient(provider), tools=[CalculatorTool()],
+                             config=ReActConfig(max_iterations=5))
+    result = await Agent(root, context=RunContext(max_iterations_hard_limit=3)).run(QUESTION)
+    assert result.termination_reason == "max_iterations" and len(provider.requests) == 3
+
+
+async def test_a_host_cap_from_jianmu_yaml(no_config_file):
+    (no_config_file / "jianmu.yaml").write_text("limits:\n  max_iterations_hard_limit: 1\n")
+    agent, provider = react([calc_call("1+1")] * 5, max_iterations=5)
+    result = await agent.run(QUESTION)
+    assert result.termination_reason == "max_iterations" and len(provider.requests) == 1
+
+
+async def test_an_abort_true_from_the_start_makes_no_model_call():
+    provider = ScriptedProvider(["never asked"])
+    root = create_react_node(model_client=ModelClient(provider), config=ReActConfig())
+    root.abort_condition = lambda: "stopped_by_host"
+    agent = Agent(root)
+    result = await agent.run(QUESTION)
+    assert provider.requests == [] and result.result_type == "error" and result.state.rounds == 0
+    assert agent.runner.state_manager.get(InteractionKeys.TERMINATION)["reason"] == "stopped_by_host"
 
 
 async def test_a_failed_model_call_ends_the_run_with_an_error():

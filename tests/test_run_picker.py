@@ -1,4 +1,5 @@
-"""The studio on a store: the run picker lists its runs (tree, start, status, host) and opens one."""
+"""The studio on a store: the run picker lists its runs (tree, start, status, host) and opens one; a
+run whose writer died is abandoned there, not running (#28.5)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 from tui_fixtures import SIZE, steady_terminal  # noqa: F401
+from writer_process import start_writer, suspended_run
 
 from runtime.memory.checkpoint import open_store
+from runtime.memory.checkpoint.liveness import when
 from studio.screens.run_picker import RunPickerApp
 from studio.session import DebugSession
 
@@ -55,3 +58,31 @@ async def test_the_picker_lists_runs_newest_first_refreshes_and_opens_the_chosen
     store.close()
     for session in (finished, running, late):
         session.store.close()
+
+
+async def test_the_picker_tells_a_run_whose_writer_died_from_a_live_and_a_suspended_one(store_name):
+    live, live_run = start_writer(store_name)
+    dying, dying_run = start_writer(store_name)
+    try:
+        waiting = suspended_run(store_name)
+        store = open_store(store_name)
+        app = RunPickerApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            statuses = lambda: {_cells(table, row)[5]: _cells(table, row)[2] for row in range(table.row_count)}  # noqa: E731
+            assert statuses() == {live_run: "running…", dying_run: "running…",
+                                  waiting: "suspended: waiting for approval"}
+            assert _cells(table, 1)[4] == f"{socket.gethostname()} (pid {dying.pid})"
+            dying.kill()  # SIGKILL, while the picker is open: its row says so at the next refresh
+            dying.wait()
+            assert await _until(pilot, lambda: statuses()[dying_run].startswith("abandoned, last seen "))
+            (run,) = store.runs(dying_run)
+            assert statuses() == {live_run: "running…", dying_run: f"abandoned, last seen {when(run.writer.seen)}",
+                                  waiting: "suspended: waiting for approval"}
+            assert table.ordered_columns[2].content_width >= len(statuses()[dying_run])  # shown whole, not cut
+        store.close()
+    finally:
+        for proc in (live, dying):
+            proc.kill()
+            proc.wait()

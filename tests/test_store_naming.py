@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from openai_server import FakeServer, completion, json_reply
 from postgres_server import PASSWORD
 
@@ -76,13 +75,12 @@ def test_a_password_never_shows_in_output_events_or_errors(postgres_url, tmp_pat
     assert "postgresql://jianmu@127.0.0.1:" in listed.stdout + bad_run.stderr
 
 
-@pytest.mark.parametrize("argv, message", [
-    (("replay",), "replay: which store?"),
-    (("replay", "a.db", "--db", "b.db"), "replay: give the store once"),
-])
-def test_replay_needs_one_store(argv, message):
-    result = studio(*argv)
-    assert result.returncode == 2 and message in result.stderr
+def test_replay_takes_one_store_and_reads_the_default_one_by_default(tmp_path):
+    result = studio("replay", "a.db", "--db", "b.db")
+    assert result.returncode == 2 and "replay: give the store once" in result.stderr
+    result = studio("replay")  # nothing recorded by default yet: the default store is named
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"jianmu-studio: {tmp_path / 'data/jianmu-studio/runs.db'}: no such checkpoint store"
 
 
 async def test_a_production_run_is_stepped_here_offline_from_its_recorded_io(store_name, monkeypatch):

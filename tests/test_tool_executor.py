@@ -68,11 +68,38 @@ async def test_parallel_safe_tools_run_together_and_report_in_call_order():
     assert observations(runner) == [("a", "slow:1"), ("b", "quick:2")]
 
 
-async def test_a_tool_that_is_not_parallel_safe_makes_the_round_serial():
+async def test_a_tool_that_is_not_parallel_safe_runs_alone():
     overlap = Overlap()
     executor = ToolExecutor(tools=[probe_tool("slow", overlap), probe_tool("unsafe", overlap, parallel_safe=False)])
     await execute(executor, [call("slow", "a", x=1), call("unsafe", "b", x=2)])
     assert overlap.most == 1
+
+
+async def test_by_default_the_calls_of_a_round_run_in_parallel_and_one_that_must_run_alone_does():
+    """Seed 003: parallel by default; a tool that is not parallel-safe waits for the calls before it
+    and holds the ones after it, so the rest still overlap on either side."""
+    starts: list[str] = []
+    overlap = Overlap()
+
+    def probe(name: str, parallel_safe: bool | None = None):
+        @tool(name=name, parallel_safe=parallel_safe)
+        async def run() -> str:
+            """Records when it ran with whom."""
+            starts.append(f"{name}+{overlap.running}")
+            overlap.running += 1
+            overlap.most = max(overlap.most, overlap.running)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            overlap.running -= 1
+            return name
+
+        return run
+
+    tools = [probe("a"), probe("b"), probe("pay", parallel_safe=False), probe("c"), probe("d")]
+    status, runner = await execute(ToolExecutor(tools=tools), [call(t.name, t.name) for t in tools])
+    assert status == Status.SUCCESS and overlap.most == 2
+    assert starts == ["a+0", "b+1", "pay+0", "c+0", "d+1"]  # pay started with nothing running, alone
+    assert observations(runner) == [(name, name) for name in ("a", "b", "pay", "c", "d")]
 
 
 @pytest.mark.parametrize(("mode", "parallel"), [("serial", False), ("parallel", True)])
@@ -304,3 +331,70 @@ async def test_tool_node_failure_names_the_tool_and_execute_false_skips():
     skipped = ReactiveRunner(ToolNode(CalculatorTool(), execute=False), ReActState)
     assert await skipped.run(input_data={"expression": "1+1"}) == Status.SUCCESS
     assert skipped.state_manager.get("output") is None
+
+
+async def test_a_round_of_tool_calls_writes_done_false_and_no_final_answer():
+    """Seed 000's state contract: the executor writes `done` and `final_answer` too."""
+    runner = make_runner(ToolExecutor(tools=[CalculatorTool()]))
+    status = await runner.run(input_data={"actions": [call("calculator", "a", expression="1+1")],
+                                          "done": True, "final_answer": "stale"})  # as if something had said so
+    state = runner.state_manager.model
+    assert (status, state.done, state.final_answer) == (Status.SUCCESS, False, "")
+
+
+async def test_a_return_direct_tool_answers_and_ends_the_react_loop():
+    from runtime import Agent, ModelClient, ScriptedProvider, create_react_node, human
+
+    @tool(return_direct=True)
+    def lookup_order(order: str) -> str:
+        """The order's status, given to the user as it is."""
+        return f"order {order}: shipped"
+
+    scripted = ScriptedProvider([{"tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-100"}}]}])
+    root = create_react_node(model_client=ModelClient(scripted), tools=[lookup_order, CalculatorTool()])
+    result = await Agent(root).run({"messages": [human("Where is A-100?")]})
+    assert (result.ok, result.final_answer, result.state.done) == (True, "order A-100: shipped", True)
+    assert len(scripted.requests) == 1  # no model call after the direct answer
+
+
+async def test_a_return_direct_tool_that_fails_is_no_answer():
+    @tool(return_direct=True)
+    def lookup_order(order: str) -> str:
+        """Fails."""
+        raise ValueError("no such order")
+
+    status, runner = await execute(ToolExecutor(tools=[lookup_order]), [call("lookup_order", "a", order="X")])
+    state = runner.state_manager.model
+    assert (state.done, state.final_answer) == (False, "")
+
+
+async def test_images_a_tool_returned_are_recorded_and_replayed(tmp_path):
+    """An image travels inside the observation, so a replay from the record shows the model the same image."""
+    from runtime import Agent, ModelClient, ScriptedProvider, create_react_node, human
+    from runtime.memory.checkpoint import IOReplayer, open_store
+    from runtime.messages import ImagePart
+    from runtime.tools.observation import with_images
+
+    pixel = ImagePart(mime_type="image/png", data="iVBORw0KGgo=")
+
+    def agent(screen, script):
+        look = tool(screen, name="screenshot", description="The screen.")
+        return Agent(create_react_node(model_client=ModelClient(ScriptedProvider(script)), tools=[look]))
+
+    def never() -> str:
+        raise AssertionError("a replay must not run the tool")
+
+    script = [{"tool_calls": [{"name": "screenshot", "arguments": {}}]}, "A pixel."]
+    store = open_store(tmp_path / "runs.db")
+    recorded = agent(lambda: with_images("The screen:", [pixel]), script)
+    runner = recorded.make_runner(checkpointer=store)
+    await runner.run(input_data={"messages": [human("Look.")]})
+    shown = runner.state_manager.model.messages[-2]
+    assert (shown.role, shown.images) == ("user", (pixel,))
+
+    again = agent(never, [])  # nothing left to say: the answers come from the record
+    again.context.io_recorder = IOReplayer(store, runner.run_id)
+    replay = again.make_runner(checkpointer=store)
+    await replay.run(input_data={"messages": [human("Look.")]})
+    assert replay.state_manager.model.messages == runner.state_manager.model.messages
+    store.close()

@@ -67,8 +67,27 @@ def test_decorated_function_is_a_tool_and_still_callable():
     assert add.name == "add"
     assert add.description == "Add two integers."
     assert add(1, 2) == 3
-    assert add.parallel_safe is False
+    assert add.parallel_safe is True  # seed 003: the calls of a round run in parallel unless a tool says not
     assert add.effect_tags == frozenset()
+
+
+def test_a_tool_runs_alone_when_it_says_so_or_declares_side_effects():
+    @tool(parallel_safe=False)
+    def alone() -> str:
+        """Must not overlap anything."""
+        return ""
+
+    @tool(effect_tags=["payment"])
+    def pay() -> str:
+        """Moves money."""
+        return ""
+
+    @tool(effect_tags=["network"], parallel_safe=True)
+    def fetch() -> str:
+        """Reads the web."""
+        return ""
+
+    assert (alone.parallel_safe, pay.parallel_safe, fetch.parallel_safe) == (False, False, True)
 
 
 def test_schema_has_json_types_and_required_fields():
@@ -206,12 +225,17 @@ async def test_from_providers_accepts_an_iterable_or_none():
     assert (await ToolSet.from_providers(CalculatorToolProvider())).names() == ["calculator"]
 
 
-async def test_later_provider_overrides_earlier_and_static_tools_win():
-    early = StaticToolProvider([named("x", "early"), named("y", "early")])
-    late = StaticToolProvider([named("x", "late")])
-    toolset = (await ToolSet.from_providers(early, late)).with_tools([named("y", "static")])
-    assert toolset.names() == ["x", "y"]
-    assert toolset.get("x")() == "late"
+async def test_two_providers_offering_one_name_is_an_error_naming_both_and_static_tools_win():
+    """Issue 30.6: never a silent replacement between providers; a static tool still wins (seed 000)."""
+    early = RecordingProvider(named("x", "early"), named("y", "early"))
+    late = RecordingProvider(named("x", "late"))
+    with pytest.raises(ToolError) as clash:
+        await ToolSet.from_providers(early, late)
+    assert str(clash.value) == ("tool 'x' is offered by both RecordingProvider (provider 1) and RecordingProvider "
+                                "(provider 2); give one a prefix (MCPToolProvider(..., prefix=...))")
+    assert early.log[-1] == late.log[-1] == "close"  # both were started: both are closed
+    toolset = (await ToolSet.from_providers(StaticToolProvider([named("y", "provided")]))).with_tools(
+        [named("y", "static")])
     assert toolset.get("y")() == "static"
 
 

@@ -39,7 +39,7 @@ async def test_a_recorded_run_shows_its_last_checkpoint_everywhere(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         line = status(app)
-        assert line.startswith(" RECORDING (read-only)  │ tick 6 │ root ✔ SUCCESS")
+        assert line.startswith(" RECORDING (read-only)  │ ") and " │ tick 6 │ root ✔ SUCCESS" in line
         assert "tokens 0" not in line
         timeline = app.main.query_one(Timeline)
         assert timeline.row_count == checkpoints == 7

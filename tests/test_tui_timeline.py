@@ -11,6 +11,7 @@ from tui_fixtures import BOTH, TEXT_PIPELINE, settle, steady_terminal, studio_on
 
 from studio.screens.choice import ChoiceScreen
 from studio.session import RunState
+from studio.widgets.node_tree import NodeTree
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
 from studio.widgets.timeline import Timeline, field_of
@@ -68,7 +69,8 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only(kind, tmp
         await choose_checkpoint(app, pilot, 0)
         assert field_of(session.viewing, "tick") == field_of(rows[0], "tick")
         line = str(app.main.query_one(StatusLine).render())
-        assert app.main.query_one(StatePane).styles.border_top[0] == "heavy" and line.startswith(f" PAST (read-only)  │ tick {field_of(rows[0], 'tick')} │")
+        assert app.main.query_one(StatePane).styles.border_top[0] == "heavy" and line.startswith(" PAST (read-only)  │ ")
+        assert f" │ tick {field_of(rows[0], 'tick')} │" in line
         assert f"esc: back to live (paused, tick {session.tick})" in line  # the live state, named as such
         assert state_label(app, "normalized_text").endswith('= ""')  # not normalised yet at the first tick
         await pilot.press("n")  # stepping is not offered in the past
@@ -79,6 +81,27 @@ async def test_select_a_past_checkpoint_shows_the_past_state_read_only(kind, tmp
         assert session.viewing is None and app.main.query_one(StatePane).styles.border_top[0] != "heavy"
         assert "the quick brown fox" in state_label(app, "normalized_text")
         assert rebuilt == []  # the past and back: the same nodes restated, the tree pane never rebuilt
+
+
+async def test_the_past_border_still_shows_which_pane_has_the_focus(tmp_path):
+    """The past's heavy border is lit (the accent colour) on the focused pane, muted on the other."""
+    async with studio_on("local", TEXT_PIPELINE, tmp_path) as (session, app, pilot):
+        await run_ticks(app, pilot, 2)
+        await choose_checkpoint(app, pilot, 0)
+        tree, state = app.main.query_one(TreePane), app.main.query_one(StatePane)
+        colours = app.theme_variables
+
+        def lit() -> list[str]:
+            return [name for name, pane in (("tree", tree), ("state", state))
+                    if pane.styles.border_top[1].hex == colours["accent"].upper()]
+
+        assert [pane.styles.border_top[0] for pane in (tree, state)] == ["heavy", "heavy"]
+        assert lit() == []  # the timeline has the focus
+        for pane, name in ((state, "state"), (tree, "tree")):
+            (pane if pane is state else pane.query_one(NodeTree)).focus()
+            await pilot.pause()
+            assert lit() == [name]
+            assert all(p.styles.border_top[1].hex == colours["warning-muted"].upper() for p in (tree, state) if p is not pane)
 
 
 @BOTH

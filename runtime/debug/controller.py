@@ -335,6 +335,7 @@ class DebugController:
         def changed(change: StateChange) -> None:
             self._dirty_state.update((child_namespace(agent_id, change.namespace),
                                       key if change.namespace else attrs.get(key, key)) for key in change.changes)
+            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self._in_tick)
             self._wakeup(False)
 
         self._detachers.append(sm.subscribe(changed))

@@ -50,8 +50,7 @@ from .stepped import stepped
 from .stops import RunState, Stop
 from .waiting import in_flight
 
-_WATCHED = frozenset({EventType.SWARM_AGENT_SPAWNED, EventType.NODE_ERROR,  # events it acts on itself
-                      EventType.STATE_CHANGED})
+_WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
 APPROVAL_RESOLVED = "approval resolved: continue or step"
 Listener = Callable[[str, Any], None]
@@ -134,8 +133,6 @@ class Debugger:
             return
         runner = self.runner
         self.children = children = SwarmChildren(runner, self._on_child_tick)
-        for event in runner.event_bus.history:  # where agents spawned before it watched were spawned
-            children.on_event(event)
         self._unwatch = [self._unsubscribe, children.close, self._forget_children]
         self._subscribe()
         approvals = runner.context.approval_manager
@@ -172,8 +169,6 @@ class Debugger:
             if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps: say so then
                 with contextlib.suppress(RuntimeError):  # (no loop runs: nothing is asked between steps)
                     asyncio.get_running_loop().call_soon(self._noticed_interaction)
-        elif kind == EventType.SWARM_AGENT_SPAWNED and self.children is not None:
-            self.children.on_event(event)
         elif kind == EventType.NODE_ERROR and event.payload.get("error", "").startswith("ReplayDivergence"):
             self._divergence = event.payload["error"]
         for bp in self.breakpoints:

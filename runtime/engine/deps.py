@@ -8,12 +8,18 @@ tree-changed callback.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..config import get_config
 
 if TYPE_CHECKING:
     from ..state import StateManager
     from .events import RuntimeEventBus
+
+
+def _host_iteration_cap() -> int | None:
+    return get_config().limits.max_iterations_hard_limit
 
 
 @dataclass
@@ -27,6 +33,9 @@ class RunContext:
     runtime_event_bus: RuntimeEventBus | None = None
     # records model/tool I/O of a run, or serves it back on replay (runtime.memory.checkpoint.io)
     io_recorder: Any = None
+    # the host's cap on the iterations of every loop of the run, whoever built the tree: a loop
+    # stops at min(its own max_iterations, this) (seed 003); default: jianmu.yaml's limits
+    max_iterations_hard_limit: int | None = field(default_factory=_host_iteration_cap)
 
 
 @dataclass(frozen=True)

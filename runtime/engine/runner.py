@@ -37,6 +37,7 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from ..state import InteractionKeys, StateChange, StateManager
+from ..telemetry.otel import trace_runs
 from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
@@ -159,6 +160,7 @@ class ReactiveRunner:
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
         self._built_at_freeze = freezes()  # see _go_live
+        trace_runs(self.event_bus, agent=root.name)  # OpenTelemetry, when the environment asks for it
 
     # -- the tree ------------------------------------------------------------------
     def refresh_tree(self) -> None:

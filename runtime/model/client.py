@@ -12,12 +12,20 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from runtime.config import ModelResilienceConfig
+from runtime.config import ModelResilienceConfig, get_config
 from runtime.engine.events import EventType, RuntimeEventBus
 from runtime.messages import Message
-from runtime.model.errors import ModelConfigurationError, ModelError, ModelHTTPError, ModelTimeoutError
+from runtime.model.errors import (
+    ModelConfigurationError,
+    ModelDeadlineError,
+    ModelError,
+    ModelHTTPError,
+    ModelTimeoutError,
+    given_up,
+)
 from runtime.model.openai_compatible import DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleProvider
 from runtime.model.types import DeltaCallback, ModelConfig, ModelProvider, ModelResponse
+from runtime.telemetry.content import captures_content, message_parts
 
 ENV_PREFIXES = ("JIANMU_", "OPENAI_")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -40,9 +48,11 @@ def _merge(defaults: ModelConfig, config: ModelConfig | None) -> ModelConfig:
 class ModelClient:
     """Calls a `ModelProvider` with retries, fallback models and events.
 
-    `model` names the model when neither the call's config nor `defaults` does. Every
-    error `_retryable` accepts waits the same way before its retry: `Retry-After` if the
-    server sent one, else the backoff, capped at `backoff_max` (`ModelResilienceConfig.backoff`).
+    `model` names the model when neither the call's config nor `defaults` does (none given:
+    `models.default` of `jianmu.yaml`). Every error `_retryable` accepts waits the same way
+    before its retry: `Retry-After` if the server sent one (up to `retry_after_max`), else the
+    backoff, capped at `backoff_max`, and never past the call's `deadline`
+    (`ModelResilienceConfig`).
     """
 
     def __init__(
@@ -53,12 +63,16 @@ class ModelClient:
         resilience: ModelResilienceConfig | None = None,
         defaults: ModelConfig | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ):
+        if isinstance(provider, ModelClient):
+            raise TypeError("ModelClient(provider): this is a ModelClient already; use it as it is")
         self.provider = provider
-        self.model = model
+        self.model = model if model is not None else get_config().models.default
         self.resilience = resilience or ModelResilienceConfig()
         self.defaults = defaults or ModelConfig()
-        self._sleep = sleep  # how the client waits between attempts (a test records the waits)
+        # how the client waits between attempts and reads the time: a test records the waits
+        self._sleep, self._clock = sleep, clock
 
     @classmethod
     def resolve(
@@ -106,6 +120,7 @@ class ModelClient:
         event_bus: RuntimeEventBus | None = None,
         node: str | None = None,
         on_delta: DeltaCallback | None = None,
+        on_restart: Callable[[], None] | None = None,
         resilience: ModelResilienceConfig | None = None,
     ) -> ModelResponse:
         """One logical call: every attempt gets the same messages and config, only `model` changes.
@@ -114,7 +129,8 @@ class ModelClient:
 
         Raises the last error once retries and fallbacks are spent, or at once on an error
         that is not retryable. Streamed fragments go to `on_delta` and, as `text.delta`
-        events, to `event_bus` (fragments of a failed attempt are not taken back). Each
+        events, to `event_bus`; when an attempt that streamed some fails, `on_restart` is
+        called before the next one (its fragments are not part of the answer). Each
         attempt publishes `model.call.started` and then `.failed` or `.completed`; the
         latter's `duration_ms` and `attempts` cover the whole logical call.
         """
@@ -128,65 +144,107 @@ class ModelClient:
             if event_bus is not None:
                 event_bus.publish(event_type, payload, node=node)
 
+        streamed = False
+
         def forward(delta: str) -> None:
+            nonlocal streamed
+            streamed = True
             if on_delta is not None:
                 on_delta(delta)
             emit(EventType.TEXT_DELTA, {"delta": delta})
 
-        plan = [(model, retry) for model in models for retry in range(resilience.max_retries + 1)]
-        last_error: Exception | None = None
-        for attempt, (model, retry) in enumerate(plan, start=1):
-            emit(
-                EventType.MODEL_CALL_STARTED,
-                {
-                    "model": model,
-                    "attempt": attempt,
-                    "message_count": len(messages),
-                    "tools": len(config.tools or ()),
-                    "stream": config.stream,
-                },
-            )
-            try:
-                response = await self.provider.complete(
-                    messages, config.model_copy(update={"model": model}), forward
-                )
-            except Exception as exc:
-                retryable = self._retryable(exc, resilience)
+        deadline = self._clock() + resilience.deadline if resilience.deadline is not None else None
+        attempt = 0
+        last_error: ModelError | None = None
+        contents = captures_content()  # the messages on the events only when the user opted in
+        for number, model in enumerate(models):
+            for retry in range(resilience.max_retries + 1):
+                if deadline is not None and last_error is not None and self._clock() >= deadline:
+                    raise given_up(last_error, f"the call's deadline of {resilience.deadline:g}s has passed")
+                attempt += 1
+                if streamed and on_restart is not None:
+                    on_restart()
+                streamed = False
                 emit(
-                    EventType.MODEL_CALL_FAILED,
+                    EventType.MODEL_CALL_STARTED,
                     {
                         "model": model,
                         "attempt": attempt,
-                        "will_retry": retryable and attempt < len(plan),
-                        "error": f"{type(exc).__name__}: {exc}",
+                        "message_count": len(messages),
+                        "tools": len(config.tools or ()),
+                        "stream": config.stream,
+                        **({"input_messages": [message_parts(m) for m in messages]} if contents else {}),
                     },
                 )
-                if not retryable:
-                    raise
-                last_error = exc
-                if retry < resilience.max_retries:  # the next attempt retries this model
-                    await self._sleep(resilience.backoff(retry, getattr(exc, "retry_after", None)))
-                continue
-            emit(
-                EventType.MODEL_CALL_COMPLETED,
-                {
-                    "model": response.model,
-                    "usage": response.usage.to_dict(),
-                    "finish_reason": response.finish_reason,
-                    "attempts": attempt,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                },
-            )
-            return response
-        assert last_error is not None  # the plan is never empty
+                try:
+                    response = await self._attempt(messages, config.model_copy(update={"model": model}), forward,
+                                                   deadline, resilience)
+                except Exception as exc:
+                    retryable = self._retryable(exc, resilience)
+                    wait, why = self._wait(exc, retry, resilience, deadline) if retryable else (None, None)
+                    emit(
+                        EventType.MODEL_CALL_FAILED,
+                        {
+                            "model": model,
+                            "attempt": attempt,
+                            "will_retry": wait is not None or (retryable and number + 1 < len(models)),
+                            "error": f"{type(exc).__name__}: {exc}",
+                        },
+                    )
+                    if not retryable:
+                        raise
+                    last_error = given_up(exc, why) if why else exc
+                    if wait is None:
+                        break  # this model's retries are over: the next model, if any
+                    await self._sleep(wait)
+                    continue
+                emit(
+                    EventType.MODEL_CALL_COMPLETED,
+                    {
+                        "model": response.model,
+                        "usage": response.usage.to_dict(),
+                        "finish_reason": response.finish_reason,
+                        "attempts": attempt,
+                        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                        **({"output_message": message_parts(response.message)} if contents else {}),
+                    },
+                )
+                return response
+        assert last_error is not None  # there is always a model to try
         raise last_error
+
+    async def _attempt(self, messages: list[Message], config: ModelConfig, forward: DeltaCallback,
+                       deadline: float | None, resilience: ModelResilienceConfig) -> ModelResponse:
+        """One attempt of the provider, cut at the call's deadline when it has one."""
+        if deadline is None:
+            return await self.provider.complete(messages, config, forward)
+        try:
+            async with asyncio.timeout(max(0.0, deadline - self._clock())):
+                return await self.provider.complete(messages, config, forward)
+        except TimeoutError:
+            raise ModelDeadlineError(f"model call reached the call's deadline of {resilience.deadline:g}s") from None
+
+    def _wait(self, error: Exception, retry: int, resilience: ModelResilienceConfig,
+              deadline: float | None) -> tuple[float | None, str | None]:
+        """(seconds to wait before retrying this model, None: no retry of it; why not, when the
+        server's or the deadline's word is what stops it)."""
+        if retry >= resilience.max_retries:
+            return None, None
+        retry_after = getattr(error, "retry_after", None)
+        wait = resilience.backoff(retry, retry_after)
+        if wait is None:
+            return None, (f"the server asked to retry after {retry_after:g}s, more than "
+                          f"retry_after_max={resilience.retry_after_max:g}s")
+        if deadline is not None and self._clock() + wait >= deadline:
+            return None, f"a retry after {wait:g}s would pass the call's deadline of {resilience.deadline:g}s"
+        return wait, None
 
     @staticmethod
     def _retryable(exc: Exception, resilience: ModelResilienceConfig) -> bool:
         """Only model errors are retried (anything else is a bug, not a flaky endpoint)."""
         if isinstance(exc, ModelHTTPError):
             return exc.status in resilience.retry_on_status
-        if isinstance(exc, ModelTimeoutError):
+        if isinstance(exc, ModelTimeoutError) and not isinstance(exc, ModelDeadlineError):
             return resilience.retry_on_timeout
         return isinstance(exc, ModelError) and exc.retryable
 
@@ -203,4 +261,16 @@ class ModelClient:
         await self.aclose()
 
 
-__all__ = ["ModelClient"]
+def checked_client(client: Any, where: str) -> Any:
+    """`client` when it can be called like a `ModelClient` (has `invoke`); a `TypeError` saying how to
+    wrap it when it is a provider (seed 000: nodes take a resolved client, not a bare provider)."""
+    if client is None or callable(getattr(client, "invoke", None)):
+        return client
+    kind = type(client).__name__
+    if callable(getattr(client, "complete", None)):
+        raise TypeError(f"{where}: model_client is a {kind}, a model provider, not a ModelClient; wrap it: "
+                        f"model_client=ModelClient({kind}(...)) or ModelClient.resolve(provider)")
+    raise TypeError(f"{where}: model_client must be a ModelClient (from ModelClient.resolve(...)), not a {kind}")
+
+
+__all__ = ["ModelClient", "checked_client"]

@@ -20,6 +20,7 @@ class ModelHTTPError(ModelError):
 
     def __init__(self, status: int, message: str, *, retry_after: float | None = None):
         self.status = status
+        self.detail = message
         self.retry_after = retry_after
         super().__init__(f"model endpoint answered HTTP {status}: {message}")
 
@@ -28,16 +29,34 @@ class ModelHTTPError(ModelError):
         return self.status == 429 or self.status >= 500
 
 
+def given_up(error: ModelError, why: str) -> ModelError:
+    """`error` again, its one line saying why it was not retried (`why`)."""
+    if isinstance(error, ModelHTTPError):
+        return ModelHTTPError(error.status, f"{error.detail} ({why})", retry_after=error.retry_after)
+    return type(error)(f"{error} ({why})")
+
+
 class ModelTimeoutError(ModelError):
     """The call did not finish within its timeout."""
 
     retryable = True
 
 
+class ModelDeadlineError(ModelTimeoutError):
+    """The logical call's deadline (`ModelResilienceConfig.deadline`) passed: no time is left to retry."""
+
+    retryable = False
+
+
 class ModelConnectionError(ModelError):
     """The endpoint could not be reached (refused, reset, DNS)."""
 
     retryable = True
+
+
+class ModelStreamError(ModelConnectionError):
+    """A stream stopped before its end or reported an error event: retried like a dropped
+    connection (a proxy cut it, the server failed mid-answer), never taken as a short answer."""
 
 
 class ModelResponseError(ModelError):
@@ -55,9 +74,12 @@ class ScriptExhaustedError(ModelError):
 __all__ = [
     "ModelConfigurationError",
     "ModelConnectionError",
+    "ModelDeadlineError",
     "ModelError",
     "ModelHTTPError",
     "ModelResponseError",
+    "ModelStreamError",
     "ModelTimeoutError",
     "ScriptExhaustedError",
+    "given_up",
 ]

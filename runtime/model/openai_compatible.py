@@ -5,9 +5,11 @@ API key (see `runtime.model.secrets`). When the server reports no usage, the usa
 estimated with `Usage.estimate` rather than reported as zero, so token budgets still mean
 something.
 
-The request carries only what the chat-completions API defines: `stream` only when true,
-no `top_k` (a server that takes it, vLLM say, gets it through `extra_params`), tool
-messages as `role` / `content` / `tool_call_id`. Every call is bounded: `timeout` is a
+The request carries only what was configured: no sampling parameter (`temperature`,
+`top_p`, `top_k`, `max_tokens`, `max_completion_tokens`) unless it was set, `stream` only
+when true, `parallel_tool_calls` only with tools, tool messages as `role` / `content` /
+`tool_call_id`. `top_k` is not in the chat-completions API: it is sent when configured, for
+the servers that take it (vLLM, Ollama, LiteLLM); leave it unset for one that does not. Every call is bounded: `timeout` is a
 deadline for the whole attempt (connect, response, every byte of a stream: a server
 dripping a byte a second or sending keep-alives forever still ends in time), the body may
 not exceed `max_response_bytes`, and a stream must end with `[DONE]` or a finish reason.
@@ -21,7 +23,6 @@ import asyncio
 import datetime
 import email.utils
 import json
-import logging
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from runtime.model.errors import (
     ModelConnectionError,
     ModelHTTPError,
     ModelResponseError,
+    ModelStreamError,
     ModelTimeoutError,
 )
 from runtime.model.secrets import Redactor, checked_api_key
@@ -42,9 +44,7 @@ from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
 if TYPE_CHECKING:  # imported where a request is made: ~7 MB a process without a real model never needs
     import httpx
 
-log = logging.getLogger(__name__)
-
-_SAMPLING = ("temperature", "max_tokens", "top_p")
+_SAMPLING = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "top_k")
 _EXCERPT = 300
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
@@ -85,7 +85,6 @@ class OpenAICompatibleProvider:
 
             http_client = httpx.AsyncClient()
         self._http = http_client
-        self._top_k_warned = False
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({self.url!r}, model={self.default_model!r})"
@@ -180,11 +179,9 @@ class OpenAICompatibleProvider:
             body["tools"] = config.tools
         if config.tool_choice is not None:
             body["tool_choice"] = config.tool_choice
+        if config.tools and config.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = config.parallel_tool_calls
         body.update({name: getattr(config, name) for name in _SAMPLING if getattr(config, name) is not None})
-        if config.top_k is not None and "top_k" not in config.extra_params and not self._top_k_warned:
-            self._top_k_warned = True
-            log.warning("%s: top_k=%s is not sent (chat completions has no top_k); a server that takes it "
-                        "gets it through extra_params={'top_k': %s}", self.url, config.top_k, config.top_k)
         body.update(config.extra_params)
         return body
 
@@ -208,7 +205,8 @@ class OpenAICompatibleProvider:
         """Merge SSE chunks: content in order, tool-call fragments by their `index`.
 
         The stream must end with `[DONE]` or carry a finish reason: one that just stops
-        (a dropped connection, a proxy cutting it) is an error, never a shortened answer.
+        (a dropped connection, a proxy cutting it) or reports an error event is a
+        `ModelStreamError`, retried like a dropped connection, never a shortened answer.
         """
         content: list[str] = []
         calls: dict[int, list[Any]] = {}  # index -> [id, name, argument fragments]
@@ -223,7 +221,8 @@ class OpenAICompatibleProvider:
                 break
             chunk = self._parse(payload)
             if "error" in chunk:
-                raise ModelResponseError(f"stream reported an error: {self._excerpt(json.dumps(chunk['error']))}")
+                raise ModelStreamError(f"stream from {self.url} reported an error: "
+                                       f"{self._excerpt(_dump(chunk['error']))}")
             model = chunk.get("model") or model
             usage = self._usage(chunk) or usage
             for choice in _list(chunk.get("choices"), "choices"):
@@ -240,13 +239,13 @@ class OpenAICompatibleProvider:
                     call[0] = fragment.get("id") or call[0]
                     call[1] = function.get("name") or call[1]
                     call[2].append(function.get("arguments") or "")
-        if not seen_choice:
-            raise ModelResponseError(f"stream from {self.url} ended without any choice")
         if not done and finish_reason is None:
-            raise ModelResponseError(
+            raise ModelStreamError(
                 f"stream from {self.url} stopped before its end (no [DONE], no finish reason) "
                 f"after {sum(map(len, content)):,} characters"
             )
+        if not seen_choice:
+            raise ModelResponseError(f"stream from {self.url} ended without any choice")
         merged = [(cid, name, "".join(parts)) for cid, name, parts in (calls[i] for i in sorted(calls))]
         return ai("".join(content) or None, self._tool_calls(merged)), usage, finish_reason, model
 

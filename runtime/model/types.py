@@ -64,18 +64,23 @@ class Usage(BaseModel):
 
 
 class ModelConfig(BaseModel):
-    """Per-call settings; `None` means "the provider's default"."""
+    """Per-call settings; `None` means "the provider's default": nothing is sent for it, so a
+    model's own sampling defaults apply unless a setting was configured."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    """The newer name some endpoints require instead of `max_tokens` (OpenAI's reasoning models)."""
     top_p: float | None = None
     top_k: int | None = None
     timeout: float | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    """Sent only with `tools` (the API refuses it without them)."""
     extra_params: dict[str, Any] = Field(default_factory=dict)
     stream: bool = False
 

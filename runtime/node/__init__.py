@@ -9,7 +9,8 @@ from .evaluation import EvaluationNode, EvaluationState, GradeError
 from .flattened import FlattenedAgentNode, SubtreeBuildError
 from .llm import AgentLLMNode, EmptyReplyError, SimpleLLMNode
 from .log import Log
-from .presets import PlanExecuteState, ReActState, create_plan_execute_node, create_react_node
+from .plan_execute import PlanExecuteState, create_plan_execute_node
+from .presets import ReActState, create_react_node
 from .skill import Skill, SkillInputError, SkillNode
 from .timeout import Timeout
 from .tool_executor import ToolExecutor

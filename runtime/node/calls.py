@@ -15,7 +15,9 @@ from typing import Any
 from ..engine.events import EventType
 from ..messages import Message
 from ..model import ModelConfig, ModelResponse
+from ..model.client import checked_client
 from ..tools import Tool, ToolError
+from ..tools.observation import split_images
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
 """Runs a validated tool call in place of `tool.call(arguments)` (a sandbox, a remote worker)."""
@@ -42,16 +44,17 @@ def _recorder(node: Any) -> Any:
 
 
 async def call_model(node: Any, messages: list[Message], config: ModelConfig, *, round: int, attempt: int = 0,
-                     path: str | None = None, on_delta: Callable[[str], None] | None = None) -> ModelResponse:
+                     path: str | None = None, on_delta: Callable[[str], None] | None = None,
+                     on_restart: Callable[[], None] | None = None) -> ModelResponse:
     """One logical model call of `node` (its ModelClient publishes `model.call.*` and `text.delta`),
     with the node's `resilience` when it has one."""
-    client = node.model_client
+    client = checked_client(node.model_client, f"node {node.path!r}")
     if client is None:
         raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
 
     async def call() -> ModelResponse:
         return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
-                                   resilience=getattr(node, "resilience", None))
+                                   on_restart=on_restart, resilience=getattr(node, "resilience", None))
 
     recorder = _recorder(node)
     if recorder is None:
@@ -87,7 +90,8 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
         tool_failed(node, tool.name, call_id, str(exc), started)
         raise
     node.emit(EventType.TOOL_CALL_COMPLETED, {"tool": tool.name, "call_id": call_id, "index": index,
-                                              "duration_ms": elapsed_ms(started), "observation": observation[:500]})
+                                              "duration_ms": elapsed_ms(started),
+                                              "observation": split_images(observation)[0][:500]})
     return observation
 
 

@@ -5,13 +5,15 @@ INVALID, resets the step-scoped state of every namespace under it (its own and t
 the nodes it holds), wakes the runner itself (a decorator returning RUNNING with no task
 pending would otherwise deadlock an event-driven runner, pitfall 4) and returns RUNNING.
 
-`abort_condition()` is asked before the child is ticked (seed 000: a spent budget must
-not run the child once more) and again when the child has just failed, before another
-iteration starts. It answers falsy (go on), True (reason `"aborted"`) or a reason string
-(`"budget_exhausted"`); an abort is logged at ERROR. The loop fails, writing structured
-termination metadata to `InteractionKeys.TERMINATION` in its own namespace, on an abort
-or when `max_iterations` failures have happened. The metadata is cleared when the loop
-starts again, so it always describes this run.
+`abort_condition()` is asked before every tick of the child, the first one included (seed
+000: a spent budget must not run the child once more; an abort true from the start runs
+nothing), and again when the child has just failed, before another iteration starts. It
+answers falsy (go on), True (reason `"aborted"`) or a reason string (`"budget_exhausted"`);
+an abort is logged at ERROR. The loop fails, writing structured termination metadata to
+`InteractionKeys.TERMINATION` in its own namespace, on an abort or when its iterations are
+spent: `max_iterations`, or fewer when the run's host caps every loop
+(`RunContext.max_iterations_hard_limit`, seed 003: the smaller of the two applies). The
+metadata is cleared when the loop starts again, so it always describes this run.
 
 `answer_node` names the node whose outputs are the loop's result (a ReAct loop's LLM
 node); `Agent` uses it to find the agents of a tree.
@@ -51,18 +53,29 @@ class LoopUntilSuccess(Decorator):
         if self.read_state(InteractionKeys.TERMINATION) is not None:  # a previous run's
             self._require_state().load({InteractionKeys.TERMINATION: None}, self.namespace)
 
+    @property
+    def effective_max_iterations(self) -> int:
+        """`max_iterations`, or the host's cap on every loop of the run when that is lower."""
+        cap = self.ctx.max_iterations_hard_limit if self.ctx is not None else None
+        return self.max_iterations if cap is None else min(self.max_iterations, cap)
+
     def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
-        """Ask `abort_condition` before the child runs; an abort fails the loop without ticking it."""
-        if self.status == Status.RUNNING:
-            try:
-                reason = self._abort_reason()
-            except Exception as exc:
-                self._fail(exc)
-                reason = "aborted"
-            if reason is not None:
-                self.stop(self._terminate_with(reason))
+        """Ask `abort_condition` before the child runs, on the loop's first tick too; an abort fails
+        the loop without ticking the child."""
+        if self.status != Status.RUNNING:
+            if not self._initialised():
                 yield self
                 return
+            self.status = Status.RUNNING  # initialised: the decorator's own tick must not do it again
+        try:
+            reason = self._abort_reason()
+        except Exception as exc:
+            self._fail(exc)
+            reason = "aborted"
+        if reason is not None:
+            self.stop(self._terminate_with(reason))
+            yield self
+            return
         yield from super().tick()
 
     def update(self) -> Status:
@@ -75,13 +88,14 @@ class LoopUntilSuccess(Decorator):
         if reason is not None:
             return self._terminate_with(reason)
         self.iteration_count += 1
-        if self.iteration_count >= self.max_iterations:
+        if self.iteration_count >= self.effective_max_iterations:
             return self._terminate_with("max_iterations")
         self.decorated.stop(Status.INVALID)
         state = self._require_state()
         for namespace in self.namespaces_within():
             state.reset_ephemeral("step", namespace)
-        self.emit("loop.iteration", {"iteration": self.iteration_count, "max_iterations": self.max_iterations})
+        self.emit("loop.iteration", {"iteration": self.iteration_count,
+                                     "max_iterations": self.effective_max_iterations})
         state.signal()
         return Status.RUNNING
 
@@ -98,13 +112,13 @@ class LoopUntilSuccess(Decorator):
             return None
         reason = verdict if isinstance(verdict, str) else "aborted"
         log.error("loop %s aborted after %d of %d iterations: %s", self.path, self.iteration_count,
-                  self.max_iterations, reason)
+                  self.effective_max_iterations, reason)
         return reason
 
     def _terminate_with(self, reason: str) -> Status:
         self.write_state({InteractionKeys.TERMINATION: {
             "reason": reason, "node": self.path,
-            "iterations": self.iteration_count, "max_iterations": self.max_iterations}}, signal=False)
+            "iterations": self.iteration_count, "max_iterations": self.effective_max_iterations}}, signal=False)
         return Status.FAILURE
 
     # resume data for checkpoints: the only thing a restored loop cannot re-derive
@@ -122,9 +136,10 @@ def loop_counter(node: Any, status: Status, iteration_count: int | None = None) 
     if not isinstance(node, LoopUntilSuccess):
         return None
     count = node.iteration_count if iteration_count is None else iteration_count
-    under_way = status != Status.INVALID and count < node.max_iterations  # a loop that used up its
-    # attempts has counted the last one already
-    return f"iter {count + 1 if under_way else count}/{node.max_iterations}"
+    most = node.effective_max_iterations
+    under_way = status != Status.INVALID and count < most  # a loop that used up its attempts has counted
+    # the last one already
+    return f"iter {count + 1 if under_way else count}/{most}"
 
 
 __all__ = ["AbortCondition", "LoopUntilSuccess", "Parallel", "Selector", "Sequence", "loop_counter"]

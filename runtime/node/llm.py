@@ -24,6 +24,7 @@ from ..engine.deps import InjectPayload
 from ..engine.events import EventType
 from ..messages import Message, human
 from ..model import ModelConfig, ModelResponse, ModelResponseError, Usage
+from ..model.client import checked_client
 from ..tools import Tool, ToolSet
 from .calls import call_model, elapsed_ms
 from .contract import check_react_contract
@@ -85,7 +86,7 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
     def __init__(self, name: str | None = None, *, model_client: Any = None, config: ReActConfig | None = None,
                  context_builder: ContextBuilderProtocol | None = None, namespace: str | None = None):
         super().__init__(name=name, namespace=namespace)
-        self.model_client = model_client
+        self.model_client = checked_client(model_client, f"{type(self).__name__} {self.name!r}")
         self.config = config or ReActConfig()
         self.keys = self.config.keys
         self.context_builder = context_builder
@@ -130,11 +131,14 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
         return builder.build(self.read_key("messages", []), tools_description=toolset.describe() if toolset else "")
 
     def model_config(self, tools: list[dict[str, Any]] | None = None, tool_choice: Any = None) -> ModelConfig:
-        """The call's settings from the config; unset values are left to the client's defaults."""
+        """The call's settings from the config; unset values are left to the client's defaults.
+        `parallel_tool_calls` goes with the tools when the config sets it."""
         c = self.config
-        fields = {"model": c.model, "temperature": c.temperature, "max_tokens": c.max_tokens, "top_p": c.top_p,
-                  "top_k": c.top_k, "timeout": c.timeout, "tools": tools or None,
-                  "tool_choice": tool_choice if tools else None}
+        fields = {"model": c.model, "temperature": c.temperature, "max_tokens": c.max_tokens,
+                  "max_completion_tokens": c.max_completion_tokens, "top_p": c.top_p, "top_k": c.top_k,
+                  "timeout": c.timeout, "tools": tools or None, "tool_choice": tool_choice if tools else None,
+                  "parallel_tool_calls": c.parallel_tool_calls
+                  if tools and "parallel_tool_calls" in c.model_fields_set else None}
         extra = {key: value for key, value in c.extra_params.items() if key != "tool_choice"}
         return ModelConfig(stream=c.stream, extra_params=extra, **{k: v for k, v in fields.items() if v is not None})
 
@@ -145,14 +149,15 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
             "round": round, "model": config.model or getattr(self.model_client, "model", None),
             "messages": len(messages), "tools": len(config.tools or ())})
         started = time.monotonic()
-        on_delta = self._stream_to_state if config.stream else None
+        on_delta, on_restart = (self._stream_to_state, self._restart_stream) if config.stream else (None, None)
         self._stream = StreamBuffer()
-        response = await call_model(self, messages, config, round=round, path=path, on_delta=on_delta)
+        response = await call_model(self, messages, config, round=round, path=path, on_delta=on_delta,
+                                    on_restart=on_restart)
         retried = _is_empty(response)
         if retried:
             first_usage = response.usage
             response = await call_model(self, [*messages, human(EMPTY_REPLY_NUDGE)], config, round=round,
-                                        attempt=1, path=path, on_delta=on_delta)
+                                        attempt=1, path=path, on_delta=on_delta, on_restart=on_restart)
             if _is_empty(response):
                 raise EmptyReplyError(f"model {response.model!r} returned an empty reply twice "
                                       f"(round {round}, node {self.path})")
@@ -168,6 +173,11 @@ class SimpleLLMNode(KeyedPorts, AsyncBehaviour):
         text = self._stream.flush()
         if text is not None:
             self.write_state({self.key_for("streaming_output"): text}, signal=False)
+
+    def _restart_stream(self) -> None:
+        """An attempt that streamed failed and the client tries again: what it streamed is no answer."""
+        self._stream = StreamBuffer()
+        self.write_state({self.key_for("streaming_output"): ""}, signal=False)
 
     def _stream_to_state(self, delta: str) -> None:
         text = self._stream.add(delta)

@@ -46,8 +46,9 @@ from ..messages import Message, human
 from ..model import ModelResponseError, Usage
 from ..state import Ephemeral, InteractionKeys, StateKeys
 from ..tools import Tool, ToolProvider
-from . import composites
 from .calls import ToolRunner
+from .composites import LoopUntilSuccess, Selector
+from .composites import Sequence as SequenceNode
 from .condition import StateCondition
 from .evaluation import find_json
 from .keyed import KeyedPorts
@@ -204,7 +205,7 @@ class StepRunner(KeyedPorts, Decorator):
     input_ports = ("messages", "plan", "current_step", "step_results", "replans", "usage")
     output_ports = ("step_results", "current_step", "phase", "replans", "replan_reason", "usage")
 
-    def __init__(self, name: str, executor: composites.LoopUntilSuccess, *, executor_namespace: str,
+    def __init__(self, name: str, executor: LoopUntilSuccess, *, executor_namespace: str,
                  keys: StateKeys, max_replans: int, namespace: str | None = None):
         super().__init__(name, executor, namespace)
         self.executor_namespace = executor_namespace
@@ -281,14 +282,14 @@ def create_plan_execute_node(
     model_client: Any = None,
     tools: Sequence[Tool] | None = None,
     tool_providers: Sequence[ToolProvider] | None = None,
-    tool_provider_context: Mapping[str, Any] | None = None,
+    tool_provider_context: Any = None,
     tool_runner: ToolRunner | None = None,
     constraints: Any = None,
     context_builder: ContextBuilderProtocol | None = None,
     config: ReActConfig | None = None,
     max_steps: int = 8,
     max_replans: int = 2,
-) -> composites.LoopUntilSuccess:
+) -> LoopUntilSuccess:
     """Build the plan-execute subtree (arguments as `create_react_node`'s, plus the bounds).
 
     `config` serves planner, executor and answer alike: its `max_iterations` bounds each
@@ -313,16 +314,16 @@ def create_plan_execute_node(
     step = StepRunner(f"{name}.step", executor, executor_namespace=executor_namespace, keys=keys,
                       max_replans=max_replans, namespace=namespace)
 
-    def branch(label: str, phase: Phase, node: Any) -> composites.Sequence:
+    def branch(label: str, phase: Phase, node: Any) -> SequenceNode:
         accepted = ("plan", None) if phase == "plan" else (phase,)  # a schema without `phase` starts planning
         condition = StateCondition(f"{name}.phase=={phase}", key="phase", op="in", value=accepted,
                                    namespace=namespace)
-        return composites.Sequence(f"{name}.{label}", memory=True, children=[condition, node])
+        return SequenceNode(f"{name}.{label}", memory=True, children=[condition, node])
 
-    choose = composites.Selector(f"{name}.next", memory=False, children=[
+    choose = Selector(f"{name}.next", memory=False, children=[
         branch("finish", "answer", answer), branch("planning", "plan", planner), branch("execute", "execute", step)])
     done = StateCondition(f"{name}.done", key=keys.done, op="truthy", namespace=namespace)
-    body = composites.Sequence(f"{name}.round", memory=True, children=[choose, done])
+    body = SequenceNode(f"{name}.round", memory=True, children=[choose, done])
 
     def abort() -> bool | str:
         """Stop when a node failed for good (its `last_error` says why), or on a spent budget."""
@@ -335,7 +336,7 @@ def create_plan_execute_node(
         exhausted = sum((usage or {}).get("total_tokens", 0) for usage in spent) >= budget
         return "budget_exhausted" if exhausted else False
 
-    loop = composites.LoopUntilSuccess(name, body, max_iterations=(1 + max_replans) * (1 + max_steps) + 1,
+    loop = LoopUntilSuccess(name, body, max_iterations=(1 + max_replans) * (1 + max_steps) + 1,
                                        abort_condition=abort, namespace=namespace)
     loop.answer_node = answer
     return loop

@@ -15,8 +15,8 @@ is then FAILURE with its `last_error`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from py_trees.common import Status
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,15 +26,13 @@ from ..context import ContextBuilderProtocol
 from ..messages import Message, ToolCall
 from ..state import Ephemeral
 from ..tools import Tool, ToolProvider
-from . import composites
 from .calls import ToolRunner
+from .composites import LoopUntilSuccess
+from .composites import Sequence as SequenceNode
 from .condition import StateCondition
 from .llm import AgentLLMNode
 from .tool_executor import ToolExecutor
 from .toolbox import ToolBox
-
-if TYPE_CHECKING:
-    from .plan_execute import PlanExecuteState, create_plan_execute_node
 
 
 class ReActState(BaseModel):
@@ -62,18 +60,18 @@ def create_react_node(
     model_client: Any = None,
     tools: Sequence[Tool] | None = None,
     tool_providers: Sequence[ToolProvider] | None = None,
-    tool_provider_context: Mapping[str, Any] | None = None,
+    tool_provider_context: Any = None,
     tool_runner: ToolRunner | None = None,
     constraints: Any = None,
     context_builder: ContextBuilderProtocol | None = None,
     config: ReActConfig | None = None,
-) -> composites.LoopUntilSuccess:
+) -> LoopUntilSuccess:
     """Build the ReAct subtree. Providers are asked for their tools on the first round;
     static `tools` win over provided tools of the same name.
 
     `model_client` may be None when the run's `RunContext.model_client` provides one;
-    several calls per round run in parallel when `config.parallel_tool_calls` (default)
-    and every tool is parallel-safe.
+    the calls of a round run in parallel (`config.parallel_tool_calls`, default), a tool that
+    is not parallel-safe alone (`ToolExecutor`).
     """
     config = config or ReActConfig()
     keys = config.keys
@@ -84,7 +82,7 @@ def create_react_node(
                             execution_mode="auto" if config.parallel_tool_calls else "serial", keys=keys,
                             namespace=namespace)
     done = StateCondition(f"{name}.done", key=keys.done, op="truthy", namespace=namespace)
-    body = composites.Sequence(f"{name}.loop", memory=True, children=[llm, executor, done])
+    body = SequenceNode(f"{name}.loop", memory=True, children=[llm, executor, done])
 
     def abort() -> bool | str:
         """Stop on a failed model call (the client already retried), or on a spent budget."""
@@ -96,19 +94,10 @@ def create_react_node(
         spent = (loop.read_state(keys.usage) or {}).get("total_tokens", 0) >= budget
         return "budget_exhausted" if spent else False
 
-    loop = composites.LoopUntilSuccess(name, body, max_iterations=config.effective_max_iterations,
+    loop = LoopUntilSuccess(name, body, max_iterations=config.effective_max_iterations,
                                        abort_condition=abort, namespace=namespace)
     loop.answer_node = llm
     return loop
 
 
-def __getattr__(name: str) -> Any:
-    """The plan-execute preset, imported on first use: its module builds on this one."""
-    if name in ("PlanExecuteState", "create_plan_execute_node"):
-        from . import plan_execute
-
-        return getattr(plan_execute, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["PlanExecuteState", "ReActState", "create_plan_execute_node", "create_react_node"]
+__all__ = ["ReActState", "create_react_node"]

@@ -9,17 +9,26 @@ For each call in `actions`, in order, a pre-flight decides its fate:
   or denies (an error observation);
 - ALLOW: the call runs.
 
-Execution mode: `serial` runs one after another; `parallel` runs all at once; `auto`
-(default) runs several calls in parallel when every tool is `parallel_safe`, else
-serially. A tool that raises becomes an error observation and the loop goes on.
-Observations are appended as `tool` messages in call order, whatever finished first,
-and the effect tags of the tools that ran are merged into `tool_effects`.
+Execution mode: `auto` (default) runs the calls of a round in parallel (seed 003), except a
+call of a tool that is not `parallel_safe`: that one runs alone, after the calls before it
+have finished and before the ones after it start. `serial` runs one after another;
+`parallel` runs all at once. A tool that raises becomes an error observation and the loop
+goes on. Observations are appended as `tool` messages in call order, whatever finished
+first, and the effect tags of the tools that ran are merged into `tool_effects`.
+
+Images a tool returned (an MCP screenshot) reach the model as image parts of a user message
+after the round's tool messages, one per call that returned some: a chat-completions tool
+message carries text only.
+
+With the observations it writes `done` and `final_answer` (seed 000's state contract lists it
+as a writer of both): a round of tool calls is not the end, unless a `return_direct` tool
+answered, whose result is then the final answer and ends the loop without another model call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from py_trees.common import Status
@@ -29,6 +38,7 @@ from ..guard import ApprovalManager, ApprovalRequest, ApprovalStatus, Decision, 
 from ..messages import Message, ToolCall
 from ..state import InteractionKeys, StateChange, StateKeys
 from ..tools import Tool, ToolError, ToolProvider, ToolSet
+from ..tools.observation import split_images
 from .calls import ToolRunner, run_tool, tool_failed
 from .keyed import KeyedPorts
 from .toolbox import ToolBox
@@ -39,11 +49,11 @@ _APPROVING_RESPONSES = (True, "approve", "approved")
 
 class ToolExecutor(KeyedPorts, AsyncBehaviour):
     input_ports = ("actions", "rounds", "usage", "tool_effects")
-    output_ports = ("messages", "tool_effects")
+    output_ports = ("messages", "tool_effects", "done", "final_answer")
 
     def __init__(self, name: str | None = None, *, tools: ToolBox | ToolSet | Iterable[Tool] | None = None,
                  tool_providers: Iterable[ToolProvider] | None = None,
-                 tool_provider_context: Mapping[str, Any] | None = None, tool_runner: ToolRunner | None = None,
+                 tool_provider_context: Any = None, tool_runner: ToolRunner | None = None,
                  constraints: Any = None, execution_mode: ExecutionMode = "auto", keys: StateKeys | None = None,
                  namespace: str | None = None):
         super().__init__(name=name, namespace=namespace)
@@ -94,12 +104,15 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                     ready.append((index, self._preflight(call, toolset, approved=True)[0]))
                 except ToolError as exc:
                     observations[index] = self._refuse(call, exc)
-        observations.update(await self._execute(sorted(ready, key=lambda item: item[0]), actions))
+        ready.sort(key=lambda item: item[0])
+        answered, failed = await self._execute(ready, actions)
+        observations.update(answered)
         self._write_tool_effects(tool for _, tool in ready)
-        key, messages = self.appended("messages", [
-            Message(role="tool", content=observations[i], tool_call_id=call.id, name=call.name)
-            for i, call in enumerate(actions)])
-        self.write_state({key: messages})
+        key, messages = self.appended("messages", _observed(actions, observations))
+        direct = [split_images(answered[index])[0] for index, tool in ready
+                  if tool.return_direct and index not in failed]
+        self.write_state({key: messages, self.key_for("done"): bool(direct),
+                          self.key_for("final_answer"): "\n\n".join(direct)})
         return Status.SUCCESS
 
     # -- pre-flight ----------------------------------------------------------------------
@@ -185,13 +198,23 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                                            reason=reason)
 
     # -- execution -----------------------------------------------------------------------
-    def _parallel(self, tools: list[Tool]) -> bool:
+    def _batches(self, ready: list[tuple[int, Tool]]) -> list[list[tuple[int, Tool]]]:
+        """The calls in the groups that run together, in call order."""
         if self.execution_mode != "auto":
-            return self.execution_mode == "parallel"
-        return len(tools) > 1 and all(tool.parallel_safe for tool in tools)
+            return [ready] if self.execution_mode == "parallel" else [[item] for item in ready]
+        batches: list[list[tuple[int, Tool]]] = []
+        for item in ready:
+            if item[1].parallel_safe and batches and batches[-1][-1][1].parallel_safe:
+                batches[-1].append(item)
+            else:
+                batches.append([item])  # a tool that must run alone, or the first call after one
+        return batches
 
-    async def _execute(self, ready: list[tuple[int, Tool]], actions: list[ToolCall]) -> dict[int, str]:
+    async def _execute(self, ready: list[tuple[int, Tool]],
+                       actions: list[ToolCall]) -> tuple[dict[int, str], set[int]]:
+        """The observation of each call that ran, by its index, and the indexes of those that failed."""
         round = self.read_key("rounds", 0)
+        failed: set[int] = set()
 
         async def one(index: int, tool: Tool) -> str:
             call = actions[index]
@@ -199,19 +222,39 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                 return await run_tool(self, tool, call.id, call.arguments, round=round, index=index,
                                       runner=self.tool_runner)
             except ToolError as exc:
+                failed.add(index)
                 return f"Error: {exc}"
 
-        if self._parallel([tool for _, tool in ready]):
-            results = await asyncio.gather(*(one(index, tool) for index, tool in ready))
-        else:
-            results = [await one(index, tool) for index, tool in ready]
-        return {index: result for (index, _), result in zip(ready, results, strict=True)}
+        results: dict[int, str] = {}
+        for batch in self._batches(ready):
+            if len(batch) == 1:  # alone: awaited in this task, no task of its own
+                results[batch[0][0]] = await one(*batch[0])
+                continue
+            answers = await asyncio.gather(*(one(index, tool) for index, tool in batch))
+            results.update((index, answer) for (index, _), answer in zip(batch, answers, strict=True))
+        return results, failed
 
     def _write_tool_effects(self, tools: Iterable[Tool]) -> None:
         tags = set().union(*(tool.effect_tags for tool in tools))
         if tags:
             key = self.key_for("tool_effects")
             self.write_state({key: sorted(tags.union(self.read_state(key) or ()))}, signal=False)
+
+
+def _observed(actions: list[ToolCall], observations: dict[int, str]) -> list[Message]:
+    """The round's tool messages in call order, then a user message with the images of each call
+    that returned some (they may not come between tool messages)."""
+    replies: list[Message] = []
+    shown: list[Message] = []
+    for index, call in enumerate(actions):
+        text, images = split_images(observations[index])
+        if images:
+            some = f"{len(images)} images" if len(images) > 1 else "an image"
+            text = f"{text}\n[{some}: in the message after the tool results]".lstrip("\n")
+            shown.append(Message(role="user", content=f"What tool '{call.name}' returned (call {call.id}):",
+                                 images=tuple(images)))
+        replies.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+    return replies + shown
 
 
 __all__ = ["ExecutionMode", "ToolExecutor"]

@@ -46,19 +46,28 @@ class Tool:
     Pass a function (sync or async), or subclass and define `name`, `description`,
     optionally `Args` (a pydantic model; otherwise built from `run`'s signature) and
     `run(self, **kwargs)`.
+
+    `parallel_safe`: whether a call may run while other calls of the same round run (seed 003:
+    the calls of one round run in parallel by default). A tool that must run alone says so
+    with `parallel_safe=False`; one that declares `effect_tags` (side effects the guard
+    tracks) runs alone unless it says `parallel_safe=True`.
+
+    `return_direct`: the tool's result is the agent's answer. When its call succeeds, the ReAct
+    loop ends there (`ToolExecutor` writes `done` and `final_answer`), without another model call.
     """
 
     name: str = ""
     description: str = ""
     Args: type[BaseModel] | None = None
-    parallel_safe: bool = False
+    parallel_safe: bool | None = None  # None: True unless the tool declares effect tags
     effect_tags: frozenset[str] = frozenset()
     blocking: bool = False
+    return_direct: bool = False
 
     def __init__(self, func: Callable[..., Any] | None = None, *, name: str | None = None,
                  description: str | None = None, args_model: type[BaseModel] | None = None,
                  parallel_safe: bool | None = None, effect_tags: Iterable[str] | None = None,
-                 blocking: bool | None = None):
+                 blocking: bool | None = None, return_direct: bool | None = None):
         self.func = func if func is not None else self.run
         self.name = name or self.name or getattr(func, "__name__", "")
         if not _VALID_NAME.match(self.name):
@@ -66,9 +75,11 @@ class Tool:
         doc = func.__doc__ if func is not None else type(self).__doc__
         self.description = description or self.description or _first_paragraph(doc)
         self.args_model = args_model or self.Args or _args_model_from_signature(self.func, self.name)
-        self.parallel_safe = self.parallel_safe if parallel_safe is None else parallel_safe
         self.effect_tags = frozenset(self.effect_tags if effect_tags is None else effect_tags)
+        declared = self.parallel_safe if parallel_safe is None else parallel_safe
+        self.parallel_safe = not self.effect_tags if declared is None else declared
         self.blocking = self.blocking if blocking is None else blocking
+        self.return_direct = self.return_direct if return_direct is None else return_direct
 
     def run(self, **kwargs: Any) -> Any:
         raise NotImplementedError(f"tool {self.name!r} has neither a function nor a run() method")
@@ -135,12 +146,12 @@ class Tool:
 
 
 def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None, parallel_safe: bool = False,
-         effect_tags: Iterable[str] = (), blocking: bool = False) -> Any:
+         description: str | None = None, parallel_safe: bool | None = None,
+         effect_tags: Iterable[str] = (), blocking: bool = False, return_direct: bool = False) -> Any:
     """Turn a typed function into a `Tool`; usable bare (`@tool`) or configured (`@tool(...)`)."""
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(f, name=name, description=description, parallel_safe=parallel_safe,
-                    effect_tags=effect_tags, blocking=blocking)
+                    effect_tags=effect_tags, blocking=blocking, return_direct=return_direct)
     return wrap if func is None else wrap(func)
 
 

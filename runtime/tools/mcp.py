@@ -1,19 +1,28 @@
-"""`MCPToolProvider`: the tools of an MCP server (stdio or streamable HTTP) as runtime `Tool`s.
+"""`MCPToolProvider`: the tools of an MCP server (stdio, streamable HTTP or legacy SSE) as runtime `Tool`s.
 
     provider = MCPToolProvider(sys.executable, ["server.py"])             # stdio: a child process
     provider = MCPToolProvider(url="http://127.0.0.1:8000/mcp", headers={"Authorization": "Bearer ..."})
+    provider = MCPToolProvider(url="http://127.0.0.1:8000/sse")           # legacy HTTP+SSE, by its path
     create_react_node(..., tool_providers=[provider])
 
 The transport and session are async context managers, which must be entered and exited in
 one task, while the tree lists and calls tools from its own tasks: so one task owns the
-connection for its whole life and `close()` asks it to unwind. Left unclosed, that task is
-cancelled when the event loop shuts down, which still stops the server process.
+connection for its whole life and `close()` asks it to unwind (or, while it is still
+connecting, cancels it). Left unclosed, that task is cancelled when the event loop shuts
+down, which still stops the server process.
+
+When the server says its tools changed (`notifications/tools/list_changed`, or a
+`subscriptions/listen` event on a 2026 connection), `generation` grows and the next
+`get_tools()` lists them again: the agent offers the new list from its next round.
 
 A server's stderr is kept in a temporary file (it would scribble over the studio's
-screen); its last line is quoted when the server fails to start or dies.
+screen); its last line is quoted when the server fails to start or exits. A stdio server
+that dies mid-call is named with how it ended: its exit status, or the signal that killed
+it (its stderr then holds only what it said before, a start-up banner at best).
 
 The `mcp` package is imported on first connection: it is slow to import, and a runtime
-that never speaks MCP should not pay for it.
+that never speaks MCP should not pay for it. It comes with the `[mcp]` extra: a provider made
+without it says so at once (`MissingExtra`), so a tree file that makes one fails to load with that line.
 """
 
 from __future__ import annotations
@@ -26,57 +35,83 @@ import math
 import os
 import re
 import shlex
+import signal
 import tempfile
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from runtime.extras import check
 from runtime.tools.base import Tool, ToolError
+from runtime.tools.mcp_results import DEFAULT_MAX_OUTPUT_CHARS, observation
 from runtime.tools.provider import ToolProvider
 from runtime.tools.schema_check import check_arguments, schema_validator
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp.types import CallToolResult, ContentBlock
     from mcp.types import Tool as ToolSpec
 
 log = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 100  # a server whose tools/list never stops paginating cannot hang initialize()
+EXIT_WAIT = 2.0  # seconds a server whose connection closed mid-call gets to be seen exiting
+LISTEN_ACK_WAIT = 5.0  # seconds a server has to acknowledge listening for its tool changes
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+Transport = Literal["stdio", "streamable-http", "sse"]
 
 
 class MCPToolProvider(ToolProvider):
     """Connects in `initialize()`, lists the server's tools, calls them, disconnects in `close()`.
 
     Give `command` (+ `args`, `env` over a minimal inherited environment, `cwd`) for a
-    stdio server, or `url` (+ `headers`) for a streamable-HTTP one. `name` labels the
-    server in errors (default: the command line or the URL). Every call is bounded by
-    `call_timeout` seconds, connecting and listing by `connect_timeout`.
+    stdio server, or `url` (+ `headers`) for an HTTP one: streamable HTTP, or the legacy
+    HTTP+SSE transport when the URL's path ends in `/sse` or `transport="sse"`. `name`
+    labels the server in errors (default: the command line or the URL). Every call is
+    bounded by `call_timeout` seconds, connecting and listing by `connect_timeout`.
+
+    `prefix` is put before the names of the server's tools (`fs_` + `read_file`): two servers
+    offering one name are otherwise an error naming both. `max_output_chars` caps what one call
+    puts in front of the model (None: no cap); the rest is dropped with a marker saying how much.
     """
 
     def __init__(self, command: str | None = None, args: Sequence[str] = (), *,
                  env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                  url: str | None = None, headers: Mapping[str, str] | None = None, name: str | None = None,
+                 transport: Transport | None = None, prefix: str = "",
+                 max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
                  call_timeout: float = 60.0, connect_timeout: float = 30.0):
         if (command is None) == (url is None):
-            raise ValueError("MCPToolProvider needs command= (a stdio server) or url= (streamable HTTP), not both")
+            raise ValueError("MCPToolProvider needs command= (a stdio server) or url= (an HTTP one), not both")
+        check("mcp", "mcp", "jsonschema", *(["httpx2"] if url is not None else []))
+        if max_output_chars is not None and max_output_chars < 1:
+            raise ValueError(f"MCPToolProvider: max_output_chars must be >= 1 or None, not {max_output_chars}")
         self.command, self.args = command, list(args)
         self.env, self.cwd = (dict(env) if env is not None else None), cwd
         self.url, self.headers = url, dict(headers or {})
+        self.transport = _transport_of(command, url, transport)
         self.target = shlex.join([command, *self.args]) if command is not None else str(url)
         self.name = name or self.target
+        self.prefix, self.max_output_chars = prefix, max_output_chars
         self.call_timeout, self.connect_timeout = call_timeout, connect_timeout
+        self.generation = 0
         self._client: Client | None = None
         self._tools: list[MCPTool] = []
+        self._stale = False  # the server said its tools changed: list them again
         self._task: asyncio.Task[None] | None = None
+        self._connected: asyncio.Future[Any] | None = None  # done once the tools are listed (or it failed)
         self._stop = asyncio.Event()
         self._stderr: Any = None  # the stdio server's stderr file while it runs
+        self._stdio: Any = None  # the stdio transport while it runs: where its process is found
 
     def __repr__(self) -> str:
         return f"MCPToolProvider({self.name!r})"
+
+    @property
+    def label(self) -> str:
+        return f"MCP server {self.name}"
 
     # -- lifecycle -----------------------------------------------------------------------
     async def initialize(self) -> None:
@@ -84,6 +119,7 @@ class MCPToolProvider(ToolProvider):
         if self._task is not None:
             return
         ready: asyncio.Future[list[ToolSpec]] = asyncio.get_running_loop().create_future()
+        self._connected = ready
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._own_connection(ready), name=f"mcp: {self.name}")
         try:
@@ -105,16 +141,29 @@ class MCPToolProvider(ToolProvider):
     async def get_tools(self, **kwargs: Any) -> list[Tool]:
         if self._task is None:
             raise RuntimeError(f"{self!r}: call initialize() before get_tools()")
+        if self._stale and self._client is not None:
+            self._stale = False
+            try:
+                self._tools = self._offered(await _list_tools(self._client, refresh=True))
+            except Exception as exc:
+                raise ToolError(f"MCP server {self.name} changed its tools but cannot list them: "
+                                f"{_reason(exc)}{self._stderr_hint()}") from exc
         return list(self._tools)
 
     async def close(self) -> None:
-        """Close the session and the transport (a stdio server is asked to exit, then killed)."""
+        """Close the session and the transport (a stdio server is asked to exit, then killed); a
+        provider still connecting stops at once."""
         task, self._task = self._task, None
         if task is None:
             return
+        if not self._connected.done():
+            task.cancel()  # still connecting: nothing to unwind politely, no answer to wait for
         self._stop.set()
         try:
             await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the caller is cancelled, not the connection
         except Exception as exc:  # a server that died first: nothing left to release, say so in one line
             log.warning("MCP server %s did not close cleanly: %s", self.name, _reason(exc))
 
@@ -132,7 +181,8 @@ class MCPToolProvider(ToolProvider):
                 self._client = None
                 if not ready.done():  # cancelled while connecting
                     ready.set_exception(self._start_error("cancelled"))
-                self._stderr = None
+                    ready.exception()  # retrieved: nobody may be waiting for it any more
+                self._stderr = self._stdio = None
 
     async def _connect_and_wait(self, ready: asyncio.Future[list[ToolSpec]]) -> None:
         import anyio
@@ -141,29 +191,76 @@ class MCPToolProvider(ToolProvider):
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
-                    Client(await self._transport(stack), read_timeout_seconds=self.call_timeout))
-                specs = await _list_tools(client)
-                scope.deadline = math.inf
-                self._client = client
-                ready.set_result(specs)
-                await self._stop.wait()
+                    Client(await self._transport(stack), read_timeout_seconds=self.call_timeout,
+                           message_handler=self._on_message))
+                async with anyio.create_task_group() as tasks:
+                    await tasks.start(self._listen_for_tool_changes, client)  # before listing: no change missed
+                    specs = await _list_tools(client)
+                    scope.deadline = math.inf
+                    self._client = client
+                    ready.set_result(specs)
+                    await self._stop.wait()
+                    tasks.cancel_scope.cancel()
         if scope.cancelled_caught and not ready.done():
             ready.set_exception(self._start_error(f"no answer within {self.connect_timeout:g}s"))
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
-        """The transport for `Client`: a child process over stdio, or streamable HTTP."""
-        if self.command is not None:
+        """The transport for `Client`: a child process over stdio, streamable HTTP or legacy SSE."""
+        if self.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.cwd)
-            return stdio_client(params, errlog=self._stderr)
+            self._stdio = stdio_client(params, errlog=self._stderr)
+            return self._stdio
+        # a response may stream for a whole call; 300 s is also the SDK's own read timeout
+        read_timeout = max(self.call_timeout, 300.0)
+        if self.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(str(self.url), headers=self.headers, timeout=self.connect_timeout,
+                              sse_read_timeout=read_timeout)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        # a response may stream for a whole call; 300 s is also the SDK's own read timeout
-        timeout = httpx2.Timeout(self.connect_timeout, read=max(self.call_timeout, 300.0))
+        timeout = httpx2.Timeout(self.connect_timeout, read=read_timeout)
         http = await stack.enter_async_context(httpx2.AsyncClient(headers=self.headers, timeout=timeout))
         return streamable_http_client(str(self.url), http_client=http)
+
+    # -- the server's tools changing ------------------------------------------------------------
+    def _tools_changed(self) -> None:
+        self._stale = True
+        self.generation += 1
+
+    async def _on_message(self, message: Any) -> None:
+        """A connection before 2026 announces changes as notifications."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self._tools_changed()
+
+    async def _listen_for_tool_changes(self, client: Client, *, task_status: Any) -> None:
+        """A 2026 connection announces changes only to who listens for them, if the server says it
+        will; `task_status.started()` once the server has acknowledged (or there is nothing to hear)."""
+        import anyio
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        tools = client.server_capabilities.tools
+        try:
+            if not (tools and tools.list_changed):
+                return
+            async with contextlib.AsyncExitStack() as stack:
+                with anyio.fail_after(LISTEN_ACK_WAIT):  # a server that never acknowledges still starts
+                    changes = await stack.enter_async_context(client.listen(tools_list_changed=True))
+                task_status.started()
+                async for _ in changes:
+                    self._tools_changed()
+        except ListenNotSupportedError:
+            return  # an earlier connection: its notifications come as messages (`_on_message`)
+        except Exception as exc:  # the tools keep working; only their changes go unseen
+            log.info("MCP server %s: no longer listening for tool changes: %s", self.name, _reason(exc))
+        finally:
+            with contextlib.suppress(RuntimeError):  # started already
+                task_status.started()
 
     # -- calling -------------------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
@@ -183,20 +280,29 @@ class MCPToolProvider(ToolProvider):
                                 f"{self.call_timeout:g}s") from exc
             if exc.code == CONNECTION_CLOSED:
                 self._client = None  # later calls fail at once; close() still unwinds the owner task
-                raise ToolError(f"tool '{tool}': MCP server {self.name} exited or closed the connection before "
-                                f"answering{self._stderr_hint()}") from exc
+                raise ToolError(f"tool '{tool}': MCP server {self.name} {await self._how_it_ended()} before "
+                                "answering") from exc
             raise ToolError(f"tool '{tool}': MCP server {self.name} refused the call: {exc}") from exc
         except Exception as exc:
             raise ToolError(f"tool '{tool}': MCP server {self.name}: {_reason(exc)}{self._stderr_hint()}") from exc
-        return self._result(tool, result)
+        return observation(result, server=self.name, tool=tool, max_chars=self.max_output_chars)
 
-    def _result(self, tool: str, result: CallToolResult) -> Any:
-        text = "\n".join(_block_text(block) for block in result.content)
-        if result.is_error:
-            raise ToolError(f"tool '{tool}' (MCP server {self.name}): {text or 'failed without a message'}")
-        if not text and result.structured_content is not None:
-            return result.structured_content
-        return text
+    async def _how_it_ended(self) -> str:
+        """"was killed by signal SIGKILL", "exited with status 3 (stderr: ...)", or, when the process
+        cannot be seen (an HTTP server), "exited or closed the connection"."""
+        process = _process_of(self._stdio)
+        if process is None:
+            return f"exited or closed the connection{self._stderr_hint()}"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(EXIT_WAIT):
+                while process.returncode is None:  # its stdout closed first, the exit is seen just after
+                    await asyncio.sleep(0.01)  # (polled as the SDK does: its wait() also waits for pipes)
+        code = process.returncode
+        if code is None:
+            return f"closed the connection{self._stderr_hint()}"
+        if code < 0:
+            return f"was killed by signal {_signal_name(-code)}"
+        return f"exited with status {code}{self._stderr_hint()}"
 
     # -- errors --------------------------------------------------------------------------
     def _start_error(self, reason: str) -> ToolError:
@@ -225,7 +331,9 @@ class MCPTool(Tool):
     are checked against before the call leaves the process.
 
     Names outside `[A-Za-z0-9_-]{1,64}` (what function-calling APIs accept) are rewritten with
-    `_`; `remote_name` keeps the server's name. A `readOnlyHint` makes the tool parallel-safe.
+    `_`; `remote_name` keeps the server's name. A tool runs alone in its round only when the
+    server says it has side effects (`destructiveHint`, not `readOnlyHint`); any other runs in
+    parallel with the round's other calls, as every tool does by default.
     """
 
     Args = _AnyObject
@@ -236,9 +344,9 @@ class MCPTool(Tool):
         self.input_schema = dict(spec.input_schema)
         self._validator = schema_validator(self.input_schema)
         annotations = spec.annotations
-        super().__init__(name=_INVALID_NAME_CHARS.sub("_", spec.name)[:64] or "_",
+        super().__init__(name=_INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)[:64] or "_",
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
-                         parallel_safe=bool(annotations and annotations.read_only_hint))
+                         parallel_safe=not _has_side_effects(annotations))
 
     def parameters(self) -> dict[str, Any]:
         params = copy.deepcopy(self.input_schema)
@@ -256,17 +364,23 @@ class MCPTool(Tool):
         return await self.provider.call_tool(self.remote_name, arguments)
 
 
+def _has_side_effects(annotations: Any) -> bool:
+    """What a server says explicitly: destructive and not read-only (an unannotated tool says nothing)."""
+    return bool(annotations and annotations.destructive_hint and not annotations.read_only_hint)
+
+
 def _needs_tasks(spec: ToolSpec) -> bool:
     """A tool whose `execution.taskSupport` is "required" cannot be called with a plain tools/call."""
     execution = getattr(spec, "execution", None)
     return getattr(execution, "task_support", None) == "required"
 
 
-async def _list_tools(client: Client) -> list[ToolSpec]:
+async def _list_tools(client: Client, refresh: bool = False) -> list[ToolSpec]:
+    """Every page of the server's tools (`refresh`: from the server, not the client's cache)."""
     specs: list[ToolSpec] = []
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
         specs.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:
@@ -274,17 +388,31 @@ async def _list_tools(client: Client) -> list[ToolSpec]:
     return specs
 
 
-def _block_text(block: ContentBlock) -> str:
-    """A content block as observation text (non-text media are named, not inlined)."""
-    if block.type == "text":
-        return block.text
-    if block.type == "resource":
-        contents = block.resource
-        text = getattr(contents, "text", None)
-        return text if text is not None else f"[resource {contents.uri} ({contents.mime_type or 'binary'})]"
-    if block.type == "resource_link":
-        return f"[resource {block.uri}]"
-    return f"[{block.type} {block.mime_type}]"
+def _transport_of(command: str | None, url: str | None, transport: Transport | None) -> Transport:
+    """stdio for a command; for a URL, what was asked, else legacy SSE when its path ends in /sse."""
+    if command is not None:
+        if transport not in (None, "stdio"):
+            raise ValueError(f"MCPToolProvider: a command speaks stdio, not {transport!r}")
+        return "stdio"
+    if transport not in (None, "streamable-http", "sse"):
+        raise ValueError(f"MCPToolProvider: transport must be 'streamable-http' or 'sse' for a URL, not {transport!r}")
+    path = urllib.parse.urlsplit(str(url)).path.rstrip("/")
+    return transport or ("sse" if path.endswith("/sse") else "streamable-http")
+
+
+def _process_of(stdio: Any) -> Any:
+    """The server process of a running `stdio_client`, read from its generator's frame: the SDK keeps it
+    to itself (its local `process`); None when it cannot be found."""
+    frame = getattr(getattr(stdio, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    return process if hasattr(process, "returncode") else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} ({number})"
+    except ValueError:
+        return str(number)
 
 
 def _reason(exc: BaseException) -> str:

@@ -3,6 +3,9 @@
 An MCP tool checks its calls against the schema its server publishes; a debugger in
 another process checks corrected arguments against the schema the debug server sent,
 before it sends them. Both name the first argument at fault the same way.
+
+jsonschema comes with the `[mcp]` extra (an MCP tool cannot be made without it); an attached studio
+installed without it leaves the check to the debug server, which checks the call again in any case.
 """
 
 from __future__ import annotations
@@ -14,19 +17,24 @@ from .base import ToolArgumentsError
 
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for `schema`, of the dialect it declares."""
-    from jsonschema.validators import validator_for
-
+    """A jsonschema validator for `schema`, of the dialect it declares (None without jsonschema)."""
+    try:
+        from jsonschema.validators import validator_for
+    except ModuleNotFoundError:
+        return None
     return validator_for(schema)(schema)
 
 
 def check_arguments(tool: str, validator: Any, arguments: Any) -> None:
-    """`ToolArgumentsError` naming the argument when `arguments` (an object) break the schema."""
-    from jsonschema.exceptions import best_match
-
+    """`ToolArgumentsError` naming the argument when `arguments` (an object) break the schema
+    (a None validator checks only that they are an object)."""
     if not isinstance(arguments, Mapping):
         raise ToolArgumentsError(f"tool '{tool}': arguments must be an object, got {type(arguments).__name__}",
                                  tool=tool)
+    if validator is None:
+        return
+    from jsonschema.exceptions import best_match
+
     errors = list(validator.iter_errors(dict(arguments)))
     error = best_match(errors)
     if error is None:

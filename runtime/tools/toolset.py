@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 
 
 class ToolSet:
-    """An ordered name → tool map; a later tool with a name already present replaces the earlier one."""
+    """An ordered name → tool map; a later tool with a name already present replaces the earlier one
+    (static tools over provided ones, seed 000), except that two providers may not offer one name."""
 
     def __init__(self, tools: Iterable[Tool] = (), *, providers: Iterable[ToolProvider] = ()):
         self._tools: dict[str, Tool] = {}
@@ -24,22 +25,50 @@ class ToolSet:
     @classmethod
     async def from_providers(cls, *providers: ToolProvider | Iterable[ToolProvider] | None,
                              **context: Any) -> ToolSet:
-        """Initialize each provider and collect its tools in order (later providers win).
+        """Initialize each provider and collect its tools in order (`collect`).
 
         Accepts providers as arguments or as one iterable (or None). If a provider fails,
-        the ones already initialized are closed and a `ToolError` names the culprit.
+        or two offer the same tool name, the ones already initialized are closed and a
+        `ToolError` names the culprit(s).
         """
         started: list[ToolProvider] = []
-        tools: list[Tool] = []
-        for provider in _flatten(providers):
-            try:
-                await provider.initialize()
+        try:
+            for provider in _flatten(providers):
+                try:
+                    await provider.initialize()
+                except Exception as exc:
+                    raise ToolError(f"tool provider {type(provider).__name__} failed: {exc}") from exc
                 started.append(provider)
-                tools.extend(await provider.get_tools(**context))
+            return await cls.collect(started, **context)
+        except Exception:
+            await cls(providers=started).close()
+            raise
+
+    @classmethod
+    async def collect(cls, providers: Iterable[ToolProvider], **context: Any) -> ToolSet:
+        """The tools of providers already initialized, in order: asked again when one's tools changed.
+
+        Two providers offering one tool name is a `ToolError` naming both, never a silent
+        replacement (an MCP server's tools can be given a prefix to tell them apart).
+        """
+        providers = list(providers)
+        offered: dict[str, int] = {}  # tool name -> the position of the provider offering it
+        tools: list[Tool] = []
+        for position, provider in enumerate(providers):
+            try:
+                found = await provider.get_tools(**context)
             except Exception as exc:
-                await cls(providers=started).close()
                 raise ToolError(f"tool provider {type(provider).__name__} failed: {exc}") from exc
-        return cls(tools, providers=started)
+            for item in found:
+                first = offered.setdefault(item.name, position)
+                if first != position:
+                    one, other = providers[first].label, provider.label
+                    if one == other:
+                        one, other = f"{one} (provider {first + 1})", f"{other} (provider {position + 1})"
+                    raise ToolError(f"tool '{item.name}' is offered by both {one} and {other}; "
+                                    "give one a prefix (MCPToolProvider(..., prefix=...))")
+            tools.extend(found)
+        return cls(tools, providers=providers)
 
     @classmethod
     def merge(cls, *sources: ToolSet | Iterable[Tool] | None) -> ToolSet:

@@ -1,7 +1,8 @@
 """The runs of a store, newest first — tree, start, status, host — to open one in the studio.
 
 A store that many processes write gains runs while the picker is open, and a run's status
-changes as it ends: the table refreshes every second, updating rows by key.
+changes as it ends, or as its writer goes (abandoned, `liveness.py`): the table refreshes every
+second, updating rows by key.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from runtime.memory.checkpoint import CheckpointStore, RunSummary
+from runtime.memory.checkpoint import CheckpointStore, RunSummary, run_liveness
+from runtime.memory.checkpoint.liveness import ABANDONED, RUNNING, SUSPENDED
 
 from ..widgets.marks import status_text
 
@@ -27,9 +29,15 @@ def _when(run: RunSummary) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started or run.first_time))
 
 
+LIVENESS_STYLES = {RUNNING: "bold cyan", SUSPENDED: "bold magenta", ABANDONED: "bold red"}
+
+
 def _status(run: RunSummary) -> Text:
-    """How it ended; a run with no end recorded is still being written (or its writer died)."""
-    return Text("running…", "bold cyan") if run.ended is None else status_text(run.last_status)
+    """How it ended; with no end recorded, whether its writer still writes it (or is gone)."""
+    liveness = run_liveness(run)
+    if liveness.state not in LIVENESS_STYLES:
+        return status_text(run.last_status)
+    return Text("running…" if liveness.state == RUNNING else str(liveness), LIVENESS_STYLES[liveness.state])
 
 
 def _tree(run: RunSummary) -> str:
@@ -40,7 +48,9 @@ def _tree(run: RunSummary) -> str:
 
 
 def _host(run: RunSummary) -> str:
-    return f"{run.host} (pid {run.pid})" if run.host else "?"
+    """Where its writer runs (the one writing it now, else the one that first did)."""
+    host, pid = (run.writer.host, run.writer.pid) if run.writer is not None else (run.host, run.pid)
+    return f"{host} (pid {pid})" if host else "?"
 
 
 class RunPicker(Screen[str | None]):
@@ -85,7 +95,7 @@ class RunPicker(Screen[str | None]):
                 table.sort("run", key=self._started.__getitem__, reverse=True)
             else:
                 for name, value in zip(COLUMNS, cells, strict=True):
-                    table.update_cell(run.run_id, name, value)
+                    table.update_cell(run.run_id, name, value, update_width=True)  # "abandoned, …" is wider
             self._cells[run.run_id] = cells
 
     def action_open(self) -> None:

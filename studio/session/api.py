@@ -62,7 +62,8 @@ class SessionAPI(Protocol):
     def failure(self) -> Any: ...  # why the live run failed (`runtime.agent.Failure`), or None
 
     @property
-    def frame(self) -> Any: ...  # `.key`, `.tick`, `.root_status`, `.tokens`, `.branch` of what is shown
+    def frame(self) -> Any: ...  # `.key`, `.tick`, `.root_status`, `.tokens`, `.branch` of what is shown; `.returns`,
+    # `.held_returns`, `.pending`: the record of its tick (a held one's so far, and the nodes not reached yet)
 
     @property
     def breakpoints_kept(self) -> str: ...  # where the breakpoints live, as the breakpoints screen says

@@ -13,12 +13,14 @@ run's checkpoint store, read by the server: rows arrive with the updates, a past
 checkpoint is asked for when chosen. Only restarting and saving bindings beside the tree
 file are refused: the run and its tree belong to the other process. Nor does it follow a
 recording (`DebugSession.follow`, for a store another process writes): it is live, and
-once the run is gone it says which store to replay.
+once the run is gone it says which store to replay; gone without the server's goodbye (its process
+killed, the network down), the run is abandoned for this studio, last seen when the connection went.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,7 +36,8 @@ from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
-from runtime.memory.checkpoint import CheckpointInfo
+from runtime.memory.checkpoint import CheckpointInfo, Liveness
+from runtime.memory.checkpoint.liveness import ABANDONED
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
@@ -122,6 +125,7 @@ class RemoteSession:
         self._lineage = RunTimeline(self._rows, None)  # only its lineage(): the rows stand in for the store
         self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
         self._past_paths: frozenset[str] | None = None  # the nodes it knew, when not every node of the tree
+        self._past_nodes: dict[str, dict[str, Any]] = {}  # the nodes it can draw: the host's, its agents' then
         self._tree_version = 0  # a new tree from the server (a picture, a deferred subtree compiled)
         self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
         self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
@@ -202,8 +206,8 @@ class RemoteSession:
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
         self._applied += 1
-        self._stop(Stop("finished", (self.message if self._finished else "the debug connection was lost")
-                              + self._replay_hint()))
+        lost = f"{Liveness(ABANDONED, time.time())}: the debug connection was lost"  # (its keepalive held till now)
+        self._stop(Stop("finished", (self.message if self._finished else lost) + self._replay_hint()))
 
     def _replay_hint(self) -> str:
         """Once the served run is gone its recording is a store another studio opens (and follows while a
@@ -439,7 +443,19 @@ class RemoteSession:
         """The nodes of the frame: every node live, those the checkpoint knew in the past."""
         if self._past is None:
             return self._nodes
-        return {path: node for path, node in self._nodes.items() if path in self._past["statuses"]}
+        return {path: node for path, node in self._past_nodes.items() if path in self._past["statuses"]}
+
+    def _nodes_then(self, reply: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The nodes a past checkpoint can draw: the host's (their shape from the live tree), and the swarm
+        agents' it holds as the server described them then, each agent's root under the node that spawned it."""
+        nodes = {path: node for path, node in self._nodes.items() if split_child_path(path) is None}
+        for agent in reply.get("agents", ()):
+            nodes[agent["path"]] = {**agent, "status": "INVALID", "counter": None, "ports": []}
+            parent = nodes.get(agent["parent"])
+            if split_child_path(agent["parent"]) is None and parent is not None \
+                    and agent["path"] not in parent["children"]:
+                nodes[agent["parent"]] = {**parent, "children": [*parent["children"], agent["path"]]}
+        return nodes
 
     def node_views(self) -> list[NodeView]:
         return [self.node_view(path) for path in self._shown()]
@@ -457,7 +473,7 @@ class RemoteSession:
         return Status(self._node(path)["status"])
 
     def node_statuses(self) -> dict[str, Status]:
-        return {path: self.node_status(path) for path in self._nodes}
+        return {path: self.node_status(path) for path in (self._nodes if self._past is None else self._past_nodes)}
 
     def node_view(self, path: str) -> NodeView:
         node, past = self._node(path), self._past
@@ -491,12 +507,13 @@ class RemoteSession:
         return NodeDetail(self.node_view(path), views, status_history(events)[-HISTORY:], error, traceback)
 
     def _agent_detail(self, node: dict[str, Any]) -> NodeDetail:
-        """A swarm agent's node, as a local session shows it: live, its ports read in the agent's own state,
-        its namespace named as the state pane names it (`@agent`, `@agent.ns`)."""
-        state, agent = self._state, node["agent"]
+        """A swarm agent's node, as a local session shows it: its ports read in the agent's own state (live, or
+        at the checkpoint viewed), its namespace named as the state pane names it (`@agent`, `@agent.ns`)."""
+        state, agent = self.state_snapshot(), node["agent"]
         own, scope = child_namespace(agent, node["namespace"]), child_namespace(agent, None)
+        ports = node["ports"] if self._past is None else self._past["ports"].get(node["path"], [])
         views = [PortView(port, key, direction, state.get(own, {}).get(key, state.get(scope, {}).get(key)))
-                 for direction, port, key in node["ports"]]
+                 for direction, port, key in ports]
         error = node.get("error") or {}
         return NodeDetail(replace(self.node_view(node["path"]), namespace=own), views, [], error.get("error"),
                           error.get("traceback"))
@@ -531,7 +548,7 @@ class RemoteSession:
 
     def _node(self, path: str) -> dict[str, Any]:
         try:
-            return self._nodes[path]
+            return (self._nodes if self._past is None else self._past_nodes)[path]
         except KeyError:
             raise EditError(f"no node at path {path!r}") from None
 
@@ -647,9 +664,10 @@ class RemoteSession:
             raise EditError("the attached run records no checkpoints: its runner has no checkpoint store")
 
         def arrived(reply: dict[str, Any]) -> None:
-            row, known = reply["checkpoint"], reply["statuses"]
-            self._past, self.staged = reply, StagedEdits()
-            self._past_paths = None if all(path in known for path in self._nodes) else frozenset(known)
+            row = reply["checkpoint"]
+            self._past, self._past_nodes, self.staged = reply, self._nodes_then(reply), StagedEdits()
+            shown = frozenset(self._shown())
+            self._past_paths = None if shown == frozenset(self._nodes) else shown
             self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
                                        row["summary"])
             self._say(f"viewing checkpoint {row['id']} (tick {row['tick']}, {row['branch']})")

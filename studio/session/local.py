@@ -25,11 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from py_trees.common import Status
 
 from runtime.debug.breakpoints import Breakpoint, BreakpointError
-from runtime.debug.children import SwarmChildren, child_path, split_child_path
+from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
 from runtime.debug.debugger import Debugger
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.behaviour import JianmuNodeMixin
@@ -48,7 +47,7 @@ from runtime.node.composites import loop_counter
 
 from ..edits import EditError, StagedEdits
 from ..failure import Failure
-from ..follow import FINAL, Landed, RunFollower, ending
+from ..follow import FINAL, Landed, RunFollower, ending, following
 from ..frames import (
     EventLog,
     Frame,
@@ -61,6 +60,7 @@ from ..frames import (
 )
 from ..loader import LoadedTree, TreeLoadError, load_tree
 from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
@@ -68,13 +68,6 @@ from .persist import read_json, tree_file, write_json
 Listener = Callable[[str, Any], None]
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
 StopReason = Stop  # why a step or a continue ended (the debugger's `Stop`)
-
-
-def default_db_path() -> Path:
-    """One default store per store format, so an upgrade never meets an old-format cache file."""
-    from runtime.memory.checkpoint.sqlite_store import SCHEMA_VERSION
-
-    return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"runs-v{SCHEMA_VERSION}.db"
 
 
 def open_store(name: str | Path) -> CheckpointStore:
@@ -91,7 +84,7 @@ class DebugSession:
         """`start`: begin the run now, so its input is state at tick 0 (shown, editable and
         saved before the first step, as an attached studio sees it); a recording opens unstarted."""
         self.input_data = dict(input_data if input_data is not None else loaded.input_data)
-        self.store = store if store is not None else open_store(default_db_path())
+        self.store = store if store is not None else open_store(default_store())
         self.log = EventLog()
         self.events: deque[StampedEvent] = deque(maxlen=EVENT_BUFFER)
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
@@ -137,8 +130,9 @@ class DebugSession:
         """A recorded run from a store, shown at its last checkpoint, read-only until a replay or fork.
 
         The store remembers which tree file each run came from; that file is loaded (built,
-        not run) so the tree pane has its shape; `tree` names it for a run recorded without
-        one. Raises `StoreError` / `TreeLoadError`.
+        not run) so the tree pane has its shape, else the tree text kept with the run (a run
+        file opened elsewhere); `tree` names it for a run recorded without one. Raises
+        `StoreError` / `TreeLoadError`.
         """
         store = open_checkpoint_store(db, create=False)
         runs = [run.run_id for run in store.runs()]
@@ -147,10 +141,9 @@ class DebugSession:
         run_id = run_id or runs[-1]
         if run_id not in runs:
             raise StoreError(f"{store.location}: no run {run_id!r} (runs: {', '.join(runs[-5:])})")
-        target = tree or store.get_meta(f"tree:{run_id}")
-        if target is None:
-            raise StoreError(f"{store.location}: run {run_id} has no recorded tree file (give it with --tree)")
-        session = cls(load_tree(target), store=store, start=False)
+        from runtime.check.recording import tree_for_run  # the file, else the text kept with the run
+
+        session = cls(tree_for_run(store, run_id, tree).load(), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)
         saved = {(info.branch, info.tick): info.event_position for info in infos}
@@ -258,9 +251,14 @@ class DebugSession:
         runner = self.runner
         head, sm = runner.checkpoints.head, runner.state_manager
         if head is not None:
+            paths, statuses = runner.status_lists()
+            agents = self.children.runners()
+            if agents:  # the checkpoint holds its swarm's agents too
+                paths = [*paths, *(child_path(a, path) for a, r in agents.items() for path in r.nodes)]
+                statuses = [*statuses, *(node.status for r in agents.values() for node in r.nodes.values())]
             self.timeline.remember(head, Saved(
-                runner.tick_count, {ns or "": sm.stored_view(ns) for ns in sm.namespaces()},
-                TakenStatuses(*runner.status_lists()), frozenset(transient)))
+                runner.tick_count, {**{ns or "": sm.stored_view(ns) for ns in sm.namespaces()}, **agents_state(runner)},
+                TakenStatuses(paths, statuses), frozenset(transient)))
 
     def _say(self, message: str) -> None:
         self.debugger.say(message)
@@ -313,8 +311,12 @@ class DebugSession:
         return self._index[1]
 
     def node_status(self, path: str) -> Status:
-        """A node's status in the frame shown (a swarm agent's: live)."""
-        return self._child_view(path).status if split_child_path(path) is not None else self.frame.status(path)
+        """A node's status in the frame shown (a swarm agent's: live, or as the checkpoint viewed holds it)."""
+        return self._child_view(path).status if self._live_agent(path) else self.frame.status(path)
+
+    def _live_agent(self, path: str) -> bool:
+        """A swarm agent's node shown live (in the past, the frame draws the agents it holds)."""
+        return self.viewing is None and split_child_path(path) is not None
 
     def node_statuses(self) -> dict[str, Status]:
         """Every node's status in the frame shown, at once: restating 10,000 tree lines a
@@ -327,7 +329,7 @@ class DebugSession:
 
     def node_view(self, path: str) -> NodeView:
         self._node(path)
-        if split_child_path(path) is not None:
+        if self._live_agent(path):
             return self._child_view(path)
         view = self.frame.node_view(path, self._breakpoint_paths())
         if self.viewing is None:  # the agents this node spawned hang under it
@@ -354,7 +356,7 @@ class DebugSession:
 
     def node_detail(self, path: str) -> NodeDetail:
         node = self._node(path)
-        if split_child_path(path) is not None:
+        if self._live_agent(path):
             return self._child_detail(path, node)
         detail = self.frame.node_detail(path, self._breakpoint_paths())
         failure = self.failure
@@ -372,10 +374,9 @@ class DebugSession:
         return NodeDetail(view, ports, [], error.error if error else None, error.traceback if error else None)
 
     def state_snapshot(self) -> dict[str, dict[str, Any]]:
-        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in);
-        live, each swarm agent's namespaces too."""
-        state = self.frame.state()
-        return {**state, **self.children.snapshot()} if self.viewing is None else state
+        """Every namespace as JSON-able data, one name per value, as of the frame (staged edits in), a
+        swarm agent's (`@agent`) included."""
+        return self.frame.state()
 
     def marks(self) -> dict[str, Mark]:
         """Keys whose value differs from the previous checkpoint of the frame's branch."""
@@ -450,6 +451,11 @@ class DebugSession:
         return self.frame.running()
 
     def _node(self, path: str):
+        if self.viewing is not None:  # the past frame draws the nodes it holds (a swarm's agents then)
+            try:
+                return self.frame.node(path)
+            except KeyError:
+                raise EditError(f"no node at path {path!r}") from None
         return self.debugger.node_at(path)
 
     # -- running: the debugger's ------------------------------------------------------
@@ -501,6 +507,8 @@ class DebugSession:
         bindings = self.bindings()
         await self.agent.close()
         self.runner.stop()
+        if self.run_id is not None:
+            self.store.release(self.run_id)  # left unfinished: abandoned, not "running" while this studio lives
         try:
             loaded = load_tree(self.loaded.target)
         except TreeLoadError as exc:
@@ -606,7 +614,7 @@ class DebugSession:
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._events_read, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._say("following: the writer is recording")  # short: the status line's end
+        self._say(following(follower.liveness))  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -618,19 +626,16 @@ class DebugSession:
         if landed.error is not None:
             self._say(f"stopped following: {landed.error}")
             return False
+        if not landed.grew:  # only its writer's liveness changed (it died, say)
+            self._say(following(landed.liveness))
+            return True
         self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
         self._notify("landed")
-        if landed.ended in FINAL:
-            message = f"writer finished: run {landed.ended}"
-        elif landed.ended == "suspended":
-            message = f"following: tick {newest.tick}, run suspended"
-        else:
-            message = f"following: tick {newest.tick} just landed"
-        self._say(message)
+        self._say(following(landed.liveness, newest.tick))
         return landed.ended not in FINAL
 
     # -- breakpoints: the debugger's, kept beside the store ------------------------------

@@ -3,7 +3,9 @@
 A store `runs.db` gets a folder `runs.studio/` next to it; each tree file opened with that
 store has its breakpoints and its saved bindings there, named after the tree file and a
 short hash of its full path (two `agent.py` in different folders do not share settings).
-A store that is not a file (a PostgreSQL URL) keeps them in the user's cache directory.
+A store that is not a file (a PostgreSQL URL) keeps them in the user's data directory (the
+default store's are beside it there too: `studio.places`); a folder an earlier version kept in
+the cache directory is moved there on first use.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from ..places import data_dir, move_once, old_cache_dir
 
 
 def settings_dir(store: Any) -> Path:
@@ -22,8 +24,9 @@ def settings_dir(store: Any) -> Path:
     location = str(getattr(store, "location", "") or "")
     if location and "://" not in location and location != ":memory:":
         return Path(location).with_suffix(".studio")
-    digest = hashlib.sha256(location.encode()).hexdigest()[:8]
-    return Path(platformdirs.user_cache_dir("jianmu-studio")) / f"store-{digest}.studio"
+    name = f"store-{hashlib.sha256(location.encode()).hexdigest()[:8]}.studio"
+    move_once(old_cache_dir() / name, data_dir() / name)
+    return data_dir() / name
 
 
 def tree_file(store: Any, tree_path: Path, function: str, kind: str) -> Path:

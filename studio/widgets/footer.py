@@ -28,6 +28,12 @@ class KeysFooter(Footer):
     virtual_size = Reactive(Size(0, 0), layout=False)  # set by each layout of the keys: no second layout
 
     def bindings_changed(self, screen: Screen) -> None:
+        if not screen.app.app_focus and not self.children and self.is_attached and screen is self.screen:
+            # Textual's web driver starts the app unfocused (until the page is clicked), and Textual's Footer
+            # shows nothing while unfocused: in a browser the keys line stayed empty. It shows them at once.
+            self._bindings_ready = True
+            self.call_after_refresh(self.recompose)
+            return
         if not (self._bindings_ready and screen.app.app_focus and self.is_attached and screen is self.screen):
             super().bindings_changed(screen)
             return

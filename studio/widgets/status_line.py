@@ -26,12 +26,12 @@ def run_state_text(session: DebugSession) -> str:
 
 
 class StatusLine(Static):
-    """What the run is doing (or which past it shows) · why it failed · tick · root status · tokens ·
-    branch · the session's last message."""
+    """What the run is doing (or which past it shows) · why it failed · the session's last message (why
+    it stopped, what is shown) · the way back from the past · tick · root status · tokens · branch."""
 
     def show(self, session: DebugSession) -> None:
-        """The badge, then tick, root status, tokens and branch of the frame shown. In the past the
-        badge names the view, never the live run's state (that is named beside the way back)."""
+        """What must be read first, then tick, root status, tokens and branch of the frame shown. In the
+        past the badge names the view, never the live run's state (that is named beside the way back)."""
         sep = (" │ ", "dim")
         frame = session.frame
         viewing = session.viewing
@@ -44,15 +44,13 @@ class StatusLine(Static):
         else:
             badge, style = "PAST (read-only)", "bold yellow"
             hint = f"esc: back to live ({run_state_text(session)}, tick {session.tick})"
-        line = Text.assemble((f" {badge} ", f"reverse {style}"),
-                             *((sep, (f"✘ {failure.headline}", "bold red")) if failure else ()),
-                             sep, f"tick {frame.tick}", sep, "root ", status_text(frame.root_status),
-                             sep, f"tokens {tokens}", sep, f"branch {frame.branch}")
-        if hint:
-            line.append_text(Text.assemble(sep, (hint, "yellow")))
-        if session.message and not failure:
-            line.append_text(Text.assemble(sep, (session.message, "italic")))
-        self._line = line
+        essential = Text.assemble((f" {badge} ", f"reverse {style}"),
+                                  *((sep, (f"✘ {failure.headline}", "bold red")) if failure else ()),
+                                  *((sep, (session.message, "italic")) if session.message and not failure else ()),
+                                  *((sep, (hint, "yellow")) if hint else ()))
+        line = essential + Text.assemble(sep, f"tick {frame.tick}", sep, "root ", status_text(frame.root_status),
+                                         sep, f"tokens {tokens}", sep, f"branch {frame.branch}")
+        self._essential = essential.cell_len
         self._fit()
         if line != self._shown:  # most redraws restate it; and its size is the stylesheet's (or `_fit`'s),
             self._shown = line   # never the text's, so a new text needs no layout of the whole screen
@@ -60,16 +58,17 @@ class StatusLine(Static):
 
     _shown: Text | None = None
 
-    _line: Text | None = None
+    _essential = 0  # cells of what is never cut: the badge, why it failed or stopped, what is shown
 
     MAX_ROWS = 3
 
     def _fit(self) -> None:
-        """Why it failed or stopped, and which checkpoint is shown, are never cut off: a line wider
-        than the screen takes the rows it needs (at most three)."""
+        """Why it failed or stopped, and which checkpoint is shown, come first and are never cut off:
+        when they are wider than the screen the line takes the rows they need (at most three). The
+        frame's figures after them are cut instead, so moving between frames keeps the line's height
+        (and lays nothing out) unless the reason itself grows."""
         width = max(self.size.width, 1)
-        length = self._line.cell_len if self._line is not None else 0
-        rows = min(self.MAX_ROWS, max(1, -(-length // width)))
+        rows = min(self.MAX_ROWS, max(1, -(-self._essential // width)))
         if self.styles.height is None or self.styles.height.value != rows:
             self.styles.height = rows
 

@@ -137,6 +137,10 @@ class Timeline(ScrollView, can_focus=True):
         ▶ of the row viewed): a drain costs the same at tick 10 and tick 10,000."""
         viewing_id = str(field_of(viewing, "id")) if viewing is not None else None
         keys = self._keys
+        # the cursor follows new rows and the view only from where they were: one the user moved it
+        # away to (reading an older checkpoint while a followed run grows) stays put
+        at_newest = self._cursor >= len(keys) - 1
+        on_viewed = self._viewing is None or self._index.get(self._viewing) == self._cursor
         grown = len(rows) >= len(keys) and (not keys or (str(field_of(rows[0], "id")) == keys[0] and
                                                           str(field_of(rows[len(keys) - 1], "id")) == keys[-1]))
         new = rows[len(keys):] if grown else rows
@@ -148,14 +152,14 @@ class Timeline(ScrollView, can_focus=True):
         for row in new:
             self._append(str(field_of(row, "id")), self._fields(row))
         self._extend()  # the scroll range first: the cursor may scroll to a new row
-        if new:
+        if new and at_newest:
             self._move(len(keys) - 1)
         if viewing_id != self._viewing:
             for key in (self._viewing, viewing_id):
                 if key in self._index:
                     self._refresh_row(self._index[key])
             self._viewing = viewing_id
-            if viewing_id in self._index:  # the cursor on a row newly shown
+            if viewing_id in self._index and on_viewed:  # the cursor on a row newly shown
                 self._move(self._index[viewing_id])
 
     @staticmethod

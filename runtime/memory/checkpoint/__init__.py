@@ -3,19 +3,22 @@
 `PostgresCheckpointStore` is imported on first use (its driver, psycopg, is ~13 MB)."""
 
 from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
+from ...extras import require
 from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, ReplayedToolError
+from .liveness import Liveness, run_liveness
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
 from .naming import chosen_store, display_name, open_store
 from .sql_store import EventsRead
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
-from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError
+from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError, Writer
 from .trace import FIELDS as FIELDS_OF_A_TRACE_LINE
 from .trace import TRACE_SCHEMA_VERSION, TraceError, export_run, read_trace, write_trace
 
 
 def __getattr__(name: str):
     if name == "PostgresCheckpointStore":
+        require("postgres", "psycopg")
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore
@@ -38,6 +41,7 @@ __all__ = [
     "IORecorder",
     "IOReplayer",
     "InMemoryCheckpointStore",
+    "Liveness",
     "PostgresCheckpointStore",
     "ReplayDivergence",
     "ReplayedModelError",
@@ -47,8 +51,10 @@ __all__ = [
     "Source",
     "StoreError",
     "TraceError",
+    "Writer",
     "export_run",
     "read_trace",
+    "run_liveness",
     "write_trace",
     "chosen_store",
     "display_name",

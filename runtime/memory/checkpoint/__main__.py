@@ -1,6 +1,8 @@
 """`python -m runtime.memory.checkpoint`: look into a checkpoint store.
 
-    list [STORE]                      the runs in a store, with the checkpoint ids `show` takes
+    list [STORE]                      the runs in a store: how each stands (its end, RUNNING, suspended,
+                                      or abandoned when its writer is gone) and the checkpoint ids
+                                      `show` takes
     export [STORE] --run ID [-o OUT]  a run's events as JSON Lines (stdout by default; OUT is never
                                       the store, an SQLite file or a source file, and an existing
                                       OUT is replaced only with --force)
@@ -19,9 +21,9 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 
+from .liveness import ABANDONED, SUSPENDED, run_liveness, when
 from .naming import chosen_store, open_store
 from .output import OutputPathError, check_output_path, replacing
 from .sql_store import SQLCheckpointStore
@@ -29,21 +31,15 @@ from .store import CheckpointError, StoreError
 from .trace import TraceError, export_run
 
 
-def _when(t: float) -> str:
-    """A stored time as a date; a damaged one (text, past year 9999, NaN) as itself."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    except (TypeError, ValueError, OverflowError, OSError):
-        return f"(time {t!r:.30})"
-
-
 def _list(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
     runs = store.runs()
     if not runs:
         print(f"{store.location}: no runs")
     for run in runs:
-        print(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {run.last_status:<8}  "
-              f"{_when(run.first_time)} .. {_when(run.last_time)}  branches: {', '.join(run.branches)}  "
+        liveness = run_liveness(run)  # a run whose writer died is no longer RUNNING
+        status = str(liveness) if liveness.state in (ABANDONED, SUSPENDED) else run.last_status
+        print(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {status:<8}  "
+              f"{when(run.first_time)} .. {when(run.last_time)}  branches: {', '.join(run.branches)}  "
               f"ids {_ranges([info.id for info in store.list(run.run_id)])}")
     if runs:
         print(f"(show {store.location} ID prints one checkpoint)", file=sys.stderr)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...model.errors import ModelError
 from ...tools.base import ToolError
 from .model import ListTracker, jsonable
+from .positions import positioned
 from .store import CheckpointStore, IORecord
 
 if TYPE_CHECKING:
@@ -34,23 +35,24 @@ POSITION_AFTER = "position_after"  # in a model call's request: its model's posi
 
 class Line(Protocol):
     """What a recorder follows once attached: a runner's line of checkpoints (`RunnerCheckpoints`,
-    which attaches it), whose run and branch its records go under and whose nodes make the calls."""
+    which attaches it), whose run and branch its records go under and whose nodes make the calls
+    (`node(path)`: a swarm agent's too)."""
 
     runner: Any  # the `ReactiveRunner`: its `run_id` and `nodes`
     branch: str
 
+    def node(self, path: str) -> Any: ...
+
 
 def _positioned(checkpoints: Line | None, node: str) -> Any:
-    """The node's model provider when it keeps a position of its own (a scripted model), else None.
+    """The model provider of the node at path `node` (a swarm agent's too) when it keeps a position of
+    its own (a scripted model), else None.
 
     Its position after each call is recorded with the call; serving the recorded answer puts
     the position there again, so a replay or fork leaves the model where the recorded run did
     and a request the recording lacks gets the answer that came next, not one already used.
     """
-    if checkpoints is None:
-        return None
-    provider = getattr(getattr(checkpoints.runner.nodes.get(node), "model_client", None), "provider", None)
-    return provider if hasattr(provider, "dump_resume_state") else None
+    return positioned(checkpoints.node(node)) if checkpoints is not None else None
 
 
 class ReplayDivergence(RuntimeError):
@@ -197,19 +199,25 @@ class IOReplayer:
 
     async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
                          call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
-        from ...model import ModelResponse
-
         record = self._lookup("model", node, round, attempt)
-        if record is None:
-            problem = f"no recorded model call for node {node!r} round {round}" + (
-                f" attempt {attempt}" if attempt else "")
-        else:
-            ref = record.request["messages"]
-            difference = first_difference(self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages])
-            problem = difference and f"replay diverged at node {node!r} round {round}: {difference}"
+        problem = self.model_problem(record, node, round, attempt, messages, config)
         if problem:
             self._diverge(problem)
             return await self.live.model_call(node, round, attempt, messages, config, call)
+        return self._served_model(record, node)
+
+    def model_problem(self, record: IORecord | None, node: str, round: int, attempt: int,
+                      messages: list[Message], config: ModelConfig) -> Any:
+        """What makes the recorded call unfit to serve this request (None: it fits)."""
+        if record is None:
+            return f"no recorded model call for node {node!r} round {round}" + (f" attempt {attempt}" if attempt else "")
+        ref = record.request["messages"]
+        difference = first_difference(self.store.read_list(ref[1], ref[2]), [jsonable(m) for m in messages])
+        return difference and f"replay diverged at node {node!r} round {round}: {difference}"
+
+    def _served_model(self, record: IORecord, node: str) -> ModelResponse:
+        from ...model import ModelResponse
+
         provider = _positioned(self._checkpoints, node)
         if provider is not None and POSITION_AFTER in record.request:  # as far as the call took it then
             provider.restore_resume_state(record.request[POSITION_AFTER])
@@ -220,19 +228,23 @@ class IOReplayer:
     async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
                         call: Callable[[], Awaitable[str]]) -> str:
         record = self._lookup("tool", node, round, index)
-        if record is None:
-            problem = f"no recorded tool call for node {node!r} round {round} call {index}"
-        elif record.request != {"name": name, "arguments": jsonable(arguments)}:
-            problem = (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
-                       f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
-        else:
-            problem = None
+        problem = self.tool_problem(record, node, round, index, name, arguments)
         if problem:
             self._diverge(problem)
             return await self.live.tool_call(node, round, index, name, arguments, call)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedToolError)
         return record.response
+
+    def tool_problem(self, record: IORecord | None, node: str, round: int, index: int, name: str,
+                     arguments: dict) -> Any:
+        """What makes the recorded call unfit to serve this one (None: it fits)."""
+        if record is None:
+            return f"no recorded tool call for node {node!r} round {round} call {index}"
+        if record.request != {"name": name, "arguments": jsonable(arguments)}:
+            return (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
+                    f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
+        return None
 
 
 __all__ = ["IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",

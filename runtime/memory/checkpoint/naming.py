@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from ...extras import MissingExtra, require
 from .sql_store import SQLCheckpointStore
 from .sqlite_store import SQLiteCheckpointStore
 
@@ -34,6 +36,7 @@ def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
     With `create=False` a store that does not exist yet is refused instead of created."""
     name = str(name)
     if is_postgres_url(name):
+        require("postgres", "psycopg")
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore(name, create=create)
@@ -43,6 +46,12 @@ def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
 def display_name(name: str | Path) -> str:
     if not is_postgres_url(str(name)):
         return str(name)
+    try:
+        require("postgres", "psycopg")
+    except MissingExtra:  # no driver to read the URL with: its plain parts, still without the password
+        parts = urlsplit(str(name))
+        user = f"{parts.username}@" if parts.username else ""
+        return f"postgresql://{user}{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
     from .postgres_store import redacted
 
     return redacted(str(name))

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import conninfo
 from psycopg.types.numeric import Int8Dumper
 
-from .naming import is_postgres_url
+from .liveness import WRITERS_TABLE
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
@@ -184,6 +184,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
                 version = self._version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
                 if version < SCHEMA_VERSION:
                     self._upgrade(conn, version)
+            conn.execute(WRITERS_TABLE)  # (an older store gains it)
             conn.execute("COMMIT")
         except BaseException:
             self._rollback(conn)
@@ -194,13 +195,15 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         tables and their version row commit together): one query, not a transaction of four. Then the
         chain read is prepared: a new server backend pays that query's parsing and catalog lookups
         (0.35-0.5 ms here) while opening, not when the first checkpoint is read. A version this one
-        cannot read is refused; an older one, or no store, is left to the locked path."""
+        cannot read is refused; an older one (or one without the writers' table), or no store, is left to
+        the locked path."""
         conn = self._conn
         try:
-            version = self._version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+            row = conn.execute("SELECT value, to_regclass('jianmu.writers') FROM meta "
+                               "WHERE key = 'schema_version'").fetchone()
         except psycopg.errors.UndefinedTable:
             return False
-        if version < SCHEMA_VERSION:
+        if self._version(row) < SCHEMA_VERSION or row[1] is None:
             return False
         conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)
         return True
@@ -221,6 +224,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         data = _item_data(text)
         return (data, None) if isinstance(data, str) else (None, data)
 
+    def _usable(self) -> bool:
+        return not (self._conn.raw.broken or self._conn.raw.closed)
+
     def _announce(self, conn: _Connection, run_id: str) -> None:
         conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
 
@@ -239,9 +245,10 @@ class PostgresCheckpointStore(SQLCheckpointStore):
 
     def close(self) -> None:
         with self._lock:
+            self.close_writer()
             if self._listener is not None:
                 self._listener.close()
             self._conn.close()
 
 
-__all__ = ["CHANNEL", "PostgresCheckpointStore", "is_postgres_url", "redacted"]
+__all__ = ["CHANNEL", "PostgresCheckpointStore", "redacted"]

@@ -27,9 +27,11 @@ What makes a store small:
   encoded against the previous record's (`returns.py`): no row per node. A record without it
   (an older store's) has no returns, and reads as before: the schema is unchanged.
 
-Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended) is written by the store
-itself, from a run's first checkpoint and its lifecycle events, in the same transaction, so
-every writer records it (a replay of the run elsewhere keeps where it first ran).
+Run metadata (`run:<id>` in `meta`: host, pid, start, how it ended, which writer writes it now) is
+written by the store itself, from a run's first checkpoint and its lifecycle events, in the same
+transaction, so every writer records it (a replay of the run elsewhere keeps where it first ran,
+and claims the run for its own writer). Writers and their heartbeats (the `writers` table, added to
+an older store when it is opened for writing) are `liveness.py`'s.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ import hashlib
 import itertools
 import json
 import os
-import socket
 import threading
 import time
 import zlib
@@ -53,10 +54,11 @@ from typing import Any, ClassVar
 from pydantic_core import from_json
 
 from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
+from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
-from .store import CheckpointError, IORecord, RunSummary, StoreError
+from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
 SCHEMA_VERSION = 5  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
 # items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
@@ -75,6 +77,7 @@ CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BE
               "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id")  # a checkpoint's chain, oldest row first
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
             EventType.RUN_SUSPENDED: "suspended"}
+_LIFECYCLE = frozenset({EventType.RUN_STARTED, EventType.APPROVAL_RESOLVED, *_ENDINGS})
 
 
 def _decoding(method):
@@ -232,8 +235,12 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._streams = _Streams()
         self._texts = _ItemTexts()
         self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
-        self._host = socket.gethostname()
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
+        self._writers_table = True  # False: an older store opened read-only, which has none
+        self._writer_id: str | None = None  # this object's row of `writers`, once it writes a run
+        self._claimed: set[str] = set()  # runs this object's writer has claimed (`_claiming`: in this transaction)
+        self._claiming: set[str] = set()
+        self._beaten = 0.0  # (monotonic) when this writer last said it is alive
         self._trees: dict[str, Iterable[str]] = {}  # meta key -> a large tree's paths (`TreePaths`), the newest last
 
     # -- dialect -------------------------------------------------------------------
@@ -300,11 +307,16 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     conn.execute("COMMIT")
                 except BaseException as exc:
                     self._rollback(conn)
+                    self._claiming.clear()
                     if isinstance(exc, self._RETRY) and attempt < 5:
                         continue
                     raise
                 self._items.update(items)
                 self._streams.keep(streams)
+                if self._claiming:
+                    self._claimed |= self._claiming
+                    self._claiming.clear()
+                    heartbeats.add(self)
                 return result
 
     def _rollback(self, conn: Any) -> None:
@@ -313,6 +325,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def close(self) -> None:
         with self._lock:
+            self.close_writer()
             self._conn.close()
 
     # -- writing -------------------------------------------------------------------
@@ -374,23 +387,89 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             self._announce(conn, run_id)  # a run's last events (how it ended) come without a checkpoint
 
     def _note_run(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent], first_time: float | None = None) -> None:
-        """Keep `run:<id>` up to date: who writes it (host, pid, from its first checkpoint or its
-        run.started, whichever is stored first) and since when, and how it ended (run.* events)."""
-        lifecycle = [e for e in batch if e.type == EventType.RUN_STARTED or e.type in _ENDINGS]
-        if not lifecycle and first_time is None:
+        """Keep `run:<id>` up to date: where it first ran (host, pid, from its first checkpoint or its
+        run.started, whichever is stored first) and since when, which writer writes it now (this
+        object's, from its first write of the run), and how it ended (run.* events; an approval
+        resolved ends a suspension: a studio steps on without a run.started)."""
+        lifecycle = [e for e in batch if e.type in _LIFECYCLE]
+        claim = run_id not in self._claimed and run_id not in self._claiming
+        if not lifecycle and first_time is None and not claim:
             return
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
         meta = json.loads(row[0]) if row else {}
         started = [first_time] if first_time is not None else []
         started += [e.time for e in lifecycle if e.type == EventType.RUN_STARTED]
         if started:
+            me = this_process()
             meta.setdefault("started", min(started))
-            meta.setdefault("host", self._host)
-            meta.setdefault("pid", os.getpid())
+            meta.setdefault("host", me.host)
+            meta.setdefault("pid", me.pid)
+        if claim:
+            meta["writer"] = self._claim(conn)
+            meta.pop("released", None)
+            self._claiming.add(run_id)
         for event in lifecycle:
             ended = _ENDINGS.get(event.type)
-            meta.update(ended=ended, ended_at=event.time if ended else None)
+            if event.type != EventType.APPROVAL_RESOLVED or meta.get("ended") == "suspended":
+                meta.update(ended=ended, ended_at=event.time if ended else None)
         self._put_meta(conn, f"run:{run_id}", json.dumps(meta))
+
+    def _claim(self, conn: Any) -> str:
+        """This object's writer row (written with its first claim, its heartbeat with each), for a run
+        to name as its writer."""
+        if self._writer_id is None:
+            self._writer_id = os.urandom(8).hex()
+        me, now = this_process(), time.time()
+        conn.execute(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
+                     "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
+                     (self._writer_id, me.host, me.machine, me.pid, me.start, now, now))
+        self._beaten = time.monotonic()
+        return self._writer_id
+
+    def _beat(self, conn: Any) -> None:
+        conn.execute("UPDATE writers SET seen = ? WHERE id = ?", (time.time(), self._writer_id))
+        self._beaten = time.monotonic()
+
+    def beat(self, interval: float) -> None:
+        """The heartbeat thread's: say this writer is alive, unless a save said so within `interval`.
+        A store that cannot be written now (locked, its server gone) is left for the next beat."""
+        if self._writer_id is None or time.monotonic() - self._beaten < interval / 2:
+            return
+        with contextlib.suppress(StoreError):
+            self._transaction(lambda conn, _, __: self._beat(conn))
+
+    def release(self, run_id: str) -> None:
+        """This writer leaves `run_id` unfinished for good (a studio restarted onto a new run): it is
+        abandoned now, while the writer goes on; a later write of it claims it again. A store that
+        cannot be written now leaves it as it is (running, while this writer lives)."""
+        if run_id not in self._claimed:
+            return
+
+        def write(conn: Any, _: dict, __: dict) -> None:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
+            meta = json.loads(row[0]) if row else {}
+            if not meta.get("ended"):
+                self._put_meta(conn, f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
+
+        with contextlib.suppress(StoreError):
+            self._transaction(write)
+            self._claimed.discard(run_id)
+
+    def close_writer(self) -> None:
+        """Say this writer has closed (a clean exit is no death); its runs not ended are abandoned now."""
+        heartbeats.discard(self)
+        if self._writer_id is None or not self._usable():
+            return
+        now = time.time()
+        with contextlib.suppress(StoreError):
+            self._transaction(lambda conn, _, __: conn.execute(
+                "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, self._writer_id)))
+        self._writer_id = None
+        self._claimed.clear()
+
+    def _usable(self) -> bool:
+        """Whether a write now would not first have to connect again (closing never waits for a server)."""
+        return True
 
     @staticmethod
     def _put_meta(conn: Any, key: str, value: str) -> None:
@@ -422,6 +501,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             streams[("chain", record.base_id or checkpoint_id)] = stream
             if record.run_id not in self._noted:
                 self._note_run(conn, record.run_id, (), first_time=record.time)
+            if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
+                self._beat(conn)
             ticked = record if record.telemetry is not None else None
             self._write_events(conn, streams, events, ticked, checkpoint_id)
             self._announce(conn, record.run_id)
@@ -514,19 +595,22 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return out
 
     @_decoding
-    def read_list(self, list_id: str, length: int) -> list[Any]:
-        return from_json(self.read_list_json(list_id, length))  # pydantic's parser: twice as fast as json
+    def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
+        """Items `first` to `length` of a stored list (a reader comparing a growing list reads what it added)."""
+        text = self.read_list_json(list_id, length, first) if first else self.read_list_json(list_id, length)
+        return from_json(text)  # pydantic's parser: twice as fast as json
 
     @_decoding
-    def read_list_json(self, list_id: str, length: int) -> str:
-        """The first `length` items of a stored list as one JSON array text, for a caller that
-        validates it in one pass (`StateManager.validate_json`)."""
+    def read_list_json(self, list_id: str, length: int, first: int = 0) -> str:
+        """The first `length` items of a stored list (from `first`) as one JSON array text, for a
+        caller that validates it in one pass (`StateManager.validate_json`)."""
         with self._guard() as conn:
-            ids = self._list_ids.get(list_id, ())
-            if len(ids) < length:  # a chunk is never written over (its key is the list and its start)
-                chunks = conn.execute("SELECT start, items FROM chunks WHERE list_id = ? AND start < ? ORDER BY start",
-                                      (list_id, length)).fetchall()
-                ids = []
+            ids = self._list_ids.get(list_id, [])
+            if len(ids) < length:  # a chunk is never written over (its key is the list and its start):
+                # the chunks read before are kept, those appended since are read (a growing history's new ones)
+                chunks = conn.execute("SELECT start, items FROM chunks WHERE list_id = ? AND start >= ? AND start < ? "
+                                      "ORDER BY start", (list_id, len(ids), length)).fetchall()
+                ids = list(ids)
                 for (start, _), items in zip(chunks, from_json(f"[{','.join(row[1] for row in chunks)}]"), strict=True):
                     if start != len(ids):  # PostgreSQL's chunks have no unique key (schema 4): a chunk twice is damage
                         raise StoreError(f"{self.location}: stored list {list_id} is corrupt (a chunk at {start} "
@@ -538,7 +622,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 self._list_ids[list_id] = ids
                 while len(self._list_ids) > _LISTS_KEPT:
                     del self._list_ids[next(iter(self._list_ids))]
-            return "[" + ",".join(self._item_texts(conn, ids[:length])) + "]"
+            return "[" + ",".join(self._item_texts(conn, ids[first:length])) + "]"
 
     def _item_texts(self, conn: Any, ids: Sequence[int]) -> list[str]:
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
@@ -658,21 +742,38 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 "SELECT branch FROM checkpoints WHERE run_id = ? GROUP BY branch ORDER BY min(id)", (run_id,))]
 
     @_decoding
-    def runs(self) -> list[RunSummary]:
-        """Every run, oldest first, with what its writer recorded about it (tree, host, pid, end)."""
+    def runs(self, run_id: str | None = None) -> list[RunSummary]:
+        """Every run (or the one `run_id` names), oldest first, with what its writers recorded about
+        it (tree, host, pid, end) and, while it has no end, the writer that writes it now."""
+        where, params = ("WHERE run_id = ? ", (run_id,)) if run_id is not None else ("", ())
         with self._guard() as conn:
             rows = conn.execute(
                 f"SELECT run_id, {self._BRANCHES}, count(*), min(time), max(time), "
                 "(SELECT status FROM checkpoints l WHERE l.run_id = c.run_id ORDER BY id DESC LIMIT 1) "
-                "FROM checkpoints c GROUP BY run_id ORDER BY min(id)").fetchall()
-            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'run:%' OR key LIKE 'tree:%'"))
-        out = []
-        for run_id, branches, n, first, last, status in rows:
-            facts = json.loads(meta.get(f"run:{run_id}", "{}"))
-            out.append(RunSummary(run_id, sorted(branches.split(",")), n, first, last, status,
-                                  tree=meta.get(f"tree:{run_id}"), host=facts.get("host"), pid=facts.get("pid"),
-                                  started=facts.get("started"), ended=facts.get("ended")))
-        return out
+                f"FROM checkpoints c {where}GROUP BY run_id ORDER BY min(id)", params).fetchall()
+            if run_id is None:
+                meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'run:%' OR key LIKE 'tree:%'"))
+            else:
+                meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
+                                         (f"run:{run_id}", f"tree:{run_id}")))
+            facts = {run: json.loads(meta.get(f"run:{run}", "{}")) for run, *_ in rows}
+            writers = self._writers(conn, {f["writer"] for f in facts.values() if f.get("writer") and not f.get("ended")})
+        return [RunSummary(run, sorted(branches.split(",")), n, first, last, status, tree=meta.get(f"tree:{run}"),
+                           host=facts[run].get("host"), pid=facts[run].get("pid"), started=facts[run].get("started"),
+                           ended=facts[run].get("ended"), writer=writers.get(facts[run].get("writer")),
+                           released=facts[run].get("released"))
+                for run, branches, n, first, last, status in rows]
+
+    def _writers(self, conn: Any, ids: set[str]) -> dict[str, Writer]:
+        """The writer rows of `ids` (none in an older store opened read-only: it has no `writers`)."""
+        found: dict[str, Writer] = {}
+        ids_list = sorted(ids) if self._writers_table else []
+        for start in range(0, len(ids_list), _LOOKUP_MAX):
+            batch = ids_list[start:start + _LOOKUP_MAX]
+            for row in conn.execute(f"SELECT {WRITER_COLUMNS} FROM writers WHERE id IN ({','.join('?' * len(batch))})",
+                                    batch).fetchall():
+                found[row[0]] = Writer(*row)
+        return found
 
     @_decoding
     def events(self, run_id: str, since: EventsRead | None = None) -> list[tuple[str, RuntimeEvent]]:
@@ -744,6 +845,17 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for key, item_id in refs.items():
             value[key] = self._item(conn, item_id)
         return value
+
+    @_decoding
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded (what a run file copies)."""
+        with self._guard() as conn:
+            rows = conn.execute("SELECT branch, kind, node, round, idx, request, response, error FROM io "
+                                "WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+            return [IORecord(run_id, branch, kind, node, round, index, self._unpack(conn, request),
+                             None if response is None else self._unpack(conn, response),
+                             None if error is None else json.loads(error))
+                    for branch, kind, node, round, index, request, response, error in rows]
 
     @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,

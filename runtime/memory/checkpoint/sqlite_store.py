@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from .liveness import WRITERS_TABLE
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
 from .store import StoreError
 
@@ -44,6 +45,7 @@ CREATE INDEX io_call ON io(run_id, round, idx);
 _UPGRADES = {3: "DROP INDEX checkpoints_base; DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, round, idx)",
              # a run's checkpoints after one (what a step lists, twice) sought, not the run's scanned: 0.4 ms at 4,000
              4: "DROP INDEX checkpoints_run; CREATE INDEX checkpoints_run ON checkpoints(run_id, id)"}
+OLDEST_UPGRADED = min(_UPGRADES)  # the oldest schema this version opens (and upgrades in place)
 
 
 class SQLiteCheckpointStore(SQLCheckpointStore):
@@ -110,10 +112,13 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
     @_decoding
     def _open_schema(self, read_only: bool) -> None:
         """Create the tables in an empty file; check the version of a store, upgrading an older one
-        (a store opened read-only is read as it is: schema 3's rows read the same as 4's)."""
+        and adding the writers' table it lacks (a store opened read-only is read as it is: schema 3's
+        rows read the same as 4's, and its runs have no writers)."""
         conn = self._conn
         tables = self._tables()
-        if not tables or not read_only and "meta" in tables and self._version(self._schema_row()) < SCHEMA_VERSION:
+        self._writers_table = "writers" in tables
+        if not tables or not read_only and "meta" in tables and (
+                not self._writers_table or self._version(self._schema_row()) < SCHEMA_VERSION):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 tables = self._tables()  # another writer may have created or upgraded them while we waited
@@ -124,10 +129,12 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
                     conn.execute("INSERT INTO meta VALUES ('created', ?)", (repr(time.time()),))
                 elif (version := self._version(self._schema_row())) < SCHEMA_VERSION:
                     self._upgrade(conn, version)
+                conn.execute(WRITERS_TABLE)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            self._writers_table = True
             if not tables:
                 return
         if "meta" not in tables:
@@ -177,4 +184,4 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             time.sleep(min(_POLL, max(0.0, deadline - time.monotonic())))
 
 
-__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointStore"]
+__all__ = ["OLDEST_UPGRADED", "SCHEMA_VERSION", "SQLiteCheckpointStore"]

@@ -29,6 +29,21 @@ class StoreError(OSError):
 
 
 @dataclass(frozen=True)
+class Writer:
+    """A process that writes runs into a store (`liveness.py`): where it runs, and when it last
+    said it was alive."""
+
+    id: str
+    host: str
+    machine: str  # the boot and process namespace `pid` belongs to ("" where that cannot be read)
+    pid: int
+    process: str  # the process's start identity: a pid reused by another process has another ("": unknown)
+    since: float
+    seen: float  # its last heartbeat
+    closed: float | None = None  # when it closed the store (a clean exit)
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """A run as a run picker lists it: its checkpoints, and what its writer recorded about it."""
 
@@ -43,6 +58,8 @@ class RunSummary:
     pid: int | None = None
     started: float | None = None
     ended: str | None = None  # "completed", "failed", "suspended"; None: still running (or its writer died)
+    writer: Writer | None = None  # the process that writes it now (None: a run recorded before writers were)
+    released: float | None = None  # when its writer left it unfinished, going on with another run
 
 
 @dataclass(frozen=True)
@@ -81,7 +98,12 @@ class CheckpointStore(Protocol):
     def history(self, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
         """Newest first: the branch's head, then its parents (into the branch it forked from)."""
 
-    def runs(self) -> list[RunSummary]: ...
+    def runs(self, run_id: str | None = None) -> list[RunSummary]:
+        """Every run (or the one `run_id` names), oldest first; whether each is still written is
+        `liveness.run_liveness`'s to say."""
+
+    def release(self, run_id: str) -> None:
+        """This store's writer leaves `run_id` unfinished for good (it is abandoned from now)."""
 
     def branches(self, run_id: str) -> list[str]: ...
 
@@ -101,10 +123,14 @@ class CheckpointStore(Protocol):
                branch: str | None = None) -> IORecord | None:
         """The latest matching record, preferring `branch`."""
 
-    def read_list(self, list_id: str, length: int) -> list[Any]: ...
+    def io_records(self, run_id: str) -> list[IORecord]:
+        """Every recorded call of a run, all branches, in the order recorded."""
 
-    def read_list_json(self, list_id: str, length: int) -> str:
-        """The first `length` items of a stored list as one JSON array text."""
+    def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
+        """Items `first` to `length` of a stored list."""
+
+    def read_list_json(self, list_id: str, length: int, first: int = 0) -> str:
+        """The first `length` items of a stored list (from `first`) as one JSON array text."""
         ...
 
     def wait_for_change(self, timeout: float) -> bool:
@@ -113,4 +139,4 @@ class CheckpointStore(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["CheckpointError", "CheckpointStore", "IORecord", "RunSummary", "StoreError"]
+__all__ = ["CheckpointError", "CheckpointStore", "IORecord", "RunSummary", "StoreError", "Writer"]
