@@ -97,6 +97,12 @@ def _tokens(state: dict[str, dict[str, Any]]) -> int:
     return total
 
 
+def _same_tree(path: str, other: str) -> bool:
+    """Both nodes are the host's, or both one swarm agent's (`@agent/...`)."""
+    split, other_split = split_child_path(path), split_child_path(other)
+    return (split and split[0]) == (other_split and other_split[0])
+
+
 class RemoteSession:
     def __init__(self, client: DebugClient, address: str):
         self.client = client
@@ -435,9 +441,11 @@ class RemoteSession:
         return list(self._waiting) if self.run_state == RunState.WAITING else []
 
     def running_nodes(self) -> list[str]:
-        """The leaves running in the frame shown (a past one's from its checkpoint)."""
-        return [path for path, node in self._shown().items()
-                if self.node_status(path) == Status.RUNNING and not node["children"]]
+        """The leaves running in the frame shown (a past one's from its checkpoint): leaves of their own tree,
+        as a local session finds them, a node spawning a swarm agent one although the agent's root hangs
+        under it."""
+        return [path for path, node in self._shown().items() if self.node_status(path) == Status.RUNNING
+                and not any(_same_tree(path, child) for child in node["children"])]
 
     def _shown(self) -> dict[str, dict[str, Any]]:
         """The nodes of the frame: every node live, those the checkpoint knew in the past."""
