@@ -1,18 +1,21 @@
 """A local and an attached studio stop at the same places: the same scripted scenarios on every sample
 tree, driven through the session interface on a local session (the debugger in this process) and on an
 attached one (the sample in its own process, the debugger there driven over the protocol), must make
-the same stops (tick, node held before, kind, breakpoint, hits) in the same order (issue #28.2)."""
+the same stops (tick, node held before, kind, breakpoint, hits) in the same order (issue #28.2), and,
+stepping into ticks, draw the same tree at each: inside a tick, the tick so far (#28.1)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tui_fixtures import REACT_CALCULATOR, session_on, steady_terminal  # noqa: F401
 from tui_fixtures import until as holds
 
+from runtime.debug.children import split_child_path
 from runtime.debug.stops import RunState, Stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,13 +25,28 @@ EVENTS = ("tool.call.completed", "tool.call.failed", "log", "swarm.message.sent"
 LIMIT = 40  # steps a scenario takes at most (large_tree has 10,000 nodes to step into)
 CONTINUES = 200  # continues: a breakpoint inside a loop stops every round
 LOOP = "Calculator/Calculator.loop"
+NOT_DRAWN_ALIKE = {"skill_subagent.py": "a function node's task ends when the event loop gets to run: attached, "
+                   "during a command's round trip; locally, scripted steps may tick first (same stops, the "
+                   "task's result a tick apart)"}
 
 Seen = tuple[int, str | None, str, str | None, int | None]
-Scenario = Callable[..., Awaitable[list[Seen]]]
+Drawn = tuple[list[tuple[str, str, bool, str | None]], list[tuple[str, str]] | None, list[str], list[str]]
+Scenario = Callable[..., Awaitable[Any]]
 
 
 def seen(stop: Stop) -> Seen:
     return (stop.tick, stop.node, stop.kind, stop.breakpoint.label if stop.breakpoint else None, stop.hits)
+
+
+def drawn(session) -> Drawn:
+    """The host's tree as the tree pane draws it (status, the not-yet-ticked mark, a loop's counter), the
+    frame's record (inside a tick: what returned in it so far) with the nodes not reached yet, and the
+    running leaves (a swarm's agents run on their own, so only the host's)."""
+    frame, host = session.frame, (lambda path: split_child_path(path) is None)
+    return ([(view.path, view.status.name, view.pending, view.counter) for view in session.node_views()
+             if host(view.path)],
+            None if frame.returns is None else [(path, status.name) for path, status in frame.returns],
+            sorted(frame.pending), [path for path in session.running_nodes() if host(path)])
 
 
 def test_every_file_in_sample_trees_is_a_tree_here_or_said_why_not():
@@ -63,15 +81,24 @@ async def breakpoints_of_every_kind(session) -> list[Seen]:
     return await continue_to_the_end(session)
 
 
-async def stepping_in_and_over(session) -> list[Seen]:
-    """Into, into, into, over, into, over, ...: where each one stops, until the end or `LIMIT`."""
+async def stepping_in_and_over(session) -> list[tuple[Seen, Drawn]]:
+    """Into, into, over, into, into, over, ...: where each one stops and the tree drawn there, until the end
+    or `LIMIT`."""
     stops = []
     for count in range(LIMIT):
         await (session.step() if count % 3 == 2 else session.step_into())
-        stops.append(seen(session.last_stop))
+        stops.append((seen(session.last_stop), drawn(session)))
         if session.last_stop.kind in ("suspended", "finished") or session.run_state == RunState.FINISHED:
             break
     return stops
+
+
+async def into_the_third_tick(session) -> Drawn:
+    """`n n s s s s`: held before the answer check in tick 3, the tools having returned in it."""
+    for step in (session.step, session.step, *[session.step_into] * 4):
+        await step()
+    assert (session.last_stop.tick, session.last_stop.node) == (3, f"{LOOP}/Calculator.done")
+    return drawn(session)
 
 
 async def issue_28(session) -> list[Seen]:
@@ -101,7 +128,7 @@ async def pause_while_it_waits(session) -> list[Seen]:
     return stops
 
 
-async def both(tree: Path, tmp_path: Path, scenario: Scenario) -> tuple[list[Seen], list[Seen]]:
+async def both(tree: Path, tmp_path: Path, scenario: Scenario) -> tuple[Any, Any]:
     """The scenario's stops on a local session and on an attached one."""
     results = []
     for kind in ("local", "remote"):
@@ -118,6 +145,8 @@ async def both(tree: Path, tmp_path: Path, scenario: Scenario) -> tuple[list[See
 async def test_every_sample_stops_at_the_same_places_local_and_attached(sample, scenario, tmp_path):
     local, attached = await both(ROOT / "sample_trees" / sample, tmp_path, scenario)
     assert local, "the scenario made no stop at all"
+    if scenario is stepping_in_and_over and sample in NOT_DRAWN_ALIKE:  # the stops only
+        local, attached = [stop for stop, _ in local], [stop for stop, _ in attached]
     assert attached == local
 
 
@@ -142,4 +171,15 @@ async def test_a_condition_stops_each_time_it_becomes_true_local_and_attached(tm
 async def test_a_pause_while_the_run_waits_stops_it_at_once_local_and_attached(tmp_path):
     local, attached = await both(ROOT / "tests" / "waiting_tree.py", tmp_path, pause_while_it_waits)
     assert local == [(1, None, "paused", None, None), (1, None, "paused", None, None)]
+    assert attached == local
+
+
+async def test_paused_inside_a_tick_an_attached_studio_draws_the_tick_so_far_as_a_local_one(tmp_path):
+    """The issue's `n n s s s s`: the tools returned SUCCESS in this tick (not RUNNING, the tick before's
+    end), the nodes not reached yet are marked so, nothing runs; attached as locally (#28.1)."""
+    local, attached = await both(REACT_CALCULATOR, tmp_path, into_the_third_tick)
+    lines, returns, pending, running = local
+    tools, done = f"{LOOP}/Calculator.tools", f"{LOOP}/Calculator.done"
+    assert (tools, "SUCCESS", False, None) in lines and returns == [(tools, "SUCCESS")]
+    assert pending == sorted(["Calculator", LOOP, f"{LOOP}/Calculator.llm", done]) and running == []
     assert attached == local

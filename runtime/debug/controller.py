@@ -26,7 +26,7 @@ from .children import child_namespace, child_path, split_child_path
 from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
-from .protocol import ProtocolError
+from .protocol import ProtocolError, record_json, returns_json
 from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
@@ -125,7 +125,7 @@ class DebugController:
         held = debugger.held
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "failure": self.failure() if runner.finished else None,
-                "paused": held.describe() if held is not None else None, "branch": self._branch,
+                "paused": self._paused(held) if held is not None else None, "branch": self._branch,
                 "recording": self.past.recording, "store": self.past.location, "checkpoints": rows,
                 "schema": {**StateFacts.of(runner).describe(), "aliases": self.past.names.aliases},
                 "tree": tree,
@@ -145,7 +145,7 @@ class DebugController:
     # -- what the debugger says ----------------------------------------------------------
     def _from_debugger(self, kind: str, data: Any) -> None:
         if kind in ("held", "stopped"):
-            self.post({"type": "paused", **data.describe()})
+            self.post({"type": "paused", **self._paused(data)})
         elif kind == "resumed":
             self.post({"type": "resumed", "tick": data})
         elif kind == "finished":
@@ -159,6 +159,12 @@ class DebugController:
         elif kind == "breakpoints":
             self._breakpoints_dirty = True
             self._wakeup(False)
+
+    def _paused(self, stop: Any) -> dict[str, Any]:
+        """A stop as `paused` carries it; inside a tick, with what the nodes returned in it so far (the
+        nodes not in it are not reached yet), so the client draws the tick so far as a local studio does."""
+        returns = self.runner.held_returns
+        return {**stop.describe(), "returns": returns_json(returns)} if returns is not None else stop.describe()
 
     def _on_agent_tick(self, report: TickReport) -> None:
         """A swarm agent ticked (its paths `@agent/...`): its statuses go out with the next update."""
@@ -360,7 +366,7 @@ class DebugController:
         self._report = {"tick": report.tick, "status": report.status.value,
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
-                        "ticked": report.ticked, "state_keys": report.state_keys,
+                        "ticked": report.ticked, **record_json(report), "state_keys": report.state_keys,
                         "waiting": [] if runner.can_tick_now else in_flight(runner.nodes)}
         self._wakeup(False)
 

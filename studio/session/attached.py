@@ -32,8 +32,10 @@ from runtime.debug import DebugClient, DebugError
 from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
 from runtime.debug.children import child_namespace, refused_moment, split_child_path
 from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
+from runtime.debug.protocol import record_of, returns_of
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.record import Returns
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo, Liveness
@@ -69,8 +71,8 @@ class RemoteFrame:
     root_status: Status
     tokens: int
     branch: str
-    returns: Any = None  # the record of its tick (`runtime.engine.record.Returns`): not sent over the protocol yet
-    held_returns: Any = None  # ... of a tick held inside, so far
+    returns: Returns | None = None  # the record of its tick: a past checkpoint's, or a tick held inside so far
+    held_returns: Returns | None = None  # ... of a tick held inside, so far (the head's)
     pending: frozenset[str] = frozenset()  # the nodes not returned yet in a tick held inside
 
 
@@ -132,6 +134,10 @@ class RemoteSession:
         self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
         self._past_paths: frozenset[str] | None = None  # the nodes it knew, when not every node of the tree
         self._past_nodes: dict[str, dict[str, Any]] = {}  # the nodes it can draw: the host's, its agents' then
+        self._past_returns: Returns | None = None  # what its tick returned, in order
+        self._held: Returns | None = None  # a tick held inside (a step into, a breakpoint before a node): its record so far
+        self._held_last: dict[str, Status] = {}  # ... each node that returned in it -> what it returned last
+        self._pending: frozenset[str] = frozenset()  # ... the host's nodes not reached in it yet
         self._tree_version = 0  # a new tree from the server (a picture, a deferred subtree compiled)
         self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
         self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
@@ -193,6 +199,7 @@ class RemoteSession:
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
+        self._hold(self._paused)
         self._failure = picture.get("failure")
         self._head_marks = picture.get("marks", [])
         self._settle()
@@ -227,13 +234,16 @@ class RemoteSession:
             self._apply_update(message)
         elif kind == "paused" and message["kind"] == "finished":  # held at its end for this studio
             self._paused, self._continuing, self._finished = message, False, True
+            self._hold(message)
             self._stop(Stop("finished", f"finished: {self._status} (held for this studio: its process "
                                               "gets the result when you quit)"))
         elif kind == "paused":
             self._paused, self._continuing = message, False
+            self._hold(message)
             self._stop(self._stop_of(message))
         elif kind == "resumed":
             self._paused = None
+            self._hold(None)
             self._settle()
         elif kind == "finished":
             self._finished, self._failure = True, message.get("failure")
@@ -243,6 +253,15 @@ class RemoteSession:
             self._stop(Stop("finished", f"the run ended: {message['status']} (the server closed)"))
         elif kind == "error":
             self._say(f"debug server: {message['message']}")
+
+    def _hold(self, paused: dict[str, Any] | None) -> None:
+        """Where the run is held: inside a tick (`returns` in the `paused` message), what returned in it so
+        far and the host's nodes not reached yet (a swarm agent's run on their own), as a local head frame
+        has them; between ticks (or moving), nothing."""
+        held = returns_of((paused or {}).get("returns"))
+        self._held, self._held_last = held, held.last() if held is not None else {}
+        self._pending = frozenset() if held is None else frozenset(
+            path for path in self._nodes if path not in self._held_last and split_child_path(path) is None)
 
     def _stop_of(self, paused: dict[str, Any]) -> Stop:
         """The debugger's stop as the server described it, its breakpoint (and hits) the mirrored one."""
@@ -294,14 +313,17 @@ class RemoteSession:
                                                         for path, (old, new) in tick["changed"].items()}))
         if "report" in update or any(split_child_path(path) is None for path in changed):  # a tick (its changes)
             report = update.get("report")
+            last = self.last_report
             if report is not None:
                 self._waiting = report.get("waiting", [])
                 ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)
-            else:  # changes between ticks: the last tick's nodes are still the ones it ticked
-                ticked = self.last_report.ticked if self.last_report is not None else []
+                record = record_of(report)  # what each of them returned: the tick's truth, as a local report has it
+            else:  # changes between ticks: the last tick's nodes (and what they returned) are still its own
+                ticked = last.ticked if last is not None else []
+                record = {"returned": last.returned, "unseen": last.unseen} if last is not None else {}
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
                                           state_changes=state_changes, ticked=ticked,
-                                          duration_ms=(report or {}).get("duration_ms", 0.0))
+                                          duration_ms=(report or {}).get("duration_ms", 0.0), **record)
             self._notify("tick", self.last_report)
         self._settle()
 
@@ -392,10 +414,11 @@ class RemoteSession:
         past = self._past
         if past is None:
             return RemoteFrame((self._run_id, self.branch, None), self._tick, self.root_status, self.tokens,
-                               self.branch)
+                               self.branch, self._held, self._held, self._pending)
         info = self._past_info()
         return RemoteFrame((self._run_id, info.branch, info.id), info.tick, info.root_status,  # ERROR: FAILURE
-                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch)
+                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch,
+                           self._past_returns)
 
     def _past_info(self) -> CheckpointInfo:
         """The viewed checkpoint's header (its row, as the store lists it)."""
@@ -475,24 +498,25 @@ class RemoteSession:
         return self._tree_version, self._past_paths if self._past is not None else None
 
     def node_status(self, path: str) -> Status:
-        """A node's status in the frame shown."""
+        """A node's status in the frame shown; in a tick held inside, what it returned last in it, if it did."""
         if self._past is not None:
             return Status(self._past["statuses"].get(path, "INVALID"))
-        return Status(self._node(path)["status"])
+        return self._held_last.get(path) or Status(self._node(path)["status"])
 
     def node_statuses(self) -> dict[str, Status]:
         return {path: self.node_status(path) for path in (self._nodes if self._past is None else self._past_nodes)}
 
     def node_view(self, path: str) -> NodeView:
         node, past = self._node(path), self._past
-        status, counter, children = node["status"], node["counter"], list(node["children"])
+        status, counter, children = self._held_last.get(path) or node["status"], node["counter"], list(node["children"])
         if past is not None:
             status, counter = past["statuses"].get(path, "INVALID"), past["counters"].get(path)
             children = [child for child in children if child in past["statuses"]]
         return NodeView(path=path, name=node["name"], class_name=node["class"], depth=path.count("/"),
                         parent=node["parent"], children=children, status=Status(status),
                         namespace=node["namespace"], counter=counter,
-                        breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
+                        breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints),
+                        pending=past is None and path in self._pending)
 
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
@@ -674,6 +698,7 @@ class RemoteSession:
         def arrived(reply: dict[str, Any]) -> None:
             row = reply["checkpoint"]
             self._past, self._past_nodes, self.staged = reply, self._nodes_then(reply), StagedEdits()
+            self._past_returns = returns_of(reply.get("returns"))
             shown = frozenset(self._shown())
             self._past_paths = None if shown == frozenset(self._nodes) else shown
             self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
