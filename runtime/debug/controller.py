@@ -185,20 +185,6 @@ class DebugController:
         self._events.append(event)
         self._wakeup(False)
 
-    def _approvals(self) -> list[dict[str, Any]]:
-        """The pending requests, each with its tool's `parameters` (JSON schema; null when not known here) so
-        that a client can check corrected arguments before it sends them."""
-        approvals = self.runner.context.approval_manager
-        return [{**item.model_dump(mode="json"), "parameters": self._parameters(item)}
-                for item in approvals.pending()] if approvals is not None else []
-
-    def _parameters(self, request: Any) -> dict[str, Any] | None:
-        try:
-            tool = waiting_tool(self.runner, request)
-        except ToolError:
-            return None
-        return tool.parameters() if tool is not None else None
-
     def post(self, message: dict[str, Any]) -> None:
         """Queue a message, after an update that brings the client up to this moment."""
         self.seal()
