@@ -195,6 +195,7 @@ class MainScreen(Screen):
         else:
             tree.apply(reports, breakpoints, session.node_view)
         self._tree_frame, self._tree_held = frame.key, held
+        tree.mark_rebound(session.rebound_paths())
         tree.set_running(session.running_nodes())
         past = f" — PAST: tick {frame.tick} (read-only)" if viewing is not None else ""
         _retitle(tree, f"tree{past}", bool(past))

@@ -228,6 +228,7 @@ class NodeView:
     counter: str | None  # "iter 2/10" for loops
     breakpoint: bool
     pending: bool = False  # a tick is held inside and this node has not returned in it yet (`status`: its last)
+    rebound: bool = False  # its bindings differ from the tree file's (a debugger edited them)
 
 
 @dataclass
@@ -329,6 +330,11 @@ class Frame:
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
         """The node's (input, output) port bindings in this frame."""
         return node.input_bindings, node.output_bindings
+
+    def rebound(self) -> set[str]:
+        """The nodes whose bindings in this frame differ from the tree file's (marked rebound)."""
+        checkpoints = self.runner.checkpoints
+        return checkpoints.rebound() if checkpoints is not None else set()
 
     def node(self, path: str) -> Any:
         """The node drawn at `path` (KeyError: none)."""
@@ -616,6 +622,9 @@ class PastFrame(Frame):
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
         return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
+
+    def rebound(self) -> set[str]:
+        return self.runner.checkpoints.rebound(self.checkpoint) | {path for path, _, _ in self.staged.bindings}
 
 
 def _counter(node: Any, status: Status, data: Any) -> str | None:

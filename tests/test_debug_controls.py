@@ -203,15 +203,15 @@ async def test_a_binding_edit_rebinds_the_port_and_is_recorded():
     agent, data = sample("react_calculator")
     async with served(agent, data) as (runner, client, task):
         llm = "Calculator/Calculator.loop/Calculator.llm"
-        port = runner.nodes[llm].input_ports[0]
-        reply = await client.request("edit_binding", node=llm, direction="in", port=port, key="state.actions")
-        assert ["in", port, "actions"] in reply["node"]["ports"]
-        assert runner.nodes[llm].resolve_input_port(port) == "actions"
+        port = "final_answer"  # str | None, as `task` is
+        reply = await client.request("edit_binding", node=llm, direction="out", port=port, key="state.task")
+        assert ["out", port, "task"] in reply["node"]["ports"]
+        assert runner.nodes[llm].resolve_output_port(port) == "task"
         with pytest.raises(DebugError, match="no node"):
             await client.request("edit_binding", node="nope", direction="in", port=port, key="x")
         update = await until(client, "update")
         assert [e["type"] for e in update["events"]] == ["binding.changed"]
-        await client.request("edit_binding", node=llm, direction="in", port=port, key=port)
+        await client.request("edit_binding", node=llm, direction="out", port=port, key=port)
         await client.request("continue")
         assert await task == Status.SUCCESS
 
@@ -243,6 +243,8 @@ async def test_edits_are_checked_as_strictly_as_a_local_sessions_with_one_line_e
              "direction must be 'in' or 'out', not 'sideways'"),
             (("edit_binding", {"node": llm, "direction": "in", "port": port, "key": 7}),
              "a state key is text, not int"),
+            (("edit_binding", {"node": llm, "direction": "in", "port": "messages", "key": "actions"}),
+             "port 'messages' carries list[Message]; state key 'actions' is list[ToolCall]"),
             (("edit_state", {"key": "scratch", "value": 1}), "no state key 'scratch' (fields of ReActState: "),
             (("edit_state", {"namespace": "ghost", "key": "rounds", "value": 1}), "no namespace 'ghost' (namespaces: "),
             (("edit_state", {"key": "rounds", "value": "many"}), "state key 'rounds': Input should be a valid integer"),
@@ -254,10 +256,9 @@ async def test_edits_are_checked_as_strictly_as_a_local_sessions_with_one_line_e
             assert "\n" not in refused.value.message
         assert runner.nodes[llm].resolve_input_port(port) == port and runner.state_manager.get("rounds") == 0
         namespace = runner.nodes[llm].namespace
-        await client.request("edit_binding", node=llm, direction="out", port=runner.nodes[llm].output_ports[0],
+        await client.request("edit_binding", node=llm, direction="out", port="final_answer",
                              key=f"{namespace}.final_answer" if namespace else "final_answer")  # a known namespace
-        await client.request("edit_binding", node=llm, direction="out", port=runner.nodes[llm].output_ports[0],
-                             key=runner.nodes[llm].output_ports[0])
+        await client.request("edit_binding", node=llm, direction="out", port="final_answer", key="final_answer")
         await client.request("continue")
         assert await task == Status.SUCCESS
 

@@ -74,6 +74,7 @@ class DebugController:
         self._branch: str | None = None
         self._in_tick = False
         self._sent_marks: list[list[Any]] = []
+        self._sent_rebound: list[str] = []
         self.past = RunPast(self.runner)
         self._agent_ticks: deque[dict[str, Any]] = deque(maxlen=AGENT_TICKS)
         self._agents_shape: tuple = ()
@@ -115,6 +116,7 @@ class DebugController:
         self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
         self._breakpoints_dirty = False
         self._sent_marks = self.past.head_marks(whole=True)
+        self._sent_rebound = self._rebound()
         tree = self._tree()
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
         self._sent_counters = {node["path"]: node["counter"] for node in tree}
@@ -131,8 +133,13 @@ class DebugController:
                 "tree": tree,
                 "state": {**self.past.names.state(runner.state_manager.snapshot()), **self._agents_snapshot()},
                 "marks": self._sent_marks,
-                "approvals": self._approvals(),
+                "approvals": self._approvals(), "rebound": self._sent_rebound,
                 "breakpoints": [bp.describe() for bp in debugger.breakpoints]}
+
+    def _rebound(self) -> list[str]:
+        """The nodes whose bindings differ from the tree file's, as the checkpoints record them."""
+        checkpoints = self.runner.checkpoints
+        return sorted(checkpoints.rebound()) if checkpoints is not None else []
 
     def _agents_snapshot(self) -> dict[str, dict[str, Any]]:
         children = self.debugger.children
@@ -251,6 +258,8 @@ class DebugController:
         if self._breakpoints_dirty:
             self._breakpoints_dirty = False
             update["breakpoints"] = [bp.describe() for bp in self.debugger.breakpoints]
+        if (rebound := self._rebound()) != self._sent_rebound:
+            update["rebound"] = self._sent_rebound = rebound
         if rows:
             update["checkpoints"] = rows
             if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows

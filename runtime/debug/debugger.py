@@ -42,6 +42,7 @@ from .edits import (
     NotPaused,
     StateFacts,
     check_binding_key,
+    check_binding_type,
     check_port,
     check_state_key,
     check_tool_arguments,
@@ -750,24 +751,24 @@ class Debugger:
                                                                "old": _preview(old), "new": _preview(value)})
         self._notify("changed")
 
-    def validate_binding_key(self, path: str, key: str) -> str:
-        """The normalised state key, or `EditRefused` saying why the key cannot be bound.
+    def checked_binding(self, path: str, direction: Any, port: Any, key: Any) -> tuple[JianmuNodeMixin, str]:
+        """The node and the normalised key of a rebinding; `EditRefused` saying what does not fit.
 
         A key is bindable when the schema declares it, the state already holds it, the runtime
-        owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace.
+        owns it (`StateKeys`), or it is `<namespace>.<field>` for a known namespace; and, when the
+        schema types both, its type is the port's.
         """
-        node = self.node_at(path)
-        return check_binding_key(StateFacts.of(self.runner), key, getattr(node, "namespace", None))
-
-    def checked_binding(self, path: str, direction: Any, port: Any, key: Any) -> tuple[JianmuNodeMixin, str]:
-        """The node and the normalised key of a rebinding; `EditRefused` saying what does not fit."""
         node = self.node_at(path)
         if not isinstance(node, JianmuNodeMixin):
             raise EditRefused(f"{path} is a plain py_trees node: it has no ports")
         check_port(path, direction, port, [[way, name, None] for way, declared, bound in (
             ("in", node.input_ports, node.input_bindings), ("out", node.output_ports, node.output_bindings))
             for name in dict.fromkeys([*declared, *bound])])
-        return node, self.validate_binding_key(path, key)
+        facts = StateFacts.of(self.runner)
+        key = check_binding_key(facts, key, getattr(node, "namespace", None))
+        check_binding_type(facts, port, (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port),
+                           key)
+        return node, key
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
         """Rebind one port; it takes effect at the next tick and is recorded as a `binding.changed` event."""

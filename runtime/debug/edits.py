@@ -10,8 +10,9 @@ with the same one line (`EditRefused`; `NotPaused` while the run moves).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.runner import ReactiveRunner
@@ -43,6 +44,7 @@ class StateFacts:
     names: frozenset[str]  # every key that is a schema field (fields and their aliases)
     namespaces: frozenset[str]  # of the tree's nodes and of the state
     holds: Callable[[str, str | None], bool]  # whether the state holds a key (in a namespace)
+    types: Mapping[str, str] = field(default_factory=dict)  # each schema field's type, as text, by name
 
     @classmethod
     def of(cls, runner: ReactiveRunner) -> StateFacts:
@@ -50,12 +52,28 @@ class StateFacts:
         schema = sm.schema
         names = {name for attr, info in schema.model_fields.items() for name in (attr, info.alias or attr)}
         from_tree = {ns for node in runner.nodes.values() if (ns := getattr(node, "namespace", None))}
+        types = {name: type_text(info.annotation) for attr, info in schema.model_fields.items()
+                 for name in (attr, info.alias or attr)}
         return cls(schema.__name__, tuple(schema.model_fields), frozenset(n for n in names if sm.has_field(n)),
-                   frozenset(from_tree | {ns for ns in sm.namespaces() if ns}), sm.contains)
+                   frozenset(from_tree | {ns for ns in sm.namespaces() if ns}), sm.contains, types)
 
     def describe(self) -> dict[str, Any]:
         """The schema part, as the debug server sends it (namespaces and values come with the state)."""
-        return {"name": self.schema, "fields": list(self.fields), "names": sorted(self.names)}
+        return {"name": self.schema, "fields": list(self.fields), "names": sorted(self.names), "types": dict(self.types)}
+
+    def type_of(self, key: str) -> str | None:
+        """The schema type of a state key (`field` or `<namespace>.field`); None when the schema has none."""
+        key = key.removeprefix("state.")
+        if key in self.types:
+            return self.types[key]
+        namespace = next((ns for ns in self.namespaces if key.startswith(ns + ".")), None)
+        return self.types.get(key[len(namespace) + 1:]) if namespace else None
+
+
+def type_text(annotation: Any) -> str:
+    """A type as a refusal names it: `list[Message]`, `int`, `str | None` (modules left out)."""
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", text)
 
 
 def check_state_key(facts: StateFacts, namespace: Any, key: Any) -> str | None:
@@ -86,6 +104,15 @@ def check_binding_key(facts: StateFacts, key: Any, node_namespace: str | None) -
             or facts.holds(key, None)):
         return key
     raise EditRefused(f"no state field {_shown(key)} in {facts.schema} (fields: {', '.join(facts.fields)})")
+
+
+def check_binding_type(facts: StateFacts, port: str, bound: str, key: str) -> None:
+    """`EditRefused` when `key`'s type is not the port's: the type of the state field the port is
+    named after, else of the key it is bound to now (a port's values keep their type when rebound)."""
+    expected = facts.types.get(port) or facts.type_of(bound)
+    actual = facts.type_of(key)
+    if expected and actual and "Any" not in (expected, actual) and expected != actual:
+        raise EditRefused(f"port {port!r} carries {expected}; state key {_shown(key)} is {actual}")
 
 
 def check_port(path: str, direction: Any, port: Any, ports: list[Any]) -> None:
@@ -119,5 +146,5 @@ def check_tool_arguments(runner: ReactiveRunner, request: Any, arguments: Any) -
         raise EditRefused(str(exc)) from None
 
 
-__all__ = ["EditRefused", "NotPaused", "StateFacts", "check_binding_key", "check_port", "check_state_key",
+__all__ = ["EditRefused", "NotPaused", "StateFacts", "check_binding_key", "check_binding_type", "check_port", "check_state_key",
            "check_tool_arguments", "waiting_tool"]

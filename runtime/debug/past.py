@@ -192,7 +192,8 @@ class RunPast:
                                for port in dict.fromkeys([*declared, *bound])]
         return {"checkpoint": self.row(checkpoint.info), "statuses": checkpoint.statuses, "counters": counters,
                 "returns": returns_json(checkpoint.returns),
-                "ports": ports, "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint),
+                "ports": ports, "rebound": sorted(self.runner.checkpoints.rebound(checkpoint)),
+                "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint),
                 "agents": [_agent_node(agents, path, node) for path, node in agents.nodes.items()]}
 
     # -- what changed, as the studio marks it ----------------------------------------

@@ -1,4 +1,5 @@
-"""Rebind a node's ports to other state keys, each key checked against the state schema as typed."""
+"""Rebind a node's ports to other state keys, each key checked against the state schema as typed:
+its name, and its type against the port's."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ class BindingsEditor(ModalScreen[bool]):
     def _check(self, event: Input.Changed) -> None:
         index = event.input.id.rpartition("-")[2]
         check = self.query_one(f"#port-check-{index}", Static)
+        port = self.ports[int(index)]
         try:
-            self.session.validate_binding_key(self.path, event.value)
+            self.session.validate_binding(self.path, port.direction, port.port, event.value)
         except EditError as exc:
             check.update(f"✘ {exc}")
             check.set_classes("port-check error")
@@ -65,8 +67,8 @@ class BindingsEditor(ModalScreen[bool]):
         changes = [(port, self.query_one(f"#port-{i}", Input).value.strip()) for i, port in enumerate(self.ports)]
         changes = [(port, key) for port, key in changes if key != port.key]
         try:
-            for _port, key in changes:
-                self.session.validate_binding_key(self.path, key)
+            for port, key in changes:
+                self.session.validate_binding(self.path, port.direction, port.port, key)
             for port, key in changes:
                 self.session.edit_binding(self.path, port.direction, port.port, key)
             if save:

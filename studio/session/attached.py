@@ -31,7 +31,14 @@ from py_trees.common import Status
 from runtime.debug import DebugClient, DebugError
 from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
 from runtime.debug.children import child_namespace, refused_moment, split_child_path
-from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
+from runtime.debug.edits import (
+    EditRefused,
+    StateFacts,
+    check_binding_key,
+    check_binding_type,
+    check_port,
+    check_state_key,
+)
 from runtime.debug.protocol import record_of, returns_of
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
@@ -202,6 +209,7 @@ class RemoteSession:
         self._hold(self._paused)
         self._failure = picture.get("failure")
         self._head_marks = picture.get("marks", [])
+        self._rebound = set(picture.get("rebound", ()))
         self._settle()
 
     def _add_rows(self, rows: Any) -> None:
@@ -306,6 +314,7 @@ class RemoteSession:
         if "breakpoints" in update:
             self._mirror_breakpoints(update["breakpoints"])
         self._head_marks = update.get("marks", self._head_marks)
+        self._rebound = set(update.get("rebound", self._rebound))
         self._mark(update, state_changes)
         for tick in update.get("agent_ticks", ()):  # a swarm agent's tick, its paths @agent/...
             self._notify("subtick", TickReport(tick["tick"], Status(tick["status"]), ticked=tick["ticked"],
@@ -517,6 +526,11 @@ class RemoteSession:
                         namespace=node["namespace"], counter=counter,
                         breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints),
                         pending=past is None and path in self._pending)
+
+    def rebound_paths(self) -> set[str]:
+        if self._past is None:
+            return self._rebound
+        return set(self._past.get("rebound", ())) | {path for path, _, _ in self.staged.bindings}
 
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
@@ -838,7 +852,7 @@ class RemoteSession:
                                                          if node["namespace"]}
         schema = self._schema
         return StateFacts(schema["name"], tuple(schema["fields"]), frozenset(schema["names"]), frozenset(namespaces),
-                          lambda key, ns: key in self._state.get(ns or "", {}))
+                          lambda key, ns: key in self._state.get(ns or "", {}), schema.get("types", {}))
 
     def _require_held(self, what: str) -> None:
         if self.run_state not in (RunState.READY, RunState.PAUSED, RunState.SUSPENDED):
@@ -858,23 +872,25 @@ class RemoteSession:
             return
         self._send("edit_state", namespace=namespace or None, key=key, value=value)
 
-    def validate_binding_key(self, path: str, key: str) -> str:
-        """The normalised key, or `EditError` saying why it cannot be bound (the server checks it again)."""
+    def validate_binding(self, path: str, direction: str, port: str, key: str) -> str:
+        """The normalised key, or `EditError` saying why the port cannot be bound to it (the server
+        checks it again)."""
         node = self._node(path)
         try:
-            return check_binding_key(self._facts, key, node["namespace"])
+            check_port(path, direction, port, node["ports"])
+            facts = self._facts
+            key = check_binding_key(facts, key, node["namespace"])
+            check_binding_type(facts, port, next(bound for way, name, bound in node["ports"]
+                                                 if (way, name) == (direction, port)), key)
         except EditRefused as exc:
             raise EditError(str(exc)) from None
+        return key
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
         """Rebind one port of the remote run (at its next tick); while a past checkpoint is shown the
         edit is staged for a fork from there."""
         self._require_held("rebinding a port")
-        try:
-            check_port(path, direction, port, self._node(path)["ports"])
-        except EditRefused as exc:
-            raise EditError(str(exc)) from None
-        key = self.validate_binding_key(path, key)
+        key = self.validate_binding(path, direction, port, key)
         if self.viewing is not None:
             self.staged.bindings[(path, direction, port)] = key
             self._say(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")

@@ -78,6 +78,14 @@ def open_store(name: str | Path) -> CheckpointStore:
     return open_checkpoint_store(name)
 
 
+
+def restart_kept(breakpoints: int, rebound: list[str]) -> str:
+    """What a restart keeps of the last run, in the words the status line says it."""
+    kept = [f"{breakpoints} breakpoint{'s' * (breakpoints != 1)}"] if breakpoints else []
+    if rebound:
+        kept.append(f"rebound ports of {', '.join(rebound)}")
+    return (f"kept {' and '.join(kept)}" if kept else "nothing edited to keep") + "; state edits are not kept"
+
 class DebugSession:
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
                  store: CheckpointStore | None = None, start: bool = True):
@@ -284,6 +292,10 @@ class DebugSession:
 
     def _breakpoint_paths(self) -> set[str]:
         return {bp.node for bp in self.breakpoints if bp.kind == "node" and bp.node}
+
+    def rebound_paths(self) -> set[str]:
+        """The nodes marked rebound in the frame shown: their bindings differ from the tree file's."""
+        return self.frame.rebound()
 
     def node_views(self) -> list[NodeView]:
         """The frame's tree; live, each swarm agent's tree too (under the node that spawned it)."""
@@ -504,7 +516,8 @@ class DebugSession:
             raise EditError(RECORDING)
         if self.busy:
             self.pause()
-        bindings = self.bindings()
+        rebound = self.runner.checkpoints.rebound() if self.runner.checkpoints is not None else set()
+        edited = {path: ports for path, ports in self.bindings().items() if path in rebound}
         await self.agent.close()
         self.runner.stop()
         if self.run_id is not None:
@@ -516,14 +529,25 @@ class DebugSession:
         breakpoints = self.breakpoints
         self.debugger.unwatch()
         self._attach(loaded, breakpoints)
-        for path, ports in bindings.items():
-            node = self.runner.nodes.get(path)
-            if isinstance(node, JianmuNodeMixin):
-                node.bind(ports["inputs"], ports["outputs"])
         self._start_run()
+        rebound = self._rebind(edited)
         self.log.keep_only(self.runner.run_id)
         self.viewing, self.staged = None, StagedEdits()
-        self._say(f"restarted: run {self.runner.run_id}")
+        self._say(f"restarted: run {self.runner.run_id}; {restart_kept(len(breakpoints), rebound)}")
+
+    def _rebind(self, edited: Mapping[str, Mapping[str, Mapping[str, str]]]) -> list[str]:
+        """The last run's rebound ports on the new run, as edits (recorded, so marked rebound): the
+        nodes still there whose ports still fit, returned."""
+        kept = []
+        for path, ports in sorted(edited.items()):
+            try:
+                for field, direction in (("inputs", "in"), ("outputs", "out")):
+                    for port, key in ports[field].items():
+                        self.debugger.edit_binding(path, direction, port, key)
+            except EditError:
+                continue
+            kept.append(path)
+        return kept
 
     # -- timeline: checkpoints, the past, replay and fork -------------------------------
     @property
@@ -626,11 +650,11 @@ class DebugSession:
         if landed.error is not None:
             self._say(f"stopped following: {landed.error}")
             return False
-        if not landed.grew:  # only its writer's liveness changed (it died, say)
-            self._say(following(landed.liveness))
-            return True
-        self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
+        if not landed.grew:  # only how it stands changed (its writer died; its end, read after its events)
+            self._say(following(landed.liveness, newest.tick if newest is not None else None))
+            return landed.ended not in FINAL
+        self.log.extend(landed.events, landed.saved)
         if landed.checkpoints and self.viewing is not None and self.viewing.id == landed.before \
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
@@ -700,14 +724,14 @@ class DebugSession:
         self.debugger.remove_breakpoint(bp)
 
     # -- edits: the debugger's checks; staged while the past is shown ----------------------
-    def validate_binding_key(self, path: str, key: str) -> str:
-        """The normalised state key, or `EditError` saying why the key cannot be bound."""
-        return self.debugger.validate_binding_key(path, key)
+    def validate_binding(self, path: str, direction: str, port: str, key: str) -> str:
+        """The normalised state key, or `EditError` saying why the port cannot be bound to it."""
+        return self.debugger.checked_binding(path, direction, port, key)[1]
 
     def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
         """Rebind one port; it takes effect at the next tick and is recorded as an event.
         While a past checkpoint is shown the edit is staged for a fork from there."""
-        _, key = self.debugger.checked_binding(path, direction, port, key)
+        key = self.validate_binding(path, direction, port, key)
         if self.viewing is not None:
             self.staged.bindings[(path, direction, port)] = key
             self._show(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")

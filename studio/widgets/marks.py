@@ -14,6 +14,7 @@ MARKS = {
 }
 BREAKPOINT = ("◆", "bold red")
 NOT_YET = ("◌", "dim")  # paused inside a tick: the node has not returned in it yet
+REBOUND = ("⇄ rebound", "bold yellow")  # its ports bound unlike the tree file says
 
 
 def status_name(status: Any) -> str:

@@ -35,7 +35,7 @@ from runtime.engine.record import Returns, TickReport
 
 from ..session import NodeView
 from .extent import FixedExtent
-from .marks import BREAKPOINT, NOT_YET, status_mark, status_name
+from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark, status_name
 from .node_tree import NodeTree
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
@@ -51,7 +51,7 @@ def ticked_paths(returns: Returns | None, last: TickReport | None, live: bool) -
 
 
 def node_label(view: NodeView, ticked: bool) -> Text:
-    """`◆ ✔ Name  Class  ⟨ns⟩  iter 2/10`, highlighted when the last tick visited it; `◌` in place of
+    """`◆ ✔ Name  Class  ⟨ns⟩  iter 2/10  ⇄ rebound`, highlighted when the last tick visited it; `◌` in place of
     the status while a tick is held inside and the node has not returned in it yet."""
     label = Text.assemble(
         (BREAKPOINT[0] if view.breakpoint else " ", BREAKPOINT[1]), " ",
@@ -63,6 +63,8 @@ def node_label(view: NodeView, ticked: bool) -> Text:
         label.append(f"  ⟨{view.namespace}⟩", "magenta")
     if view.counter:
         label.append(f"  {view.counter}", "cyan")
+    if view.rebound:
+        label.append(f"  {REBOUND[0]}", REBOUND[1])
     if ticked:
         label.stylize(TICKED)
     return label
@@ -70,7 +72,7 @@ def node_label(view: NodeView, ticked: bool) -> Text:
 
 def _drawn(view: NodeView, ticked: bool) -> tuple:
     """What a line's label is drawn from: equal, the label is the same."""
-    return status_name(view.status), view.counter, view.breakpoint, ticked, view.pending
+    return status_name(view.status), view.counter, view.breakpoint, ticked, view.pending, view.rebound
 
 
 class NameIndex:
@@ -142,6 +144,7 @@ class TreePane(Vertical):
         self._ticked: set[str] = set()
         self._pending: frozenset[str] = frozenset()  # not returned yet in the tick held inside
         self._breakpoints: set[str] = set()  # the nodes whose views carry the mark
+        self._rebound: set[str] = set()  # the nodes whose views say their ports were rebound
         self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
@@ -189,6 +192,7 @@ class TreePane(Vertical):
         self._ticked = ticked
         self._pending = frozenset(view.path for view in views if view.pending)
         self._breakpoints = {view.path for view in views if view.breakpoint}
+        self._rebound = set()
         root = views[0].path if views else None
         with self.tree.adding():
             if self.tree.root.data != root:  # another tree (or the first): nothing built is kept
@@ -300,6 +304,17 @@ class TreePane(Vertical):
         self._stale |= ticked ^ self._ticked
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
+
+    def mark_rebound(self, rebound: set[str]) -> None:
+        """Say which nodes' ports are bound unlike the tree file says (the frame's); relabel those that
+        changed."""
+        for path in rebound | self._rebound:  # (a view fetched anew, a loop's, comes unmarked)
+            view = self._views.get(path)
+            if view is not None and view.rebound != (path in rebound):
+                view.rebound = path in rebound
+                self._stale.add(path)
+        self._rebound = set(rebound)
+        self.flush()
 
     def flush(self, *_) -> None:
         """Relabel the stale nodes that are on screen (the others wait until they are)."""

@@ -124,6 +124,16 @@ class RunnerCheckpoints:
         edited = checkpoint.bindings.get(path) or {}
         return dict(edited.get("inputs", inputs)), dict(edited.get("outputs", outputs))
 
+    def rebound(self, checkpoint: Checkpoint | None = None) -> set[str]:
+        """The nodes whose bindings differ from the tree's own: now, or as `checkpoint` recorded them
+        (a debugger's rebinding is saved with the checkpoints, so the past says what was rebound then)."""
+        self._index()
+        edited = self._bindings if checkpoint is None else checkpoint.bindings
+        baseline = self._baseline
+        return {path for path, ports in edited.items() if path in baseline and (
+            dict(ports.get("inputs", baseline[path][0])), dict(ports.get("outputs", baseline[path][1])))
+            != baseline[path]}
+
     def node(self, path: str) -> Any:
         """The node at `path`: the host's, or a swarm agent's (`@agent/path`)."""
         node = self.runner.nodes.get(path)
