@@ -76,14 +76,14 @@ def test_import_linter_contract_holds(tmp_path):
         forbidden_modules =
             textual
     """))
-    result = subprocess.run([_lint_imports(), "--config", str(config)], capture_output=True, text=True,
+    result = subprocess.run([_lint_imports(), "--no-cache", "--config", str(config)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" in result.stdout and "0 broken" in result.stdout
 
 
 def test_project_import_linter_config():
-    result = subprocess.run([_lint_imports()], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    result = subprocess.run([_lint_imports(), "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "0 broken" in output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from test_tui_app import status_line, tree_label
-from textual.widgets import Input, Static
+from textual.widgets import Button, Input, Static
 from tui_fixtures import BOTH, TEXT_PIPELINE, session_on, settle, steady_terminal, studio_on  # noqa: F401
 from tui_fixtures import until as condition_holds
 
@@ -77,11 +77,11 @@ async def test_the_bindings_editor_refuses_a_key_of_another_type_as_it_is_typed(
         await pilot.pause()
         assert str(screen.query_one(".port-check", Static).render()) == (
             "✘ port 'source_text' carries str; state key 'words' is int")
-        await pilot.click("#apply")
+        screen.query_one("#apply", Button).press()
         await pilot.pause()
         assert app.screen is screen and session.rebound_paths() == set()  # refused: the editor stays open
         screen.query_one(".port-key", Input).value = "summary"
         await pilot.pause()
         assert str(screen.query_one(".port-check", Static).render()) == "✔"
-        await pilot.click("#apply")
+        screen.query_one("#apply", Button).press()
         await condition_holds(lambda: session.rebound_paths() == {NORMALIZE})
