@@ -1,0 +1,90 @@
+"""A run suspended for an approval survives its process (#30.1): the requests it waits for travel in
+its checkpoint, so an agent built afresh from the same tree file (what another process, a web handler
+hours later, has) restores it, answers the very request it asked, and the approved tool runs exactly
+once, a denied one never."""
+
+from __future__ import annotations
+
+import pytest
+import resume_tree
+
+from runtime.memory.checkpoint import open_store
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    """The file `append_line` appends to: one line per time the tool really ran."""
+    path = tmp_path / "ledger.txt"
+    monkeypatch.setenv(resume_tree.EFFECTS, str(path))
+    return path
+
+
+def lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def suspended_run(name: str) -> tuple[str, dict]:
+    """Run the tree into store `name` until it suspends; its run id and what it waits for."""
+    store = open_store(name)
+    agent = resume_tree.build()
+    agent.runner = agent.make_runner(checkpointer=store)
+    result = await agent.run(resume_tree.INPUT)
+    store.close()
+    assert result.termination_reason == "suspended"
+    return result.run_id, result.pending
+
+
+def restored(name: str, run_id: str):
+    """A new agent from the tree file on the same store, restored to the run's last checkpoint."""
+    store = open_store(name)
+    agent = resume_tree.build()
+    agent.runner = agent.make_runner(checkpointer=store)
+    agent.runner.restore(store.latest(run_id).id)
+    return agent, store
+
+
+async def test_a_restored_run_waits_for_the_request_it_asked_under_the_same_id(store_name, ledger):
+    run_id, pending = await suspended_run(store_name)
+    agent, store = restored(store_name, run_id)
+    manager = agent.context.approval_manager
+    assert [request.id for request in manager.pending()] == list(pending)  # known before anything runs
+    [request] = manager.pending()
+    assert (request.tool, request.arguments) == ("append_line", {"text": "payment 42 sent"})
+
+    result = await agent.run()  # not answered yet: it suspends again on the same request, asks no other
+    assert result.termination_reason == "suspended" and list(result.pending) == list(pending)
+    assert [r.id for r in manager.pending()] == list(pending)
+    assert lines(ledger) == []
+    store.close()
+
+
+@pytest.mark.parametrize("answer", ["approve", "resume"])
+async def test_approved_after_a_restore_the_tool_runs_exactly_once(store_name, ledger, answer):
+    run_id, pending = await suspended_run(store_name)
+    agent, store = restored(store_name, run_id)
+    [approval_id] = pending
+    if answer == "approve":
+        agent.context.approval_manager.approve(approval_id)
+    else:  # answered through the runner, as a debugger's protocol does
+        agent.runner.resume(approval_id, "approved")
+    assert not agent.runner.suspended  # the decision reached the run before its node ran again
+
+    result = await agent.run()
+    assert (result.termination_reason, result.final_answer) == ("completed", "Done: payment 42 sent.")
+    assert lines(ledger) == ["payment 42 sent"]
+    assert agent.context.approval_manager.get(approval_id).status == "approved"
+    assert store.latest(run_id).status == "SUCCESS" and store.runs(run_id)[0].ended == "completed"
+    store.close()
+
+
+async def test_denied_after_a_restore_the_tool_never_runs_and_the_model_reads_why(store_name, ledger):
+    run_id, pending = await suspended_run(store_name)
+    agent, store = restored(store_name, run_id)
+    agent.context.approval_manager.deny(next(iter(pending)), "not without a second signature")
+
+    result = await agent.run()
+    assert result.termination_reason == "completed"
+    assert lines(ledger) == []
+    observation = [m.content for m in result.state.messages if m.role == "tool"]
+    assert observation == ["Error: tool 'append_line' was not approved: not without a second signature"]
+    store.close()
