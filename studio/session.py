@@ -46,6 +46,7 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
+from runtime.memory.checkpoint.model import tick_positions
 from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.node.composites import loop_counter
 from runtime.state import InteractionKeys, StateValidationError
@@ -201,8 +202,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         session = cls(tree_for_run(store, run_id, tree).load(), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
         infos = store.list(run_id)
-        saved = {(info.branch, info.tick): info.event_position for info in infos}
-        session.log.load(run_id, store.events(run_id, session._events_read), saved)
+        session.log.load(run_id, store.events(run_id, session._events_read), tick_positions(infos))
         session.select_checkpoint(infos[-1].id)
         return session
 

@@ -5,10 +5,14 @@ once, a denied one never."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import resume_tree
 
 from runtime.memory.checkpoint import open_store
+from runtime.state import InteractionKeys
+from studio.session import DebugSession
 
 
 @pytest.fixture
@@ -87,4 +91,25 @@ async def test_denied_after_a_restore_the_tool_never_runs_and_the_model_reads_wh
     assert lines(ledger) == []
     observation = [m.content for m in result.state.messages if m.role == "tool"]
     assert observation == ["Error: tool 'append_line' was not approved: not without a second signature"]
+    store.close()
+
+
+async def test_a_run_stepped_by_a_debugger_records_its_suspension_between_ticks(tmp_path, ledger):
+    """A debugger steps tick by tick, and the tool asks for approval after the tick that started it: the
+    run's last checkpoint (`suspend`) still holds the request, so another process resumes it."""
+    session = DebugSession.load(str(Path(resume_tree.__file__)), db=tmp_path / "runs.db")
+    stop = await session.continue_()
+    assert stop.kind == "suspended"
+    [request] = session.pending_approvals()
+    last = session.store.latest(session.run_id)
+    assert (last.source, last.tick) == ("suspend", session.tick)
+    assert list(session.store.get(last.id).state[""][InteractionKeys.PENDING]) == [request.id]
+    run_id = session.run_id
+    session.store.close()
+
+    agent, store = restored(str(tmp_path / "runs.db"), run_id)
+    assert [r.id for r in agent.context.approval_manager.pending()] == [request.id]
+    agent.context.approval_manager.approve(request.id)
+    assert (await agent.run()).termination_reason == "completed"
+    assert lines(ledger) == ["payment 42 sent"]
     store.close()
