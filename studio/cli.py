@@ -2,7 +2,7 @@
 
     jianmu-studio TREE [--db STORE]            open the TUI on a tree file
     jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
-                           [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
+                           [--approve TOOL|ID|all ...] [--deny TOOL|ID|all[:REASON] ...]
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
                                                studio's own) and open it (nothing executes)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
@@ -29,34 +29,21 @@ import json
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.extras import MissingExtra
+from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.memory.checkpoint.store import CheckpointError
 from runtime.telemetry.otel import TelemetryError
 
-from . import cli_check, samples, startup, web
+from . import cli_check, headless, samples, startup, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
-
-MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
-ALL = "all"
-APPROVALS_HELP = """\
-approvals: a tool call that needs approval suspends the run. Without an answer the run
-stops (exit 1) with a line naming the tool that waits. Answer from the command line:
-  --approve all                      approve every call
-  --approve send_email               approve calls of one tool (repeat for more)
-  --deny send_email:not in CI        deny one tool, with the reason the model reads
-  --approve all --deny rm            a rule naming the tool wins over `all`
-"""
-
 
 STORE_HELP = "checkpoint store: FILE.db or postgresql://user:password@host/db"
 
@@ -114,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                             help="open the studio on a tree file (the default command; `studio` is the same)")
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", metavar="STORE", help=f"{STORE_HELP} (default: $JIANMU_DB, else {default_db_path()})")
-    run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+    run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=headless.APPROVALS_HELP,
                          parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
@@ -126,10 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     run.add_argument("--bindings", type=Path, metavar="FILE",
                      help="apply a bindings file first (the studio's \"apply and save\" writes one beside the store)")
-    run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
-                     help="approve pending calls of TOOL, or of every tool (repeatable)")
-    run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
-                     help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
+    headless.add_approval_flags(run)
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
                             parents=[debug])
     replay.add_argument("store", nargs="?", metavar="STORE",
@@ -209,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             return cli_check.run(args)
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
-            TelemetryError) as exc:
+            TelemetryError, ApprovalError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -230,52 +214,11 @@ def _store_of(args: argparse.Namespace) -> str | None:
     return str(default_store()) if name is None and args.command == "replay" else name
 
 
-def _status_line(report, as_json: bool) -> str:
-    if as_json:
-        return json.dumps({"tick": report.tick, "status": report.status.value,
-                           "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
-                           "state_keys": report.state_keys})
-    shown = [f"{p.rpartition('/')[2]}:{o.value}→{n.value}" for p, (o, n) in list(report.changed.items())[:MAX_SHOWN]]
-    more = len(report.changed) - MAX_SHOWN
-    changed = ", ".join(shown) + (f", … {more} more" if more > 0 else "")
-    return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
-
-
-@dataclass(frozen=True)
-class ApprovalRules:
-    """The answers `--approve` / `--deny` give to pending tool calls."""
-
-    approve: frozenset[str]
-    deny: dict[str, str]  # tool (or `all`) -> the reason the model reads
-
-    @classmethod
-    def parse(cls, approve: list[str], deny: list[str]) -> ApprovalRules:
-        denied: dict[str, str] = {}
-        for spec in deny:
-            tool, _, reason = spec.partition(":")
-            denied[tool.strip()] = reason.strip() or "denied by --deny"
-        approved = frozenset(tool.strip() for tool in approve)
-        if "" in approved or "" in denied:
-            raise UsageError("--approve and --deny need a tool name or `all`")
-        if clash := approved & denied.keys():
-            raise UsageError(f"both --approve and --deny name {', '.join(sorted(clash))}")
-        return cls(approved, denied)
-
-    def answer(self, tool: str) -> tuple[bool, str] | None:
-        """(approved, reason) for a call of `tool`, or None; a rule naming the tool wins over `all`."""
-        for name in (tool, ALL):
-            if name in self.approve:
-                return True, ""
-            if name in self.deny:
-                return False, self.deny[name]
-        return None
-
-
-def _answer_approvals(session: DebugSession, rules: ApprovalRules, as_json: bool) -> bool:
+def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> bool:
     """Answer every pending call the rules cover, one line each; False if none was covered."""
     answered = False
     for request in session.pending_approvals():
-        decision = rules.answer(request.tool)
+        decision = rules.answer(request)
         if decision is None:
             continue
         approved, reason = decision
@@ -284,19 +227,8 @@ def _answer_approvals(session: DebugSession, rules: ApprovalRules, as_json: bool
         else:
             session.deny(request.id, reason)
         answered = True
-        verdict = "approved" if approved else "denied"
-        if as_json:
-            print(json.dumps({"approval": {"id": request.id, "tool": request.tool, "arguments": request.arguments,
-                                           "decision": verdict, "reason": reason or None}}), flush=True)
-        else:
-            print(f"{verdict} {request.tool}({_arguments(request.arguments)})" + (f": {reason}" if reason else ""),
-                  flush=True)
+        print(headless.decision_line(request, approved, reason, as_json), flush=True)
     return answered
-
-
-def _arguments(arguments: dict[str, Any], limit: int = 80) -> str:
-    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _load(args: argparse.Namespace) -> DebugSession:
@@ -314,7 +246,7 @@ def _load(args: argparse.Namespace) -> DebugSession:
 
 
 async def run_headless(args: argparse.Namespace) -> int:
-    rules = ApprovalRules.parse(args.approve, args.deny)
+    rules = headless.answers(args)
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
@@ -325,7 +257,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         if problems:
             raise UsageError(problems[0])
     out = sys.stdout
-    session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
+    session.add_listener(lambda kind, data: print(headless.tick_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
     stop = await session.continue_(max_ticks=args.max_ticks)
     while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
@@ -356,8 +288,7 @@ async def run_headless(args: argparse.Namespace) -> int:
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
         print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
-        print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
-              f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
+        print(headless.waiting_line(request), file=sys.stderr)
     trace_failed = args.trace is not None and not _write_trace(session, args.trace)
     succeeded = session.root_status.value == "SUCCESS" and failure is None and unrecorded is None
     return 0 if succeeded and not trace_failed else 1
