@@ -5,6 +5,9 @@
                            [--approve TOOL|ID|all ...] [--deny TOOL|ID|all[:REASON] ...]
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
                                                studio's own) and open it (nothing executes)
+    jianmu-studio resume [STORE] [--run ID] --approve TOOL|ID|all ... --deny TOOL|ID|all[:REASON] ...
+                                               answer a run that waits for an approval and go on
+                                               with it here (studio/cli_resume.py)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
     jianmu-studio check RECORDING [--run ID]   re-run a tree against a recorded run, offline
                                                (studio/cli_check.py: check, diff, export, import;
@@ -40,7 +43,7 @@ from runtime.memory.checkpoint.output import OutputPathError, check_output_path,
 from runtime.memory.checkpoint.store import CheckpointError
 from runtime.telemetry.otel import TelemetryError
 
-from . import cli_check, headless, samples, startup, web
+from . import cli_check, cli_resume, headless, samples, startup, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -134,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
+    cli_resume.add_parser(sub, [debug], STORE_HELP)
     cli_check.add_parsers(sub, [debug])
     sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
     web.add_command(sub, [debug], STORE_HELP)
@@ -154,7 +158,8 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", *cli_check.COMMANDS):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", cli_resume.COMMAND,
+                       *cli_check.COMMANDS):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -183,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
+        if args.command == cli_resume.COMMAND:
+            return asyncio.run(cli_resume.resume(args))
         if args.command == "attach":
             return asyncio.run(attach(args))
         if args.command == "serve":

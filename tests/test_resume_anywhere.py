@@ -5,12 +5,15 @@ once, a denied one never."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import resume_tree
 
-from runtime.memory.checkpoint import open_store
+from runtime.guard import ApprovalError
+from runtime.memory.checkpoint import CheckpointError, open_store
+from runtime.memory.checkpoint.waiting import resume_point
 from runtime.state import InteractionKeys
 from studio.session import DebugSession
 
@@ -113,3 +116,50 @@ async def test_a_run_stepped_by_a_debugger_records_its_suspension_between_ticks(
     assert (await agent.run()).termination_reason == "completed"
     assert lines(ledger) == ["payment 42 sent"]
     store.close()
+
+
+async def test_agent_resume_answers_and_goes_on_from_the_store(store_name, ledger):
+    """`Agent.resume`, what a web handler calls: the agent is built afresh, the store is all it shares."""
+    run_id, _ = await suspended_run(store_name)
+    store = open_store(store_name)
+    result = await resume_tree.build().resume(store, run_id, approve=["append_line"])
+    assert (result.termination_reason, result.run_id) == ("completed", run_id)
+    assert lines(ledger) == ["payment 42 sent"]
+    events = [(branch, event.seq) for branch, event in store.events(run_id)]
+    assert len(events) == len(set(events))  # the resumed run numbers its events on from the recorded ones
+    store.close()
+
+
+async def test_agent_resume_refuses_before_answering_anything(tmp_path, ledger):
+    name = str(tmp_path / "runs.db")
+    run_id, pending = await suspended_run(name)
+    store = open_store(name)
+    with pytest.raises(ApprovalError, match=f"run {run_id} has no call of send_email waiting"):
+        await resume_tree.build().resume(store, run_id, approve="send_email", deny={"append_line": "no"})
+    with pytest.raises(CheckpointError, match="no run 'nope'"):
+        await resume_tree.build().resume(store, "nope", approve="all")
+
+    busy = resume_tree.build()  # a run this process still writes (not suspended, not ended)
+    busy.runner = busy.make_runner(checkpointer=store)
+    await busy.run(resume_tree.INPUT, max_ticks=1)
+    with pytest.raises(CheckpointError, match=rf"run {busy.runner.run_id} is still being written \(process {os.getpid()}"):
+        await resume_tree.build().resume(store, busy.runner.run_id, approve="all")
+    busy.runner.stop()  # its model call in flight is cancelled, not left to the loop's end
+    assert lines(ledger) == []
+    assert store.runs(run_id)[0].ended == "suspended"  # still waiting
+    store.close()
+
+
+async def test_of_two_processes_that_take_one_waiting_run_at_once_one_does(store_name, ledger):
+    """Two clicks on "approve" in two web workers: both find the run waiting, one takes it over."""
+    run_id, _ = await suspended_run(store_name)
+    first, second = open_store(store_name), open_store(store_name)  # two writers, as two processes have
+    seen_first, seen_second = resume_point(first, run_id), resume_point(second, run_id)
+    seen_first.take(first)
+    with pytest.raises(CheckpointError, match=f"run {run_id} was taken over by another process just now"):
+        seen_second.take(second)
+    with pytest.raises(CheckpointError, match=f"run {run_id} is still being written"):
+        await resume_tree.build().resume(second, run_id, approve="all")
+    assert lines(ledger) == []
+    first.close()
+    second.close()
