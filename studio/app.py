@@ -239,8 +239,9 @@ class MainScreen(Screen):
         self.query_one(NodeDetailPane).show(detail)
 
     def _offer_approval(self) -> None:
-        """Open the approval dialog once for each new pending request."""
-        if self.session.run_state != RunState.SUSPENDED or self.app.screen is not self:
+        """Open the approval dialog once for each new pending request (a recording's too: answering
+        resumes it)."""
+        if self.session.run_state not in (RunState.SUSPENDED, RunState.RECORDED) or self.app.screen is not self:
             return
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:

@@ -48,6 +48,7 @@ from runtime.memory.checkpoint import (
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.model import tick_positions
 from runtime.memory.checkpoint.naming import is_postgres_url
+from runtime.memory.checkpoint.waiting import resume_point, waiting_approvals
 from runtime.node.composites import loop_counter
 from runtime.state import InteractionKeys, StateValidationError
 
@@ -139,6 +140,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
+        self._recorded_waiting: list[Any] = []  # the approvals it waits for (answering one resumes it here)
         self._events_read = EventsRead()  # where reading the recorded run's events stands (`follow` goes on)
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
@@ -201,6 +203,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
         session = cls(tree_for_run(store, run_id, tree).load(), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
+        session._recorded_waiting = waiting_approvals(store, run_id)
         infos = store.list(run_id)
         session.log.load(run_id, store.events(run_id, session._events_read), tick_positions(infos))
         session.select_checkpoint(infos[-1].id)
@@ -813,7 +816,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
 
-    def _restore(self, source: CheckpointInfo, action: Callable[[], Any], replayer: IOReplayer) -> None:
+    def _restore(self, source: CheckpointInfo, action: Callable[[], Any], replayer: IOReplayer | None) -> None:
+        """`action` restores `source` live; with a `replayer` the run is served the recorded I/O."""
         if self.busy:
             raise EditError("pause the run before replaying or forking")
         try:
@@ -821,8 +825,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
             raise EditError(str(exc)) from None
         self._remember_head()  # the new branch's first checkpoint, saved by `action`
-        replayer.attach(self.runner.checkpoints)
-        self.runner.context.io_recorder = replayer
+        if replayer is not None:
+            replayer.attach(self.runner.checkpoints)
+            self.runner.context.io_recorder = replayer
         self.recorded_run = None  # the restored run is live now
         self._saved_at = (self.branch, source.tick)
         self.viewing, self.staged = None, StagedEdits()
@@ -870,6 +875,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         return self.runner.context.approval_manager
 
     def pending_approvals(self) -> list[Any]:
+        if self.recorded_run is not None:
+            return list(self._recorded_waiting)
         return list(self.approvals.pending()) if self.approvals is not None else []
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
@@ -895,9 +902,21 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._after_approval()
 
     def _require_approvals(self):
+        if self.recorded_run is not None and self._recorded_waiting:
+            self._resume_recorded()
         if self.approvals is None:
             raise EditError("this tree has no approval manager")
         return self.approvals
+
+    def _resume_recorded(self) -> None:
+        """A recorded run that waits for an approval is answered live: it goes on here from its last
+        checkpoint, recording into its store (`Agent.resume` does the same in code)."""
+        try:
+            point = resume_point(self.store, self.recorded_run)
+        except (CheckpointError, StoreError) as exc:
+            raise EditError(str(exc)) from None
+        self._restore(point.checkpoint, lambda: (self.runner.restore(point.checkpoint.id), point.take(self.store)), None)
+        self._recorded_waiting = []
 
     def _after_approval(self) -> None:
         if not self.runner.suspended:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...guard.approval import ApprovalRequest
+from ...state import GLOBAL, InteractionKeys
 from .liveness import RUNNING, SUSPENDED, run_liveness
 from .model import CheckpointInfo
 from .naming import display_name
@@ -58,9 +60,22 @@ def resume_point(store: CheckpointStore, run_id: str) -> ResumePoint:
     return ResumePoint(store.latest(run_id), facts)
 
 
+def waiting_approvals(store: CheckpointStore, run_id: str) -> list[ApprovalRequest]:
+    """The approvals run `run_id` waits for at its last checkpoint, when this process may resume it
+    (none when a live process writes it, or it has ended): what a view of the recording offers."""
+    runs = store.runs(run_id)
+    if not runs or why_not_resumable(runs[0]) is not None:
+        return []
+    last = store.get(store.latest(run_id).id, read_lists=False)
+    pending = last.state.get(GLOBAL, {}).get(InteractionKeys.PENDING) or {}
+    return [ApprovalRequest(id=approval_id, node=entry.get("node"), **{
+        key: entry["payload"].get(key) for key in ("tool", "arguments", "call_id", "reason")})
+            for approval_id, entry in pending.items() if entry.get("kind") == "approval"]
+
+
 def waiting_runs(store: CheckpointStore) -> list[str]:
     """The runs of `store` that suspended for an approval and wait for it still, oldest first."""
     return [run.run_id for run in store.runs() if run_liveness(run).state == SUSPENDED]
 
 
-__all__ = ["ResumePoint", "resume_point", "waiting_runs", "why_not_resumable"]
+__all__ = ["ResumePoint", "resume_point", "waiting_approvals", "waiting_runs", "why_not_resumable"]
