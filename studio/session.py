@@ -904,6 +904,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
     def _require_approvals(self):
         if self.recorded_run is not None and self._recorded_waiting:
             self._resume_recorded()
+        elif self.run_id is not None and self.store.written_elsewhere(self.run_id):  # answered twice, run twice
+            raise EditError(f"run {self.run_id} was resumed by another process meanwhile: see it with replay")
         if self.approvals is None:
             raise EditError("this tree has no approval manager")
         return self.approvals

@@ -15,7 +15,7 @@ from runtime.guard import ApprovalError
 from runtime.memory.checkpoint import CheckpointError, open_store
 from runtime.memory.checkpoint.waiting import resume_point
 from runtime.state import InteractionKeys
-from studio.session import DebugSession
+from studio.session import DebugSession, EditError
 
 
 @pytest.fixture
@@ -163,3 +163,16 @@ async def test_of_two_processes_that_take_one_waiting_run_at_once_one_does(store
     assert lines(ledger) == []
     first.close()
     second.close()
+
+
+async def test_a_studio_still_showing_the_run_cannot_answer_it_once_another_process_resumed_it(tmp_path, ledger):
+    session = DebugSession.load(str(Path(resume_tree.__file__)), db=tmp_path / "runs.db")
+    assert (await session.continue_()).kind == "suspended"
+    [request] = session.pending_approvals()
+    elsewhere = open_store(tmp_path / "runs.db")
+    assert (await resume_tree.build().resume(elsewhere, session.run_id, approve="all")).termination_reason == "completed"
+    with pytest.raises(EditError, match=f"run {session.run_id} was resumed by another process meanwhile"):
+        session.approve(request.id)
+    assert lines(ledger) == ["payment 42 sent"]  # once, by the process that resumed it
+    elsewhere.close()
+    session.store.close()

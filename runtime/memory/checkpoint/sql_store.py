@@ -475,6 +475,13 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         return self._transaction(write)
 
+    def written_elsewhere(self, run_id: str) -> bool:
+        """Whether another writer took `run_id` over from this one (`take_over`: another process resumed
+        it while this one still held it suspended): this one must not go on with it."""
+        if run_id not in self._claimed:
+            return False
+        return json.loads(self.get_meta(f"run:{run_id}") or "{}").get("writer") not in (None, self._writer_id)
+
     def close_writer(self) -> None:
         """Say this writer has closed (a clean exit is no death); its runs not ended are abandoned now."""
         heartbeats.discard(self)

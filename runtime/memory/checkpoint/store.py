@@ -109,6 +109,9 @@ class CheckpointStore(Protocol):
         """Make this store's writer the writer of `run_id` if its facts (`run:<id>` in meta) are still
         `seen`; False when another writer took it first (see `waiting.ResumePoint`)."""
 
+    def written_elsewhere(self, run_id: str) -> bool:
+        """Whether another writer took `run_id` over from this store's writer since it wrote it."""
+
     def branches(self, run_id: str) -> list[str]: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
