@@ -28,6 +28,7 @@ approval; `pending` lists what), `"max_ticks"` (stopped by `max_ticks`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,7 +40,7 @@ from pydantic import BaseModel
 from .config import ReActConfig
 from .debug import debugging
 from .engine.deps import RunContext
-from .engine.events import RuntimeEventBus
+from .engine.events import INTERRUPTED, EventType, RuntimeEventBus
 from .engine.runner import ReactiveRunner
 from .guard import Answers, ApprovalError, ApprovalManager, ApprovalRequest
 from .messages import Message
@@ -196,13 +197,19 @@ class Agent:
         """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension.
 
         `debug="127.0.0.1:7777"` (or $JIANMU_DEBUG) serves the run to a debugger (`runtime.debug`).
+        Cancelled (a host's signal handler, a timeout) or interrupted (Ctrl-C), the run is recorded
+        as interrupted (`interrupt`), its work in flight is cancelled and its tool providers closed
+        (MCP servers stopped with their process groups) before the cancellation goes on.
         """
         if self.runner is None:
             self.runner = self.make_runner()
         try:
             async with debugging(self.runner, debug, agent=self) as run:
                 await run(max_ticks, input_data=input_data)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):  # stopped from outside: say so
+                interrupt(self.runner, stopped_by(exc))
+                self.runner.stop()  # the work in flight too (a tool call), before its providers close
             await self.close()
             raise
         return await self.finalize(self.runner)
@@ -382,4 +389,21 @@ class Agent:
         return [message.content or "" for message in messages[start + 1:] if message.role == "tool"]
 
 
-__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents"]
+def interrupt(runner: ReactiveRunner, why: str) -> None:
+    """Say that `runner`'s run was stopped from outside (a signal, a cancelled task): a `run.failed` with
+    status INTERRUPTED, which its checkpoint store records as the run's last checkpoint, so the run reads
+    as interrupted, never as still running. A run that ended, or that waits for an approval (another
+    process may resume it, `Agent.resume`), is left as it is."""
+    if runner.run_id is not None and not runner.finished and not runner.suspended:
+        runner.event_bus.publish(EventType.RUN_FAILED, {"status": INTERRUPTED, "error": why, "ticks": runner.tick_count})
+
+
+def stopped_by(exc: BaseException) -> str:
+    """Why a run was interrupted: `interrupted by SIGTERM` (a cancellation's message names the signal)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    named = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
+    return f"interrupted by {named}" if named else "interrupted (cancelled)"
+
+
+__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents", "interrupt", "stopped_by"]

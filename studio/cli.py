@@ -20,8 +20,9 @@ A TREE is a file (`path.py`, `path.py:function`) or the name of a sample.
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
 
-Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
-is one line on stderr; `--debug` shows the traceback as well.
+Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input, 128 + N a
+signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the run recorded as interrupted, studio/stopping.py).
+Bad input is one line on stderr; `--debug` shows the traceback as well.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from runtime.agent import stopped_by
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.extras import MissingExtra
@@ -43,7 +45,7 @@ from runtime.memory.checkpoint.output import OutputPathError, check_output_path,
 from runtime.memory.checkpoint.store import CheckpointError
 from runtime.telemetry.otel import TelemetryError
 
-from . import cli_check, cli_resume, headless, samples, startup, web
+from . import cli_check, cli_resume, headless, samples, startup, stopping, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -185,15 +187,15 @@ def main(argv: list[str] | None = None) -> int:
             args.tree = samples.tree_target(args.tree)
         args.db = _store_of(args)
         if args.command == "run":
-            return asyncio.run(run_headless(args))
+            return stopping.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
         if args.command == cli_resume.COMMAND:
-            return asyncio.run(cli_resume.resume(args))
+            return stopping.run(cli_resume.resume(args))
         if args.command == "attach":
             return asyncio.run(attach(args))
         if args.command == "serve":
-            return asyncio.run(serve(args))
+            return stopping.run(serve(args))
         if args.command == "web":
             return web.serve(args, UsageError)
         if args.command in cli_check.COMMANDS:
@@ -266,10 +268,14 @@ async def run_headless(args: argparse.Namespace) -> int:
     out = sys.stdout
     session.add_listener(lambda kind, data: print(headless.tick_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
-    stop = await session.continue_(max_ticks=args.max_ticks)
-    while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
-        left = None if args.max_ticks is None else args.max_ticks - session.tick
-        stop = await session.continue_(max_ticks=left)
+    try:
+        stop = await session.continue_(max_ticks=args.max_ticks)
+        while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
+            left = None if args.max_ticks is None else args.max_ticks - session.tick
+            stop = await session.continue_(max_ticks=left)
+    except asyncio.CancelledError as exc:  # a signal (studio/stopping.py): recorded, stopped, then exit 128+N
+        await stopping.interrupt_session(session, stopped_by(exc))
+        raise
     unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
@@ -351,8 +357,9 @@ def open_studio(args: argparse.Namespace) -> int:
             print(f"jianmu-studio: {warning}", file=sys.stderr)
         from .app import StudioApp
 
-        StudioApp(session).run()
-    return 0
+        app = StudioApp(session)
+        app.run()
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 def open_recorded(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ class Source(StrEnum):
     FORK = "fork"  # the first checkpoint of a new branch, with its edits
     REPLAY = "replay"  # the first checkpoint of a replay's branch
     SUSPEND = "suspend"  # a run that suspended after its last tick (a node asked between ticks): what it waits for
+    INTERRUPT = "interrupt"  # a run stopped from outside (a signal, a cancelled task): its end, status INTERRUPTED
 
 
 @dataclass(frozen=True)

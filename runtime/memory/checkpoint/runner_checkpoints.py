@@ -17,6 +17,10 @@ A run that suspends (`run.suspended`: it waits for an approval) gets a checkpoin
 two ticks (a debugger steps tick by tick), after the tick's checkpoint, and another process
 resumes the run from this one (`runtime.memory.checkpoint.waiting`).
 
+A run stopped from outside (a signal, a cancelled task: `run.failed` with status INTERRUPTED)
+gets a last checkpoint too (`interrupt`, status INTERRUPTED): it reads as interrupted, not as
+RUNNING, and its statuses show where it stood.
+
 Restoring stops the tree (cancelling tasks in flight), loads the state raw (no reducers,
 run-scoped fields as saved), puts back statuses, composite positions and resume data, and
 rewinds tick count and event position. An async node that was RUNNING starts its work
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
-from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
+from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
 from .returns import ReturnsWriter
@@ -105,6 +109,9 @@ class RunnerCheckpoints:
             if event.type == EventType.RUN_SUSPENDED and self._suspended_at != self.head:
                 self.save(Source.SUSPEND)
                 self._suspended_at = self.head
+                return
+            if event.type == EventType.RUN_FAILED and event.payload.get("status") == INTERRUPTED:
+                self.save(Source.INTERRUPT, status=INTERRUPTED)
                 return
             if event.type in _FLUSH_ON or (len(self._events) >= SPILL_EVENTS and not self._unwritten):
                 self.flush()
