@@ -9,6 +9,8 @@ are reported in one place, `on_worker_state_changed`.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
@@ -32,6 +34,7 @@ from runtime.engine.runner import TickReport
 from . import startup
 from .commands import StudioCommands
 from .session import DebugSession, EditError, RunState
+from .stopping import exit_status, interrupt_session, on_signals
 from .widgets.events_pane import EventsPane, filter_example
 from .widgets.footer import KeysFooter
 from .widgets.node_detail import NodeDetailPane, full_values
@@ -539,6 +542,22 @@ class StudioApp(App[None]):
         super().__init__()
         self.session = session
         self.sub_title = str(session.loaded.path)
+        self._signals = contextlib.ExitStack()
+
+    def on_mount(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal, systemd) stop the studio as Ctrl-C would: studio/stopping.py."""
+        with contextlib.suppress(ValueError, RuntimeError):  # (not the main thread: the host handles signals)
+            self._signals.enter_context(on_signals(lambda signum: self.run_worker(self._stop_on_signal(signum))))
+
+    def on_unmount(self) -> None:
+        self._signals.close()
+
+    async def _stop_on_signal(self, signum: int) -> None:
+        """The live run recorded as interrupted and stopped with its MCP servers, then the terminal restored
+        as at any exit, and the exit status 128 + the signal's number."""
+        if isinstance(self.session, DebugSession):  # (attached: the run is the other process's)
+            await interrupt_session(self.session, f"interrupted by {signal.Signals(signum).name}")
+        self.exit(return_code=exit_status(signum))
 
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)
