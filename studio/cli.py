@@ -373,8 +373,9 @@ def open_recorded(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     from .app import StudioApp
 
-    StudioApp(session).run()
-    return 0
+    app = StudioApp(session)
+    app.run()
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 def _pick_run(name: str) -> str | None:
@@ -437,11 +438,12 @@ async def attach(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.address}: {exc.message}") from exc
     except OSError as exc:
         raise UsageError(f"{args.address}: no debug server there ({exc.strerror or exc})") from exc
+    app = StudioApp(session)
     try:
-        await StudioApp(session).run_async()
+        await app.run_async()
     finally:
         await session.close()
-    return 0
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 if __name__ == "__main__":
