@@ -1,6 +1,6 @@
-"""An MCP server (stdio) that starts a helper process of its own, as `npx` runs a server under more
-processes: a stopped run must leave none of them running. `hold` never answers (it touches its flag
-first, to say the call is under way), so a run can be stopped mid-call; `ping` answers at once.
+"""The test MCP server (`mcp_test_server.py`, over stdio) with a helper process of its own, as `npx` runs a
+server under more processes: a stopped run must leave none of them running. Its `hold` never answers
+(it touches its flag first, to say the call is under way), its `pid` answers at once.
 
     python mcp_group_server.py PIDS     writes "<server pid> <helper pid>" into PIDS, then serves
 """
@@ -12,30 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-
-
-def main() -> None:
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-    Path(sys.argv[1]).write_text(f"{os.getpid()} {helper.pid}")
-    server = MCPServer("group-server", log_level="WARNING")
-
-    @server.tool()
-    async def hold(flag: str) -> str:
-        """Never answers (touches `flag` first)."""
-        Path(flag).touch()
-        with anyio.CancelScope(shield=True):
-            await anyio.sleep_forever()
-        return "never"
-
-    @server.tool()
-    def ping() -> str:
-        """Answers at once."""
-        return "pong"
-
-    server.run()
-
+from mcp_test_server import make_server
 
 if __name__ == "__main__":
-    main()
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    Path(sys.argv[1]).write_text(f"{os.getpid()} {helper.pid}")
+    make_server("group-server").run()

@@ -1,6 +1,6 @@
 """A ReAct agent whose tools come from `mcp_group_server.py` (a server with a helper process) and whose
 model calls `hold`, which never answers: the run is mid-call until something stops it. With
-$JIANMU_TEST_MCP_CALL=ping the model calls `ping` instead and the run ends.
+$JIANMU_TEST_MCP_CALL=pid the model calls `pid` instead, which answers, and the run ends.
 
 $JIANMU_TEST_MCP_DIR is where the server writes its pids (`pids`) and `hold` its flag (`holding`).
 """

@@ -18,7 +18,7 @@ def place(tmp_path, monkeypatch) -> Path:
 
 def test_a_run_that_ends_stops_its_server_with_the_helper_it_started(place, monkeypatch):
     """The server exits when its input closes and leaves its helper behind: the group kill takes it."""
-    monkeypatch.setenv(mcp_hold_tree.CALL, "ping")
+    monkeypatch.setenv(mcp_hold_tree.CALL, "pid")
     process = start("run", TREE, "--db", str(place / "runs.db"))
     out, err = process.communicate(timeout=BOUND)
     assert process.returncode == 0, err
