@@ -5,6 +5,7 @@ A run that waits for an approval is left waiting instead, for another process to
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -40,6 +41,7 @@ def tmux():
 
     yield run
     run("kill-server")
+    Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket).unlink(missing_ok=True)
 
 
 def studio_in(tmux, place: Path) -> None:
