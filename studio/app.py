@@ -559,6 +559,14 @@ class StudioApp(App[None]):
             await interrupt_session(self.session, f"interrupted by {signal.Signals(signum).name}")
         self.exit(return_code=exit_status(signum))
 
+    async def action_quit(self) -> None:
+        """Quitting while the live run goes on is the studio's Ctrl-C (Textual's ctrl+c only says how to
+        quit): the run is recorded as interrupted and stopped with its MCP servers, as a signal stops it.
+        A paused run is left as it stands (its writer gone, it reads as abandoned)."""
+        if isinstance(self.session, DebugSession) and self.session.busy:
+            await interrupt_session(self.session, "interrupted: the studio quit")
+        await super().action_quit()
+
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)
 

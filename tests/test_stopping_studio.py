@@ -1,7 +1,8 @@
 """The studio in a real terminal (tmux) stopped by SIGTERM or SIGHUP mid-call (#30.2): it exits with
 128 + N, the terminal is given back as it was (main screen, cursor shown, mouse reporting off, echo and
 line editing on), the run's last checkpoint says INTERRUPTED and the MCP server's process group is gone.
-A run that waits for an approval is left waiting instead, for another process to answer."""
+Quitting while the run goes on (the studio's Ctrl-C) records and stops it the same way. A run that waits
+for an approval is left waiting instead, for another process to answer."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import mcp_hold_tree
 import pytest
 import resume_tree
 from stopping_fixtures import BOUND, TREE, all_gone, interrupted_run, server_processes, use_place, wait_for
+from tui_fixtures import SIZE, until
 
 from runtime.memory.checkpoint import open_store
+from studio.app import StudioApp
 from studio.session import DebugSession
 from studio.stopping import interrupt_session
 
@@ -92,6 +96,22 @@ def test_the_studio_stopped_mid_call_gives_the_terminal_back(tmux, place, signum
     wait_for(lambda: all_gone(pids), "the MCP server and its helper gone")
     status, source, listed, ended = interrupted_run(str(place / "runs.db"))
     assert (status, source, ended) == ("INTERRUPTED", "interrupt", "failed") and " INTERRUPTED " in listed
+
+
+async def test_quitting_mid_call_records_the_run_as_interrupted_and_stops_its_server_group(place):
+    session = DebugSession.load(mcp_hold_tree.__file__, db=place / "runs.db")
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")  # continue: the run calls `hold`, which never answers
+        await until(lambda: (place / "holding").exists())
+        pids = server_processes(place)
+        await pilot.press("q")
+    assert all_gone(pids)  # stopped before the studio was gone
+    last = session.store.latest(session.run_id)
+    assert (last.status, last.source) == ("INTERRUPTED", "interrupt")
+    failed = [event for _, event in session.store.events(session.run_id) if event.type == "run.failed"]
+    assert [event.payload["error"] for event in failed] == ["interrupted: the studio quit"]
+    session.store.close()
 
 
 async def test_a_run_waiting_for_an_approval_is_left_waiting_when_the_studio_stops(tmp_path, monkeypatch):
