@@ -4,7 +4,9 @@ The head frame reads the live runner; a past frame reads only its checkpoint in 
 (and the events logged for its lineage), so nothing later than the viewed tick can leak
 into it. The tree of the live runner gives a past frame only what never changes with time:
 names, classes, namespaces, declared ports; which nodes existed then comes from the
-checkpoint (a subtree compiled later is not drawn).
+checkpoint (a subtree compiled later is not drawn). A swarm's agents are part of both: the
+head's state holds their namespaces (`@agent`), a past frame draws the agents its
+checkpoint holds (`runtime.debug.children.PastAgents`) under the nodes that spawned them.
 
 Both read the record of a tick (`runtime.engine.record`), never a second copy of its logic: a
 past frame its checkpoint's returns (what its tick returned, in order), the head frame, while a
@@ -15,16 +17,18 @@ node's status history is its `node.status` and `node.returned` events (`status_h
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from py_trees.common import Status
 
+from runtime.debug.children import PastAgents, agents_state
 from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.record import Returns
@@ -326,6 +330,13 @@ class Frame:
         """The node's (input, output) port bindings in this frame."""
         return node.input_bindings, node.output_bindings
 
+    def node(self, path: str) -> Any:
+        """The node drawn at `path` (KeyError: none)."""
+        return self.runner.nodes[path]
+
+    def _ports(self, path: str, node: JianmuNodeMixin) -> list[PortView]:
+        return port_views(node, self._bindings(path, node), self._value_reader())
+
     # what every frame answers the same way
     held_returns: Returns | None = None  # a tick held inside: what returned in it so far (the head frame's)
     pending: frozenset[str] = frozenset()  # ... and the nodes that have not returned in it yet
@@ -397,9 +408,7 @@ class Frame:
         so each is built once, positionally, and a leaf skips the walk over its (no) children."""
         node = self.runner.nodes[path]
         status = self.status(path)
-        data = self.resume_data(path)
-        counter = (loop_counter(node, status, data["iteration_count"])
-                   if isinstance(data, dict) and "iteration_count" in data else None)
+        counter = _counter(node, status, self.resume_data(path))
         path_of = self.runner.path_of
         children = [p for child in node.children if (p := path_of(child)) in shown] if node.children else []
         return NodeView(path, node.name, type(node).__name__, path.count("/"), path.rpartition("/")[0] or None,
@@ -407,9 +416,8 @@ class Frame:
                         path in self.pending)
 
     def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
-        node = self.runner.nodes[path]
-        ports = (port_views(node, self._bindings(path, node), self._value_reader())
-                 if isinstance(node, JianmuNodeMixin) else [])
+        node = self.node(path)
+        ports = self._ports(path, node) if isinstance(node, JianmuNodeMixin) else []
         error, traceback, failed = None, None, []
         arguments: dict[Any, Any] = {}  # call id -> the arguments of a tool call started
         events = self.log.of_node(self.lineage, path)
@@ -475,8 +483,9 @@ class HeadFrame(Frame):
         return node.dump_resume_state() if hasattr(node, "dump_resume_state") else None
 
     def state(self) -> State:
+        """The runner's state, and its swarm's agents' namespaces (`@agent`), as its checkpoints hold them."""
         if self._state is None:
-            self._state = self.timeline.names.state(self.runner.state_manager.snapshot())
+            self._state = self.timeline.names.state({**self.runner.state_manager.snapshot(), **agents_state(self.runner)})
         return self._state
 
     def marks(self) -> dict[str, Mark]:
@@ -508,22 +517,58 @@ class PastFrame(Frame):
         self.staged = staged  # edits made while viewing it, applied by a fork
         self._view: StateManager | None = None
         self._state: State | None = None
+        self._agents: PastAgents | None = None
+        self._agent_views: dict[str, StateManager] = {}
+
+    @property
+    def agents(self) -> PastAgents:
+        """The swarm's agents the checkpoint holds (none for a run without one)."""
+        if self._agents is None:
+            self._agents = PastAgents(self.runner, self.checkpoint)
+        return self._agents
 
     def paths(self) -> Iterator[str]:
         statuses = self.checkpoint.statuses
-        return (path for path in self.runner.nodes if path in statuses)
+        yield from (path for path in self.runner.nodes if path in statuses)
+        yield from self.agents.nodes
 
     def status(self, path: str) -> Status:
         return Status(self.checkpoint.statuses.get(path, Status.INVALID.value))
 
     def statuses(self) -> dict[str, Status]:
-        nodes = self.runner.nodes
-        return {path: STATUS[value] for path, value in self.checkpoint.statuses.items() if path in nodes}
+        nodes, agents = self.runner.nodes, self.agents.nodes
+        return {path: STATUS[value] for path, value in self.checkpoint.statuses.items()
+                if path in nodes or path in agents}
+
+    def node(self, path: str) -> Any:
+        return self.agents.nodes[path] if path in self.agents.nodes else self.runner.nodes[path]
+
+    def _view_of(self, path: str, shown: set[str], breakpoints: set[str]) -> NodeView:
+        """A host node's line (with the roots of the agents it spawned), or an agent's as it was then."""
+        agents = self.agents
+        node = agents.nodes.get(path)
+        if node is None:
+            view = super()._view_of(path, shown, breakpoints)
+            if agents.roots:
+                view.children += agents.children(path)
+            return view
+        status = self.status(path)
+        return NodeView(path, node.name, type(node).__name__, path.count("/"), agents.parent(path),
+                        agents.children(path), status, getattr(node, "namespace", None),
+                        _counter(node, status, self.resume_data(path)), path in breakpoints)
+
+    def node_detail(self, path: str, breakpoints: set[str]) -> NodeDetail:
+        """A node's detail; an agent's names its namespace as the state pane does (`@agent[.ns]`)."""
+        detail = super().node_detail(path, breakpoints)
+        if path in self.agents.nodes:
+            scope, own = self.agents.state_of(path)[2], detail.view.namespace
+            detail.view = replace(detail.view, namespace=f"{scope}.{own}" if own else scope)
+        return detail
 
     def running(self) -> list[str]:
         """The leaves the checkpoint has running, in tree order (the store's, not the live run's)."""
-        statuses, nodes = self.checkpoint.statuses, self.runner.nodes
-        return [path for path in self.paths() if statuses[path] == "RUNNING" and not nodes[path].children]
+        statuses = self.checkpoint.statuses
+        return [path for path in self.paths() if statuses[path] == "RUNNING" and not self.node(path).children]
 
     @property
     def returns(self) -> Returns | None:
@@ -554,21 +599,46 @@ class PastFrame(Frame):
         """The checkpoint's values as the schema validates them; a stored list is read and validated
         only when a port reads it (`EditError` saying why, if the store cannot read it)."""
         if self._view is None:
-            view = self._view = StateManager(self.runner.state_manager.schema)
-            lists = self.checkpoint.lists
-            view.restore({ns: {key: _validated(view, ns, key, value) if key in lists.get(ns, ()) else value
-                               for key, value in values.items()}
-                          for ns, values in self.checkpoint.state.items()}, trusted=lists)
-        return self._read
+            self._view = _state_view(self.runner.state_manager.schema, self.checkpoint.state, self.checkpoint.lists)
+        return functools.partial(_read, self._view)
 
-    def _read(self, key: str, namespace: str | None) -> Any:
-        try:
-            return self._view.get(key, namespace)
-        except StoreError as exc:
-            raise EditError(str(exc)) from None
+    def _ports(self, path: str, node: JianmuNodeMixin) -> list[PortView]:
+        """An agent's node reads its ports in the agent's state of then, with its own bindings."""
+        if path not in self.agents.nodes:
+            return super()._ports(path, node)
+        agent_id = path[1:].partition("/")[0]
+        view = self._agent_views.get(agent_id)
+        if view is None:
+            state, lists, _ = self.agents.state_of(path)
+            view = self._agent_views[agent_id] = _state_view(self.agents.runners[agent_id].state_manager.schema,
+                                                             state, lists)
+        return port_views(node, (node.input_bindings, node.output_bindings), functools.partial(_read, view))
 
     def _bindings(self, path: str, node: JianmuNodeMixin) -> tuple[dict[str, str], dict[str, str]]:
         return self.staged.over(path, self.runner.checkpoints.bindings_at(self.checkpoint, path))
+
+
+def _counter(node: Any, status: Status, data: Any) -> str | None:
+    """A loop's "iter 2/10" from its resume data in the frame (None: not a loop)."""
+    return loop_counter(node, status, data["iteration_count"]) if isinstance(data, dict) and "iteration_count" in data \
+        else None
+
+
+def _state_view(schema: type, state: State, lists: dict[str, Any]) -> StateManager:
+    """A checkpoint's state in a `StateManager` of `schema`: its stored lists read and validated when
+    first read."""
+    view = StateManager(schema)
+    view.restore({ns: {key: _validated(view, ns, key, value) if key in lists.get(ns, ()) else value
+                       for key, value in values.items()}
+                  for ns, values in state.items()}, trusted=lists)
+    return view
+
+
+def _read(view: StateManager, key: str, namespace: str | None) -> Any:
+    try:
+        return view.get(key, namespace)
+    except StoreError as exc:
+        raise EditError(str(exc)) from None
 
 
 def _validated(view: StateManager, ns: str, key: str, raw: Deferred) -> Deferred:

@@ -3,8 +3,10 @@
 A run records checkpoints only when its runner has a checkpointer (`make_runner(checkpointer=
 store)`); then the client gets every checkpoint as a timeline row (id, tick, branch, parent,
 what it changed) and can ask for one checkpoint as the studio draws it: node statuses and
-loop counters, state, the keys that differ from its parent, and the port bindings of then.
-Everything is read from the store, so nothing later than the checkpoint leaks into it.
+loop counters, state, the keys that differ from its parent, and the port bindings of then;
+a swarm's agents as the checkpoint holds them, their nodes described (`agents`) since the
+client may know none of them live. Everything is read from the store, so nothing later
+than the checkpoint leaks into it.
 
 The keys marked as changed are the ones a local studio marks (`studio.frames`): a checkpoint's
 differences from its parent, a key written only by work finishing after the parent's tick
@@ -24,8 +26,9 @@ from ..engine.behaviour import JianmuNodeMixin, binding_key
 from ..engine.runner import ReactiveRunner
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
 from ..node.composites import loop_counter
+from .children import PastAgents, agents_state, state_manager_of
 from .names import State, StateNames
-from .protocol import ProtocolError
+from .protocol import ProtocolError, returns_json
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
@@ -90,7 +93,7 @@ class RunPast:
         location = getattr(getattr(self.runner.checkpoints, "store", None), "location", None)
         return location if location and location != ":memory:" else None
 
-    def _store(self):
+    def store(self):
         if not self.recording:
             raise ProtocolError("bad_request", NO_STORE)
         return self.runner.checkpoints.store
@@ -149,7 +152,7 @@ class RunPast:
     def get(self, checkpoint_id: Any, *, lists: bool = True) -> Checkpoint:
         """The decoded checkpoint (stored lists left as references unless `lists`: enough to compare
         two checkpoints); `bad_request` for an id the store does not hold."""
-        store = self._store()
+        store = self.store()
         try:
             key = (int(checkpoint_id), lists)
             checkpoint = self._cache.pop(key, None) or store.get(key[0], read_lists=lists)
@@ -168,29 +171,34 @@ class RunPast:
         return checkpoint.info
 
     def describe(self, checkpoint_id: Any) -> dict[str, Any]:
-        """One checkpoint as a frame: statuses, loop counters, state, marks, ports bound then."""
+        """One checkpoint as a frame: statuses, what its tick returned, loop counters, state, marks, ports
+        bound then, and the nodes of the swarm's agents it holds."""
         checkpoint = self.get(checkpoint_id)
-        nodes = self.runner.nodes
+        nodes, agents = self.runner.nodes, PastAgents(self.runner, checkpoint)
         counters, ports = {}, {}
         for path in checkpoint.statuses:
-            node = nodes.get(path)
+            node = nodes.get(path) or agents.nodes.get(path)
             data = (checkpoint.resume.get(path) or {}).get("data")
             if isinstance(data, dict) and "iteration_count" in data:
                 counter = loop_counter(node, Status(checkpoint.statuses[path]), data["iteration_count"])
                 if counter is not None:
                     counters[path] = counter
             if isinstance(node, JianmuNodeMixin):
-                inputs, outputs = self.runner.checkpoints.bindings_at(checkpoint, path)
+                inputs, outputs = ((node.input_bindings, node.output_bindings) if path in agents.nodes  # never rebound
+                                   else self.runner.checkpoints.bindings_at(checkpoint, path))
                 ports[path] = [[direction, port, binding_key(port, bound.get(port))]
                                for direction, declared, bound in (("in", node.input_ports, inputs),
                                                                   ("out", node.output_ports, outputs))
                                for port in dict.fromkeys([*declared, *bound])]
         return {"checkpoint": self.row(checkpoint.info), "statuses": checkpoint.statuses, "counters": counters,
-                "ports": ports, "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint)}
+                "returns": returns_json(checkpoint.returns),
+                "ports": ports, "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint),
+                "agents": [_agent_node(agents, path, node) for path, node in agents.nodes.items()]}
 
     # -- what changed, as the studio marks it ----------------------------------------
     def wrote(self, namespace: str | None, keys: Any, *, between: bool) -> None:
-        """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved)."""
+        """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved); a
+        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`)."""
         where = (self.branch, self.runner.tick_count, between)
         written = self._writes.pop(where, None) or set()
         written.update((namespace or "", self.names.key(key) if not namespace else key) for key in keys)
@@ -226,20 +234,28 @@ class RunPast:
             self._head = (head, checkpoint.tick, self.names.state(checkpoint.state),
                           {key: [key, old, between] for key, old, _, between in self.marks(checkpoint)})
         _, tick, saved, marks = self._head
-        sm = self.runner.state_manager
-        if whole:
-            now = self.names.state(sm.snapshot())
+        if whole:  # the swarm's agents' namespaces too, as the checkpoints hold them
+            now = self.names.state({**self.runner.state_manager.snapshot(), **agents_state(self.runner)})
         else:  # written after the checkpoint, or during the next tick (held before a node)
             now, then = {}, {}
             for ns, key in {*self._writes.get((self.branch, tick, True), ()),
                             *self._writes.get((self.branch, tick + 1, False), ())}:
-                if sm.contains(key, ns or None):
-                    now.setdefault(ns, {})[key] = sm.get(key, ns or None)
+                sm, local = state_manager_of(self.runner, ns) or (None, None)  # (an agent's: its own)
+                if sm is not None and sm.contains(key, local):
+                    now.setdefault(ns, {})[key] = sm.get(key, local)
                 if key in saved.get(ns, {}):
                     then.setdefault(ns, {})[key] = saved[ns][key]
             now, saved = self.names.state(now), then
         since = {key: [key, old, tick] for key, old, _ in changed_keys(saved, now)}
         return list({**marks, **since}.values())
+
+
+def _agent_node(agents: PastAgents, path: str, node: Any) -> dict[str, Any]:
+    """The shape of a swarm agent's node at a past checkpoint, as the protocol describes a node (its
+    status, counter and ports are the checkpoint's); `agent` names the agent."""
+    agent_id = path[1:].partition("/")[0]
+    return {"path": path, "name": node.name, "class": type(node).__name__, "parent": agents.parent(path),
+            "children": agents.children(path), "namespace": getattr(node, "namespace", None), "agent": agent_id}
 
 
 __all__ = ["NO_STORE", "RunPast", "changed_keys"]

@@ -265,6 +265,8 @@ class AsyncBehaviour(Behaviour):
     with RUNNING is started again on the next tick; `terminate` cancels the task.
     """
 
+    _finished: Status | None = None  # set by `resume_finished` (on the instance) until the next start
+
     def __init__(self, name: str | None = None, namespace: str | None = None):
         super().__init__(name=name, namespace=namespace)
         self.async_task: asyncio.Task | None = None
@@ -276,13 +278,36 @@ class AsyncBehaviour(Behaviour):
         self._cancel_task()
         loop = asyncio.get_running_loop()
         self._activation += 1
-        task = loop.create_task(self._run_update_async(self._activation), name=f"jianmu:{self.path}")
+        finished = self._finished
+        if finished is not None:
+            del self._finished
+            work = _finished_with(finished)
+        else:
+            work = self._run_update_async(self._activation)
+        task = loop.create_task(work, name=f"jianmu:{self.path}")
         task.add_done_callback(self._on_task_done)
         self.async_task = task
 
     async def _run_update_async(self, activation: int) -> Status:
         _ACTIVATION.set((id(self), activation))
         return await self.update_async()
+
+    def finished_work(self) -> Status | None:
+        """What its work returned if it finished after the node's last tick (the node RUNNING until its
+        next tick reports it), else None. A picture of a runner taken between two of its ticks (a
+        swarm agent's, taken when its host saves a checkpoint) keeps it, and `resume_finished` gives
+        it back: a restore reports the work's end rather than doing the work again."""
+        task = self.async_task
+        if self.status != Status.RUNNING or task is None or not task.done() or task.cancelled() \
+                or task.exception() is not None:
+            return None
+        result = task.result()
+        return result if result in (Status.SUCCESS, Status.FAILURE) else None
+
+    def resume_finished(self, status: Status) -> None:
+        """Its work had finished with `status` (`finished_work`) when the picture being restored was
+        taken: the next start reports that at once, without running `update_async()` again."""
+        self._finished = status
 
     def _on_task_done(self, task: asyncio.Task) -> None:
         if task is self.async_task:
@@ -329,6 +354,10 @@ class AsyncBehaviour(Behaviour):
         self._activation += 1
         if task is not None and not task.done():
             task.cancel()
+
+
+async def _finished_with(status: Status) -> Status:
+    return status
 
 
 class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):

@@ -35,7 +35,7 @@ def member_of(node: JianmuNodeMixin) -> SwarmMember:
         return runtime
     if isinstance(runtime, SwarmRuntime):
         if node.event_bus is not None:
-            runtime.attach(node.event_bus)
+            runtime.attach(node.event_bus, node.ctx)
         return runtime.member(runtime.host_id)
     found = "nothing" if runtime is None else f"a {type(runtime).__name__}"
     raise SwarmError(f"{type(node).__name__} {node.path!r} needs a swarm: {where} holds {found} "

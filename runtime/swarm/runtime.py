@@ -20,6 +20,12 @@ so it has a mailbox and can be written to.
 
 The swarm belongs to one run of its host: the first use by a host node in a new run (a
 new run id on its bus) cancels the previous run's agents and starts an empty swarm.
+
+A host that records checkpoints records its swarm with them (`runtime.memory.checkpoint.agents`):
+`dump_agents()` gives the agents' records and mailboxes, `runners()` their runners, and
+restoring a checkpoint builds the agents again with `load_agents()` and runs on with
+`start_agents()`. In state, the swarm and its members are live handles, never copied, and a
+checkpoint keeps them as references (`{"$swarm": host id}`) that a restore resolves again.
 """
 
 from __future__ import annotations
@@ -27,15 +33,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 import py_trees
+from pydantic_core import SchemaSerializer, core_schema
 
+from ..engine.deps import RunContext
 from ..engine.events import TICK_TELEMETRY, EventType, RuntimeEvent, RuntimeEventBus
 from ..messages import human
+from .calls import AgentCalls
+from .mailbox import Mailbox, SwarmMessage, dump_messages, load_messages
+from .naming import agent_path
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -68,25 +78,6 @@ def preview(content: Any) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
 
 
-@dataclass(frozen=True)
-class SwarmMessage:
-    """One delivered copy of a message; copies of one send share `id`."""
-
-    id: int
-    sender: str
-    recipient: str
-    content: Any
-    group: str | None = None
-    topic: str | None = None
-
-    @property
-    def channel(self) -> dict[str, str]:
-        """How it was addressed: {"group": g}, {"topic": t} or {} (directly)."""
-        if self.group is not None:
-            return {"group": self.group}
-        return {"topic": self.topic} if self.topic is not None else {}
-
-
 @dataclass
 class SwarmAgent:
     """An agent of the swarm as others see it (the runtime keeps its mailbox and task)."""
@@ -101,6 +92,27 @@ class SwarmAgent:
     error: str | None = None
     groups: set[str] = field(default_factory=set)
     topics: set[str] = field(default_factory=set)
+    spawned_by: str | None = None  # the node that spawned it, as its events name it (None: code outside any node)
+
+    def dump(self) -> dict[str, Any]:
+        """Its record as a checkpoint keeps it."""
+        saved = {f.name: getattr(self, f.name) for f in fields(self)}
+        saved["groups"], saved["topics"] = sorted(self.groups), sorted(self.topics)
+        return saved
+
+    @classmethod
+    def load(cls, saved: Mapping[str, Any]) -> SwarmAgent:
+        names = {f.name for f in fields(cls)}
+        record = cls(**{key: value for key, value in saved.items() if key in names})
+        record.groups, record.topics = set(record.groups), set(record.topics)
+        return record
+
+
+def _referenced_as(reference: Callable[[Any], dict[str, str]]) -> SchemaSerializer:
+    """How a live handle is written out (state snapshots, checkpoints, the debug protocol): as the
+    reference a restore resolves again, not as its repr."""
+    return SchemaSerializer(core_schema.any_schema(
+        serialization=core_schema.plain_serializer_function_ser_schema(reference)))
 
 
 @dataclass(frozen=True)
@@ -117,65 +129,15 @@ class SwarmMember:
     def __deepcopy__(self, memo: dict[int, Any]) -> SwarmMember:
         return self  # a handle on the live swarm (see SwarmRuntime.__deepcopy__)
 
-
-class Mailbox:
-    """Messages waiting for one agent, in arrival order; `take()` selects by sender."""
-
-    def __init__(self) -> None:
-        self._messages: deque[SwarmMessage] = deque()
-        self._waiters: list[tuple[str | None, asyncio.Future[SwarmMessage]]] = []
-
     @property
-    def size(self) -> int:
-        return len(self._messages)
+    def reference(self) -> dict[str, str]:
+        return {**self.swarm.reference, "agent": self.agent_id}
 
-    def holds_from(self, sender: str) -> bool:
-        return any(message.sender == sender for message in self._messages)
+    def resolve_reference(self, saved: Any) -> SwarmRuntime | SwarmMember | None:
+        return self.swarm.resolve_reference(saved)
 
-    def put(self, message: SwarmMessage, front: bool = False) -> None:
-        """Hand the message to the first waiter that wants it, else queue it."""
-        for i, (sender, future) in enumerate(self._waiters):
-            if not future.done() and sender in (None, message.sender):
-                del self._waiters[i]
-                future.set_result(message)
-                return
-        if front:
-            self._messages.appendleft(message)
-        else:
-            self._messages.append(message)
 
-    def pop(self, sender: str | None) -> SwarmMessage | None:
-        for i, message in enumerate(self._messages):
-            if sender in (None, message.sender):
-                del self._messages[i]
-                return message
-        return None
-
-    async def take(self, sender: str | None, timeout: float | None) -> SwarmMessage:
-        """The first message from `sender` (any sender if None); raises TimeoutError."""
-        message = self.pop(sender)
-        if message is not None:
-            return message
-        waiter = (sender, asyncio.get_running_loop().create_future())
-        self._waiters.append(waiter)
-        future = waiter[1]
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except BaseException:
-            if future.done() and not future.cancelled() and future.exception() is None:
-                self.put(future.result(), front=True)  # delivered just as we gave up: not lost
-            raise
-        finally:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
-
-    def sender_gone(self, sender: str, error: SwarmError) -> None:
-        """Fail the waits for a sender that will never write again."""
-        for waiter in [w for w in self._waiters if w[0] == sender]:
-            self._waiters.remove(waiter)
-            if not waiter[1].done():
-                waiter[1].set_exception(error)
+SwarmMember.__pydantic_serializer__ = _referenced_as(lambda member: member.reference)
 
 
 class SwarmRuntime:
@@ -186,15 +148,31 @@ class SwarmRuntime:
         self.host_id = host_id
         self.event_bus = event_bus
         self._factories: dict[str, Factory] = dict(roles or {})
-        self._message_ids = itertools.count(1)
         self._run_id: str | None = None
+        self._host_context: RunContext | None = None  # the host's context: its I/O recorder records the agents' calls
         self._runner_watchers: list[Callable[[str, ReactiveRunner], Any]] = []
+        self._started = asyncio.Event()  # set but while restored agents wait for `start_agents`
+        self._sketches: dict[tuple[str, ...], ReactiveRunner] = {}  # agents' trees built to be drawn, never run
         self._clear()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SwarmRuntime:
         """A live service (tasks, mailboxes) held in state is shared, never copied: state hands out
         copies of what it holds, and a `runtime` port bound to a state key must reach this swarm."""
         return self
+
+    @property
+    def reference(self) -> dict[str, str]:
+        """What a checkpoint keeps of this swarm held in state: `{"$swarm": host id}`."""
+        return {"$swarm": self.host_id}
+
+    def resolve_reference(self, saved: Any) -> SwarmRuntime | SwarmMember | None:
+        """The live handle a saved `reference` stands for (this swarm, or one of its agents as a
+        member), None when it names another swarm or an agent it does not have."""
+        if not isinstance(saved, Mapping) or saved.get("$swarm") != self.host_id or not set(saved) <= {"$swarm", "agent"}:
+            return None
+        if "agent" not in saved:
+            return self
+        return SwarmMember(self, saved["agent"]) if saved["agent"] in self._agents else None
 
     def _clear(self) -> None:
         self._agents: dict[str, SwarmAgent] = {self.host_id: SwarmAgent(self.host_id, role="host")}
@@ -203,6 +181,9 @@ class SwarmRuntime:
         self._children: dict[str, Agent] = {}
         self._groups: dict[str, list[str]] = {}
         self._topics: dict[str, list[str]] = {}
+        self._next_message = 1
+        self._unstarted: list[str] = []  # restored agents that run on once their host does (`start_agents`)
+        self._started.set()
 
     # -- wiring ----------------------------------------------------------------------
     def register(self, role: str, factory: Factory) -> None:
@@ -217,11 +198,19 @@ class SwarmRuntime:
     def roles(self) -> list[str]:
         return sorted(self._factories)
 
-    def attach(self, bus: RuntimeEventBus) -> None:
-        """Publish on the host's bus; a new run there (a new run id) starts an empty swarm."""
+    def attach(self, bus: RuntimeEventBus, context: RunContext | None = None) -> None:
+        """Publish on the host's bus (and record the agents' calls with the I/O recorder of the host's
+        `context`); a new run there (a new run id) starts an empty swarm."""
         if self._run_id is not None and bus.run_id != self._run_id:
             self.reset()
         self.event_bus, self._run_id = bus, bus.run_id
+        if context is not None:
+            self._host_context = context
+
+    @property
+    def run_id(self) -> str | None:
+        """The run of the host this swarm belongs to (None: no host node has used it yet)."""
+        return self._run_id
 
     def member(self, agent_id: str) -> SwarmMember:
         self.agent(agent_id)
@@ -230,7 +219,7 @@ class SwarmRuntime:
     def locate(self, agent_id: str, path: str | None) -> str:
         if agent_id == self.host_id:
             return path or agent_id
-        return f"@{agent_id}/{path}" if path else f"@{agent_id}"
+        return agent_path(agent_id, path)
 
     # -- agents ----------------------------------------------------------------------
     @property
@@ -274,19 +263,14 @@ class SwarmRuntime:
             if existing.role != role:
                 raise SwarmError(f"agent {agent_id!r} exists with role {existing.role!r}, not {role!r}")
             return existing
-        factory = self._factories.get(role)
-        if factory is None:
+        if role not in self._factories:
             raise SwarmError(f"no factory for role {role!r} (registered roles: {', '.join(self.roles) or 'none'})")
         if parent is not None:
             self.agent(parent)
         loop = asyncio.get_running_loop()
-        record = SwarmAgent(agent_id or self._new_id(role), role, str(task or ""), constraints, parent)
-        try:
-            child = self._as_agent(factory(record))
-        except Exception as exc:
-            raise SwarmError(f"agent {record.id!r}: the factory of role {role!r} raised "
-                             f"{type(exc).__name__}: {exc}") from exc
-        self._wire(record, child)
+        record = SwarmAgent(agent_id or self._new_id(role), role, str(task or ""), constraints, parent,
+                            spawned_by=node)
+        child = self._build(record)
         self._agents[record.id] = record
         self._children[record.id] = child
         self._mailboxes[record.id] = Mailbox()
@@ -297,11 +281,44 @@ class SwarmRuntime:
         self._publish(EventType.SWARM_AGENT_SPAWNED, {
             "agent": record.id, "role": role, "parent": parent, "task": preview(record.task),
             "groups": sorted(record.groups), "topics": sorted(record.topics)}, node)
-        self._tasks[record.id] = loop.create_task(self._run(record, child), name=f"swarm:{record.id}")
+        self._tasks[record.id] = loop.create_task(self._run(record, child, self._input_of(record, child)),
+                                                  name=f"swarm:{record.id}")
         return record
+
+    @staticmethod
+    def _input_of(record: SwarmAgent, child: Agent) -> dict[str, Any]:
+        """A fresh agent's input: who it is and its task (as its first message, for a ReAct agent)."""
+        schema = child.state_schema if isinstance(child.state_schema, type) else type(child.state_schema)
+        input_data: dict[str, Any] = {"agent_id": record.id, "role": record.role, "task": record.task}
+        if record.task and "messages" in schema.model_fields:
+            input_data["messages"] = [human(record.task)]
+        return input_data
 
     def _new_id(self, role: str) -> str:
         return next(f"{role}-{n}" for n in itertools.count(1) if f"{role}-{n}" not in self._agents)
+
+    def _build(self, record: SwarmAgent) -> Agent:
+        """What the factory of the agent's role builds for it, wired to this swarm (not started)."""
+        factory = self._factories.get(record.role)
+        if factory is None:
+            raise SwarmError(f"agent {record.id!r}: no factory for role {record.role!r} "
+                             f"(registered roles: {', '.join(self.roles) or 'none'})")
+        try:
+            child = self._as_agent(factory(record))
+        except Exception as exc:
+            raise SwarmError(f"agent {record.id!r}: the factory of role {record.role!r} raised "
+                             f"{type(exc).__name__}: {exc}") from exc
+        self._wire(record, child)
+        return child
+
+    def sketch(self, saved: Mapping[str, Any]) -> ReactiveRunner:
+        """A runner over the tree an agent of a saved record runs (`dump_agents()`), built by its
+        role's factory and never started (so built once per agent): an agent's shape as a debugger
+        shows it at a past checkpoint. `SwarmError` when its role has no factory here."""
+        key = tuple(str(saved.get(name)) for name in ("id", "role", "task", "parent", "constraints"))
+        if key not in self._sketches:
+            self._sketches[key] = self._build(SwarmAgent.load(saved)).make_runner()
+        return self._sketches[key]
 
     @staticmethod
     def _as_agent(built: Any) -> Agent:
@@ -319,21 +336,26 @@ class SwarmRuntime:
         bus.subscribe(lambda event: self._forward(record.id, event), types=FORWARDED_EVENTS)
         child.context.runtime = SwarmMember(self, record.id)
         child.context.runtime_event_bus = bus
+        if child.context.io_recorder is None and self._host_context is not None:
+            child.context.io_recorder = AgentCalls(self._host_context, record.id)
         if record.constraints is not None:
             child.context.constraints = record.constraints
 
     def _forward(self, agent_id: str, event: RuntimeEvent) -> None:
         self._publish(event.type, {"agent": agent_id, **event.payload}, self.locate(agent_id, event.node))
 
-    async def _run(self, record: SwarmAgent, child: Agent) -> None:
-        schema = child.state_schema if isinstance(child.state_schema, type) else type(child.state_schema)
-        input_data: dict[str, Any] = {"agent_id": record.id, "role": record.role, "task": record.task}
-        if record.task and "messages" in schema.model_fields:
-            input_data["messages"] = [human(record.task)]
+    def _tell_watchers(self, agent_id: str, runner: ReactiveRunner) -> None:
+        """An agent's runner is built: the watchers hear of it before its first tick."""
+        for watcher in tuple(self._runner_watchers):
+            watcher(agent_id, runner)
+
+    async def _run(self, record: SwarmAgent, child: Agent, input_data: Mapping[str, Any] | None) -> None:
+        """The agent's run to its end: a fresh one from `input_data`, or (a restored agent, its runner
+        loaded) on from where its checkpoint left it."""
         try:
-            child.runner = child.make_runner()  # what child.run() would build: built here, shown first
-            for watcher in tuple(self._runner_watchers):
-                watcher(record.id, child.runner)
+            if child.runner is None:
+                child.runner = child.make_runner()  # what child.run() would build: built here, shown first
+                self._tell_watchers(record.id, child.runner)
             result = await child.run(input_data=input_data)
         except asyncio.CancelledError:
             self._finish(record, "cancelled")
@@ -372,6 +394,10 @@ class SwarmRuntime:
 
     def _cancel_all(self) -> list[asyncio.Task]:
         tasks = []
+        for agent_id in self._unstarted:
+            self._finish(self._agents[agent_id], "cancelled")
+        self._unstarted = []
+        self._started.set()
         for agent_id, task in self._tasks.items():
             self._finish(self._agents[agent_id], "cancelled")
             task.cancel()
@@ -390,13 +416,80 @@ class SwarmRuntime:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def wait_finished(self, agent_id: str) -> SwarmAgent:
-        """The agent's record once its run has ended."""
+        """The agent's record once its run has ended (a restored agent's: once it runs on, see
+        `start_agents`; one restored finished: at once)."""
         record = self.agent(agent_id)
-        task = self._tasks.get(agent_id)
-        if task is None:
+        if agent_id == self.host_id:
             raise SwarmError(f"agent {agent_id!r} runs no tree of its own (it is the host)")
-        await asyncio.wait([task])
+        if agent_id in self._unstarted:
+            await self._started.wait()
+        task = self._tasks.get(agent_id)
+        if task is not None:
+            await asyncio.wait([task])
         return record
+
+    # -- what a host's checkpoint keeps (runtime.memory.checkpoint.agents) -----------
+    def dump_agents(self) -> dict[str, dict[str, Any]]:
+        """The swarm as a checkpoint keeps it: by agent id (the host's too) its record and the messages
+        waiting for it (`mailbox`, those in transit to a receive included); under "" the next message
+        id, and the members of each group and topic in the order they joined."""
+        saved: dict[str, dict[str, Any]] = {"": {"next_message": self._next_message, "groups": self._groups,
+                                                 "topics": self._topics}}
+        for agent_id, record in self._agents.items():
+            saved[agent_id] = {**record.dump(), "mailbox": dump_messages(self._mailboxes[agent_id].messages())}
+        return saved
+
+    def load_agents(self, saved: Mapping[str, Mapping[str, Any]], host: ReactiveRunner, run_id: str | None,
+                    prepare: Callable[[str, ReactiveRunner], Any]) -> None:
+        """The swarm as `dump_agents()` gave it, for the run `run_id` of `host` (its bus, its context).
+        First each agent is built again by its role's factory, in the order they were spawned, with a
+        runner of its own that `prepare(agent id, runner)` loads as saved (compiling the subtrees it
+        had compiled may register the roles of the agents it spawned); an exception there changes
+        nothing. Then the agents of now are cancelled without a word, and the saved ones, their
+        mailboxes, groups and topics put in their place; `start_agents()` runs on those that were
+        running."""
+        records = {agent_id: SwarmAgent.load(data) for agent_id, data in saved.items() if agent_id}
+        context, self._host_context = self._host_context, host.context  # (their calls: the host's recorder)
+        children: dict[str, Agent] = {}
+        try:
+            for agent_id, record in records.items():
+                if agent_id != self.host_id:
+                    child = children[agent_id] = self._build(record)
+                    child.runner = child.make_runner()
+                    prepare(agent_id, child.runner)
+        except BaseException:
+            self._host_context = context
+            raise
+        for agent_id, task in self._tasks.items():
+            self._agents[agent_id].status = "cancelled"  # what was running belongs to another timeline
+            task.cancel()
+        self._clear()
+        self.event_bus, self._run_id = host.event_bus, run_id
+        swarm = saved.get("", {})
+        self._next_message = int(swarm.get("next_message", 1))
+        self._groups = {group: list(members) for group, members in swarm.get("groups", {}).items()}
+        self._topics = {topic: list(members) for topic, members in swarm.get("topics", {}).items()}
+        self._agents = {self.host_id: self._agents[self.host_id], **records}
+        self._mailboxes = {agent_id: Mailbox(load_messages(saved[agent_id]["mailbox"])) if agent_id in saved
+                           else Mailbox() for agent_id in self._agents}
+        self._children = children
+        self._unstarted = [agent_id for agent_id in children if records[agent_id].status == "running"]
+        if self._unstarted:
+            self._started.clear()
+        for agent_id, child in children.items():
+            self._tell_watchers(agent_id, child.runner)
+
+    def start_agents(self) -> None:
+        """Run on the restored agents that were running, each from where its loaded runner stands (one
+        whose runner was not loaded had not started: it starts afresh). Call on the running loop; the
+        host's checkpointer calls it just before the host's next tick."""
+        loop = asyncio.get_running_loop()
+        for agent_id in self._unstarted:
+            record, child = self._agents[agent_id], self._children[agent_id]
+            input_data = self._input_of(record, child) if child.runner.run_id is None else None
+            self._tasks[agent_id] = loop.create_task(self._run(record, child, input_data), name=f"swarm:{agent_id}")
+        self._unstarted = []
+        self._started.set()
 
     # -- groups and topics -----------------------------------------------------------
     def join(self, agent_id: str, group: str) -> None:
@@ -433,7 +526,7 @@ class SwarmRuntime:
         else:
             recipients = [m for m in self._topics.get(topic, ()) if m != sender]
             channel = {"topic": topic}
-        message_id = next(self._message_ids)
+        message_id, self._next_message = self._next_message, self._next_message + 1
         messages = [SwarmMessage(message_id, sender, r, content, group or None, topic or None) for r in recipients]
         payload = {"sender": sender, **channel}
         if not to:
@@ -465,6 +558,9 @@ class SwarmRuntime:
     def _publish(self, event_type: str, payload: dict[str, Any], node: str | None) -> None:
         if self.event_bus is not None:
             self.event_bus.publish(event_type, payload, node=node)
+
+
+SwarmRuntime.__pydantic_serializer__ = _referenced_as(lambda swarm: swarm.reference)
 
 
 __all__ = ["AgentStatus", "Factory", "Mailbox", "SwarmAgent", "SwarmError", "SwarmMember", "SwarmMessage",

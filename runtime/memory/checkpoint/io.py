@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...model.errors import ModelError
 from ...tools.base import ToolError
 from .model import ListTracker, jsonable
+from .positions import positioned
 from .store import CheckpointStore, IORecord
 
 if TYPE_CHECKING:
@@ -34,23 +35,24 @@ POSITION_AFTER = "position_after"  # in a model call's request: its model's posi
 
 class Line(Protocol):
     """What a recorder follows once attached: a runner's line of checkpoints (`RunnerCheckpoints`,
-    which attaches it), whose run and branch its records go under and whose nodes make the calls."""
+    which attaches it), whose run and branch its records go under and whose nodes make the calls
+    (`node(path)`: a swarm agent's too)."""
 
     runner: Any  # the `ReactiveRunner`: its `run_id` and `nodes`
     branch: str
 
+    def node(self, path: str) -> Any: ...
+
 
 def _positioned(checkpoints: Line | None, node: str) -> Any:
-    """The node's model provider when it keeps a position of its own (a scripted model), else None.
+    """The model provider of the node at path `node` (a swarm agent's too) when it keeps a position of
+    its own (a scripted model), else None.
 
     Its position after each call is recorded with the call; serving the recorded answer puts
     the position there again, so a replay or fork leaves the model where the recorded run did
     and a request the recording lacks gets the answer that came next, not one already used.
     """
-    if checkpoints is None:
-        return None
-    provider = getattr(getattr(checkpoints.runner.nodes.get(node), "model_client", None), "provider", None)
-    return provider if hasattr(provider, "dump_resume_state") else None
+    return positioned(checkpoints.node(node)) if checkpoints is not None else None
 
 
 class ReplayDivergence(RuntimeError):

@@ -27,6 +27,9 @@ rewinds tick count and event position. An async node that was RUNNING starts its
 again: its task is started afresh just before the next tick, and if that tick had waited
 for work in the original run it waits again, so a restored run retraces the original
 tick for tick (same final state, same events).
+
+A swarm's agents (the runner's `RunContext.runtime`) are recorded with it and restored with
+it: `runtime.memory.checkpoint.agents`.
 """
 
 from __future__ import annotations
@@ -35,14 +38,17 @@ import contextlib
 import functools
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
 from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
+from .agents import AgentCheckpoints, host_part, is_agent_path
+from .deferred import compile_deferred
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
+from .positions import resumable_models
 from .returns import ReturnsWriter
 from .store import CheckpointError, CheckpointStore, StoreError
 
@@ -84,6 +90,7 @@ class RunnerCheckpoints:
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
         self._suspended_at: int | None = None  # the checkpoint that records the run's suspension, while it is the head
+        self._agents = AgentCheckpoints(runner)  # its swarm's agents, recorded with it
         runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY)  # rebuilt from the records
         if runner.context.io_recorder is None:
             from .io import IORecorder
@@ -134,6 +141,11 @@ class RunnerCheckpoints:
         edited = checkpoint.bindings.get(path) or {}
         return dict(edited.get("inputs", inputs)), dict(edited.get("outputs", outputs))
 
+    def node(self, path: str) -> Any:
+        """The node at `path`: the host's, or a swarm agent's (`@agent/path`)."""
+        node = self.runner.nodes.get(path)
+        return node if node is not None else self._agents.node(path)
+
     def flush(self) -> None:
         """Write the events not written yet (what ends a run); `StoreError` if the store refuses."""
         if self._events:
@@ -163,6 +175,7 @@ class RunnerCheckpoints:
         self._lists = ListTracker()
         self._values.clear()
         self._touched = {}
+        self._agents.reset()
 
     def save(self, source: str = Source.UPDATE, status: str | None = None, *, tick: TickReport | None = None) -> int:
         """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
@@ -176,9 +189,10 @@ class RunnerCheckpoints:
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         captured = runner.capture(None if fresh else self._touched, sparse=fresh and self._tree is not None)
         self._touched = {}
+        agents = self._agents.capture(captured)  # their statuses after the host's
         changed = tick.changed if tick is not None else {}
         statuses, derived = self._status_delta(captured, fresh, changed)
-        resume = self._resume_delta(captured, fresh)
+        resume = self._resume_delta(captured, fresh, agents)
         if full and not fresh:  # bounds the chain: the picture the deltas kept, not the tree walked again
             statuses, resume, derived = self._statuses, dict(self._resume), False
         record = CheckpointRecord(
@@ -217,7 +231,7 @@ class RunnerCheckpoints:
                 save_tree(self._tree)  # now, not in the run's first save
         if self._base_id is not None:  # (the next save is fresh otherwise: it captures every node)
             self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
-        self._models = dict(_resumable_models(nodes))
+        self._models = dict(resumable_models(nodes))
         baseline = self._baseline  # the tree's own bindings (the properties give copies: `bind()` edits in place)
         for path, node in nodes.items():
             if path not in baseline and isinstance(node, JianmuNodeMixin):
@@ -240,9 +254,10 @@ class RunnerCheckpoints:
         saved.update(delta)
         return delta, derived
 
-    def _resume_delta(self, captured: RunnerState, full: bool) -> dict[str, Any]:
+    def _resume_delta(self, captured: RunnerState, full: bool, agents: Mapping[str, Any]) -> dict[str, Any]:
         """Composite positions, resume data and model positions: all (full), or the entries that
-        changed among the touched composites and the nodes with resume data (None: entry gone)."""
+        changed among the touched composites and the nodes with resume data (None: entry gone);
+        the swarm's agents' entries (`agents`) likewise."""
         old = self._resume
         entries: dict[str, Any] = {}
         paths = captured.positions.keys() | captured.resume.keys() | self._models.keys()
@@ -259,6 +274,7 @@ class RunnerCheckpoints:
             if path in self._models:
                 entry["model"] = jsonable(self._models[path].dump_resume_state())
             entries[path] = entry or None
+        entries.update(agents)  # (an agent's paths are among the statuses captured: its entries are its own)
         if full:
             self._resume = {p: e for p, e in entries.items() if e is not None}
             return dict(self._resume)
@@ -271,21 +287,31 @@ class RunnerCheckpoints:
         return delta
 
     def _state_delta(self, full: bool, chunks: list) -> dict[str, dict[str, list]]:
-        sm = self.runner.state_manager
-        dirty = sm.take_dirty()
-        if full:
-            dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)}
+        """The keys written since the last save (every key, `full`): the host's, then its agents'."""
         delta: dict[str, dict[str, list]] = {}
+        self._put_state(self.runner.state_manager, _own, full, delta, chunks)
+        for named, sm, whole in self._agents.states(full):
+            self._put_state(sm, named, whole, delta, chunks)
+        return delta
+
+    def _put_state(self, sm: StateManager, named: Callable[[str], str], whole: bool,
+                   delta: dict[str, dict[str, list]], chunks: list) -> None:
+        """Into `delta`, the keys of `sm` written since the last save (every key, `whole`), each
+        namespace as `named` names it in the record."""
+        dirty = sm.take_dirty()
+        if whole:
+            dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)}
         values = self._values
         for ns, key in dirty:
-            slot = (ns, key)
+            saved_ns = named(ns)
+            slot = (saved_ns, key)
             if not sm.contains(key, ns or None):
                 values.pop(slot, None)
                 self._lists.forget(slot)
-                delta.setdefault(ns, {})[key] = ["d"]
+                delta.setdefault(saved_ns, {})[key] = ["d"]
                 continue
             value = sm.stored(key, ns or None)
-            if not full and slot in values and values[slot] is value:
+            if not whole and slot in values and values[slot] is value:
                 continue
             values[slot] = value
             if isinstance(value, list) and len(value) >= LIST_MIN:
@@ -293,41 +319,21 @@ class RunnerCheckpoints:
             else:
                 self._lists.forget(slot)
                 entry = ["v", jsonable(value)]
-            delta.setdefault(ns, {})[key] = entry
-        return delta
+            delta.setdefault(saved_ns, {})[key] = entry
 
     # -- restoring -------------------------------------------------------------------
     def _load(self, checkpoint_id: int, lazy: bool = False) -> Checkpoint:
         checkpoint = self._decode_lists(self.store.get(checkpoint_id, read_lists=False), lazy)
         compiled_since = self.compile_deferred(checkpoint)
-        unknown = [path for path in checkpoint.statuses
-                   if path not in self.runner.nodes and not path.startswith(compiled_since)]
+        unknown = [path for path in checkpoint.statuses if path not in self.runner.nodes
+                   and not path.startswith(compiled_since) and not is_agent_path(path)]
         if unknown:
             raise CheckpointError(f"checkpoint {checkpoint_id} does not fit this tree: it has no node {unknown[0]!r}")
         return checkpoint
 
     def compile_deferred(self, checkpoint: Checkpoint) -> tuple[str, ...]:
-        """Compile the deferred subtrees the checkpoint had compiled (outer ones first) from its
-        state, so their nodes have paths before anything is matched by path. Returns the path
-        prefixes of subtrees compiled here but not then (they stay: a node compiles once)."""
-        view, later = None, []
-        for path in sorted(checkpoint.resume, key=lambda p: p.count("/")):
-            node = self.runner.nodes.get(path)
-            data = (checkpoint.resume[path] or {}).get("data")
-            if node is None or not isinstance(data, Mapping) or "compiled" not in data:
-                continue
-            compiled = node.dump_resume_state().get("compiled")
-            if compiled and not data["compiled"]:
-                later.append(path + "/")
-            elif data["compiled"] and not compiled:
-                if view is None:
-                    view = StateManager(self.runner.state_manager.schema)
-                    view.restore(checkpoint.state, trusted=checkpoint.lists)
-                try:
-                    node.compile_from(view)
-                except Exception as exc:
-                    raise CheckpointError(f"checkpoint {checkpoint.id}: cannot compile {path!r} again: {exc}") from exc
-        return tuple(later)
+        """The runner's deferred subtrees the checkpoint had compiled, compiled (`deferred.compile_deferred`)."""
+        return compile_deferred(self.runner, checkpoint.id, checkpoint.resume, checkpoint.state, checkpoint.lists)
 
     def _decode_lists(self, cp: Checkpoint, lazy: bool) -> Checkpoint:
         """Put the checkpoint's stored lists into its state, validated: from a list decoded for an
@@ -347,8 +353,8 @@ class RunnerCheckpoints:
         slot = (ns, key, list_id)
         decoded = self._decoded.pop(slot, None)
         if decoded is None or len(decoded) < length:
-            decoded = self.runner.state_manager.validate_json(key, self.store.read_list_json(list_id, length),
-                                                              ns or None)
+            sm, local = self._agents.state_manager(ns) or (self.runner.state_manager, ns or None)  # an agent's: its own
+            decoded = sm.validate_json(key, self.store.read_list_json(list_id, length), local)
         self._decoded[slot] = decoded  # the most recently used last
         if len(self._decoded) > DECODED_LISTS:
             del self._decoded[next(iter(self._decoded))]
@@ -366,10 +372,13 @@ class RunnerCheckpoints:
     def _apply(self, cp: Checkpoint) -> None:
         runner = self.runner
         self.flush()
+        self._agents.restore(cp)  # first: nothing changes when an agent cannot be built
+        state, lists = host_part(cp)
+        state = self._agents.live(state, runner.state_manager)  # a saved swarm handle: the live one (its agents now)
         self._restoring = True
         try:
             runner.stop()  # cancels tasks in flight; their late writes are dropped (pitfall 6)
-            runner.state_manager.restore(cp.state, trusted=cp.lists)
+            runner.state_manager.restore(state, trusted=lists)
         finally:
             self._restoring = False
         self._apply_bindings(cp.bindings)
@@ -377,7 +386,7 @@ class RunnerCheckpoints:
             cp.tick, cp.run_id, cp.event_position, cp.wake, statuses=cp.statuses,
             positions={p: r["child"] for p, r in cp.resume.items() if "child" in r},
             resume={p: r["data"] for p, r in cp.resume.items() if "data" in r}))
-        for path, provider in _resumable_models(runner.nodes):
+        for path, provider in resumable_models(runner.nodes):
             position = (cp.resume.get(path) or {}).get("model")
             if position is not None:
                 provider.restore_resume_state(position)
@@ -412,7 +421,8 @@ class RunnerCheckpoints:
         branch = self._next_branch(checkpoint.run_id, prefix)
         self._start_session(checkpoint.run_id, branch, checkpoint.id)
         for ns, values in updates.items():
-            sm.load(values, ns or None)
+            owner, local = self._agents.state_manager(ns) or (sm, ns or None)  # an agent's: its own
+            owner.load(values, local)
             bus.publish(EventType.STATE_EDITED, {"namespace": ns or None, "keys": list(values)})
         for path, change in bindings.items():
             node = self.runner.nodes[path]
@@ -438,7 +448,8 @@ class RunnerCheckpoints:
                     if qualified.startswith(candidate + "."):
                         ns, key = candidate, qualified[len(candidate) + 1:]
                         break
-            out.setdefault(ns, {})[key] = sm.validate(key, value, ns or None)  # StateValidationError
+            owner, local = self._agents.state_manager(ns, cp) or (sm, ns or None)  # an agent's: its own schema
+            out.setdefault(ns, {})[key] = owner.validate(key, value, local)  # StateValidationError
         return out
 
     def _validate_bindings(self, changes: Mapping[str, Any]) -> dict[str, Mapping[str, Mapping[str, str]]]:
@@ -456,6 +467,11 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+def _own(namespace: str) -> str:
+    """The host's namespaces keep their names in the record."""
+    return namespace
 
 
 def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
@@ -478,23 +494,6 @@ def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
         if not derived:
             out["x"] = [[p, old._value_, new._value_] for p, (old, new) in tick.changed.items()]
     return out
-
-
-def _resumable_models(nodes: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Model providers with a position of their own (a scripted model), each once, under the path of
-    the first node that calls it: their position is saved and restored with the nodes' resume data."""
-    seen: set[int] = set()  # clients and providers looked at (most nodes share their context's client)
-    found = []
-    for path, node in nodes.items():
-        client = getattr(node, "model_client", None)
-        if client is None or id(client) in seen:
-            continue
-        seen.add(id(client))
-        provider = getattr(client, "provider", None)
-        if hasattr(provider, "dump_resume_state") and id(provider) not in seen:
-            seen.add(id(provider))
-            found.append((path, provider))
-    return found
 
 
 class RecordsRuns:

@@ -1,20 +1,35 @@
-"""`SessionAPI`: what the TUI asks of a session, local (`DebugSession`) or remote (`RemoteSession`).
+"""`SessionAPI`: what the TUI asks of a session, local (`DebugSession`) or attached (`RemoteSession`).
 
 The TUI is written against this and never asks which one it has: both sessions answer
-every member, the timeline of checkpoints included (a remote session reads the served
-run's store through the debug server).
+every member, the timeline of checkpoints included (an attached session reads the served
+run's store through the debug server), and both hand it the same things (`TimelineRow`,
+the debugger's `Stop` and `RunState`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from py_trees.common import Status
 
+from runtime.debug.breakpoints import Breakpoint
 from runtime.engine.runner import TickReport
 
-from .breakpoints import Breakpoint
+EVENT_BUFFER = 50_000  # recent events a session keeps for the events pane
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One checkpoint on the timeline."""
+
+    id: int
+    tick: int
+    status: str
+    branch: str
+    parent_id: int | None
+    summary: str
 
 
 class SessionAPI(Protocol):
@@ -47,7 +62,8 @@ class SessionAPI(Protocol):
     def failure(self) -> Any: ...  # why the live run failed (`runtime.agent.Failure`), or None
 
     @property
-    def frame(self) -> Any: ...  # `.key`, `.tick`, `.root_status`, `.tokens`, `.branch` of what is shown
+    def frame(self) -> Any: ...  # `.key`, `.tick`, `.root_status`, `.tokens`, `.branch` of what is shown; `.returns`,
+    # `.held_returns`, `.pending`: the record of its tick (a held one's so far, and the nodes not reached yet)
 
     @property
     def breakpoints_kept(self) -> str: ...  # where the breakpoints live, as the breakpoints screen says
@@ -101,4 +117,4 @@ class SessionAPI(Protocol):
     def deny(self, approval_id: str, reason: str) -> None: ...
 
 
-__all__ = ["SessionAPI"]
+__all__ = ["EVENT_BUFFER", "SessionAPI", "TimelineRow"]
