@@ -10,6 +10,10 @@ tools gives a best-effort answer marked `truncated`. A debugger drives the runne
 Tool providers (an MCP server, say) are closed when the run finishes, however it is driven
 (the runner's finish hook), and by `close()`; a later run opens them again.
 
+A run recorded into a checkpoint store (`make_runner(checkpointer=store)`) that suspends for
+an approval can be answered and continued by any process that builds the same tree, any time
+later: `await agent.resume(store, run_id, approve=["send_email"])` (docs/resume.md).
+
 The tree's agents are found by `find_agents` (each `LoopUntilSuccess` with an
 `answer_node`, outermost first): `input_data` is written into the first agent's namespace
 (`runner.input_namespace`), the result read from the last one's (or `result=`), and each
@@ -24,7 +28,8 @@ approval; `pending` lists what), `"max_ticks"` (stopped by `max_ticks`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -35,9 +40,9 @@ from pydantic import BaseModel
 
 from .config import ReActConfig
 from .engine.deps import RunContext
-from .engine.events import RuntimeEventBus
+from .engine.events import INTERRUPTED, EventType, RuntimeEventBus
 from .engine.runner import ReactiveRunner
-from .guard import ApprovalManager
+from .guard import Answers, ApprovalError, ApprovalManager, ApprovalRequest
 from .messages import Message
 from .model import Usage
 from .node.composites import LoopUntilSuccess
@@ -207,16 +212,66 @@ class Agent:
         """Run (or, when suspended, resume) to the end, `max_ticks`, or the next suspension.
 
         `debug="127.0.0.1:7777"` (or $JIANMU_DEBUG) serves the run to a debugger (`runtime.debug`).
+        Cancelled (a host's signal handler, a timeout) or interrupted (Ctrl-C), the run is recorded
+        as interrupted (`interrupt`), its work in flight is cancelled and its tool providers closed
+        (MCP servers stopped with their process groups) before the cancellation goes on.
         """
         if self.runner is None:
             self.runner = self.make_runner()
         try:
             async with self.serving(self.runner, debug, agent=self) as run:
                 await run(max_ticks, input_data=input_data)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):  # stopped from outside: say so
+                interrupt(self.runner, stopped_by(exc))
+                self.runner.stop()  # the work in flight too (a tool call), before its providers close
             await self.close()
             raise
         return await self.finalize(self.runner)
+
+    async def resume(self, store: Any, run_id: str, *, approve: str | Iterable[str] = (),
+                     deny: str | Iterable[str] | Mapping[str, str] = (), max_ticks: int | None = None) -> AgentResult:
+        """Go on with run `run_id` of checkpoint store `store` where it waits for an approval, whichever
+        process suspended it and however long ago: its last checkpoint is restored, the waiting calls
+        are answered, and the run goes on here (recording into `store`) to its end, `max_ticks` or
+        its next suspension. An approved call runs once, here; a denied one never runs.
+
+        `approve` and `deny` name tools, approval ids or "all" (`runtime.guard.Answers`); `deny` may
+        map each name to the reason the model reads. A call no rule covers keeps waiting. The agent
+        must be built as the run's was (the same tree file). Before anything is answered, a run that
+        a live process still writes (or took over just now) raises `CheckpointError`; one that waits
+        for no approval, or an answer that fits no waiting call, `ApprovalError`.
+        """
+        from .memory.checkpoint.waiting import resume_point  # only a run that resumes reads a store
+
+        answers = Answers.of(approve, deny)
+        point = resume_point(store, run_id)
+        if self.runner is None or getattr(self.runner.checkpoints, "store", None) is not store:
+            self.runner = self.make_runner(checkpointer=store)
+        self.runner.restore(point.checkpoint.id)
+        waiting = self._waiting(self.runner)
+        if not waiting:
+            raise ApprovalError(f"run {run_id} waits for no approval at its last checkpoint "
+                                f"(tick {point.checkpoint.tick})")
+        if unmatched := answers.unmatched(waiting):
+            calls = ", ".join(f"{request.tool} ({request.id})" for request in waiting)
+            raise ApprovalError(f"run {run_id} has no call of {', '.join(unmatched)} waiting (it waits for {calls})")
+        point.take(store)  # answered here, and run here only
+        manager = self.context.approval_manager
+        for request in waiting:
+            decision = answers.answer(request)
+            if decision is not None:
+                approved, reason = decision
+                if approved:
+                    manager.approve(request.id)
+                else:
+                    manager.deny(request.id, reason)
+        return await self.run(max_ticks=max_ticks)
+
+    def _waiting(self, runner: ReactiveRunner) -> list[ApprovalRequest]:
+        """The approvals `runner`'s run is suspended on."""
+        manager, suspended_on = self.context.approval_manager, runner.interaction.pending()
+        return [request for request in manager.pending() if request.id in suspended_on] if manager is not None else []
 
     async def finalize(self, runner: ReactiveRunner) -> AgentResult:
         """The result, after the `on_max_iterations="final_answer"` call when it is due."""
@@ -349,4 +404,21 @@ class Agent:
         return [message.content or "" for message in messages[start + 1:] if message.role == "tool"]
 
 
-__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents"]
+def interrupt(runner: ReactiveRunner, why: str) -> None:
+    """Say that `runner`'s run was stopped from outside (a signal, a cancelled task): a `run.failed` with
+    status INTERRUPTED, which its checkpoint store records as the run's last checkpoint, so the run reads
+    as interrupted, never as still running. A run that ended, or that waits for an approval (another
+    process may resume it, `Agent.resume`), is left as it is."""
+    if runner.run_id is not None and not runner.finished and not runner.suspended:
+        runner.event_bus.publish(EventType.RUN_FAILED, {"status": INTERRUPTED, "error": why, "ticks": runner.tick_count})
+
+
+def stopped_by(exc: BaseException) -> str:
+    """Why a run was interrupted: `interrupted by SIGTERM` (a cancellation's message names the signal)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    named = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
+    return f"interrupted by {named}" if named else "interrupted (cancelled)"
+
+
+__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents", "interrupt", "stopped_by"]

@@ -9,6 +9,8 @@ are reported in one place, `on_worker_state_changed`.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
@@ -32,6 +34,7 @@ from runtime.engine.runner import TickReport
 from . import startup
 from .commands import StudioCommands
 from .session import DebugSession, EditError, RunState
+from .stopping import exit_status, interrupt_session, on_signals
 from .widgets.events_pane import EventsPane, filter_example
 from .widgets.footer import KeysFooter
 from .widgets.node_detail import NodeDetailPane, full_values
@@ -240,8 +243,9 @@ class MainScreen(Screen):
         self.query_one(NodeDetailPane).show(detail)
 
     def _offer_approval(self) -> None:
-        """Open the approval dialog once for each new pending request."""
-        if self.session.run_state != RunState.SUSPENDED or self.app.screen is not self:
+        """Open the approval dialog once for each new pending request (a recording's too: answering
+        resumes it)."""
+        if self.session.run_state not in (RunState.SUSPENDED, RunState.RECORDED) or self.app.screen is not self:
             return
         fresh = [r for r in self.session.pending_approvals() if r.id not in self._offered]
         if fresh:
@@ -539,6 +543,30 @@ class StudioApp(App[None]):
         super().__init__()
         self.session = session
         self.sub_title = str(session.loaded.path)
+        self._signals = contextlib.ExitStack()
+
+    def on_mount(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal, systemd) stop the studio as Ctrl-C would: studio/stopping.py."""
+        with contextlib.suppress(ValueError, RuntimeError):  # (not the main thread: the host handles signals)
+            self._signals.enter_context(on_signals(lambda signum: self.run_worker(self._stop_on_signal(signum))))
+
+    def on_unmount(self) -> None:
+        self._signals.close()
+
+    async def _stop_on_signal(self, signum: int) -> None:
+        """The live run recorded as interrupted and stopped with its MCP servers, then the terminal restored
+        as at any exit, and the exit status 128 + the signal's number."""
+        if isinstance(self.session, DebugSession):  # (attached: the run is the other process's)
+            await interrupt_session(self.session, f"interrupted by {signal.Signals(signum).name}")
+        self.exit(return_code=exit_status(signum))
+
+    async def action_quit(self) -> None:
+        """Quitting while the live run goes on is the studio's Ctrl-C (Textual's ctrl+c only says how to
+        quit): the run is recorded as interrupted and stopped with its MCP servers, as a signal stops it.
+        A paused run is left as it stands (its writer gone, it reads as abandoned)."""
+        if isinstance(self.session, DebugSession) and self.session.busy:
+            await interrupt_session(self.session, "interrupted: the studio quit")
+        await super().action_quit()
 
     def get_default_screen(self) -> Screen:
         return MainScreen(self.session)

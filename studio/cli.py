@@ -2,9 +2,12 @@
 
     jianmu-studio TREE [--db STORE]            open the TUI on a tree file
     jianmu-studio run TREE [--max-ticks N] [--db STORE] [--trace FILE.jsonl [--force]] [--json]
-                           [--approve TOOL|all ...] [--deny TOOL|all[:REASON] ...]
+                           [--approve TOOL|ID|all ...] [--deny TOOL|ID|all[:REASON] ...]
     jianmu-studio replay [STORE] [--run ID]    pick a recorded run of a store (default: the
                                                studio's own) and open it (nothing executes)
+    jianmu-studio resume [STORE] [--run ID] --approve TOOL|ID|all ... --deny TOOL|ID|all[:REASON] ...
+                                               answer a run that waits for an approval and go on
+                                               with it here (studio/cli_resume.py)
     jianmu-studio attach HOST:PORT [--token T] open the studio on an agent in another process
     jianmu-studio check RECORDING [--run ID]   re-run a tree against a recorded run, offline
                                                (studio/cli_check.py: check, diff, export, import;
@@ -17,8 +20,9 @@ A TREE is a file (`path.py`, `path.py:function`) or the name of a sample.
 A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/db`), given
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
 
-Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input. Bad input
-is one line on stderr; `--debug` shows the traceback as well.
+Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input, 128 + N a
+signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the run recorded as interrupted, studio/stopping.py).
+Bad input is one line on stderr; `--debug` shows the traceback as well.
 """
 
 from __future__ import annotations
@@ -29,34 +33,22 @@ import json
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from runtime.agent import stopped_by
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.extras import MissingExtra
+from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.memory.checkpoint.store import CheckpointError
 from runtime.telemetry.otel import TelemetryError
 
-from . import cli_check, samples, startup, web
+from . import cli_check, cli_resume, headless, samples, startup, stopping, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
-
-MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
-ALL = "all"
-APPROVALS_HELP = """\
-approvals: a tool call that needs approval suspends the run. Without an answer the run
-stops (exit 1) with a line naming the tool that waits. Answer from the command line:
-  --approve all                      approve every call
-  --approve send_email               approve calls of one tool (repeat for more)
-  --deny send_email:not in CI        deny one tool, with the reason the model reads
-  --approve all --deny rm            a rule naming the tool wins over `all`
-"""
-
 
 STORE_HELP = "checkpoint store: FILE.db or postgresql://user:password@host/db"
 
@@ -114,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
                             help="open the studio on a tree file (the default command; `studio` is the same)")
     studio.add_argument("tree", help="path.py or path.py:function")
     studio.add_argument("--db", metavar="STORE", help=f"{STORE_HELP} (default: $JIANMU_DB, else {default_db_path()})")
-    run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=APPROVALS_HELP,
+    run = sub.add_parser("run", help="run a tree without a UI, one line per tick", epilog=headless.APPROVALS_HELP,
                          parents=[debug],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("tree", help="path.py or path.py:function")
@@ -126,10 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     run.add_argument("--bindings", type=Path, metavar="FILE",
                      help="apply a bindings file first (the studio's \"apply and save\" writes one beside the store)")
-    run.add_argument("--approve", action="append", default=[], metavar="TOOL|all",
-                     help="approve pending calls of TOOL, or of every tool (repeatable)")
-    run.add_argument("--deny", action="append", default=[], metavar="TOOL|all[:REASON]",
-                     help="deny pending calls of TOOL, or of every tool; the model reads REASON (repeatable)")
+    headless.add_approval_flags(run)
     replay = sub.add_parser("replay", help="open a recorded run from a store, without executing anything",
                             parents=[debug])
     replay.add_argument("store", nargs="?", metavar="STORE",
@@ -150,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
     attach.add_argument("--token", help="the server's token (default $JIANMU_DEBUG_TOKEN)")
+    cli_resume.add_parser(sub, [debug], STORE_HELP)
     cli_check.add_parsers(sub, [debug])
     sub.add_parser("samples", help="list the sample trees that come with the package (open one by name)")
     web.add_command(sub, [debug], STORE_HELP)
@@ -170,7 +160,8 @@ def _argv_with_default_command(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             continue
-        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", *cli_check.COMMANDS):
+        if arg not in ("open", "studio", "run", "replay", "attach", "serve", "samples", "web", cli_resume.COMMAND,
+                       *cli_check.COMMANDS):
             return [*argv[:i], "open", *argv[i:]]
         break
     return argv
@@ -196,20 +187,22 @@ def main(argv: list[str] | None = None) -> int:
             args.tree = samples.tree_target(args.tree)
         args.db = _store_of(args)
         if args.command == "run":
-            return asyncio.run(run_headless(args))
+            return stopping.run(run_headless(args))
         if args.command == "replay":
             return open_recorded(args)
+        if args.command == cli_resume.COMMAND:
+            return stopping.run(cli_resume.resume(args))
         if args.command == "attach":
             return asyncio.run(attach(args))
         if args.command == "serve":
-            return asyncio.run(serve(args))
+            return stopping.run(serve(args))
         if args.command == "web":
             return web.serve(args, UsageError)
         if args.command in cli_check.COMMANDS:
             return cli_check.run(args)
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
-            TelemetryError) as exc:
+            TelemetryError, ApprovalError) as exc:
         if args.debug:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {exc}", file=sys.stderr)
@@ -230,52 +223,11 @@ def _store_of(args: argparse.Namespace) -> str | None:
     return str(default_store()) if name is None and args.command == "replay" else name
 
 
-def _status_line(report, as_json: bool) -> str:
-    if as_json:
-        return json.dumps({"tick": report.tick, "status": report.status.value,
-                           "changed": {p: [o.value, n.value] for p, (o, n) in report.changed.items()},
-                           "state_keys": report.state_keys})
-    shown = [f"{p.rpartition('/')[2]}:{o.value}→{n.value}" for p, (o, n) in list(report.changed.items())[:MAX_SHOWN]]
-    more = len(report.changed) - MAX_SHOWN
-    changed = ", ".join(shown) + (f", … {more} more" if more > 0 else "")
-    return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
-
-
-@dataclass(frozen=True)
-class ApprovalRules:
-    """The answers `--approve` / `--deny` give to pending tool calls."""
-
-    approve: frozenset[str]
-    deny: dict[str, str]  # tool (or `all`) -> the reason the model reads
-
-    @classmethod
-    def parse(cls, approve: list[str], deny: list[str]) -> ApprovalRules:
-        denied: dict[str, str] = {}
-        for spec in deny:
-            tool, _, reason = spec.partition(":")
-            denied[tool.strip()] = reason.strip() or "denied by --deny"
-        approved = frozenset(tool.strip() for tool in approve)
-        if "" in approved or "" in denied:
-            raise UsageError("--approve and --deny need a tool name or `all`")
-        if clash := approved & denied.keys():
-            raise UsageError(f"both --approve and --deny name {', '.join(sorted(clash))}")
-        return cls(approved, denied)
-
-    def answer(self, tool: str) -> tuple[bool, str] | None:
-        """(approved, reason) for a call of `tool`, or None; a rule naming the tool wins over `all`."""
-        for name in (tool, ALL):
-            if name in self.approve:
-                return True, ""
-            if name in self.deny:
-                return False, self.deny[name]
-        return None
-
-
-def _answer_approvals(session: DebugSession, rules: ApprovalRules, as_json: bool) -> bool:
+def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> bool:
     """Answer every pending call the rules cover, one line each; False if none was covered."""
     answered = False
     for request in session.pending_approvals():
-        decision = rules.answer(request.tool)
+        decision = rules.answer(request)
         if decision is None:
             continue
         approved, reason = decision
@@ -284,19 +236,8 @@ def _answer_approvals(session: DebugSession, rules: ApprovalRules, as_json: bool
         else:
             session.deny(request.id, reason)
         answered = True
-        verdict = "approved" if approved else "denied"
-        if as_json:
-            print(json.dumps({"approval": {"id": request.id, "tool": request.tool, "arguments": request.arguments,
-                                           "decision": verdict, "reason": reason or None}}), flush=True)
-        else:
-            print(f"{verdict} {request.tool}({_arguments(request.arguments)})" + (f": {reason}" if reason else ""),
-                  flush=True)
+        print(headless.decision_line(request, approved, reason, as_json), flush=True)
     return answered
-
-
-def _arguments(arguments: dict[str, Any], limit: int = 80) -> str:
-    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _load(args: argparse.Namespace) -> DebugSession:
@@ -314,7 +255,7 @@ def _load(args: argparse.Namespace) -> DebugSession:
 
 
 async def run_headless(args: argparse.Namespace) -> int:
-    rules = ApprovalRules.parse(args.approve, args.deny)
+    rules = headless.answers(args)
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
@@ -325,12 +266,16 @@ async def run_headless(args: argparse.Namespace) -> int:
         if problems:
             raise UsageError(problems[0])
     out = sys.stdout
-    session.add_listener(lambda kind, data: print(_status_line(data, args.json), file=out, flush=True)
+    session.add_listener(lambda kind, data: print(headless.tick_line(data, args.json), file=out, flush=True)
                          if kind == "tick" else None)
-    stop = await session.continue_(max_ticks=args.max_ticks)
-    while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
-        left = None if args.max_ticks is None else args.max_ticks - session.tick
-        stop = await session.continue_(max_ticks=left)
+    try:
+        stop = await session.continue_(max_ticks=args.max_ticks)
+        while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
+            left = None if args.max_ticks is None else args.max_ticks - session.tick
+            stop = await session.continue_(max_ticks=left)
+    except asyncio.CancelledError as exc:  # a signal (studio/stopping.py): recorded, stopped, then exit 128+N
+        await stopping.interrupt_session(session, stopped_by(exc))
+        raise
     unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
@@ -356,8 +301,7 @@ async def run_headless(args: argparse.Namespace) -> int:
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
         print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
-        print(f"jianmu-studio: {request.tool}({_arguments(request.arguments)}) waits for approval: "
-              f"answer with --approve {request.tool} or --deny {request.tool}:REASON", file=sys.stderr)
+        print(headless.waiting_line(request), file=sys.stderr)
     trace_failed = args.trace is not None and not _write_trace(session, args.trace)
     succeeded = session.root_status.value == "SUCCESS" and failure is None and unrecorded is None
     return 0 if succeeded and not trace_failed else 1
@@ -413,8 +357,9 @@ def open_studio(args: argparse.Namespace) -> int:
             print(f"jianmu-studio: {warning}", file=sys.stderr)
         from .app import StudioApp
 
-        StudioApp(session).run()
-    return 0
+        app = StudioApp(session)
+        app.run()
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 def open_recorded(args: argparse.Namespace) -> int:
@@ -428,8 +373,9 @@ def open_recorded(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     from .app import StudioApp
 
-    StudioApp(session).run()
-    return 0
+    app = StudioApp(session)
+    app.run()
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 def _pick_run(name: str) -> str | None:
@@ -492,11 +438,12 @@ async def attach(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.address}: {exc.message}") from exc
     except OSError as exc:
         raise UsageError(f"{args.address}: no debug server there ({exc.strerror or exc})") from exc
+    app = StudioApp(session)
     try:
-        await StudioApp(session).run_async()
+        await app.run_async()
     finally:
         await session.close()
-    return 0
+    return app.return_code or 0  # 128 + N when a signal stopped it
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from runtime.memory.checkpoint import (
     run_liveness,
 )
 from runtime.memory.checkpoint.liveness import ABANDONED, RUNNING, SUSPENDED
+from runtime.memory.checkpoint.model import tick_positions
 
 WAIT = 0.5  # seconds one wait lasts at most: how long `stop()` may take
 WRITER_CHECK = 2.0  # seconds between looks at the writer while nothing lands (a dead one's run is abandoned)
@@ -86,7 +87,7 @@ class RunFollower:
         """`seen`: the checkpoints already shown; `read`: where the reading of the events shown stands."""
         self.store, self.run_id, self.deliver, self._read = store, run_id, deliver, read
         self._last = seen[-1].id if seen else None
-        self._saved = {(info.branch, info.tick): info.event_position for info in seen}
+        self._saved = tick_positions(seen)
         self._ended = ending(store, run_id)
         self.liveness = liveness_of(store, run_id)
         self._checked = time.monotonic()
@@ -136,7 +137,7 @@ class RunFollower:
         before = self._last
         if new:
             self._last = new[-1].id
-            self._saved.update({(info.branch, info.tick): info.event_position for info in new})
+            tick_positions(new, self._saved)
         self._ended = ended
         self._checked = time.monotonic()  # something landed: its writer was there just now
         self.liveness = Liveness(ended or RUNNING)

@@ -262,6 +262,19 @@ async def test_a_restarted_executor_finds_its_pending_approval_again():
     assert await executor.async_task == Status.SUCCESS
 
 
+async def test_a_fresh_run_never_takes_an_abandoned_runs_request_for_other_arguments():
+    _, runner = await execute(confirming_executor(), [call("calculator", "a", expression="6*7")])
+    manager = runner.context.approval_manager
+    [stale] = manager.pending()
+    runner.stop()  # left suspended; a fresh run's model reuses the call id (a scripted one does)
+    assert await runner.run(input_data={"actions": [call("calculator", "a", expression="1+1")]}) == Status.RUNNING
+    [asked] = [r for r in manager.pending() if r.id != stale.id]
+    assert asked.arguments == {"expression": "1+1"} and list(runner.interaction.pending()) == [asked.id]
+    manager.approve(asked.id)
+    await runner.run()
+    assert observations(runner) == [("a", "2")]  # not 42: the stale request's arguments never ran
+
+
 # -- ToolNode ------------------------------------------------------------------------------
 
 async def test_tool_node_reads_input_ports_and_writes_output():

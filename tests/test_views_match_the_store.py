@@ -17,6 +17,7 @@ from tui_fixtures import BOTH, ROOT, session_on, until
 from runtime.debug.names import StateNames
 from runtime.debug.past import changed_keys, checkpoint_summary
 from runtime.memory.checkpoint import open_store
+from runtime.memory.checkpoint.model import tick_positions
 from runtime.node.composites import LoopUntilSuccess, Sequence, loop_counter
 from studio.loader import load_tree
 from studio.session import RunState
@@ -76,7 +77,7 @@ def lineage_events(store, info) -> set[tuple[str, int]]:
     while current is not None:
         limits.setdefault(current.branch, current.event_position)
         current = by_id.get(current.parent_id) if current.parent_id is not None else None
-    saved = {(i.branch, i.tick): i.event_position for i in by_id.values()}
+    saved = tick_positions(by_id.values())
     return {(branch, event.seq, event.seq > saved.get((branch, event.tick), event.seq))
             for branch, event in store.events(info.run_id)
             if branch in limits and (event.seq <= limits[branch] or branch == info.branch

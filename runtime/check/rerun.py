@@ -9,7 +9,8 @@ hold stops the check. After each recorded tick the two pictures of the run are c
 with `compare`: what each node returned in the tick (in order), the statuses it left, then
 each state key. Between ticks the recording's own
 answers are given again: the approvals it resolved, the edits it saved (an `update` or a
-`fork` checkpoint). The first difference ends the check.
+`fork` checkpoint); where the recording suspended between ticks (a `suspend` checkpoint), the
+re-run must suspend too. The first difference ends the check.
 
 How far async work got between two ticks depends on who drove the recorded run: `Agent.run`
 ticks again as soon as a wake is pending, the studio and `jianmu-studio run` first let the
@@ -161,7 +162,8 @@ class _Rerun:
         pictures = Pictures(self.served.sides, self.store.read_list, self.scratch.read_list)
         for i, info in enumerate(self.path):
             if i:
-                problem = await (self._tick(info) if info.source == Source.LOOP else self._edit(info))
+                problem = await (self._tick(info) if info.source == Source.LOOP else
+                                 self._suspended(info) if info.source == Source.SUSPEND else self._edit(info))
                 if problem is not None:
                     return self._diverged(problem)
             found = pictures.differences(info.tick, self.store.get(info.id, read_lists=False),
@@ -234,6 +236,26 @@ class _Rerun:
                 manager.approve(request.id, answer.get("reason"), arguments=answer.get("arguments"))
             else:
                 manager.deny(request.id, answer.get("reason"))
+        return None
+
+    async def _suspended(self, info: CheckpointInfo) -> Difference | None:
+        """The recording suspended after tick `info.tick`, before another: so must the re-run."""
+        suspended = asyncio.Event()
+
+        def check(_: object = None) -> None:
+            if self.runner.suspended:
+                suspended.set()
+
+        unsubscribe = self.runner.state_manager.subscribe(check)
+        check()
+        try:
+            await asyncio.wait_for(suspended.wait(), self.idle)
+        except TimeoutError:
+            return Difference(info.tick, None, "interaction", f"the recording suspended after tick {info.tick}, "
+                              f"the re-run did not within {self.idle:g} s")
+        finally:
+            unsubscribe()
+        self.runner.checkpoints.save(Source.SUSPEND)
         return None
 
     async def _edit(self, info: CheckpointInfo) -> Difference | None:

@@ -3,8 +3,9 @@
 It steps a `ReactiveRunner` (a tick, or into the next node), continues it to a breakpoint,
 pauses it, keeps the breakpoints (node before / node after / event / condition, one
 semantics: `runtime.debug.breakpoints`), edits state and port bindings (with their checks),
-answers approvals, restores a checkpoint onto a new branch (replay, fork) and holds a
-finished run for a front end that asked. It knows nothing of screens or sockets:
+answers approvals, restores a checkpoint onto a new branch (replay, fork), takes over a run
+another process left waiting for an approval (`take_over`), and holds a finished run for a
+front end that asked. It knows nothing of screens or sockets:
 
 - a local studio session drives it in its own process (`await debugger.step()`, ...);
 - the debug server (`runtime.debug.server`) lets it host the agent's own run (`run()`): free
@@ -34,6 +35,7 @@ from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
+from ..memory.checkpoint.waiting import ResumePoint
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
 from .children import SwarmChildren, refused_moment, split_child_path
@@ -820,6 +822,9 @@ class Debugger:
         check_tool_arguments(self.runner, request, arguments)
 
     def _require_approvals(self) -> Any:
+        store, run_id = getattr(self.runner.checkpoints, "store", None), self.runner.run_id
+        if store is not None and run_id is not None and store.written_elsewhere(run_id):  # answered twice, run twice
+            raise EditRefused(f"run {run_id} was resumed by another process meanwhile: see it with replay")
         if self.approvals is None:
             raise EditRefused("this tree has no approval manager")
         return self.approvals
@@ -859,6 +864,13 @@ class Debugger:
         return self._restored(f"forked {self.branch} from checkpoint {source.id}"
                               + (f" with {count} edit{'s' if count > 1 else ''}" if count else ""))
 
+    def take_over(self, point: ResumePoint) -> str:
+        """Go on live, here, from where a run another process left waiting for an approval stands (its
+        last checkpoint, `point`): restored in place (its run and branch) and taken over from its writer,
+        so that an answer given now runs the call once (`Agent.resume` does the same in code)."""
+        self._restore(lambda: (self.runner.restore(point.checkpoint.id), point.take(self.store)), None)
+        return self._restored(f"resumed run {point.checkpoint.run_id} from checkpoint {point.checkpoint.id}")
+
     @property
     def branch(self) -> str:
         checkpoints = self.runner.checkpoints
@@ -881,15 +893,17 @@ class Debugger:
         except EditRefused as exc:
             raise EditRefused(f"fork: {exc}") from None
 
-    def _restore(self, action: Callable[[], Any], replayer: IOReplayer) -> None:
+    def _restore(self, action: Callable[[], Any], replayer: IOReplayer | None) -> None:
+        """`action` restores a checkpoint live; with a `replayer` the run is served the recorded I/O."""
         if self.busy:
             raise NotPaused("pause the run before replaying or forking")
         try:
             action()
         except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
             raise EditRefused(str(exc)) from None
-        replayer.attach(self.runner.checkpoints)
-        self.runner.context.io_recorder = replayer
+        if replayer is not None:
+            replayer.attach(self.runner.checkpoints)
+            self.runner.context.io_recorder = replayer
         self._event_hits.clear()
         self._divergence = None
         self._pause.clear()

@@ -65,6 +65,9 @@ class EventType(StrEnum):
 
 TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS,
                             EventType.NODE_RETURNED})
+INTERRUPTED = "INTERRUPTED"
+"""The status of a `run.failed` for a run stopped from outside (a signal, a cancelled task): a checkpoint
+store records it as the run's last checkpoint, so the run reads as interrupted, never as still RUNNING."""
 
 
 @dataclass(slots=True)
@@ -268,5 +271,5 @@ class EventStream:
         self.close()
 
 
-__all__ = ["TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
+__all__ = ["INTERRUPTED", "TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
            "Subscription"]

@@ -1,5 +1,6 @@
 """Guarding tool calls: policies decide ALLOW / DENY / PENDING, approvals settle the PENDING ones."""
 
+from runtime.guard.answers import Answers
 from runtime.guard.approval import (
     ApprovalError,
     ApprovalManager,
@@ -21,6 +22,7 @@ from runtime.guard.policies import (
 
 __all__ = [
     "AllowList",
+    "Answers",
     "ApprovalError",
     "ApprovalManager",
     "ApprovalRequest",

@@ -2,7 +2,10 @@
 
 A guard that answers PENDING suspends the call; the manager holds the request until
 someone approves or denies it, then tells its listeners (that is how the runner is woken)
-and any task awaiting `wait()`. Requests are plain data so checkpoints can carry them.
+and any task awaiting `wait()`. Requests are plain data so checkpoints can carry them: the
+node that asked keeps the requests it waits for as its resume data (`dump`), and a run
+restored anywhere (another worker, a web handler hours later) puts them back (`adopt`) under
+the same ids, so a decision given there reaches the call that asked, which runs exactly once.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -110,15 +113,30 @@ class ApprovalManager:
                 self._listeners.remove(callback)
         return unsubscribe
 
+    def dump(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The requests `ids` names (those known here), as JSON data a checkpoint keeps (see `adopt`)."""
+        return [self._requests[approval_id].model_dump(mode="json") for approval_id in ids
+                if approval_id in self._requests]
+
+    def adopt(self, dumped: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Take back requests a checkpoint carried (`dump`), with their ids and decisions; returns
+        their ids. Nothing is announced on the bus (nothing new happened); listeners are told, so
+        a view lists them and a decision reaches the run they suspend."""
+        items = [ApprovalRequest.model_validate(data) for data in dumped]
+        for item in items:
+            self._requests[item.id] = item
+            if item.resolved:
+                self._wake(item.id)
+            self._tell(item)
+        return [item.id for item in items]
+
     def snapshot(self) -> dict[str, Any]:
-        return {"requests": [item.model_dump(mode="json") for item in self._requests.values()]}
+        return {"requests": self.dump(self._requests)}
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace every request with those of a `snapshot()`."""
-        self._requests = {item.id: item for item in map(ApprovalRequest.model_validate, data.get("requests", ()))}
-        for item in self._requests.values():
-            if item.resolved:
-                self._wake(item.id)
+        self._requests = {}
+        self.adopt(data.get("requests", ()))
 
     def _resolve(self, approval_id: str, status: ApprovalStatus, reason: str | None,
                  arguments: dict[str, Any] | None = None) -> ApprovalRequest:
@@ -143,6 +161,9 @@ class ApprovalManager:
         if self._bus is not None:
             self._bus.publish(event_type, {"id": item.id, "tool": item.tool, "arguments": item.arguments,
                                            "decision": str(item.status), "reason": reason}, node=item.node)
+        self._tell(item)
+
+    def _tell(self, item: ApprovalRequest) -> None:
         for listener in tuple(self._listeners):
             try:
                 listener(item)

@@ -6,7 +6,9 @@ For each call in `actions`, in order, a pre-flight decides its fate:
   schema, or a guard DENY: an error observation (and `tool.call.failed`), nothing runs;
 - a guard PENDING: an approval is requested and the node stays RUNNING (the run is
   suspended) until a human approves (the call runs, with the arguments the approval carries)
-  or denies (an error observation);
+  or denies (an error observation). The requests the round waits for are the node's resume
+  data: a checkpoint carries them, and a run restored from it (in this process or another)
+  waits for, or goes on with, those very requests; it never asks again;
 - ALLOW: the call runs.
 
 Execution mode: `auto` (default) runs the calls of a round in parallel (seed 003), except a
@@ -65,6 +67,8 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         self.execution_mode = execution_mode
         self.keys = keys or StateKeys()
         self._enforcer = GuardEnforcer.from_constraints(constraints) if constraints is not None else None
+        self._asked: list[str] = []  # the approvals this round waits for (or was given): its resume data
+        self._told: ApprovalManager | None = None  # the manager whose decisions this node follows
 
     @property
     def enforcer(self) -> GuardEnforcer:
@@ -147,53 +151,81 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
             raise RuntimeError(f"node {self.path!r} needs a RunContext to ask for approvals")
         if ctx.approval_manager is None:
             ctx.approval_manager = ApprovalManager(self.event_bus)
+        if self._told is not ctx.approval_manager:  # for the node's life: a decision may come before
+            self._told = ctx.approval_manager  # the round that asked runs again (after a restore)
+            self._told.on_change(self._decided)
         return ctx.approval_manager
 
+    def _decided(self, item: ApprovalRequest) -> None:
+        """A request this node asked was answered: the run no longer waits for it (the runner wakes)."""
+        if item.resolved and item.node == self.path and item.id in self.interaction.pending():
+            self.interaction.resolve(item.id, str(item.status))
+
+    def dump_resume_state(self) -> dict[str, Any]:
+        manager = self._told
+        return {"approvals": manager.dump(self._asked)} if self._asked and manager is not None else {}
+
+    def restore_resume_state(self, data: dict[str, Any]) -> None:
+        carried = data.get("approvals", ())
+        self._asked = self._approval_manager().adopt(carried) if carried else []
+
+    def terminate(self, new_status: Status) -> None:
+        super().terminate(new_status)
+        self._asked = []  # the round is over (or abandoned): a later one asks afresh
+
     async def _await_approvals(self, calls: list[tuple[ToolCall, str]]) -> list[ApprovalRequest]:
-        """Ask (or, after a restore, find the pending request again), suspend the run, and wait.
+        """Ask (or find the request asked before a restore or a stop), suspend the run, and wait.
 
         The interaction entry is resolved the moment the approval is, so the runner wakes
         and no longer counts the run as suspended; answering through `runner.resume(id,
-        True | "approved" | anything else = deny)` settles the approval the same way.
+        True | "approved" | anything else = deny)` settles the approval the same way. A
+        request already answered (after a restore) does not suspend the run again.
         """
         manager = self._approval_manager()
         requests = [self._find_or_request(manager, call, reason) for call, reason in calls]
-        ids = {request.id for request in requests}
-
-        def on_approval(item: ApprovalRequest) -> None:
-            if item.id in ids and item.resolved and item.id in self.interaction.pending():
-                self.interaction.resolve(item.id, str(item.status))
+        self._asked = [request.id for request in requests]
+        ids = set(self._asked)
 
         def on_state(change: StateChange) -> None:
-            if change.namespace is not None or InteractionKeys.RESPONSES not in change.changes:
-                return
-            responses = self._require_state().get(InteractionKeys.RESPONSES) or {}
-            for request_id in ids & responses.keys():
-                response = responses[request_id]
-                if not manager.get(request_id).resolved:
-                    if response in _APPROVING_RESPONSES:
-                        manager.approve(request_id)
-                    else:
-                        manager.deny(request_id, response if isinstance(response, str) else None)
+            if change.namespace is None and InteractionKeys.RESPONSES in change.changes:
+                self._answer_from_responses(manager, ids)
 
-        unsubscribe = (manager.on_change(on_approval), self._require_state().subscribe(on_state))
+        self._answer_from_responses(manager, ids)  # given through runner.resume() while nobody listened
+        unsubscribe = self._require_state().subscribe(on_state)
         try:
-            for request in requests:
+            waiting = [request for request in requests if not manager.get(request.id).resolved]
+            for request in waiting:
                 self.interaction.request("approval", {
                     "approval_id": request.id, "tool": request.tool, "arguments": request.arguments,
                     "call_id": request.call_id, "reason": request.reason}, request_id=request.id)
-            self.wake()  # the runner ticks, sees the run suspended and returns
+            if waiting:
+                self.wake()  # the runner ticks, sees the run suspended and returns
             decided = list(await asyncio.gather(*(manager.wait(request.id) for request in requests)))
         finally:
-            for stop in unsubscribe:
-                stop()
+            unsubscribe()
         for request in decided:
-            on_approval(request)
+            self._decided(request)
         return decided
 
+    def _answer_from_responses(self, manager: ApprovalManager, ids: set[str]) -> None:
+        responses = self._require_state().get(InteractionKeys.RESPONSES) or {}
+        for request_id in ids & responses.keys():
+            response = responses[request_id]
+            if not manager.get(request_id).resolved:
+                if response in _APPROVING_RESPONSES:
+                    manager.approve(request_id)
+                else:
+                    manager.deny(request_id, response if isinstance(response, str) else None)
+
     def _find_or_request(self, manager: ApprovalManager, call: ToolCall, reason: str) -> ApprovalRequest:
-        existing = next((item for item in manager.pending() if item.call_id == call.id and item.node == self.path),
-                        None)
+        """The request this call was asked under (carried by a restored checkpoint, answered or not;
+        or still pending after a stop), else a new one."""
+        for approval_id in self._asked:
+            item = manager.get(approval_id)
+            if item.call_id == call.id and item.tool == call.name:
+                return item
+        existing = next((item for item in manager.pending() if item.call_id == call.id and item.node == self.path
+                         and item.tool == call.name and item.arguments == call.arguments), None)
         return existing or manager.request(call.name, dict(call.arguments), call_id=call.id, node=self.path,
                                            reason=reason)
 

@@ -15,6 +15,11 @@ When the server says its tools changed (`notifications/tools/list_changed`, or a
 `subscriptions/listen` event on a 2026 connection), `generation` grows and the next
 `get_tools()` lists them again: the agent offers the new list from its next round.
 
+A stdio server runs in a process group of its own (the SDK starts it a session), and closing
+the provider stops the whole group: the SDK stops the server, then whatever it started that
+outlived it is killed (npx runs the server under two more processes). A run stopped by a signal
+closes its providers the same way (`Agent.run`, studio/stopping.py).
+
 A server's stderr is kept in a temporary file (it would scribble over the studio's
 screen); its last line is quoted when the server fails to start or exits. A stdio server
 that dies mid-call is named with how it ended: its exit status, or the signal that killed
@@ -207,11 +212,7 @@ class MCPToolProvider(ToolProvider):
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         """The transport for `Client`: a child process over stdio, streamable HTTP or legacy SSE."""
         if self.transport == "stdio":
-            from mcp import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.cwd)
-            self._stdio = stdio_client(params, errlog=self._stderr)
-            return self._stdio
+            return self._stdio_in_its_group()
         # a response may stream for a whole call; 300 s is also the SDK's own read timeout
         read_timeout = max(self.call_timeout, 300.0)
         if self.transport == "sse":
@@ -225,6 +226,26 @@ class MCPToolProvider(ToolProvider):
         timeout = httpx2.Timeout(self.connect_timeout, read=read_timeout)
         http = await stack.enter_async_context(httpx2.AsyncClient(headers=self.headers, timeout=timeout))
         return streamable_http_client(str(self.url), http_client=http)
+
+    @contextlib.asynccontextmanager
+    async def _stdio_in_its_group(self) -> Any:
+        """The stdio transport: the server is started in a process group (session) of its own, and once
+        the SDK has stopped it, whatever is left of that group (children that outlived it: npx's node,
+        a server's helpers) is killed, however the connection ended (closed, failed, cancelled)."""
+        from mcp import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.cwd)
+        self._stdio = stdio_client(params, errlog=self._stderr)
+        group = None
+        try:
+            async with self._stdio as streams:
+                process = _process_of(self._stdio)
+                group = process.pid if process is not None else None  # the SDK starts it a session: pgid = pid
+                yield streams
+        finally:
+            if group is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):  # (none left: the usual case)
+                    os.killpg(group, signal.SIGKILL)
 
     # -- the server's tools changing ------------------------------------------------------------
     def _tools_changed(self) -> None:

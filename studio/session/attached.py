@@ -216,7 +216,8 @@ class RemoteSession:
         for row in rows:
             self._rows.add(self._run_id, row)
             self._summaries[row["id"]] = row["summary"]
-            self._saved[(self._run_id, row["branch"], row["tick"])] = row["event_position"]
+            # the tick's own checkpoint: a later one of its tick (a suspension's) holds events published between ticks
+            self._saved.setdefault((self._run_id, row["branch"], row["tick"]), row["event_position"])
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:

@@ -42,7 +42,9 @@ from runtime.memory.checkpoint import (
     StoreError,
 )
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
+from runtime.memory.checkpoint.model import tick_positions
 from runtime.memory.checkpoint.naming import is_postgres_url
+from runtime.memory.checkpoint.waiting import resume_point, waiting_approvals
 from runtime.node.composites import loop_counter
 
 from ..edits import EditError, StagedEdits
@@ -98,6 +100,7 @@ class DebugSession:
         self.viewing: TimelineRow | None = None  # a past checkpoint shown read-only
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
+        self._recorded_waiting: list[Any] = []  # the approvals it waits for (answering one resumes it here)
         self._events_read = EventsRead()  # where reading the recorded run's events stands (`follow` goes on)
         self._listeners: tuple[Listener, ...] = ()
         self._frame: Frame | None = None
@@ -153,9 +156,9 @@ class DebugSession:
 
         session = cls(tree_for_run(store, run_id, tree).load(), store=store, start=False)
         session.recorded_run, session.run_state = run_id, RunState.RECORDED
+        session._recorded_waiting = waiting_approvals(store, run_id)
         infos = store.list(run_id)
-        saved = {(info.branch, info.tick): info.event_position for info in infos}
-        session.log.load(run_id, store.events(run_id, session._events_read), saved)
+        session.log.load(run_id, store.events(run_id, session._events_read), tick_positions(infos))
         session.select_checkpoint(infos[-1].id)
         return session
 
@@ -794,10 +797,13 @@ class DebugSession:
 
     # -- approvals: the debugger's ----------------------------------------------------
     def pending_approvals(self) -> list[Any]:
+        if self.recorded_run is not None:
+            return list(self._recorded_waiting)
         return self.debugger.pending_approvals()
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
         """Approve a pending call; with `arguments` (checked against the tool's schema) it runs with those."""
+        self._resume_recorded()
         self.debugger.approve(approval_id, arguments)
 
     def check_arguments(self, request: Any, arguments: Any) -> None:
@@ -805,7 +811,21 @@ class DebugSession:
         self.debugger.check_arguments(request, arguments)
 
     def deny(self, approval_id: str, reason: str) -> None:
+        self._resume_recorded()
         self.debugger.deny(approval_id, reason or "denied in the studio")
+
+    def _resume_recorded(self) -> None:
+        """A recorded run that waits for an approval is answered live: it goes on here from its last
+        checkpoint, recording into its store (`Agent.resume` does the same in code)."""
+        if self.recorded_run is None or not self._recorded_waiting:
+            return
+        try:
+            point = resume_point(self.store, self.recorded_run)
+        except (CheckpointError, StoreError) as exc:
+            raise EditError(str(exc)) from None
+        self.debugger.take_over(point)
+        self._restored(point.checkpoint)
+        self._recorded_waiting = []
 
 
 __all__ = ["RECORDING", "DebugSession", "StopReason", "default_db_path", "open_store"]

@@ -33,6 +33,8 @@ class Source(StrEnum):
     UPDATE = "update"  # after an edit made outside a tick
     FORK = "fork"  # the first checkpoint of a new branch, with its edits
     REPLAY = "replay"  # the first checkpoint of a replay's branch
+    SUSPEND = "suspend"  # a run that suspended after its last tick (a node asked between ticks): what it waits for
+    INTERRUPT = "interrupt"  # a run stopped from outside (a signal, a cancelled task): its end, status INTERRUPTED
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,18 @@ class CheckpointInfo:
         if self.status == "ERROR":
             return Status.FAILURE
         return Status._value2member_map_.get(self.status, Status.INVALID)
+
+
+def tick_positions(infos: Iterable[CheckpointInfo],
+                   into: dict[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
+    """(branch, tick) -> the event position of the tick's own checkpoint, the first at that tick on that
+    branch: an event of the tick stored after it was published between ticks (async work finishing,
+    a node asking for approval), even when a later checkpoint of the same tick (an edit's, the
+    suspension's) holds it. `into`: a map to add to (new checkpoints of a followed run)."""
+    positions = {} if into is None else into
+    for info in infos:
+        positions.setdefault((info.branch, info.tick), info.event_position)
+    return positions
 
 
 @dataclass(frozen=True)
@@ -181,4 +195,4 @@ class ListTracker:
 
 
 __all__ = ["Checkpoint", "CheckpointInfo", "CheckpointRecord", "ListChunk", "ListTracker", "Source",
-           "TreePaths", "dumpb", "dumps", "jsonable"]
+           "TreePaths", "dumpb", "dumps", "jsonable", "tick_positions"]

@@ -12,6 +12,15 @@ the latest every `full_every` saves: a restore parses a few full records' worth 
 ReAct run's chains are about ten records long; a large tree whose ticks change little goes
 `full_every` saves between its big full records).
 
+A run that suspends (`run.suspended`: it waits for an approval) gets a checkpoint of its own
+(`suspend`), holding what it waits for and every event it published: a node may ask between
+two ticks (a debugger steps tick by tick), after the tick's checkpoint, and another process
+resumes the run from this one (`runtime.memory.checkpoint.waiting`).
+
+A run stopped from outside (a signal, a cancelled task: `run.failed` with status INTERRUPTED)
+gets a last checkpoint too (`interrupt`, status INTERRUPTED): it reads as interrupted, not as
+RUNNING, and its statuses show where it stood.
+
 Restoring stops the tree (cancelling tasks in flight), loads the state raw (no reducers,
 run-scoped fields as saved), puts back statuses, composite positions and resume data, and
 rewinds tick count and event position. An async node that was RUNNING starts its work
@@ -34,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
-from ...engine.events import TICK_TELEMETRY, EventType, RuntimeEvent
+from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEvent
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
 from .deferred import compile_deferred
@@ -80,6 +89,7 @@ class RunnerCheckpoints:
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
+        self._suspended_at: int | None = None  # the checkpoint that records the run's suspension, while it is the head
         self._agents = AgentCheckpoints(runner)  # its swarm's agents, recorded with it
         runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY)  # rebuilt from the records
         if runner.context.io_recorder is None:
@@ -103,6 +113,13 @@ class RunnerCheckpoints:
             self._events.append((self.branch, event))
             if event.type == EventType.BINDING_CHANGED and event.node is not None:
                 self._binding_changed(event.node)
+            if event.type == EventType.RUN_SUSPENDED and self._suspended_at != self.head:
+                self.save(Source.SUSPEND)
+                self._suspended_at = self.head
+                return
+            if event.type == EventType.RUN_FAILED and event.payload.get("status") == INTERRUPTED:
+                self.save(Source.INTERRUPT, status=INTERRUPTED)
+                return
             if event.type in _FLUSH_ON or (len(self._events) >= SPILL_EVENTS and not self._unwritten):
                 self.flush()
         except StoreError:  # kept: the next save() writes them, or raises why it cannot and stops the run

@@ -455,6 +455,33 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             self._transaction(write)
             self._claimed.discard(run_id)
 
+    def take_over(self, run_id: str, seen: str | None) -> bool:
+        """Make this writer the writer of `run_id`, which another left (it suspended, stopped or died),
+        if the run's facts (`run:<id>` in meta) are still the text `seen` when it was found so: one
+        compare-and-set, so of two processes that take one run at once, one does. Taken, the run is
+        running again, written here; False when another process took it first."""
+        key = f"run:{run_id}"
+        facts = {k: v for k, v in json.loads(seen or "{}").items() if k not in ("ended", "ended_at", "released")}
+
+        def write(conn: Any, _: dict, __: dict) -> bool:
+            value = json.dumps({**facts, "writer": self._claim(conn)})
+            taken = conn.execute("UPDATE meta SET value = ? WHERE key = ? AND value = ?", (value, key, seen)) \
+                if seen is not None else conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                                                      (key, value))
+            if taken.rowcount != 1:
+                return False
+            self._claiming.add(run_id)
+            return True
+
+        return self._transaction(write)
+
+    def written_elsewhere(self, run_id: str) -> bool:
+        """Whether another writer took `run_id` over from this one (`take_over`: another process resumed
+        it while this one still held it suspended): this one must not go on with it."""
+        if run_id not in self._claimed:
+            return False
+        return json.loads(self.get_meta(f"run:{run_id}") or "{}").get("writer") not in (None, self._writer_id)
+
     def close_writer(self) -> None:
         """Say this writer has closed (a clean exit is no death); its runs not ended are abandoned now."""
         heartbeats.discard(self)

@@ -105,6 +105,13 @@ class CheckpointStore(Protocol):
     def release(self, run_id: str) -> None:
         """This store's writer leaves `run_id` unfinished for good (it is abandoned from now)."""
 
+    def take_over(self, run_id: str, seen: str | None) -> bool:
+        """Make this store's writer the writer of `run_id` if its facts (`run:<id>` in meta) are still
+        `seen`; False when another writer took it first (see `waiting.ResumePoint`)."""
+
+    def written_elsewhere(self, run_id: str) -> bool:
+        """Whether another writer took `run_id` over from this store's writer since it wrote it."""
+
     def branches(self, run_id: str) -> list[str]: ...
 
     def set_meta(self, key: str, value: str) -> None: ...

@@ -1,0 +1,107 @@
+"""`jianmu-studio resume`: answer a run that waits for an approval, and go on with it here.
+
+    jianmu-studio resume [STORE] [--run ID] [--tree TREE] --approve TOOL|ID|all ... --deny TOOL|ID|all[:REASON] ...
+                         [--json]
+
+The run may have suspended in any process, any time before (a `run` that stopped for an
+approval, a service's worker): its tree file is built again (the file the store names for the
+run, else the text kept with it, or --tree), its last checkpoint restored, the calls that wait
+answered, and the run goes on in this process, recording into the same store, one line per
+tick, until it ends or waits again. The approved call runs here, once; a denied one never runs.
+This is `Agent.resume` (docs/resume.md) on the command line.
+
+STORE defaults to $JIANMU_DB, else the studio's default store; --run to the store's only run
+that waits for an approval. Exit status as `run`: 0 the run succeeded, 1 it failed or waits
+again, 2 bad input (no such run, one that waits for nothing or that a live process still
+writes, an answer that fits no waiting call, a tree that does not load or fit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from py_trees.common import Status
+
+from runtime.check.recording import tree_for_run
+from runtime.guard import ApprovalError, ApprovalRequest, ApprovalStatus
+from runtime.memory.checkpoint import CheckpointError, display_name, open_store
+from runtime.memory.checkpoint.waiting import waiting_runs
+
+from . import headless
+from .places import default_store
+
+COMMAND = "resume"
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser], store_help: str) -> None:
+    resume = sub.add_parser(COMMAND, parents=parents, epilog=headless.APPROVALS_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            help="answer a run that waits for an approval (suspended by any process, any time "
+                                 "before) and go on with it here")
+    resume.add_argument("store", nargs="?", metavar="STORE",
+                        help=f"{store_help} (default: $JIANMU_DB, else the studio's default file)")
+    resume.add_argument("--run", dest="run_id", help="the run (default: the store's only run that waits)")
+    resume.add_argument("--tree", help="the run's tree file, when the store has none recorded for it")
+    resume.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    headless.add_approval_flags(resume)
+
+
+async def resume(args: argparse.Namespace) -> int:
+    rules = headless.answers(args)
+    if not rules.approve and not rules.deny:
+        raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
+    store = open_store(args.store or args.db or default_store(), create=False)
+    try:
+        run_id = args.run_id or _only_waiting(store)
+        tree = tree_for_run(store, run_id, args.tree)
+        for note in tree.notes:
+            print(f"jianmu-studio: {note}", file=sys.stderr)
+        agent = tree.build()
+        agent.runner = agent.make_runner(checkpointer=store)
+        agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
+        agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
+        result = await agent.resume(store, run_id, approve=rules.approve, deny=rules.deny)
+        failure = agent.failure(agent.runner)
+        waiting = [request for request in agent.context.approval_manager.pending() if request.id in result.pending]
+        summary = {"status": result.status.value, "termination_reason": result.termination_reason,
+                   "final_answer": result.final_answer, "error": failure.line if failure else None,
+                   "ticks": agent.runner.tick_count, "run_id": run_id,
+                   "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
+        if args.json:
+            print(json.dumps({"summary": summary}))
+        else:
+            print(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); run {run_id} "
+                  f"recorded in {display_name(store.location)}")
+            if result.final_answer:
+                print(f"final answer: {result.final_answer}")
+        if failure is not None:
+            print(f"jianmu-studio: {failure.headline}", file=sys.stderr)
+        for request in waiting:
+            print(headless.waiting_line(request), file=sys.stderr)
+        return 0 if result.status == Status.SUCCESS and failure is None else 1
+    finally:
+        store.close()
+
+
+def _only_waiting(store) -> str:
+    """The store's one run that waits for an approval; `CheckpointError` when there is none, or several."""
+    runs = waiting_runs(store)
+    if len(runs) == 1:
+        return runs[0]
+    where = display_name(store.location)
+    if not runs:
+        raise CheckpointError(f"{where}: no run waits for an approval")
+    raise CheckpointError(f"{where}: {len(runs)} runs wait for an approval ({', '.join(runs[-5:])}): "
+                          "say which with --run ID")
+
+
+def _say_decided(request: ApprovalRequest, as_json: bool) -> None:
+    if request.resolved:
+        approved = request.status is ApprovalStatus.APPROVED
+        print(headless.decision_line(request, approved, "" if approved else request.decision_reason or "", as_json),
+              flush=True)
+
+
+__all__ = ["COMMAND", "add_parser", "resume"]

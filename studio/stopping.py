@@ -1,0 +1,82 @@
+"""Stopping on a signal the way Ctrl-C stops: SIGTERM and SIGHUP (systemd, Docker, `timeout`, a closed
+terminal) end `run`, `resume`, `serve` and the studio as SIGINT does.
+
+The signal cancels the command's work, naming itself as the reason: the run is recorded as
+interrupted as the cancellation unwinds (a last checkpoint with status INTERRUPTED, unless the run
+had ended or waits for an approval, which another process may still answer), its work in flight
+is cancelled, and its MCP servers are stopped with their process groups. The command then exits
+with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP), without a traceback. A
+second signal while that happens is ignored: stopping is bounded (an MCP server gets a few seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from runtime.agent import interrupt
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def exit_status(signum: int) -> int:
+    return 128 + signum
+
+
+@contextlib.contextmanager
+def on_signals(stop: Callable[[int], Any]) -> Iterator[None]:
+    """`stop(signum)` on the running loop at the first of SIGINT, SIGTERM or SIGHUP; later ones are ignored."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def first(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            stop(signum)
+
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, first, signum)
+    try:
+        yield
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+
+
+def run(main: Coroutine[Any, Any, int]) -> int:
+    """`asyncio.run(main)`, which a signal cancels (its name the reason): main's exit status, or 128 + the
+    signal's number."""
+    received: list[int] = []
+
+    async def guarded() -> int:
+        task = asyncio.current_task()
+
+        def cancel(signum: int) -> None:
+            received.append(signum)
+            task.cancel(signal.Signals(signum).name)
+
+        with on_signals(cancel):
+            return await main
+
+    try:
+        status = asyncio.run(guarded())
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if not received:
+            raise
+    return exit_status(received[0]) if received else status
+
+
+async def interrupt_session(session: Any, why: str) -> None:
+    """Stop a local session's live run from outside: recorded as interrupted (`runtime.agent.interrupt`),
+    its work in flight cancelled, its tool providers closed (MCP servers and their process groups)."""
+    runner = session.runner
+    if session.recorded_run is None:
+        interrupt(runner, why)
+    runner.stop()
+    await session.agent.close()
+
+
+__all__ = ["SIGNALS", "exit_status", "interrupt_session", "on_signals", "run"]
