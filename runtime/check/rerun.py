@@ -31,6 +31,7 @@ from ..engine.behaviour import JianmuNodeMixin
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import TickReport
 from ..memory.checkpoint import (
+    Checkpoint,
     CheckpointError,
     CheckpointInfo,
     CheckpointStore,
@@ -38,10 +39,12 @@ from ..memory.checkpoint import (
     ReplayDivergence,
     Source,
 )
+from ..memory.checkpoint.agents import swarm_of
 from ..memory.checkpoint.naming import display_name
 from ..state import StateChange, StateValidationError
+from .agents import AgentPace, without_unstarted
 from .compare import Difference, Pictures
-from .served import AgentIO, ServedIO
+from .served import ServedIO
 from .stand_ins import stand_in_providers
 
 SETTLE_TURNS = 8  # event-loop turns given to work in flight before a tick tried again
@@ -126,9 +129,7 @@ class _Rerun:
         self.runner = agent.make_runner(checkpointer=self.scratch)
         if not tools_live:
             stand_in_providers(self.runner.nodes, store, run_id, branch)
-        swarm = getattr(agent.context, "runtime", None)
-        watch = getattr(swarm, "watch_runners", None)
-        self._unwatch = watch(self._agent_runner) if callable(watch) else (lambda: None)
+        self.pace = AgentPace(self.runner, self.served) if swarm_of(self.runner) is not None else None
         self._writers: dict[tuple[str, str], str] = {}  # (namespace, key) -> the node whose work last wrote it
         self.runner.state_manager.subscribe(self._written)
         self.report = CheckReport(run_id, branch, 0)
@@ -144,9 +145,6 @@ class _Rerun:
             for key in change.changes:
                 self._writers[(change.namespace or "", key)] = name[len(TASK_PREFIX):]
 
-    def _agent_runner(self, agent_id: str, runner: Any) -> None:
-        runner.context.io_recorder = AgentIO(self.served, agent_id)
-
     async def go(self) -> CheckReport:
         first = self.store.get(self.path[0].id)
         runner = self.runner
@@ -160,18 +158,23 @@ class _Rerun:
         runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": first.tick})
         pictures = Pictures(self.served.sides, self.store.read_list, self.scratch.read_list)
         for i, info in enumerate(self.path):
+            recorded = self.store.get(info.id, read_lists=False)
             if i:
-                problem = await (self._tick(info) if info.source == Source.LOOP else self._edit(info))
+                problem = await (self._tick(info, recorded) if info.source == Source.LOOP else self._edit(info))
                 if problem is not None:
                     return self._diverged(problem)
-            found = pictures.differences(info.tick, self.store.get(info.id, read_lists=False),
-                                         self.scratch.get(runner.checkpoints.head, read_lists=False), self._writer)
+            now = self.scratch.get(runner.checkpoints.head, read_lists=False)
+            if self.pace is not None:
+                now = without_unstarted(recorded, now)
+            found = pictures.differences(info.tick, recorded, now, self._writer)
             if found:
                 if info.source == Source.LOOP:
                     self.differing_tick = info.tick
                 self.report.also = [f"{d.what}" + (f" at {d.node}" if d.node else "") for d in found[1:]]
                 return self._diverged(found[0])
             self.report.ticks = info.tick
+            if self.served.release(info.tick):  # the answers that landed after this tick, before the next
+                await _settle()
         self.report.tools_run = self.served.tools_run
         return self.report
 
@@ -180,14 +183,20 @@ class _Rerun:
         self.report.tools_run = self.served.tools_run
         return self.report
 
-    async def _tick(self, info: CheckpointInfo) -> Difference | None:
-        """Run the recorded tick `info.tick` (after answering what the recording answered before it)."""
+    async def _tick(self, info: CheckpointInfo, recorded: Checkpoint) -> Difference | None:
+        """Run the recorded tick `info.tick` (after answering what the recording answered before it,
+        and letting a swarm's agents run as far as the recording's had by then)."""
+        if self.pace is not None:
+            self.pace.open(recorded)
+            problem = await self.pace.reach(info.tick, self.idle)
+            if problem is not None:
+                return problem
+            await _settle()  # the work their last ticks started, served at once, lands before the host ticks
         problem = await self._ready(info.tick)
         if problem is not None:
             return problem
         if info.tick in self.settled:
-            for _ in range(SETTLE_TURNS):
-                await asyncio.sleep(0)
+            await _settle()
         try:
             self._last = await self.runner.step()
         except ReplayDivergence:
@@ -273,7 +282,8 @@ class _Rerun:
         return None
 
     async def close(self) -> None:
-        self._unwatch()
+        if self.pace is not None:
+            self.pace.close()
         if not self.runner.finished:  # work in flight (a divergence, a recording cut short) is cancelled
             self.runner.stop()
         await self.agent.close()
@@ -281,6 +291,12 @@ class _Rerun:
 
 
 _GONE = object()
+
+
+async def _settle() -> None:
+    """Let work in flight run on for a few turns of the event loop (nothing it waits for takes time)."""
+    for _ in range(SETTLE_TURNS):
+        await asyncio.sleep(0)
 
 
 def _outputs(node: JianmuNodeMixin) -> set[str]:
