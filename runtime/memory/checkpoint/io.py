@@ -229,12 +229,16 @@ class IOReplayer:
     def _served_model(self, record: IORecord, node: str) -> ModelResponse:
         from ...model import ModelResponse
 
-        provider = _positioned(self._checkpoints, node)
-        if provider is not None and POSITION_AFTER in record.request:  # as far as the call took it then
-            provider.restore_resume_state(record.request[POSITION_AFTER])
+        self.position_after(record, node)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedModelError)
         return ModelResponse.model_validate(record.response)
+
+    def position_after(self, record: IORecord, node: str) -> None:
+        """Put the model of `node`, when it keeps a position of its own, where the recorded call left it."""
+        provider = _positioned(self._checkpoints, node)
+        if provider is not None and POSITION_AFTER in record.request:
+            provider.restore_resume_state(record.request[POSITION_AFTER])
 
     async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
                         call: Callable[[], Awaitable[str]]) -> str:
@@ -263,10 +267,18 @@ class IOReplayer:
         return None
 
 
+def recorded_messages(store: CheckpointStore, record: IORecord) -> list[dict[str, Any]]:
+    """A recorded model call's messages, as JSON (a conversation is stored as a list reference)."""
+    ref = record.request.get("messages")
+    if isinstance(ref, list) and len(ref) == 3 and ref[0] == "l":
+        return list(store.read_list(ref[1], ref[2]))
+    return list(ref or [])
+
+
 def tool_request(record: IORecord) -> dict[str, Any]:
     """A recorded tool call's name and arguments (what a call now is compared with)."""
     return {"name": record.request.get("name"), "arguments": record.request.get("arguments")}
 
 
 __all__ = ["LANDED", "IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",
-           "first_difference", "tool_request"]
+           "first_difference", "recorded_messages", "tool_request"]
