@@ -70,7 +70,7 @@ async def _measure(nodes: int, folder: Path) -> dict:
     _timed(runner, "capture", captures)
     _timed(store, "save", writes)
     started = time.perf_counter()
-    runner.start_fresh()  # as the studio's first step starts its run (studio/session.py, _start_run)
+    runner.start_fresh()  # as the studio's first step starts its run (studio/session/local.py, _start_run)
     runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})  # saves tick 0 in full
     await runner.step()
     step_ms = (time.perf_counter() - started) * 1000

@@ -5,6 +5,7 @@ The names most programs need are importable from here:
     from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
 """
 
+from . import debug  # noqa: F401  (it sets how `Agent.run(debug=...)` serves a run: its debug server)
 from .agent import Agent, AgentResult
 from .config import ReActConfig, get_config
 from .context import ContextBuilder, ContextBuilderProtocol

@@ -24,16 +24,16 @@ approval; `pending` lists what), `"max_ticks"` (stopped by `max_ticks`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import py_trees
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from .config import ReActConfig
-from .debug import debugging
 from .engine.deps import RunContext
 from .engine.events import RuntimeEventBus
 from .engine.runner import ReactiveRunner
@@ -47,6 +47,17 @@ from .node.toolbox import ToolBox
 from .state import InteractionKeys
 
 ResultType = Literal["answer", "error", "pending"]
+RunFunction = Callable[..., Awaitable[Status]]
+Serving = Callable[..., AbstractAsyncContextManager[RunFunction]]
+
+
+@asynccontextmanager
+async def unserved(runner: ReactiveRunner, debug: str | int | None = None, *, agent: Any = None
+                   ) -> AsyncIterator[RunFunction]:
+    """A run served to nobody: `runner.run` itself (what `Agent.serving` is until `runtime.debug` sets it)."""
+    if debug is not None:
+        raise ValueError(f"debug={debug!r}: no debug server is loaded (import runtime.debug)")
+    yield runner.run
 
 
 @dataclass
@@ -147,6 +158,10 @@ class Agent:
     (seed 003): each loop stops at the smaller of its own `max_iterations` and this
     (`RunContext.max_iterations_hard_limit`, default `limits.max_iterations_hard_limit`)."""
 
+    serving: ClassVar[Serving] = staticmethod(unserved)
+    """How `run(debug=...)` serves a run to a debugger: `runtime.debug` sets its server here when it is
+    imported (as `import runtime` does); this file sits below it and never imports it."""
+
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
                  context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
                  max_iterations_hard_limit: int | None = None):
@@ -196,7 +211,7 @@ class Agent:
         if self.runner is None:
             self.runner = self.make_runner()
         try:
-            async with debugging(self.runner, debug, agent=self) as run:
+            async with self.serving(self.runner, debug, agent=self) as run:
                 await run(max_ticks, input_data=input_data)
         except BaseException:
             await self.close()

@@ -481,7 +481,7 @@ async def attach(args: argparse.Namespace) -> int:
     from runtime.debug import DebugError
 
     from .app import StudioApp
-    from .remote_session import RemoteSession
+    from .session.attached import RemoteSession
 
     token = args.token or os.environ.get("JIANMU_DEBUG_TOKEN") or ""
     try:

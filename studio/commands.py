@@ -8,22 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.screen import Screen
 
 from .screens.prompt import PromptScreen
 from .widgets.timeline import field_of
-
-if TYPE_CHECKING:
-    from .app import MainScreen
 
 
 class StudioCommands(Provider):
     """Commands over what the session holds right now (nodes, checkpoints, breakpoints)."""
 
     @property
-    def main(self) -> MainScreen:
+    def main(self) -> Screen:
+        """The app's main screen (`studio.app.MainScreen`, which imports this module: named, not imported)."""
         return self.app.main
 
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:

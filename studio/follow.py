@@ -143,10 +143,11 @@ class RunFollower:
         return Landed(self.run_id, before, new, dict(self._saved), events, ended, self.liveness)
 
     def _check_writer(self) -> Landed | None:
-        """A `Landed` of nothing when the run's liveness changed (its writer died, say), else None."""
+        """A `Landed` of nothing when the run's writer has died since, else None. Anything else comes
+        with what a writer wrote, in a look (how it ended, a writer taking it over), not ahead of it."""
         self._checked = time.monotonic()
         liveness = liveness_of(self.store, self.run_id)
-        if liveness == self.liveness:
+        if liveness == self.liveness or liveness.state != ABANDONED:
             return None
         self.liveness = liveness
         return Landed(self.run_id, self._last, [], dict(self._saved), [], self._ended, liveness)

@@ -28,6 +28,7 @@ from typing import Any
 
 from py_trees.common import Status
 
+from runtime.debug.children import PastAgents, agents_state
 from runtime.engine.behaviour import JianmuNodeMixin, binding_key
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.record import Returns
@@ -36,7 +37,6 @@ from runtime.memory.checkpoint import Checkpoint, CheckpointInfo, StoreError
 from runtime.node.composites import loop_counter
 from runtime.state import Deferred, StateManager
 
-from .children import PastAgents, agents_state
 from .edits import EditError, StagedEdits
 from .failure import ToolFailure
 from .timeline import RUN_END, Lineage, Mark, RunTimeline, State, diff

@@ -10,8 +10,8 @@ from pathlib import Path
 from textual.widgets import DataTable, Input
 from tui_fixtures import BOTH, REACT_CALCULATOR, SIZE, settle, steady_terminal, studio_on  # noqa: F401
 
+from runtime.debug.breakpoints import Breakpoint
 from studio.app import StudioApp
-from studio.breakpoints import Breakpoint
 from studio.screens.breakpoints import BreakpointsScreen
 from studio.session import DebugSession
 
@@ -163,7 +163,7 @@ async def test_breakpoints_are_kept_beside_the_store_and_come_back(tmp_path):
     saved = session.breakpoints_file
     assert saved.parent == tmp_path / "runs.studio"  # beside runs.db
     assert not list(REACT_CALCULATOR.parent.glob("*.breakpoints.json"))  # never in the source tree
-    assert json.loads(saved.read_text())[0] == {"kind": "node", "enabled": True, "node": LLM, "on": "before"}
+    assert json.loads(saved.read_text())[0] == {"kind": "node", "node": LLM, "when": "before", "enabled": True}
     again = calculator(tmp_path)
     assert [(bp.kind, bp.where, bp.enabled) for bp in again.breakpoints] == [
         ("node", LLM, True), ("condition", "rounds >= 2", True), ("event", "tool.call.failed", False)]

@@ -227,8 +227,8 @@ async def test_serve_runs_a_tree_for_a_studio_to_attach_and_prints_its_outcome(t
 
     from tui_fixtures import until
 
-    from studio.remote_session import RemoteSession
     from studio.session import RunState
+    from studio.session.attached import RemoteSession
 
     env = dict(os.environ, JIANMU_DEBUG_TOKEN="t0ken-for-serve")
     process = await asyncio.create_subprocess_exec(

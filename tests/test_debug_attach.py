@@ -32,9 +32,9 @@ from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Source, open_store, run_liveness
 from studio.app import StudioApp
 from studio.cli import main
-from studio.remote_session import RemoteSession
 from studio.screens.model_call import ModelCallScreen, ModelCallsScreen
 from studio.session import DebugSession, RunState
+from studio.session.attached import RemoteSession
 from studio.widgets.tree_pane import TreePane
 
 
@@ -86,7 +86,7 @@ async def test_attach_refuses_a_wrong_token_with_one_line(capsys):
 def test_both_sessions_offer_everything_the_tui_asks_for(implementation):
     import inspect
 
-    from studio.session_api import SessionAPI
+    from studio.session.api import SessionAPI
 
     for name, member in vars(SessionAPI).items():
         if name.startswith("_"):

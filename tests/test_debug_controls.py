@@ -110,12 +110,34 @@ async def test_after_event_and_condition_breakpoints_each_stop_the_run():
         await client.request("break", kind="condition", condition="len(messages) >= 4")
         after = (await client.request("break", kind="node", node=tools, when="after"))["breakpoint"]
         await client.request("continue")
-        assert (await until(client, "paused"))["message"] == f"breakpoint: after {tools}"
+        assert (await until(client, "paused"))["message"] == f"breakpoint: after {tools} changes status"
         await client.request("unbreak", breakpoint=after["id"])
         await client.request("continue")
         assert (await until(client, "paused"))["message"] == "breakpoint: event tool.call.completed"
         await client.request("continue")
         assert (await until(client, "paused"))["message"] == "breakpoint: when len(messages) >= 4"
+        await client.request("continue")
+        assert await task == Status.SUCCESS
+
+
+async def test_breakpoints_have_the_one_form_count_their_hits_and_are_disabled_without_being_lost():
+    agent, data = sample("react_calculator")
+    async with served(agent, data) as (runner, client, task):
+        tools = "Calculator/Calculator.loop/Calculator.tools"
+        placed = (await client.request("break", kind="node", node=tools))["breakpoint"]  # before, by default
+        assert placed == {"id": placed["id"], "kind": "node", "node": tools, "when": "before", "enabled": True,
+                          "hits": 0}
+        with pytest.raises(DebugError, match="bad_request") as refused:
+            await client.request("break", kind="condition", condition="nope > 1")
+        assert refused.value.message == "condition 'nope > 1': no state key 'nope'"
+        await client.request("continue")
+        paused = await until(client, "paused")
+        assert (paused["breakpoint"], paused["hits"], paused["node"]) == (placed["id"], 1, tools)
+        off = (await client.request("set_breakpoint", breakpoint=placed["id"], enabled=False))["breakpoint"]
+        assert off["enabled"] is False and off["hits"] == 1
+        assert runner.stop_before == frozenset()  # kept, but no longer a stop
+        update = await until(client, "update")
+        assert update["breakpoints"] == [off]
         await client.request("continue")
         assert await task == Status.SUCCESS
 
@@ -165,7 +187,7 @@ async def test_an_approval_answered_by_the_debugger_holds_the_run_until_it_conti
             assert refused.value.code == "bad_request" and refused.value.message.startswith(refusal)
         assert runner.suspended  # a refused correction decided nothing
         await client.request("approve", approval=request["id"], arguments=corrected)
-        held = await until(client, "paused")  # answered: held, as a local session is after an approval
+        held = await until(client, "paused", kind="paused")  # answered: held, as a local session is after an approval
         assert held["message"] == "approval resolved: continue or step" and runner.tick_count == tick
         asked = next(at for kind, at in published if kind == "approval.requested")
         suspended = [at for kind, at in published if kind == "run.suspended"]

@@ -16,9 +16,9 @@ from test_store_schema import _as_schema
 from writer_process import start_writer
 
 from runtime.memory.checkpoint import SCHEMA_VERSION, open_store
-from studio.persist import settings_dir
 from studio.places import default_db_path, default_store, old_cache_dir
 from studio.session import DebugSession
+from studio.session.persist import settings_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = str(ROOT / "sample_trees/text_pipeline.py")

@@ -15,8 +15,8 @@ from textual.widgets import Input, Static, TextArea
 from tui_fixtures import SIZE, approval_session, pipeline_session, settle, steady_terminal  # noqa: F401
 
 from runtime.debug.bounded import TooLarge, parse_value
+from runtime.debug.breakpoints import BreakpointError
 from studio.app import StudioApp
-from studio.breakpoints import BreakpointError
 from studio.screens.approval import ApprovalScreen
 from studio.screens.bindings_editor import BindingsEditor
 from studio.screens.prompt import PromptScreen

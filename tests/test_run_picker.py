@@ -76,11 +76,11 @@ async def test_the_picker_tells_a_run_whose_writer_died_from_a_live_and_a_suspen
             assert _cells(table, 1)[4] == f"{socket.gethostname()} (pid {dying.pid})"
             dying.kill()  # SIGKILL, while the picker is open: its row says so at the next refresh
             dying.wait()
-            assert await _until(pilot, lambda: statuses()[dying_run].startswith("abandoned, last seen "))
+            assert await _until(pilot, lambda: statuses()[dying_run].startswith("abandoned, last seen ")), statuses()
             (run,) = store.runs(dying_run)
             assert statuses() == {live_run: "running…", dying_run: f"abandoned, last seen {when(run.writer.seen)}",
                                   waiting: "suspended: waiting for approval"}
-            assert table.ordered_columns[2].content_width >= len(statuses()[dying_run])  # shown whole, not cut
+            assert await _until(pilot, lambda: table.ordered_columns[2].content_width >= len(statuses()[dying_run]))
         store.close()
     finally:
         for proc in (live, dying):

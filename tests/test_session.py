@@ -10,7 +10,7 @@ import py_trees
 import pytest
 from py_trees.common import Status
 
-from studio.breakpoints import BreakpointError
+from runtime.debug.breakpoints import BreakpointError
 from studio.session import DebugSession, EditError, RunState
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,3 +18,15 @@ def test_a_step_that_changed_nothing_says_so():
     assert stepped(two) == "stepped: 2 nodes changed"
     many = TickReport(6, Status.RUNNING, changed={str(n): (Status.RUNNING, Status.SUCCESS) for n in range(1001)})
     assert stepped(many) == "stepped: 1,001 nodes changed"
+
+
+def test_a_node_that_returned_a_status_its_tick_did_not_end_with_counts_as_changed():
+    """A ReAct round's check returns FAILURE and its loop resets it in the same tick: it ends as it
+    began, yet it moved (the tick's record); a node counts once, however often it returned, and
+    whether its end changed too."""
+    report = TickReport(3, Status.RUNNING, changed={"loop/tools": (Status.RUNNING, Status.INVALID)},
+                        ticked=["loop/tools", "loop/done", "loop/done"],
+                        returned=[Status.SUCCESS, Status.FAILURE, Status.FAILURE],
+                        unseen=[(0, Status.INVALID), (1, Status.INVALID), (2, Status.INVALID)])
+    assert report.transient == {"loop/tools", "loop/done"}
+    assert stepped(report) == "stepped: 2 nodes changed"

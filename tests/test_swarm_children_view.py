@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from py_trees.common import Status
 from test_tui_app import plain
 from tui_fixtures import BOTH, SIZE, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from runtime.debug.breakpoints import BreakpointError
 from runtime.engine.events import EventType
 from studio.app import StudioApp
-from studio.breakpoints import BreakpointError
 from studio.session import DebugSession, RunState
 from studio.widgets.state_pane import StatePane
 from studio.widgets.tree_pane import TreePane
@@ -154,6 +155,29 @@ async def test_an_after_breakpoint_on_an_agents_node_stops_the_run_and_releases_
         assert (await session.continue_()).kind == "finished"
         await until(lambda: session.state_snapshot()[""]["reply"] == "build it")
 
+
+
+RESEARCH_DONE = "@researcher/Researcher/Research/Research.loop/Research.done"
+
+
+@BOTH
+async def test_an_after_breakpoint_on_an_agents_node_fires_when_it_returns_though_its_loop_resets_it(kind, tmp_path):
+    """The researcher's answer check returns FAILURE in its first round and its loop resets it in that
+    same tick (its status ends as it began): the breakpoint stops there, before any answer (the agent's
+    record, `moved`), and again when the check succeeds with the answer (#28.1)."""
+    async with session_on(kind, Path(SWARM_CHAT), tmp_path) as session:
+        await session.step()  # the agents are spawned, each held after its first tick
+        await until(lambda: RESEARCH_DONE in {view.path for view in session.node_views()})
+        assert session.toggle_node_breakpoint(RESEARCH_DONE)
+        stop = await session.continue_()
+        assert (stop.kind, stop.hits) == ("breakpoint", 1), stop.message
+        await until(lambda: "@researcher" in session.state_snapshot())
+        assert not session.state_snapshot()["@researcher"]["final_answer"]  # round 1 failed its check
+        assert session.node_status(RESEARCH_DONE) == Status.INVALID  # reset by its loop in that tick
+        stop = await session.continue_()
+        assert (stop.kind, stop.hits) == ("breakpoint", 2), stop.message
+        await until(lambda: bool(session.state_snapshot()["@researcher"]["final_answer"]))
+        assert session.node_status(RESEARCH_DONE) == Status.SUCCESS
 
 SPAWNED_IN_CODE = """\
 from py_trees.common import Status

@@ -2,8 +2,8 @@
 
 A sample tree is run to its end through the session (approvals granted), then every checkpoint
 of the run is viewed in turn and compared with the store read directly, apart from the session:
-tick, root status and branch, every node's status and loop counter (a swarm agent's too), every
-state value (an agent's namespaces too), and no event later than the viewed tick. Then the live
+tick, root status and branch, what its tick returned, every node's status and loop counter (a swarm
+agent's too), every state value (an agent's namespaces too), and no event later than the viewed tick. Then the live
 frame is compared with the last checkpoint (the host's: its agents may run on after it).
 A debugger showing a value from another tick or run is worse than none: this walks all of them.
 """
@@ -47,6 +47,11 @@ async def viewed(session, checkpoint_id: int) -> None:
 def host(state: dict) -> dict:
     """The tree's own namespaces, without a swarm agent's (which runs on after its host's last checkpoint)."""
     return {ns: values for ns, values in state.items() if not ns.startswith("@")}
+
+
+def record(returns) -> list[tuple[str, str]] | None:
+    """A tick's record, (path, status) in the order they returned (None: none)."""
+    return None if returns is None else [(path, status.value) for path, status in returns]
 
 
 def expected_counter(node, shown: str | None, status: Status, resume: dict) -> str | None:
@@ -112,6 +117,7 @@ async def assert_every_checkpoint_shows_the_store(session, store, name, nodes, n
         where = f"{name} checkpoint {info.id} (tick {info.tick}, {info.branch})"
         frame = session.frame
         assert (frame.tick, frame.root_status, frame.branch) == (info.tick, info.root_status, info.branch), where
+        assert record(frame.returns) == record(checkpoint.returns), f"{where}: what its tick returned"
         shown = {view.path: view for view in session.node_views()}
         assert set(shown) <= set(checkpoint.statuses), f"{where}: drawn, not there then"
         missing = set(checkpoint.statuses) - set(shown)  # only a placeholder a compile replaced

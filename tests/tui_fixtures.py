@@ -21,8 +21,8 @@ from textual.widgets import Input
 from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
 from studio.app import StudioApp
 from studio.loader import LoadedTree
-from studio.remote_session import RemoteSession
 from studio.session import DebugSession, RunState
+from studio.session.attached import RemoteSession
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_PIPELINE = ROOT / "sample_trees" / "text_pipeline.py"

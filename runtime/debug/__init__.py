@@ -1,11 +1,13 @@
-"""Debug a run from another process: a WebSocket server in the runtime, spoken to by the studio.
+"""The debugger (`Debugger`: stepping, breakpoints, edits, approvals, replay and fork, written once
+for every front end), and debugging a run from another process: a WebSocket server in the
+runtime that speaks docs/protocol.md for it, spoken to by the studio.
 
 `Agent.run(..., debug="127.0.0.1:7777")` (or `$JIANMU_DEBUG=host:port`) serves the run for
 its length; a runner is served with `async with DebugServer(runner, address) as server:
 await server.run()`. The protocol is `docs/protocol.md`; `DebugClient` speaks it.
 
-The server and the client (and websockets, ~1.7 MB) are imported when first named: a run
-that is not served, or a studio on a local tree, never loads them.
+The debugger, the server and the client (and websockets, ~1.7 MB) are imported when first
+named: a run that is not served never loads them, a studio on a local tree not the last two.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from py_trees.common import Status
 
+from ..agent import Agent
 from ..engine.runner import ReactiveRunner
 from .protocol import DEFAULT_HEARTBEAT, PROTOCOL_VERSION, ProtocolError, parse_address
 
 if TYPE_CHECKING:
     from .client import DebugClient, DebugError
+    from .debugger import Debugger
     from .server import DebugServer
 
-_LAZY = {"DebugClient": "client", "DebugError": "client", "DebugServer": "server"}
+_LAZY = {"DebugClient": "client", "DebugError": "client", "DebugServer": "server", "Debugger": "debugger"}
 
 
 def __getattr__(name: str) -> Any:
@@ -65,5 +69,7 @@ async def debugging(runner: ReactiveRunner, debug: str | int | None = None, *,
         yield server.run
 
 
-__all__ = ["PROTOCOL_VERSION", "DebugClient", "DebugError", "DebugServer", "ProtocolError", "debugging", "parse_address"]
+Agent.serving = staticmethod(debugging)  # `Agent.run(debug=...)` serves its run with this
+
+__all__ = ["PROTOCOL_VERSION", "DebugClient", "DebugError", "DebugServer", "Debugger", "ProtocolError", "debugging", "parse_address"]
 

@@ -126,9 +126,10 @@ class SwarmChildren:
 
     def _hook(self, agent_id: str):
         async def after(runner: ReactiveRunner, report: TickReport) -> None:
-            prefixed = TickReport(report.tick, report.status,
+            prefixed = TickReport(report.tick, report.status,  # its record too: an after-breakpoint reads `moved`
                                   changed={child_path(agent_id, p): v for p, v in report.changed.items()},
-                                  ticked=[child_path(agent_id, p) for p in report.ticked])
+                                  ticked=[child_path(agent_id, p) for p in report.ticked],
+                                  returned=report.returned, unseen=report.unseen)
             if self._on_tick(agent_id, prefixed):
                 self._released.clear()
                 self.held.add(agent_id)

@@ -2,7 +2,9 @@
 
 Requests are answered in order (`await client.request("step")` returns the `ok` fields or
 raises `DebugError`); everything else the server sends (updates, pauses, the end of the
-run) arrives through `await client.next_message()`, None once the connection is gone.
+run) arrives through `await client.next_message()`, None once the connection is gone. The
+server sends in order, so `request_marked` also says how many of those messages came before
+the answer: what happened before the request was served, as against what it caused.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class DebugClient:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future] = {}
         self._messages: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.received = 0  # messages `next_message` delivers, counted as they arrive
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -60,6 +63,10 @@ class DebugClient:
         return cls(ws, reply)
 
     async def request(self, message_type: str, **fields: Any) -> dict[str, Any]:
+        return (await self.request_marked(message_type, **fields))[0]
+
+    async def request_marked(self, message_type: str, **fields: Any) -> tuple[dict[str, Any], int]:
+        """The answer and the count of unasked messages the server sent before it (`received` then)."""
         request_id = next(self._ids)
         answer = self._waiting[request_id] = asyncio.get_running_loop().create_future()
         try:
@@ -67,10 +74,10 @@ class DebugClient:
         except ConnectionClosed:
             self._waiting.pop(request_id, None)
             raise DebugError("closed", "the debug connection is closed") from None
-        reply = await answer
+        reply, before = await answer
         if reply["type"] == "error":
             raise DebugError(reply["code"], reply["message"])
-        return reply
+        return reply, before
 
     async def next_message(self) -> dict[str, Any] | None:
         """The next unsolicited server message; None once the connection has closed."""
@@ -89,8 +96,9 @@ class DebugClient:
                 message = json.loads(text)
                 answer = self._waiting.pop(message.get("re"), None) if "re" in message else None
                 if answer is not None:
-                    answer.set_result(message)
+                    answer.set_result((message, self.received))
                 else:
+                    self.received += 1
                     self._messages.put_nowait(message)
         except ConnectionClosed:
             pass

@@ -1,69 +1,36 @@
-"""`DebugController`: the runtime side of one attached debugger.
+"""`DebugController`: the debug protocol (docs/protocol.md) spoken for one attached client.
 
-It holds the runner at tick boundaries (pause, step, breakpoints) through the runner's
-tick hooks, which exist only while a client is attached: with nobody attached the runner
-runs exactly as without a debugger. What changed is accumulated (state keys written, node
-statuses, events) and sealed into one `update` message only when the connection is free
-to send, so a slow client gets coalesced diffs instead of slowing the agent down.
+A thin adapter: the debugging itself (stepping, breakpoints, edits, approvals, replay and
+fork, holding the run) is the runner's `runtime.debug.Debugger`, which a local studio
+drives in its own process. This turns the client's requests into the debugger's calls, its
+refusals into protocol errors, and what happens into messages: what changed (state keys
+written, node statuses, events, checkpoint rows) is accumulated and sealed into one
+`update` only when the connection is free to send, so a slow client gets coalesced diffs
+instead of slowing the agent down; where the run stops is a `paused`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
-from ..engine.boundaries import NodeBoundary
-from ..engine.events import EventType, RuntimeEvent
+from ..engine.events import RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
-from ..guard.approval import ApprovalError
-from ..memory.checkpoint import CheckpointError, IOReplayer, StoreError
 from ..node.composites import loop_counter
-from ..state import StateChange, StateValidationError
+from ..state import StateChange
 from ..tools.base import ToolError
-from .children import SwarmChildren, child_namespace, child_path, refused_moment, split_child_path
-from .conditions import Condition, ConditionError
-from .edits import EditRefused, StateFacts, check_binding, check_state_key, check_tool_arguments, waiting_tool
+from .breakpoints import Breakpoint, BreakpointError
+from .children import child_namespace, child_path, split_child_path
+from .debugger import Debugger
+from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
-from .protocol import ProtocolError
-from .stepped import stepped
+from .protocol import ProtocolError, record_json, returns_json
 from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept for a client that cannot keep up; older ones are counted as dropped
 AGENT_TICKS = 200  # swarm agents' tick reports kept between two updates (the newest)
-
-
-@dataclass
-class ServerBreakpoint:
-    """One breakpoint set by the client: a node (before it starts, after a tick that ran it), an event
-    type or a condition."""
-
-    id: int
-    kind: str
-    node: str | None = None
-    when: str = "after"
-    event: str | None = None
-    condition: Condition | None = None
-    was_true: bool = False
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
-        if self.kind == "node":
-            out.update(node=self.node, when=self.when)
-        elif self.kind == "event":
-            out["event"] = self.event
-        else:
-            out["condition"] = self.condition.source
-        return out
-
-    @property
-    def label(self) -> str:
-        if self.kind == "node":
-            return f"{self.when} {self.node}"
-        return f"event {self.event}" if self.kind == "event" else f"when {self.condition.source}"
 
 
 def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
@@ -86,32 +53,20 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
 
 
 class DebugController:
-    """Pause, step and breakpoints for one client; `post` queues what the server sends it."""
+    """One client's view of the debugger: `post` queues what the server sends it."""
 
-    def __init__(self, runner: ReactiveRunner, wakeup: Callable[[bool], None], *, hold_end: bool = False,
-                 agent: Any = None):
-        """`wakeup(urgent)`: there is something to send; urgent (a reply, a pause) goes out at once;
-        `hold_end`: the client asked to find the run held at its end (the server holds it there);
-        `agent`: the `Agent` whose `failure()` explains a failed run (None: the runner's tree read as one)."""
-        self.runner = runner
-        self.agent = agent
+    def __init__(self, debugger: Debugger, wakeup: Callable[[bool], None]):
+        """`wakeup(urgent)`: there is something to send; urgent (a reply, a stop) goes out at once."""
+        self.debugger = debugger
+        self.runner = debugger.runner
         self._wakeup = wakeup
-        self.hold_end = hold_end
-        self.breakpoints: dict[int, ServerBreakpoint] = {}
-        self.paused: dict[str, Any] | None = None  # the stop the run is held at, if any
-        self._next_id = 1
-        self._resume = asyncio.Event()
-        self._pause_requested = False
-        self._stepping = False
-        self._into = False  # stepping into: stop before the next node the traversal reaches
-        self._attached = False
         self._detachers: list[Callable[[], Any]] = []
         self.outbox: deque[dict[str, Any]] = deque()
         self._dirty_state: set[tuple[str, str]] = set()
         self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
         self._dropped = 0
-        self._event_hit: ServerBreakpoint | None = None
         self._approvals_dirty = False
+        self._breakpoints_dirty = False
         self._sent_statuses: dict[str, str] = {}
         self._sent_counters: dict[str, str | None] = {}
         self._indexed: object = None
@@ -119,37 +74,31 @@ class DebugController:
         self._branch: str | None = None
         self._in_tick = False
         self._sent_marks: list[list[Any]] = []
-        self.past = RunPast(runner)
-        self.children = SwarmChildren(runner, self._on_agent_tick)  # a swarm's agents, each on its own runner
-        self._agent_hit: ServerBreakpoint | None = None
+        self.past = RunPast(self.runner)
         self._agent_ticks: deque[dict[str, Any]] = deque(maxlen=AGENT_TICKS)
         self._agents_shape: tuple = ()
         self._agents_state: set[str] = set()  # agents whose state changes are watched
 
     # -- attaching -----------------------------------------------------------------
-    def attach(self, *, paused: bool = False) -> dict[str, Any]:
-        """Install the hooks and subscriptions; returns the full picture the client starts from."""
+    def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
+        """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
-        self._attached = True
-        self._pause_requested = paused
         self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event), self.children.close]
-        approvals = runner.context.approval_manager
-        if approvals is not None:
-            self._detachers.append(approvals.on_change(self._on_approval))
+                           runner.event_bus.subscribe(self._on_event),
+                           self.debugger.add_listener(self._from_debugger)]
+        self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
 
     def detach(self) -> None:
-        """Forget the client: hooks removed, breakpoints cleared, a held run released."""
-        self._attached = False
+        """Forget the client: its breakpoints cleared, a held run released and let go at full speed."""
         for undo in self._detachers:
             undo()
         self._detachers = []
-        self.breakpoints.clear()
-        self._pause_requested = self._stepping = self._into = False
-        self._sync_stop_before()
-        self._resume.set()
+        debugger = self.debugger
+        for bp in list(debugger.breakpoints):
+            debugger.remove_breakpoint(bp)
+        debugger.detach()
 
     def picture(self) -> dict[str, Any]:
         """The whole run as the client first sees it (and again after `resync`), with the events it had
@@ -162,8 +111,9 @@ class DebugController:
 
     def _picture(self) -> dict[str, Any]:
         """The run as it is now; later updates carry only what changes after it."""
-        runner = self.runner
+        runner, debugger = self.runner, self.debugger
         self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
+        self._breakpoints_dirty = False
         self._sent_marks = self.past.head_marks(whole=True)
         tree = self._tree()
         self._sent_statuses = {node["path"]: node["status"] for node in tree}
@@ -172,21 +122,55 @@ class DebugController:
         rows = self.past.rows()
         if len(rows) == ROWS_PER_UPDATE:  # a long run's other rows follow in updates
             self._wakeup(False)
+        held = debugger.held
         return {"run_id": runner.run_id, "tick": runner.tick_count, "status": runner.status.value,
                 "finished": runner.finished, "failure": self.failure() if runner.finished else None,
-                "paused": self.paused, "branch": self._branch,
+                "paused": self._paused(held) if held is not None else None, "branch": self._branch,
                 "recording": self.past.recording, "store": self.past.location, "checkpoints": rows,
                 "schema": {**StateFacts.of(runner).describe(), "aliases": self.past.names.aliases},
                 "tree": tree,
-                "state": {**self.past.names.state(runner.state_manager.snapshot()), **self.children.snapshot()},
+                "state": {**self.past.names.state(runner.state_manager.snapshot()), **self._agents_snapshot()},
                 "marks": self._sent_marks,
                 "approvals": self._approvals(),
-                "breakpoints": [bp.describe() for bp in self.breakpoints.values()]}
+                "breakpoints": [bp.describe() for bp in debugger.breakpoints]}
+
+    def _agents_snapshot(self) -> dict[str, dict[str, Any]]:
+        children = self.debugger.children
+        return children.snapshot() if children is not None else {}
 
     @property
     def branch(self) -> str:
-        checkpoints = self.runner.checkpoints
-        return checkpoints.branch if checkpoints is not None else "main"
+        return self.debugger.branch
+
+    # -- what the debugger says ----------------------------------------------------------
+    def _from_debugger(self, kind: str, data: Any) -> None:
+        if kind in ("held", "stopped"):
+            self.post({"type": "paused", **self._paused(data)})
+        elif kind == "resumed":
+            self.post({"type": "resumed", "tick": data})
+        elif kind == "finished":
+            self.post({"type": "finished", "status": self.runner.status.value, "tick": self.runner.tick_count,
+                       "failure": self.failure()})
+        elif kind == "subtick":
+            self._on_agent_tick(data)
+        elif kind == "approvals":
+            self._approvals_dirty = True
+            self._wakeup(False)
+        elif kind == "breakpoints":
+            self._breakpoints_dirty = True
+            self._wakeup(False)
+
+    def _paused(self, stop: Any) -> dict[str, Any]:
+        """A stop as `paused` carries it; inside a tick, with what the nodes returned in it so far (the
+        nodes not in it are not reached yet), so the client draws the tick so far as a local studio does."""
+        returns = self.runner.held_returns
+        return {**stop.describe(), "returns": returns_json(returns)} if returns is not None else stop.describe()
+
+    def _on_agent_tick(self, report: TickReport) -> None:
+        """A swarm agent ticked (its paths `@agent/...`): its statuses go out with the next update."""
+        self._agent_ticks.append({"tick": report.tick, "status": report.status.value, "ticked": report.ticked,
+                                  "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()}})
+        self._wakeup(False)
 
     # -- what changed --------------------------------------------------------------
     def _on_state_change(self, change: StateChange) -> None:
@@ -199,30 +183,7 @@ class DebugController:
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
-        if self._event_hit is None:
-            for bp in self.breakpoints.values():
-                if bp.kind == "event" and bp.event == event.type:
-                    self._event_hit = bp
-                    break
         self._wakeup(False)
-
-    def _on_approval(self, request: Any) -> None:
-        self._approvals_dirty = True
-        self._wakeup(False)
-
-    def _approvals(self) -> list[dict[str, Any]]:
-        """The pending requests, each with its tool's `parameters` (JSON schema; null when not known here) so
-        that a client can check corrected arguments before it sends them."""
-        approvals = self.runner.context.approval_manager
-        return [{**item.model_dump(mode="json"), "parameters": self._parameters(item)}
-                for item in approvals.pending()] if approvals is not None else []
-
-    def _parameters(self, request: Any) -> dict[str, Any] | None:
-        try:
-            tool = waiting_tool(self.runner, request)
-        except ToolError:
-            return None
-        return tool.parameters() if tool is not None else None
 
     def post(self, message: dict[str, Any]) -> None:
         """Queue a message, after an update that brings the client up to this moment."""
@@ -239,7 +200,7 @@ class DebugController:
     def _take_update(self) -> dict[str, Any] | None:
         runner = self.runner
         update: dict[str, Any] = {}
-        if runner.nodes is not self._indexed or self.children.shape != self._agents_shape:  # a subtree compiled,
+        if runner.nodes is not self._indexed or self._agents_now() != self._agents_shape:  # a subtree compiled,
             self._indexed = runner.nodes                                                      # an agent started
             update["tree"] = self._tree()
             self._sent_statuses = {node["path"]: node["status"] for node in update["tree"]}
@@ -287,6 +248,9 @@ class DebugController:
         if self._agent_ticks:
             update["agent_ticks"] = list(self._agent_ticks)
             self._agent_ticks.clear()
+        if self._breakpoints_dirty:
+            self._breakpoints_dirty = False
+            update["breakpoints"] = [bp.describe() for bp in self.debugger.breakpoints]
         if rows:
             update["checkpoints"] = rows
             if len(rows) == ROWS_PER_UPDATE:  # more are waiting: another update follows
@@ -300,12 +264,7 @@ class DebugController:
 
     def failure(self) -> dict[str, Any] | None:
         """Why the run failed (`node`, `error`, `reason`: `runtime.agent.Failure`), None unless it did."""
-        agent = self.agent
-        if agent is None:
-            from ..agent import Agent  # here, not above: runtime.agent imports this package
-
-            agent = self.agent = Agent(self.runner.root)
-        failure = agent.failure(self.runner)
+        failure = self.debugger.failure()
         return None if failure is None else {"node": failure.node, "error": failure.error, "reason": failure.reason}
 
     # -- a swarm's agents: their trees under the nodes that spawned them, their namespaces as `@agent` ----
@@ -314,14 +273,14 @@ class DebugController:
         of the host node that spawned it, `agent` naming it), as a local session shows them."""
         tree = [describe_node(self.runner, path) for path in self.runner.nodes]
         by_path = {node["path"]: node for node in tree}
-        for agent_id, runner in self.children.runners().items():
+        for agent_id, runner in self._agents().items():
             self._watch_state(agent_id, runner)
             for path in runner.nodes:
                 node = self._describe(child_path(agent_id, path))
                 if node["parent"] in by_path and "/" not in path:
                     by_path[node["parent"]]["children"].append(node["path"])
                 tree.append(node)
-        self._agents_shape = self.children.shape
+        self._agents_shape = self._agents_now()
         return tree
 
     def _describe(self, path: str) -> dict[str, Any]:
@@ -329,21 +288,31 @@ class DebugController:
         if split is None:
             return describe_node(self.runner, path)
         agent_id, inner = split
-        runner = self.children.runners()[agent_id]
+        runner = self._agents()[agent_id]
         node = describe_node(runner, inner)
         parent = inner.rpartition("/")[0]
         node.update(path=path, agent=agent_id, children=[child_path(agent_id, child) for child in node["children"]],
-                    parent=child_path(agent_id, parent) if parent else self.children.parent_of(agent_id))
+                    parent=child_path(agent_id, parent) if parent else self.debugger.children.parent_of(agent_id))
         return node
 
     def _node_at(self, path: str) -> Any:
-        found = self.children.resolve(path)
-        return found[0].nodes[found[1]] if found is not None else self.runner.nodes.get(path)
+        try:
+            return self.debugger.node_at(path)
+        except EditRefused:
+            return None
+
+    def _agents(self) -> dict[str, ReactiveRunner]:
+        children = self.debugger.children
+        return children.runners() if children is not None else {}
+
+    def _agents_now(self) -> tuple:
+        children = self.debugger.children
+        return children.shape if children is not None else ()
 
     def _nodes(self):
         """(path, node) of the host's nodes and every agent's (`@agent/path`)."""
         yield from self.runner.nodes.items()
-        for agent_id, runner in self.children.runners().items():
+        for agent_id, runner in self._agents().items():
             for path, node in runner.nodes.items():
                 yield child_path(agent_id, path), node
 
@@ -371,115 +340,21 @@ class DebugController:
         if not namespace.startswith("@"):
             return self.runner.state_manager, namespace or None
         agent_id, _, inner = namespace[1:].partition(".")
-        runner = self.children.runners().get(agent_id)
+        runner = self._agents().get(agent_id)
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
-    def _on_agent_tick(self, agent_id: str, report: TickReport) -> bool:
-        """An agent ticked: its statuses go out. True holds the agent until the host moves again: while
-        the client holds the host, as a local session does (a tick per host step at most), and when an
-        after-breakpoint on one of its nodes hit while the host runs, which then stops before its next
-        tick (woken for it)."""
-        self._agent_ticks.append({"tick": report.tick, "status": report.status.value, "ticked": report.ticked,
-                                  "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()}})
-        self._wakeup(False)
-        if not self._attached or self._agent_hit is not None:
-            return False
-        if self.paused is not None:
-            return True
-        for bp in self.breakpoints.values():
-            if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
-                self._agent_hit = bp
-                self.runner.signal()
-                return True
-        return False
-
-    # -- holding the run -----------------------------------------------------------
-    async def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
-        if self._agent_hit is not None:
-            bp, self._agent_hit = self._agent_hit, None
-            await self.hold("breakpoint", f"breakpoint: {bp.label}", breakpoint=bp.id)
-        elif self._pause_requested:
-            self._pause_requested = False
-            await self.hold("paused", f"paused before tick {tick}")
+    # -- the ticks, for the report and the marks -------------------------------------------
+    def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
         self._in_tick = True
 
-    async def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
+    def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
         self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
         self._report = {"tick": report.tick, "status": report.status.value,
                         "duration_ms": round(report.duration_ms, 3),
                         "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
-                        "ticked": report.ticked, "state_keys": report.state_keys,
+                        "ticked": report.ticked, **record_json(report), "state_keys": report.state_keys,
                         "waiting": [] if runner.can_tick_now else in_flight(runner.nodes)}
         self._wakeup(False)
-        stop = self._stop_after(report)
-        if runner.finished:
-            self.post({"type": "finished", "status": runner.status.value, "tick": runner.tick_count,
-                       "failure": self.failure()})
-        elif stop is not None:
-            kind, text, where = stop
-            await self.hold(kind, text, **where)
-        await asyncio.sleep(0)  # let the connection read and send between ticks of a busy tree
-
-    def _stop_after(self, report: TickReport) -> tuple[str, str, dict[str, Any]] | None:
-        """(kind, message, where) of the stop a completed tick makes, or None."""
-        if self._event_hit is not None:
-            bp, self._event_hit = self._event_hit, None
-            return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
-        for bp in self.breakpoints.values():
-            if bp.kind == "node" and bp.when == "after" and bp.node in report.changed:
-                return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
-        conditions = [bp for bp in self.breakpoints.values() if bp.kind == "condition"]
-        if conditions:
-            snapshot = self._condition_scope()
-            for bp in conditions:
-                try:
-                    now = bp.condition.evaluate(snapshot)
-                except ConditionError as exc:
-                    del self.breakpoints[bp.id]
-                    return "error", f"{exc} (breakpoint {bp.id} removed)", {"breakpoint": bp.id}
-                hit, bp.was_true = now and not bp.was_true, now
-                if hit:
-                    return "breakpoint", f"breakpoint: {bp.label}", {"breakpoint": bp.id}
-        if self._stepping or self._into:
-            self._stepping = self._into = False
-            self._sync_stop_before()
-            return "step", stepped(report), {}
-        if self._pause_requested:
-            self._pause_requested = False
-            return "paused", f"paused after tick {report.tick}", {}
-        return None
-
-    def stop_at(self, boundary: NodeBoundary) -> tuple[str, str, dict[str, Any]] | None:
-        """(kind, message, where) of the stop a tick held before a node makes: the client stepping
-        into it or a before-breakpoint on it; None for a boundary nobody asks for any more."""
-        where = {"node": boundary.path, "when": "before"}
-        for bp in self.breakpoints.values():
-            if bp.kind == "node" and bp.when == "before" and bp.node == boundary.path:
-                return "breakpoint", f"breakpoint: {bp.label}", {**where, "breakpoint": bp.id}
-        if self._into:
-            self._into = False
-            self._sync_stop_before()
-            return "step", f"before {boundary.path} (tick {boundary.tick}, not run yet)", where
-        return None
-
-    def _condition_scope(self) -> dict[str, dict[str, Any]]:
-        sm = self.runner.state_manager
-        return {ns or "": sm.view(ns) for ns in sm.namespaces()}
-
-    async def hold(self, kind: str, message: str, **where: Any) -> None:
-        """Keep the run here until the client continues, steps, or goes away."""
-        if not self._attached:
-            return
-        self.paused = {"kind": kind, "message": message, "tick": self.runner.tick_count, **where}
-        self._resume.clear()
-        self.post({"type": "paused", **self.paused})
-        try:
-            await self._resume.wait()
-        finally:
-            self.paused = None
-            self.children.release()  # an agent held at a breakpoint carries on with the host
-        if self._attached:
-            self.post({"type": "resumed", "tick": self.runner.tick_count})
 
     # -- what the client asks ------------------------------------------------------
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -488,7 +363,12 @@ class DebugController:
         handler = getattr(self, "_do_" + kind, None)
         if handler is None:
             raise ProtocolError("unknown_type", f"{kind!r} is not allowed here")
-        return handler(message) or {}
+        try:
+            return handler(message) or {}
+        except NotPaused as exc:
+            raise ProtocolError("not_paused", str(exc)) from None
+        except (EditRefused, BreakpointError) as exc:  # the debugger's refusals, one line each
+            raise ProtocolError("bad_request", str(exc)) from None
 
     def _do_ping(self, message):
         return {"tick": self.runner.tick_count}
@@ -497,187 +377,102 @@ class DebugController:
         return {"picture": self.picture()}
 
     def _do_pause(self, message):
-        """Hold at the next tick boundary; a run waiting for a wake (async work, an input) is woken for it,
-        so the pause holds now, as a local session's does, not when that work ends."""
-        if self.paused is None:
-            self._pause_requested = True
-            self.runner.signal()
-        return {"paused": self.paused is not None}
+        """Hold at the next tick boundary; a run waiting for a wake (async work, an input) holds at once,
+        as a local session's does, not when that work ends."""
+        return {"paused": self.debugger.request_pause()}
 
     def _do_continue(self, message):
-        self._pause_requested = self._stepping = self._into = False
-        self._sync_stop_before()
-        self._resume.set()
+        self.debugger.command("continue")
 
-    def _require_steppable(self, request: str) -> None:
-        self._require_paused("stepping", f"{request} needs a paused run: pause first")
-        if self.paused["kind"] == "finished":
+    def _require_held(self, request: str) -> None:
+        if self.debugger.held is None:
+            raise ProtocolError("not_paused", f"{request} needs a paused run: pause first")
+
+    def _move(self, request: str) -> None:
+        """A step while it waits for one (held, or suspended: the stop then says so)."""
+        if not self.debugger.commanded:
+            raise ProtocolError("not_paused", f"{request} needs a paused run: pause first")
+        if self.runner.finished:
             raise ProtocolError("bad_request", f"{request}: the run has finished (replay or fork it, "
                                                "or continue to let it return)")
+        self.debugger.command(request)
 
     def _do_step(self, message):
-        self._require_steppable("step")
-        self._stepping, self._into = True, False
-        self._sync_stop_before()
-        self._resume.set()
+        self._move("step")
 
     def _do_step_into(self, message):
-        self._require_steppable("step_into")
-        self._stepping, self._into = False, True
-        self._sync_stop_before()
-        self._resume.set()
+        self._move("step_into")
 
     def _do_break(self, message):
-        kind = message["kind"]
-        bp = ServerBreakpoint(self._next_id, kind)
-        if kind == "node":
-            bp.node, bp.when = str(message.get("node")), message.get("when", "after")
-            if self._node_at(bp.node) is None:
-                raise ProtocolError("bad_request", f"no node at path {bp.node!r}")
-            if bp.when not in ("before", "after"):
-                raise ProtocolError("bad_request", f"a node breakpoint is 'before' or 'after' the node, not {bp.when!r}")
-            if (refused := refused_moment(bp.node, bp.when)) is not None:
-                raise ProtocolError("bad_request", refused)
-        elif kind == "event":
-            bp.event = str(message.get("event") or "").strip()
-            if not bp.event:
-                raise ProtocolError("bad_request", "an event breakpoint needs 'event', for example tool.call.failed")
-        elif kind == "condition":
-            try:
-                bp.condition = Condition(str(message.get("condition") or ""))
-                bp.was_true = bp.condition.evaluate(self._condition_scope())  # fires on the next change to true
-            except ConditionError as exc:
-                raise ProtocolError("bad_request", str(exc)) from None
-        else:
-            raise ProtocolError("bad_request", f"breakpoint kind is node, event or condition, not {kind!r}")
-        self._next_id += 1
-        self.breakpoints[bp.id] = bp
-        self._sync_stop_before()
+        bp = self.debugger.add_breakpoint(Breakpoint.from_json(message))
         return {"breakpoint": bp.describe()}
 
     def _do_unbreak(self, message):
-        if self.breakpoints.pop(message["breakpoint"], None) is None:
-            raise ProtocolError("bad_request", f"no breakpoint {message['breakpoint']!r}")
-        self._sync_stop_before()
+        self.debugger.remove_breakpoint(self.debugger.breakpoint(message["breakpoint"]))
 
-    def _sync_stop_before(self) -> None:
-        """The runner's node boundaries: the client's before-breakpoints, and every node while stepping into."""
-        paths = {bp.node for bp in self.breakpoints.values() if bp.kind == "node" and bp.when == "before"}
-        self.runner.stop_before = paths | set(self.runner.nodes) if self._into else paths
-
-    def _require_paused(self, what: str, message: str | None = None) -> None:
-        if self.paused is None:
-            raise ProtocolError("not_paused", message or f"pause the run before {what}")
+    def _do_set_breakpoint(self, message):
+        bp = self.debugger.breakpoint(message["breakpoint"])
+        enabled = message.get("enabled")
+        if enabled is not None and not isinstance(enabled, bool):
+            raise ProtocolError("bad_request", f"set_breakpoint: 'enabled' is true or false, not {enabled!r:.40}")
+        self.debugger.set_breakpoint(bp, enabled=enabled, on=message.get("when"))
+        return {"breakpoint": bp.describe()}
 
     def _do_edit_state(self, message):
-        self._require_paused("editing state")
-        key, value = message["key"], message["value"]
-        sm = self.runner.state_manager
-        try:
-            namespace = check_state_key(StateFacts.of(self.runner), message.get("namespace"), key)
-            old = sm.get(key, namespace)
-            sm.load({key: value}, namespace, signal=True)
-        except (EditRefused, StateValidationError, ValueError) as exc:
-            raise ProtocolError("bad_request", str(exc)) from None
-        self.runner.event_bus.publish(EventType.STATE_EDITED, {"namespace": namespace, "key": key,
-                                                               "old": old, "new": value})
+        self.debugger.edit_state(message.get("namespace"), message["key"], message["value"])
 
     def _do_edit_binding(self, message):
-        self._require_paused("rebinding a port")
-        path, direction, port = str(message["node"]), message["direction"], message["port"]
-        try:
-            node, key = check_binding(self.runner, path, direction, port, message["key"])
-        except EditRefused as exc:
-            raise ProtocolError("bad_request", str(exc)) from None
-        old = (node.resolve_input_port if direction == "in" else node.resolve_output_port)(port)
-        node.bind(**({"inputs": {port: key}} if direction == "in" else {"outputs": {port: key}}))
-        self.runner.event_bus.publish(EventType.BINDING_CHANGED,
-                                      {"direction": direction, "port": port, "old": old, "new": key}, node=path)
-        return {"node": describe_node(self.runner, path)}
-
-    def _approval_manager(self):
-        approvals = self.runner.context.approval_manager
-        if approvals is None:
-            raise ProtocolError("bad_request", "this agent has no approval manager")
-        return approvals
+        path = str(message["node"])
+        self.debugger.edit_binding(path, message["direction"], message["port"], message["key"])
+        return {"node": self._describe(path)}
 
     def _do_approve(self, message):
         """Approve as asked, or with corrected `arguments` checked against the tool's schema first."""
-        approvals, arguments = self._approval_manager(), message.get("arguments")
-        try:
-            if arguments is not None:
-                check_tool_arguments(self.runner, approvals.get(str(message["approval"])), arguments)
-            approvals.approve(str(message["approval"]), message.get("reason"), arguments=arguments)
-        except (ApprovalError, EditRefused) as exc:
-            raise ProtocolError("bad_request", str(exc)) from None
+        self.debugger.approve(str(message["approval"]), message.get("arguments"), message.get("reason"))
 
     def _do_deny(self, message):
+        self.debugger.deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
+
+    def _approvals(self) -> list[dict[str, Any]]:
+        """The pending requests, each with its tool's `parameters` (JSON schema; null when not known here) so
+        that a client can check corrected arguments before it sends them."""
+        return [{**item.model_dump(mode="json"), "parameters": self._parameters(item)}
+                for item in self.debugger.pending_approvals()]
+
+    def _parameters(self, request: Any) -> dict[str, Any] | None:
         try:
-            self._approval_manager().deny(str(message["approval"]), message.get("reason") or "denied by the debugger")
-        except ApprovalError as exc:
-            raise ProtocolError("bad_request", str(exc)) from None
+            tool = waiting_tool(self.runner, request)
+        except ToolError:
+            return None
+        return tool.parameters() if tool is not None else None
 
     # -- the past: checkpoints, replay, fork -----------------------------------------
     def _do_checkpoint(self, message):
         return self.past.describe(message["checkpoint"])
 
     def _do_replay(self, message):
-        return self._restore(message["checkpoint"], replay=True, edits={})
+        return self._restore(message, self.debugger.replay)
 
     def _do_fork(self, message):
-        edits, bindings = message.get("state") or {}, message.get("bindings") or {}
-        if not isinstance(edits, dict):
+        state, bindings = message.get("state") or {}, message.get("bindings") or {}
+        if not isinstance(state, dict):
             raise ProtocolError("bad_request", "fork: 'state' maps qualified keys (key or ns.key) to values")
         if not isinstance(bindings, dict) or not all(isinstance(change, dict) for change in bindings.values()):
             raise ProtocolError("bad_request", "fork: 'bindings' maps node paths to {inputs: {port: key}, outputs: ...}")
-        self._check_fork_edits(edits, bindings)
-        return self._restore(message["checkpoint"], replay=False, edits=edits, bindings=bindings)
+        return self._restore(message, lambda info: self.debugger.fork(info, state, bindings))
 
-    def _check_fork_edits(self, edits: dict[str, Any], bindings: dict[str, Any]) -> None:
-        """A fork's edits pass the checks live edits pass (`key` global or `ns.key`), before anything changes."""
-        facts = StateFacts.of(self.runner)
-        by_length = sorted(facts.namespaces, key=len, reverse=True)
-        try:
-            for qualified in edits:
-                ns = next((n for n in by_length if str(qualified).startswith(n + ".")), None)
-                check_state_key(facts, ns, qualified[len(ns) + 1:] if ns else qualified)
-            for path, change in bindings.items():
-                for field, direction in (("inputs", "in"), ("outputs", "out")):
-                    for port, key in (change.get(field) or {}).items():
-                        check_binding(self.runner, str(path), direction, port, key)
-        except EditRefused as exc:
-            raise ProtocolError("bad_request", f"fork: {exc}") from None
-
-    def _restore(self, checkpoint_id: Any, *, replay: bool, edits: dict[str, Any],
-                 bindings: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Restore a checkpoint onto a new branch, serving the recorded model and tool I/O (strictly for
-        a replay); the run stays held there. The answer carries the branch and the new picture."""
-        self._require_paused("replaying or forking")
-        info = self.past.info(checkpoint_id)
+    def _restore(self, message: dict[str, Any], restore: Callable[[Any], str]) -> dict[str, Any]:
+        """Restore a checkpoint onto a new branch (the debugger's replay or fork) while the run is held;
+        the run stays held there. The answer carries the branch and the new picture."""
+        self._require_held("replaying or forking")
+        info = self.past.info(message["checkpoint"])
         self.seal()  # what happened so far belongs to the branch it happened on
-        runner = self.runner
-        replayer = IOReplayer(runner.checkpoints.store, info.run_id, strict=replay, source_branch=info.branch)
-        try:
-            if replay:
-                runner.checkpoints.fork(info.id, prefix="replay")
-            else:
-                runner.fork(info.id, state_updates=edits, binding_changes=bindings)
-        except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
-            raise ProtocolError("bad_request", str(exc)) from None
-        replayer.attach(runner.checkpoints)
-        runner.context.io_recorder = replayer
-        self._stepping = self._into = self._pause_requested = False
-        self._sync_stop_before()
-        count = len(edits) + sum(len(ports) for change in (bindings or {}).values() for ports in change.values())
-        how = f"replaying checkpoint {info.id} on {self.branch}: recorded I/O, strict" if replay else \
-            f"forked {self.branch} from checkpoint {info.id}" + (f" with {count} edit{'s' if count > 1 else ''}"
-                                                               if count else "")
-        self.paused = {"kind": "paused", "message": how, "tick": runner.tick_count}
+        how = restore(info)
         return {"branch": self.branch, "message": how, "picture": self._picture()}
 
     def _do_model_io(self, message):
         """The recorded request and response of one model call (what the studio's model-call screen shows)."""
-        store = self.past._store()
+        store = self.past.store()
         try:
             where = int(message["round"]), int(message.get("index") or 0)
         except (TypeError, ValueError):
@@ -700,4 +495,4 @@ class DebugController:
                            "response": record.response, "error": record.error}}
 
 
-__all__ = ["DebugController", "ServerBreakpoint", "describe_node"]
+__all__ = ["DebugController", "describe_node"]

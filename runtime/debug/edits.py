@@ -1,11 +1,11 @@
 """What a debugger's edits must satisfy before they touch a run, in one place for every front end.
 
-The rules are the studio's local session's (`studio.edits`): a state key is edited only
-when the schema declares it, the runtime owns it (`StateKeys`) or the state holds it, in
-a namespace the tree or the state knows; a port is rebound only to such a key, or to
-`<namespace>.<field>` for a known namespace. The checks read `StateFacts`, so the debug
-server (from the runner) and an attached studio (from the facts the server sent, before
-anything is sent back) refuse the same edits with the same one line (`EditRefused`).
+A state key is edited only when the schema declares it, the runtime owns it (`StateKeys`)
+or the state holds it, in a namespace the tree or the state knows; a port is rebound only
+to such a key, or to `<namespace>.<field>` for a known namespace. The checks read
+`StateFacts`, so the debugger (`runtime.debug.Debugger`, from the runner) and an attached
+studio (from the facts the server sent, before anything is sent back) refuse the same edits
+with the same one line (`EditRefused`; `NotPaused` while the run moves).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.behaviour import JianmuNodeMixin
 from ..engine.runner import ReactiveRunner
 from ..state import StateKeys, normalize_namespace
 from ..tools.base import Tool, ToolError
@@ -24,6 +23,10 @@ RUNTIME_KEYS = frozenset(StateKeys().model_dump().values())
 
 class EditRefused(ValueError):
     """An edit that does not fit the run; the message is the reason."""
+
+
+class NotPaused(EditRefused):
+    """An edit (or a restore) asked for while the run moves: pause it first."""
 
 
 def _shown(text: str, limit: int = 60) -> str:
@@ -95,19 +98,6 @@ def check_port(path: str, direction: Any, port: Any, ports: list[Any]) -> None:
         raise EditRefused(f"{path} has no {direction}put port {port!r} (ports: {declared})")
 
 
-def check_binding(runner: ReactiveRunner, path: str, direction: Any, port: Any, key: Any) -> tuple[JianmuNodeMixin, str]:
-    """The node and the normalised state key of a rebinding in the runner; `EditRefused` saying what does not fit."""
-    node = runner.nodes.get(path)
-    if node is None:
-        raise EditRefused(f"no node at path {path!r}")
-    if not isinstance(node, JianmuNodeMixin):
-        raise EditRefused(f"{path} is a plain py_trees node: it has no ports")
-    ports = [["in", p, None] for p in dict.fromkeys([*node.input_ports, *node.input_bindings])]
-    ports += [["out", p, None] for p in dict.fromkeys([*node.output_ports, *node.output_bindings])]
-    check_port(path, direction, port, ports)
-    return node, check_binding_key(StateFacts.of(runner), key, getattr(node, "namespace", None))
-
-
 def waiting_tool(runner: ReactiveRunner, request: Any) -> Tool | None:
     """The tool a pending approval would call, as its node's toolset knows it; None when the node has
     no toolset (yet); `ToolError` for a tool it does not have."""
@@ -129,5 +119,5 @@ def check_tool_arguments(runner: ReactiveRunner, request: Any, arguments: Any) -
         raise EditRefused(str(exc)) from None
 
 
-__all__ = ["EditRefused", "StateFacts", "check_binding", "check_binding_key", "check_port", "check_state_key",
+__all__ = ["EditRefused", "NotPaused", "StateFacts", "check_binding_key", "check_port", "check_state_key",
            "check_tool_arguments", "waiting_tool"]

@@ -28,7 +28,7 @@ from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, Sto
 from ..node.composites import loop_counter
 from .children import PastAgents, agents_state, state_manager_of
 from .names import State, StateNames
-from .protocol import ProtocolError
+from .protocol import ProtocolError, returns_json
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
@@ -93,7 +93,7 @@ class RunPast:
         location = getattr(getattr(self.runner.checkpoints, "store", None), "location", None)
         return location if location and location != ":memory:" else None
 
-    def _store(self):
+    def store(self):
         if not self.recording:
             raise ProtocolError("bad_request", NO_STORE)
         return self.runner.checkpoints.store
@@ -152,7 +152,7 @@ class RunPast:
     def get(self, checkpoint_id: Any, *, lists: bool = True) -> Checkpoint:
         """The decoded checkpoint (stored lists left as references unless `lists`: enough to compare
         two checkpoints); `bad_request` for an id the store does not hold."""
-        store = self._store()
+        store = self.store()
         try:
             key = (int(checkpoint_id), lists)
             checkpoint = self._cache.pop(key, None) or store.get(key[0], read_lists=lists)
@@ -171,8 +171,8 @@ class RunPast:
         return checkpoint.info
 
     def describe(self, checkpoint_id: Any) -> dict[str, Any]:
-        """One checkpoint as a frame: statuses, loop counters, state, marks, ports bound then, and the
-        nodes of the swarm's agents it holds."""
+        """One checkpoint as a frame: statuses, what its tick returned, loop counters, state, marks, ports
+        bound then, and the nodes of the swarm's agents it holds."""
         checkpoint = self.get(checkpoint_id)
         nodes, agents = self.runner.nodes, PastAgents(self.runner, checkpoint)
         counters, ports = {}, {}
@@ -191,6 +191,7 @@ class RunPast:
                                                                   ("out", node.output_ports, outputs))
                                for port in dict.fromkeys([*declared, *bound])]
         return {"checkpoint": self.row(checkpoint.info), "statuses": checkpoint.statuses, "counters": counters,
+                "returns": returns_json(checkpoint.returns),
                 "ports": ports, "state": self.names.state(checkpoint.state), "marks": self.marks(checkpoint),
                 "agents": [_agent_node(agents, path, node) for path, node in agents.nodes.items()]}
 

@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from py_trees.common import Status
 from pydantic_core import to_jsonable_python
 
-PROTOCOL_VERSION = 4  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
-# 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents
+from ..engine.record import Returns, TickReport
+
+PROTOCOL_VERSION = 5  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+# 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents;
+# 5: one debugger (a local studio's stops), breakpoints enabled/disabled and their hits, set_breakpoint,
+# the tick's record (what each node returned) in the report, a tick held inside and a past checkpoint
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 DEFAULT_PORT = 7777
@@ -30,6 +35,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "step_into": (),
     "break": ("kind",),
     "unbreak": ("breakpoint",),
+    "set_breakpoint": ("breakpoint",),
     "edit_state": ("key", "value"),
     "edit_binding": ("node", "direction", "port", "key"),
     "approve": ("approval",),
@@ -82,6 +88,37 @@ def error(code: str, message: str, re: Any = None) -> dict[str, Any]:
     return out
 
 
+STATUS = {status.value: status for status in Status}  # a sent status by its value
+
+
+def returns_json(returns: Returns | None) -> dict[str, list[str]] | None:
+    """A tick's record (what each node returned, in order) as a `paused` message and a `checkpoint`
+    answer carry it: `{paths, statuses}` side by side, or null for none."""
+    if returns is None:
+        return None
+    return {"paths": list(returns.paths), "statuses": [status.value for status in returns.statuses]}
+
+
+def returns_of(data: Any) -> Returns | None:
+    """`returns_json` read back."""
+    if data is None:
+        return None
+    return Returns(list(data["paths"]), [STATUS[value] for value in data["statuses"]])
+
+
+def record_json(report: TickReport) -> dict[str, Any]:
+    """The record a `report` adds to its `ticked` paths: `returned` (what each returned) and `unseen`
+    (`[place, end status]` of the returns the tick's end does not show)."""
+    return {"returned": [status.value for status in report.returned],
+            "unseen": [[place, status.value] for place, status in report.unseen]}
+
+
+def record_of(report: dict[str, Any]) -> dict[str, Any]:
+    """`record_json` read back, as `TickReport` fields (none from a server that sends no record)."""
+    return {"returned": [STATUS[value] for value in report.get("returned", ())],
+            "unseen": [(place, STATUS[value]) for place, value in report.get("unseen", ())]}
+
+
 def parse_address(address: str | int) -> tuple[str, int]:
     """`host:port`, `:port` or a bare port (loopback); raises `ValueError` with the reason."""
     text = str(address).strip()
@@ -99,4 +136,5 @@ def parse_address(address: str | int) -> tuple[str, int]:
 
 
 __all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "PROTOCOL_VERSION", "REQUESTS",
-           "ProtocolError", "encode", "error", "parse_address", "parse_request"]
+           "ProtocolError", "encode", "error", "parse_address", "parse_request", "record_json", "record_of",
+           "returns_json", "returns_of"]

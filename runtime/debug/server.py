@@ -1,7 +1,8 @@
-"""`DebugServer`: a WebSocket endpoint through which one debugger drives a runner.
+"""`DebugServer`: a WebSocket endpoint through which one front end drives a runner's debugger.
 
-It lives in the agent's own event loop. With nobody attached it installs nothing on the
-runner (no hooks, no subscriptions), so the agent runs at full speed. A client proves
+It lives in the agent's own event loop and hosts the agent's run on a `runtime.debug.Debugger`
+(the one a local studio drives in its own process): with nobody attached it installs nothing
+on the runner (no hooks, no subscriptions), so the agent runs at full speed. A client proves
 itself with the token in its `hello`; a second client is refused while one is attached;
 a client that goes away, or stops answering the WebSocket keepalive pings for a heartbeat,
 is dropped, its breakpoints cleared and a held run released. Bad messages are answered
@@ -31,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ..engine.runner import ReactiveRunner
 from .controller import DebugController
+from .debugger import Debugger
 from .protocol import (
     DEFAULT_HEARTBEAT,
     MAX_FRAME,
@@ -78,19 +80,18 @@ class DebugServer:
         `agent`: the `Agent` the runner runs, whose `failure()` says why a failed run failed (a bare
         runner's tree is read as `Agent(runner.root)` would read it)."""
         self.runner = runner
-        self.agent = agent
+        self.debugger = Debugger(runner, agent=agent)
+        self.debugger.hold_end_seconds = hold_end
         self.host, self.port = parse_address(address)
         self.token, self._show_token = _resolve_token(token)
         self.heartbeat = heartbeat
         self.wait = wait
-        self.hold_end = hold_end
         self.controller: DebugController | None = None  # the attached client's, if any
         self._server: Server | None = None
         self._ready = asyncio.Event()  # something to send
         self._idle = asyncio.Event()  # nothing left to send
         self._urgent = asyncio.Event()  # a reply or a stop to send: no waiting for more changes
         self._attached = asyncio.Event()
-        self._detached = asyncio.Event()
         self._waiting = False  # inside start()'s wait for a client: the one who comes starts paused
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
@@ -150,62 +151,10 @@ class DebugServer:
             self._server = None
 
     async def run(self, max_ticks: int | None = None, *, input_data: Mapping[str, Any] | None = None) -> Status:
-        """`runner.run()`, held where the client says: before a node it stops at, or, while it is attached,
-        at a suspension until it answers, and at the end for a client that asked (`hold_end`) so that it
-        can still read, replay and fork the run; returns the root's status like `runner.run()`."""
-        runner = self.runner
-        status = await runner.run(max_ticks, input_data=input_data)
-        while True:
-            controller = self.controller
-            boundary = runner.paused_at
-            if boundary is not None:  # a tick held before a node: the client's stop, or one left over
-                stop = controller.stop_at(boundary) if controller is not None else None
-                if stop is not None:
-                    kind, message, where = stop
-                    await controller.hold(kind, message, **where)
-            elif runner.finished and controller is not None and controller.hold_end and max_ticks is None:
-                if not await self._held_at_end(controller, status):
-                    return status
-            elif not (runner.suspended and controller is not None and max_ticks is None):
-                return status
-            else:
-                await self._until_answered()
-                if runner.suspended and self.controller is None:
-                    return status
-                if self.controller is not None and not runner.suspended:  # answered: held, as a local session is
-                    await self.controller.hold("paused", "approval resolved: continue or step")
-            status = await runner.run(max_ticks)
-
-    async def _held_at_end(self, controller: DebugController, status: Status) -> bool:
-        """Hold the finished run until the client continues, leaves or `hold_end` seconds pass; True
-        when it replayed or forked meanwhile (the run goes on from there)."""
-        try:
-            await asyncio.wait_for(controller.hold("finished", f"finished: {status.value} (held for the debugger "
-                                                               "until it continues or detaches)"), self.hold_end)
-        except TimeoutError:
-            log.info("finished run held %ss for the debugger: returning it", self.hold_end)
-            return False
-        return not self.runner.finished
-
-    async def _until_answered(self) -> None:
-        """Wait until the suspended run is answered (no request pending) or the client left; not
-        merely until it could tick: asking woke it, and that tick would only find it suspended again
-        (a checkpoint of nothing, which a local session never makes)."""
-        runner, loop, answered = self.runner, asyncio.get_running_loop(), asyncio.Event()
-
-        def check(_change: Any = None) -> None:
-            if not runner.suspended:
-                loop.call_soon_threadsafe(answered.set)
-
-        unsubscribe = runner.state_manager.subscribe(check)
-        check()
-        gone, ready = asyncio.ensure_future(self._detached.wait()), asyncio.ensure_future(answered.wait())
-        try:
-            await asyncio.wait((gone, ready), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            unsubscribe()
-            gone.cancel()
-            ready.cancel()
+        """`runner.run()`, held where the client says (`Debugger.run`): before a node it stops at, at a
+        suspension until it answers, and at the end for a client that asked (`hold_end`) so that it can
+        still read, replay and fork the run; returns the root's status like `runner.run()`."""
+        return await self.debugger.run(max_ticks, input_data=input_data)
 
     # -- one connection --------------------------------------------------------------
     def _wakeup(self, urgent: bool) -> None:
@@ -226,10 +175,8 @@ class DebugServer:
         if hello is None:
             await ws.close(1008, "refused")
             return
-        controller = self.controller = DebugController(self.runner, self._wakeup, hold_end=hello.get("hold_end") is True,
-                                                       agent=self.agent)
-        self._detached.clear()
-        picture = controller.attach(paused=self._waiting)
+        controller = self.controller = DebugController(self.debugger, self._wakeup)
+        picture = controller.attach(paused=self._waiting, hold_end=hello.get("hold_end") is True)
         self._attached.set()
         log.info("debug client %s attached", peer)
         sender = asyncio.create_task(self._send_loop(ws, controller))
@@ -244,7 +191,6 @@ class DebugServer:
             sender.cancel()
             controller.detach()
             self.controller = None
-            self._detached.set()
             self._idle.set()
             log.info("debug client %s gone: breakpoints cleared, the run goes on", peer)
 

@@ -9,8 +9,11 @@ KEYS_NAMED = 3
 
 
 def stepped(report: TickReport) -> str:
-    """`stepped: 2 nodes changed, wrote agent.messages, agent.rounds` (or `nothing changed`)."""
-    count, keys = len(report.changed), report.state_keys
+    """`stepped: 2 nodes changed, wrote agent.messages, agent.rounds` (or `nothing changed`). A node
+    counts when it moved in the tick's record (`TickReport.moved`): its status changed by the tick's
+    end, or it returned one the end does not show (a loop's round that failed, reset in that tick)."""
+    changed = report.changed
+    count, keys = len(changed) + sum(path not in changed for path in report.transient), report.state_keys
     parts = [f"{count:,} node{'' if count == 1 else 's'} changed"] if count else []
     if keys:
         more = len(keys) - KEYS_NAMED

@@ -13,7 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
-from ..breakpoints import Breakpoint, BreakpointError
+from runtime.debug.breakpoints import Breakpoint, BreakpointError
+
 from ..session import DebugSession
 from .prompt import PromptScreen
 

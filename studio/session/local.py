@@ -1,18 +1,17 @@
-"""`DebugSession`: the UI-free controller of one debugged run.
+"""`DebugSession`: a local studio session, the debugger (`runtime.debug.Debugger`) in this process.
 
-The TUI, the headless CLI and the tests all drive this class. It owns the runner, the
-event subscription and the checkpoint store, and it sees the run only through the
-runtime's public seams: tick reports and hooks, the event bus, state snapshots and the
-checkpoint store. Views (widgets) read from it and send it intents; it never imports
-Textual.
-
-What the views show is one `Frame` (`session.frame`): the head of the live run, or a past
-checkpoint read from the store only (`studio.frames`); the past as the store holds it is
-`studio.timeline`, edits are `studio.edits`, breakpoints `studio.breakpoints`.
+The TUI, the headless CLI and the tests drive it through the session interface
+(`studio.session.api.SessionAPI`), as they drive an attached one. Stepping, breakpoints,
+edits, approvals, replay and fork are the debugger's, written once in the runtime for
+every front end; what is the studio's stays here: the tree file and the store it opens,
+the event log, the frames the panes show (the live head or a past checkpoint read from the
+store only: `studio.frames`, `studio.timeline`), edits staged in the past for a fork,
+breakpoints and bindings kept beside the store, and following a recording.
 
 Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with kind:
 - "event": a `StampedEvent` (high rate: buffer it),
 - "tick": a `TickReport` after every tick,
+- "subtick": a swarm agent's `TickReport`,
 - "changed": anything else the views should redraw (run state, selection, edits),
 - "landed": a followed recording grew (`follow()`): its events are to be read again.
 """
@@ -20,101 +19,55 @@ Listeners registered with `add_listener(fn)` are called as `fn(kind, data)` with
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from py_trees.common import Status
 
-from runtime.debug.edits import check_tool_arguments
-from runtime.debug.stepped import stepped
-from runtime.debug.waiting import in_flight
+from runtime.debug.breakpoints import Breakpoint, BreakpointError
+from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
+from runtime.debug.debugger import Debugger
+from runtime.debug.stops import RunState, Stop
 from runtime.engine.behaviour import JianmuNodeMixin
-from runtime.engine.events import EventType, RuntimeEvent, RuntimeEventBus
+from runtime.engine.events import RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
-from runtime.guard.approval import ApprovalError
 from runtime.memory.checkpoint import (
     CheckpointError,
     CheckpointInfo,
     CheckpointStore,
     EventsRead,
-    IOReplayer,
     StoreError,
 )
 from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.node.composites import loop_counter
-from runtime.state import InteractionKeys, StateValidationError
 
-from .breakpoint_list import BreakpointListMixin
-from .breakpoints import Breakpoint, BreakpointError
-from .children import SwarmChildren, agents_state, child_path, split_child_path
-from .edits import EditError, EditsMixin, StagedEdits
-from .failure import Failure, failure_of
-from .follow import FINAL, Landed, RunFollower, ending, following
-from .frames import (
+from ..edits import EditError, StagedEdits
+from ..failure import Failure
+from ..follow import FINAL, Landed, RunFollower, ending, following
+from ..frames import (
     EventLog,
     Frame,
     HeadFrame,
     NodeDetail,
     NodeView,
     PastFrame,
-    PortView,
     StampedEvent,
     port_views,
 )
-from .loader import LoadedTree, TreeLoadError, load_tree
-from .model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
-from .places import default_db_path, default_store
-from .timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
+from ..loader import LoadedTree, TreeLoadError, load_tree
+from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from ..places import default_db_path, default_store
+from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
+from .api import EVENT_BUFFER, TimelineRow
+from .persist import read_json, tree_file, write_json
 
 Listener = Callable[[str, Any], None]
-EVENT_BUFFER = 50_000
-_WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events the session acts on itself
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
-
-
-def _waited_for(request: Mapping[str, Any]) -> str:
-    """One pending request as an attached studio names it: `approval of calculator at Calc/tools`."""
-    tool = (request.get("payload") or {}).get("tool")
-    return f"{request.get('kind')}{f' of {tool}' if tool else ''} at {request.get('node')}"
-
-
-class RunState(StrEnum):
-    READY = "ready"  # loaded, not ticked yet
-    PAUSED = "paused"
-    RUNNING = "running"
-    WAITING = "waiting"  # continuing, but the tree waits for async work
-    SUSPENDED = "suspended"  # waiting for an approval or other input
-    FINISHED = "finished"
-    RECORDED = "recorded"  # a recorded run, shown read-only until a replay or fork
-
-    @property
-    def busy(self) -> bool:
-        """Continuing: ticking, or waiting for async work between ticks."""
-        return self in (RunState.RUNNING, RunState.WAITING)
-
-
-@dataclass(frozen=True)
-class TimelineRow:
-    """One checkpoint on the timeline."""
-
-    id: int
-    tick: int
-    status: str
-    branch: str
-    parent_id: int | None
-    summary: str
-
-
-@dataclass
-class StopReason:
-    kind: str  # "breakpoint" | "paused" | "suspended" | "finished" | "divergence" | "error" | "step" | "refused"
-    message: str = ""
+StopReason = Stop  # why a step or a continue ended (the debugger's `Stop`)
 
 
 def open_store(name: str | Path) -> CheckpointStore:
@@ -125,7 +78,7 @@ def open_store(name: str | Path) -> CheckpointStore:
     return open_checkpoint_store(name)
 
 
-class DebugSession(EditsMixin, BreakpointListMixin):
+class DebugSession:
     def __init__(self, loaded: LoadedTree, *, input_data: Mapping[str, Any] | None = None,
                  store: CheckpointStore | None = None, start: bool = True):
         """`start`: begin the run now, so its input is state at tick 0 (shown, editable and
@@ -138,36 +91,29 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.recorded_run: str | None = None  # set when the session opens a recorded run
         self._events_read = EventsRead()  # where reading the recorded run's events stands (`follow` goes on)
-        self.breakpoints: list[Breakpoint] = []
-        self.last_report: TickReport | None = None
-        self.last_stop: StopReason | None = None
-        self.run_state = RunState.READY
-        self.message = ""  # the last thing worth telling the user (an error, a stop reason)
         self._listeners: tuple[Listener, ...] = ()
-        self._pause = asyncio.Event()
-        self._event_hits: list[Breakpoint] = []
-        self._divergence: str | None = None
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
         self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._head_before: int | None = None  # the runner's last checkpoint as a tick began
-        self._child_hit: StopReason | None = None
-        self._moving = False  # a step or a continue is under way: the swarm's agents run too
         self._attach(loaded)
         self.breakpoint_warnings = self._load_breakpoints()
         if start:
             self._start_run()
 
-    def _attach(self, loaded: LoadedTree) -> None:
-        """Drive the agent a tree file built: a runner of its own, on a bus of its own."""
+    def _attach(self, loaded: LoadedTree, breakpoints: list[Breakpoint] | None = None) -> None:
+        """Drive the agent a tree file built: a runner of its own, on a bus of its own, and the
+        debugger on it (keeping `breakpoints`, a restarted run's)."""
         self.loaded = loaded
         self.agent = loaded.agent
         self.bus = RuntimeEventBus(history=0)
         self.runner: ReactiveRunner = self.agent.make_runner(event_bus=self.bus, checkpointer=self.store)
         self.runner.add_tick_hook(before=self._ticking, after=self._saved)
         self.timeline = RunTimeline(self.store, StateNames(self.runner.state_manager.schema))
-        self.children = SwarmChildren(self.runner, self._on_child_tick)
+        self.debugger = Debugger(self.runner, agent=self.agent, breakpoints=breakpoints)
+        self.debugger.add_listener(self._from_debugger)
+        self.debugger.watch()
         self.bus.subscribe(self._on_event)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
         self._index: tuple[Mapping | None, frozenset[str]] = (None, frozenset())
@@ -205,6 +151,46 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         session.select_checkpoint(infos[-1].id)
         return session
 
+    # -- what the debugger holds ---------------------------------------------------------
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        return self.debugger.breakpoints
+
+    @property
+    def run_state(self) -> RunState:
+        return self.debugger.run_state
+
+    @run_state.setter
+    def run_state(self, state: RunState) -> None:
+        self.debugger.run_state = state
+
+    @property
+    def message(self) -> str:
+        """The last thing worth telling the user (an error, a stop reason)."""
+        return self.debugger.message
+
+    @message.setter
+    def message(self, message: str) -> None:
+        self.debugger.message = message
+
+    @property
+    def last_stop(self) -> Stop | None:
+        return self.debugger.last_stop
+
+    @property
+    def last_report(self) -> TickReport | None:
+        return self.debugger.last_report
+
+    @property
+    def children(self) -> SwarmChildren:
+        """A swarm's agents, as the debugger watches them (their trees hang under the host's)."""
+        return self.debugger.children
+
+    @property
+    def paused_at(self):
+        """The runner's `NodeBoundary` when a tick is held before a node, else None."""
+        return self.runner.paused_at
+
     # -- listeners -----------------------------------------------------------------
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         self._listeners = (*self._listeners, listener)
@@ -222,27 +208,28 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         for listener in self._listeners:  # a tuple, replaced when one comes or goes: no copy per event
             listener(kind, data)
 
+    def _from_debugger(self, kind: str, data: Any) -> None:
+        """What the debugger tells: passed on to the views, and the studio's part of it done here."""
+        if kind in ("changed", "tick", "subtick"):
+            self._notify(kind, data)
+        elif kind == "breakpoints":
+            self._save_breakpoints()
+            self._notify("changed")
+        elif kind == "starting":
+            self._saved_at = None
+        elif kind == "started":
+            self.recorded_run = None
+            self.loaded.remember_run(self.store, self.runner.run_id)
+            self._remember_head()
+            self._saved_at = (self.branch, self.tick)
+
     def _on_event(self, event: RuntimeEvent) -> None:
-        """Log, stamp and pass on one event (~1,000 a tick at 10,000 nodes): the few the session acts
-        on itself (a swarm agent, a divergence) are found by one set lookup."""
+        """Log, stamp and pass on one event (~1,000 a tick at 10,000 nodes)."""
         branch = self.runner.checkpoints.branch
         stamped = StampedEvent(branch, event, self._saved_at == (branch, event.tick))
         self.log.add(stamped)
         self.events.append(stamped)
-        if event.type in _WATCHED:
-            self._watch(event)
-        for bp in self.breakpoints:
-            if bp.enabled and bp.hit_by_event(event):
-                self._event_hits.append(bp)
         self._notify("event", stamped)
-
-    def _watch(self, event: RuntimeEvent) -> None:
-        if event.type == EventType.STATE_CHANGED:
-            if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps, say so then
-                with contextlib.suppress(RuntimeError):  # (no loop runs: nothing is asked between steps)
-                    asyncio.get_running_loop().call_soon(self._noticed_interaction)
-        elif event.payload.get("error", "").startswith("ReplayDivergence"):  # a node.error
-            self._divergence = event.payload["error"]
 
     def _ticking(self, runner: ReactiveRunner, tick: int) -> None:
         self._head_before = runner.checkpoints.head
@@ -273,13 +260,8 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                 runner.tick_count, {**{ns or "": sm.stored_view(ns) for ns in sm.namespaces()}, **agents_state(runner)},
                 TakenStatuses(paths, statuses), frozenset(transient)))
 
-    def _set_state(self, state: RunState, message: str | None = None) -> None:
-        if state == RunState.SUSPENDED and self.run_state != RunState.SUSPENDED:  # as `runner.run()` says it: the
-            self.bus.publish(EventType.RUN_SUSPENDED, {"pending": self.runner.interaction.pending()})  # store keeps it
-        self.run_state = state
-        if message is not None:
-            self.message = message
-        self._notify("changed")
+    def _say(self, message: str) -> None:
+        self.debugger.say(message)
 
     # -- what the views read: one frame ---------------------------------------------
     @property
@@ -370,12 +352,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def _locate(self, path: str) -> tuple[ReactiveRunner, str]:
         """The runner a node path belongs to (the host's, or a swarm agent's) and its path there."""
-        if split_child_path(path) is None:
-            return self.runner, path
-        found = self.children.resolve(path)
-        if found is None:
-            raise EditError(f"no node at path {path!r}")
-        return found
+        return self.debugger.locate(path)
 
     def node_detail(self, path: str) -> NodeDetail:
         node = self._node(path)
@@ -418,7 +395,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
     # -- the live run ----------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return self.run_state.busy
+        return self.debugger.busy
 
     @property
     def tick(self) -> int:
@@ -445,7 +422,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             return None
         key = (id(self.runner), self.run_id, self.tick, self.root_status)
         if self._failure[0] != key:
-            self._failure = (key, failure_of(self.agent, self.runner))
+            self._failure = (key, self.debugger.failure())
         return self._failure[1]
 
     def model_calls(self, node: str | None = None) -> list[ModelCall]:
@@ -467,256 +444,58 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
-        return in_flight(self.runner.nodes)
+        return self.debugger.waiting_on()
 
     def running_nodes(self) -> list[str]:
         """The leaves running in the frame shown (a past one's from its checkpoint), in tree order."""
         return self.frame.running()
 
     def _node(self, path: str):
-        try:
-            if self.viewing is not None:
+        if self.viewing is not None:  # the past frame draws the nodes it holds (a swarm's agents then)
+            try:
                 return self.frame.node(path)
-            runner, inner = self._locate(path)
-            return runner.nodes[inner]
-        except KeyError:
-            raise EditError(f"no node at path {path!r}") from None
+            except KeyError:
+                raise EditError(f"no node at path {path!r}") from None
+        return self.debugger.node_at(path)
 
-    def _on_child_tick(self, agent_id: str, report: TickReport) -> bool:
-        """A swarm agent ticked: redraw its nodes. True holds the agent until the host moves again:
-        while the host is held (paused, between steps) so are its agents, as a debugger stops every
-        thread; while it moves (a step, a continue) they run with it, and a continuing host stops
-        for a breakpoint of their nodes."""
-        self._notify("subtick", report)
-        if not self._moving:
-            return True
-        if not self.busy:  # a step: a breakpoint waits for c
-            return False
-        hits = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "node" and bp.node in report.changed]
-        if not hits:
-            return False
-        self._child_hit = self._hit(hits[0])
-        self._pause.set()
-        return True
-
-    # -- running -------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _host_moving(self) -> Iterator[None]:
-        """While the host runs (a step, a continue) its agents run, the held ones released; they are
-        held again at the end of their next tick once it stops (`_on_child_tick`)."""
-        self._moving = True
-        self.children.release()
-        try:
-            yield
-        finally:
-            self._moving = False
-
-    def _ensure_started(self) -> None:
-        """Before the run moves: a fresh run if none yet, stops matching the enabled breakpoints."""
-        if self.runner.run_id is None:
-            self._start_run()
-        self._sync_stops()
-
+    # -- running: the debugger's ------------------------------------------------------
     def _start_run(self) -> None:
         """A fresh run, remembered in the store with its tree file so it can be reopened; its
         `run.started` saves the tick-0 checkpoint (the input), which can be viewed and forked."""
-        self.runner.start_fresh(self.input_data)
-        self.recorded_run = None
-        self.loaded.remember_run(self.store, self.runner.run_id)
-        self._saved_at = None
-        self.bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})
-        self._remember_head()
-        self._saved_at = ("main", 0)
+        self.debugger.begin(self.input_data)
 
     def refusal(self) -> str | None:
-        """Why the run cannot tick now (a recording, the past shown, the end), or None."""
+        """Why the run cannot tick now (a recording, the past shown), or None."""
         if self.recorded_run is not None:
             return RECORDING
         if self.viewing is not None:
             return "viewing the past: back to live (esc), or replay/fork (f)"
         return None
 
+    def _refused(self) -> bool:
+        refusal = None if self.busy else self.refusal()
+        if refusal is not None:
+            self._say(refusal)
+        return refusal is not None
+
     async def step(self) -> TickReport | None:
         """One tick (waiting for async work first if nothing can run). None if it cannot step."""
-        if self.busy:
-            return None
-        refusal = self.refusal()
-        if refusal is not None:
-            self._set_state(self.run_state, refusal)
-            return None
-        if self.runner.finished:
-            self._set_state(RunState.FINISHED, "the run has finished: restart (r) to run it again")
-            return None
-        if self.runner.suspended:
-            self._set_state(RunState.SUSPENDED, self._suspension_message())
-            return None
-        self._ensure_started()
-        self._pause.clear()
-        with self._host_moving():
-            if not await self._wait_until_ready():
-                self._set_state(RunState.PAUSED, "paused")
-                return None
-            report = await self.runner.step()
-        self._settle(self._after_tick(report) or StopReason("step", stepped(report)))
-        return report
+        return None if self._refused() else await self.debugger.step()
 
     async def step_into(self) -> TickReport | None:
         """To the next node boundary inside the tick (before that node runs), or to the tick's end."""
-        if self.busy or self.viewing is not None \
-                or self.runner.finished or self.runner.suspended:
-            return await self.step()  # says why it cannot step
-        self._ensure_started()
-        self._pause.clear()
-        with self._host_moving():
-            if not await self._wait_until_ready():
-                self._set_state(RunState.PAUSED, "paused")
-                return None
-            report = await self.runner.step_into()
-        hit = self._after_tick(report)
-        where = report.paused_at
-        self._settle(hit or StopReason("step", f"before {where.path} (tick {where.tick}, not run yet)" if where
-                                       else stepped(report)))
-        return report
+        return None if self._refused() else await self.debugger.step_into()
 
-    @property
-    def paused_at(self):
-        """The runner's `NodeBoundary` when a tick is held before a node, else None."""
-        return self.runner.paused_at
-
-    async def continue_(self, max_ticks: int | None = None) -> StopReason:
+    async def continue_(self, max_ticks: int | None = None) -> Stop:
         """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
         if self.busy:
-            return StopReason("error", "already running")
-        refusal = self.refusal()
-        if refusal is not None:
-            self._set_state(self.run_state, refusal)
-            return StopReason("refused", refusal)
-        self._ensure_started()
-        self._pause.clear()
-        self._set_state(RunState.RUNNING, "running")
-        reason = StopReason("paused", "paused")
-        ticks = 0
-        try:
-            with self._host_moving():
-                while True:
-                    if max_ticks is not None and ticks >= max_ticks:
-                        reason = StopReason("paused", f"stopped after --max-ticks {max_ticks}")
-                        break
-                    if self.runner.finished:
-                        reason = StopReason("finished", f"finished: {self.root_status.value}")
-                        break
-                    if self.runner.suspended:
-                        reason = StopReason("suspended", self._suspension_message())
-                        break
-                    if not await self._wait_until_ready():
-                        break
-                    hit = self._hit_between_ticks()
-                    if hit is not None:  # work that finished after the last tick caused it: stop there
-                        reason = hit
-                        break
-                    report = await self.runner.step()
-                    ticks += 1
-                    hit = self._after_tick(report)
-                    if hit is not None:
-                        reason = hit
-                        break
-                    await asyncio.sleep(0)  # let the views draw between ticks
-        except Exception as exc:
-            reason = StopReason("error", f"{type(exc).__name__}: {exc}")
-        if self._child_hit is not None:  # a swarm agent is held at a breakpoint
-            reason, self._child_hit = self._child_hit, None
-        self._settle(reason)
-        return reason
-
-    async def _wait_until_ready(self) -> bool:
-        """Wait for the runner's wake, unless paused first. False when paused."""
-        if self.runner.can_tick_now:
-            return not self._pause.is_set()
-        if self.run_state == RunState.RUNNING:
-            self._set_state(RunState.WAITING, f"waiting for {', '.join(self.waiting_on()) or 'a wake'}")
-        woken = asyncio.ensure_future(self.runner.wait_until_ready())
-        paused = asyncio.ensure_future(self._pause.wait())
-        try:
-            await asyncio.wait((woken, paused), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            woken.cancel()
-            paused.cancel()
-        if self.run_state == RunState.WAITING:
-            self._set_state(RunState.RUNNING)
-        return not self._pause.is_set()
+            return Stop("error", "already running")
+        if self._refused():
+            return Stop("refused", self.message)
+        return await self.debugger.continue_(max_ticks)
 
     def pause(self) -> None:
-        self._pause.set()
-
-    def _after_tick(self, report: TickReport) -> StopReason | None:
-        self.children.runners()  # agents spawned by this tick are watched from now on
-        if not report.completed:  # held before a node: its changes come when the tick ends
-            self._notify("changed")
-            hits = [bp for bp in self.breakpoints if bp.stops_before(report.paused_at.path)]
-            return self._hit(hits[0]) if hits else None
-        self.last_report = report
-        self._notify("tick", report)
-        if self._divergence is not None:
-            message, self._divergence = self._divergence, None
-            self._event_hits.clear()
-            return StopReason("divergence", message)
-        hit = self._event_hit()
-        if hit is not None:
-            return hit
-        for bp in self.breakpoints:
-            if bp.enabled and bp.hit_by_tick(report):
-                return self._hit(bp)
-        return self._condition_hit()
-
-    def _hit_between_ticks(self) -> StopReason | None:
-        """An event or condition breakpoint whose cause happened after the last tick's end (async work
-        finishing while the tree waited): the run stops before ticking again, at the tick it belongs to."""
-        return self._event_hit() or self._condition_hit()
-
-    def _event_hit(self) -> StopReason | None:
-        if not self._event_hits:
-            return None
-        bp = self._event_hits[0]
-        self._event_hits.clear()
-        return self._hit(bp)
-
-    def _condition_hit(self) -> StopReason | None:
-        conditions = [bp for bp in self.breakpoints if bp.enabled and bp.kind == "condition"]
-        if conditions:
-            snapshot = {ns or "": self.runner.state_manager.view(ns) for ns in self.runner.state_manager.namespaces()}
-            for bp in conditions:
-                try:
-                    if bp.hit_by_state(snapshot):
-                        return self._hit(bp)
-                except BreakpointError as exc:
-                    bp.enabled = False
-                    return StopReason("error", f"{exc} (breakpoint disabled)")
-        return None
-
-    def _hit(self, bp: Breakpoint) -> StopReason:
-        bp.hits += 1
-        return StopReason("breakpoint", f"breakpoint: {bp.label}")
-
-    def _settle(self, reason: StopReason) -> None:
-        self.last_stop = reason
-        if self.runner.finished:
-            state = RunState.FINISHED
-        elif self.runner.suspended:
-            state = RunState.SUSPENDED
-        else:
-            state = RunState.PAUSED
-        self._set_state(state, reason.message)
-
-    def _noticed_interaction(self) -> None:
-        """A request made after the step that led to it (a tool's approval, asked while its node runs
-        on): paused, the run is now suspended, which the status line and the approval dialog show at
-        once, not at the next key. Continuing, the loop stops on it itself."""
-        if self.run_state == RunState.PAUSED and self.viewing is None and self.runner.suspended:
-            self._set_state(RunState.SUSPENDED, self._suspension_message())
-
-    def _suspension_message(self) -> str:
-        kinds = ", ".join(map(_waited_for, self.runner.interaction.pending().values()))
-        return f"suspended: waiting for {kinds or 'input'}"
+        self.debugger.pause()
 
     async def restart(self) -> None:
         """A fresh run: the tree file built again (a scripted model starts from its first answer),
@@ -734,7 +513,9 @@ class DebugSession(EditsMixin, BreakpointListMixin):
             loaded = load_tree(self.loaded.target)
         except TreeLoadError as exc:
             raise EditError(f"restart: {exc}") from None
-        self._attach(loaded)
+        breakpoints = self.breakpoints
+        self.debugger.unwatch()
+        self._attach(loaded, breakpoints)
         for path, ports in bindings.items():
             node = self.runner.nodes.get(path)
             if isinstance(node, JianmuNodeMixin):
@@ -742,8 +523,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         self._start_run()
         self.log.keep_only(self.runner.run_id)
         self.viewing, self.staged = None, StagedEdits()
-        self.last_report = None
-        self._set_state(RunState.READY, f"restarted: run {self.runner.run_id}")
+        self._say(f"restarted: run {self.runner.run_id}")
 
     # -- timeline: checkpoints, the past, replay and fork -------------------------------
     @property
@@ -783,35 +563,30 @@ class DebugSession(EditsMixin, BreakpointListMixin):
 
     def _show(self, message: str) -> None:
         self._frame = None
-        self._set_state(self.run_state, message)
+        self._say(message)
 
     def select_live(self) -> None:
         if self.recorded_run is not None:
-            self._set_state(self.run_state, RECORDING)
+            self._say(RECORDING)
             return
         self.viewing, self.staged = None, StagedEdits()
-        self._set_state(self.run_state, "live")
+        self._say("live")
 
     async def replay_from(self, checkpoint_id: int) -> str:
         """Re-run from a checkpoint on a new branch (`replay-1`, ...) serving the recorded model and
         tool answers (deterministic, offline); the branch replayed is never appended to. Edits
         staged there are not applied (a fork applies them)."""
         source = self._checkpoint_info(checkpoint_id)
-        replayer = IOReplayer(self.store, source.run_id, strict=True, source_branch=source.branch)
-        self._restore(source, lambda: self.runner.checkpoints.fork(source.id, prefix="replay"), replayer)
-        self._set_state(RunState.PAUSED, f"replaying checkpoint {source.id} on {self.branch}: recorded I/O, strict")
+        self.debugger.replay(source)
+        self._restored(source)
         return self.branch
 
     async def fork_from(self, checkpoint_id: int) -> str:
         """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
         source = self._checkpoint_info(checkpoint_id)
         staged = self.staged if self.viewing is not None and self.viewing.id == source.id else StagedEdits()
-        count = len(staged)
-        self._restore(source, lambda: self.runner.fork(source.id, state_updates=staged.updates(),
-                                                       binding_changes=staged.binding_changes()),
-                      IOReplayer(self.store, source.run_id, strict=False, source_branch=source.branch))
-        self._set_state(RunState.PAUSED, f"forked {self.branch} from checkpoint {source.id}"
-                        + (f" with {count} edit{'s' if count > 1 else ''}" if count else ""))
+        self.debugger.fork(source, staged.updates(), staged.binding_changes())
+        self._restored(source)
         return self.branch
 
     def _checkpoint_info(self, checkpoint_id: int) -> CheckpointInfo:
@@ -820,20 +595,12 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         except (CheckpointError, StoreError, ValueError) as exc:
             raise EditError(str(exc)) from None
 
-    def _restore(self, source: CheckpointInfo, action: Callable[[], Any], replayer: IOReplayer) -> None:
-        if self.busy:
-            raise EditError("pause the run before replaying or forking")
-        try:
-            action()
-        except (CheckpointError, StoreError, StateValidationError, ValueError) as exc:
-            raise EditError(str(exc)) from None
-        self._remember_head()  # the new branch's first checkpoint, saved by `action`
-        replayer.attach(self.runner.checkpoints)
-        self.runner.context.io_recorder = replayer
+    def _restored(self, source: CheckpointInfo) -> None:
+        self._remember_head()  # the new branch's first checkpoint, saved by the restore
         self.recorded_run = None  # the restored run is live now
         self._saved_at = (self.branch, source.tick)
         self.viewing, self.staged = None, StagedEdits()
-        self.last_report = None
+        self._notify("changed")
 
     # -- following a recording its writer is still adding to (studio.follow) ----------
     def follow(self) -> Callable[[], None]:
@@ -847,7 +614,7 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         seen = [info for info in self.store.list(run_id) if info.id <= self.viewing.id]
         follower = RunFollower(self.store, run_id, seen, self._events_read, self._landed)
         follower.start(asyncio.get_running_loop())
-        self._set_state(self.run_state, following(follower.liveness))  # short: the status line's end
+        self._say(following(follower.liveness))  # short: the status line's end
         return follower.stop
 
     def _landed(self, landed: Landed) -> bool:
@@ -857,10 +624,10 @@ class DebugSession(EditsMixin, BreakpointListMixin):
         if self.recorded_run != run_id:
             return False
         if landed.error is not None:
-            self._set_state(self.run_state, f"stopped following: {landed.error}")
+            self._say(f"stopped following: {landed.error}")
             return False
         if not landed.grew:  # only its writer's liveness changed (it died, say)
-            self._set_state(self.run_state, following(landed.liveness))
+            self._say(following(landed.liveness))
             return True
         self.log.extend(landed.events, landed.saved)
         newest = landed.checkpoints[-1] if landed.checkpoints else self.store.latest(run_id)
@@ -868,50 +635,153 @@ class DebugSession(EditsMixin, BreakpointListMixin):
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
         self._notify("landed")
-        self._set_state(self.run_state, following(landed.liveness, newest.tick))
+        self._say(following(landed.liveness, newest.tick))
         return landed.ended not in FINAL
 
-    # -- approvals -----------------------------------------------------------------
+    # -- breakpoints: the debugger's, kept beside the store ------------------------------
     @property
-    def approvals(self):
-        return self.runner.context.approval_manager
+    def breakpoints_file(self) -> Path:
+        """Where this tree's breakpoints are kept: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "breakpoints")
 
+    @property
+    def breakpoints_kept(self) -> str:
+        """Where the breakpoints live, as the breakpoints screen says it."""
+        return (f"kept beside the store, in {self.breakpoints_file.parent.name}/ (never in the source tree); "
+                "they come back when this tree is opened again")
+
+    def _load_breakpoints(self) -> list[str]:
+        """The breakpoints saved for this tree; one warning per entry (or file) that cannot be used."""
+        try:
+            saved = read_json(self.breakpoints_file) or []
+        except ValueError as exc:
+            return [f"{exc}; breakpoints not loaded"]
+        warnings, self._loading = [], True
+        try:
+            for data in saved if isinstance(saved, list) else []:
+                try:
+                    self.debugger.add_breakpoint(Breakpoint.from_json(data if isinstance(data, dict) else {}))
+                except (BreakpointError, EditError) as exc:
+                    warnings.append(f"{self.breakpoints_file.name}: not a breakpoint here ({exc}); skipped")
+        finally:
+            self._loading = False
+        return warnings
+
+    _loading = False  # reading the breakpoints file: nothing to write back
+
+    def _save_breakpoints(self) -> None:
+        if self._loading:
+            return
+        try:
+            write_json(self.breakpoints_file, [bp.to_json() for bp in self.breakpoints])
+        except OSError as exc:
+            self.message = f"breakpoints not saved: {self.breakpoints_file}: {exc.strerror}"
+
+    def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
+        """Add or remove a node breakpoint; True when one is now set."""
+        return self.debugger.toggle_node_breakpoint(path, on)
+
+    def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
+        """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
+        return self.debugger.add_node_breakpoint(path, on)
+
+    def add_event_breakpoint(self, event_type: str) -> Breakpoint:
+        return self.debugger.add_event_breakpoint(event_type)
+
+    def add_condition_breakpoint(self, expression: str) -> Breakpoint:
+        """A condition over state; its names must be state fields, keys or namespaces of the tree."""
+        return self.debugger.add_condition_breakpoint(expression)
+
+    def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
+        """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
+        self.debugger.set_breakpoint(bp, enabled=enabled, on=on)
+
+    def remove_breakpoint(self, bp: Breakpoint) -> None:
+        self.debugger.remove_breakpoint(bp)
+
+    # -- edits: the debugger's checks; staged while the past is shown ----------------------
+    def validate_binding_key(self, path: str, key: str) -> str:
+        """The normalised state key, or `EditError` saying why the key cannot be bound."""
+        return self.debugger.validate_binding_key(path, key)
+
+    def edit_binding(self, path: str, direction: str, port: str, key: str) -> None:
+        """Rebind one port; it takes effect at the next tick and is recorded as an event.
+        While a past checkpoint is shown the edit is staged for a fork from there."""
+        _, key = self.debugger.checked_binding(path, direction, port, key)
+        if self.viewing is not None:
+            self.staged.bindings[(path, direction, port)] = key
+            self._show(f"binding staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
+        if self.recorded_run is not None:
+            raise EditError("this is a recording: fork (f) from a checkpoint to edit it")
+        self.debugger.edit_binding(path, direction, port, key)
+
+    def bindings(self) -> dict[str, dict[str, dict[str, str]]]:
+        """Every explicit binding of the tree, by node path."""
+        return self.debugger.bindings()
+
+    @property
+    def bindings_file(self) -> Path:
+        """Where "apply and save" keeps this tree's bindings: beside the store, never in the source tree."""
+        return tree_file(self.store, self.loaded.path, self.loaded.function, "bindings")
+
+    def save_bindings(self) -> Path:
+        return write_json(self.bindings_file, self.bindings())
+
+    def apply_bindings_file(self, path: Path | None = None) -> list[str]:
+        """Apply a saved bindings file (this tree's by default); one line per entry that does not fit."""
+        path = path or self.bindings_file
+        try:
+            data = read_json(path)
+        except ValueError as exc:
+            return [f"{exc}; ignored"]
+        if data is None:
+            return []
+        if not isinstance(data, dict):
+            return [f"{path}: not an object of node paths ({type(data).__name__}); ignored"]
+        warnings = []
+        for node_path, ports in data.items():
+            if not isinstance(ports, dict):
+                warnings.append(f"{path.name}: {node_path}: not an object of inputs/outputs; ignored")
+                continue
+            for direction, field_name in (("in", "inputs"), ("out", "outputs")):
+                entries = ports.get(field_name) or {}
+                if not isinstance(entries, dict):
+                    warnings.append(f"{path.name}: {node_path} {field_name}: not an object; ignored")
+                    continue
+                for port, key in entries.items():
+                    try:
+                        self.edit_binding(node_path, direction, port, key)
+                    except EditError as exc:
+                        warnings.append(f"{path.name}: {node_path} {port}: {exc}")
+        return warnings
+
+    def edit_state(self, namespace: str | None, key: str, value: Any) -> None:
+        """Set one state value (validated by the schema); recorded as a `state.edited` event.
+        While a past checkpoint is shown the edit is staged for a fork from there."""
+        namespace, value = self.debugger.checked_state_edit(namespace, key, value)
+        if self.viewing is not None:
+            self.staged.values[(namespace or "", key)] = value
+            self._show(f"edit staged: fork (f) from checkpoint {self.viewing.id} applies it")
+            return
+        if self.recorded_run is not None:
+            raise EditError("this is a recording: fork (f) from a checkpoint to edit it")
+        self.debugger.edit_state(namespace, key, value)
+
+    # -- approvals: the debugger's ----------------------------------------------------
     def pending_approvals(self) -> list[Any]:
-        return list(self.approvals.pending()) if self.approvals is not None else []
+        return self.debugger.pending_approvals()
 
     def approve(self, approval_id: str, arguments: dict[str, Any] | None = None) -> None:
         """Approve a pending call; with `arguments` (checked against the tool's schema) it runs with those."""
-        approvals = self._require_approvals()
-        try:
-            if arguments is not None:
-                self.check_arguments(approvals.get(approval_id), arguments)
-            approvals.approve(approval_id, arguments=arguments)
-        except ApprovalError as exc:
-            raise EditError(str(exc)) from None
-        self._after_approval()
+        self.debugger.approve(approval_id, arguments)
 
     def check_arguments(self, request: Any, arguments: Any) -> None:
         """`EditError` naming the argument when `arguments` do not fit the waiting tool's schema."""
-        check_tool_arguments(self.runner, request, arguments)
+        self.debugger.check_arguments(request, arguments)
 
     def deny(self, approval_id: str, reason: str) -> None:
-        try:
-            self._require_approvals().deny(approval_id, reason or "denied in the studio")
-        except ApprovalError as exc:
-            raise EditError(str(exc)) from None
-        self._after_approval()
-
-    def _require_approvals(self):
-        if self.approvals is None:
-            raise EditError("this tree has no approval manager")
-        return self.approvals
-
-    def _after_approval(self) -> None:
-        if not self.runner.suspended:
-            self._set_state(RunState.PAUSED, "approval resolved: continue (c) or step (n)")
-        else:
-            self._notify("changed")
+        self.debugger.deny(approval_id, reason or "denied in the studio")
 
 
-__all__ = ["RECORDING", "DebugSession", "EditError", "NodeDetail", "NodeView", "PortView", "RunState",
-           "StampedEvent", "StopReason", "TimelineRow", "default_db_path", "open_store"]
+__all__ = ["RECORDING", "DebugSession", "StopReason", "default_db_path", "open_store"]

@@ -1,20 +1,35 @@
-"""`SessionAPI`: what the TUI asks of a session, local (`DebugSession`) or remote (`RemoteSession`).
+"""`SessionAPI`: what the TUI asks of a session, local (`DebugSession`) or attached (`RemoteSession`).
 
 The TUI is written against this and never asks which one it has: both sessions answer
-every member, the timeline of checkpoints included (a remote session reads the served
-run's store through the debug server).
+every member, the timeline of checkpoints included (an attached session reads the served
+run's store through the debug server), and both hand it the same things (`TimelineRow`,
+the debugger's `Stop` and `RunState`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from py_trees.common import Status
 
+from runtime.debug.breakpoints import Breakpoint
 from runtime.engine.runner import TickReport
 
-from .breakpoints import Breakpoint
+EVENT_BUFFER = 50_000  # recent events a session keeps for the events pane
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One checkpoint on the timeline."""
+
+    id: int
+    tick: int
+    status: str
+    branch: str
+    parent_id: int | None
+    summary: str
 
 
 class SessionAPI(Protocol):
@@ -102,4 +117,4 @@ class SessionAPI(Protocol):
     def deny(self, approval_id: str, reason: str) -> None: ...
 
 
-__all__ = ["SessionAPI"]
+__all__ = ["EVENT_BUFFER", "SessionAPI", "TimelineRow"]

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .places import data_dir, move_once, old_cache_dir
+from ..places import data_dir, move_once, old_cache_dir
 
 
 def settings_dir(store: Any) -> Path:

@@ -1,7 +1,9 @@
-"""`RemoteSession`: the session interface over the debug protocol, for a run in another process.
+"""`RemoteSession`: an attached studio session, the debugger of a run in another process driven over
+the debug protocol (docs/protocol.md).
 
-The TUI drives it exactly like a local `DebugSession` (same views, same intents, same
-listener kinds) and never knows the difference. It keeps a mirror of the run built from
+The debugger is the same `runtime.debug.Debugger` a local `DebugSession` drives in process, so
+both stop at the same places; the TUI drives this exactly like a local session (same views,
+same intents, same listener kinds) and never knows the difference. It keeps a mirror of the run built from
 the server's `welcome` and its `update` diffs (`docs/protocol.md`); reads come from the
 mirror, intents become requests. Intents the TUI calls synchronously (breakpoints, edits,
 approvals, pause, choosing a checkpoint) are checked here as far as the mirror allows and
@@ -27,8 +29,13 @@ from typing import Any
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
+from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
+from runtime.debug.children import child_namespace, refused_moment, split_child_path
 from runtime.debug.edits import EditRefused, StateFacts, check_binding_key, check_port, check_state_key
+from runtime.debug.protocol import record_of, returns_of
+from runtime.debug.stops import RunState, Stop
 from runtime.engine.events import EventType, RuntimeEvent
+from runtime.engine.record import Returns
 from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo, Liveness
@@ -36,23 +43,12 @@ from runtime.memory.checkpoint.liveness import ABANDONED
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition
-from .children import child_namespace, refused_moment, split_child_path
-from .edits import StagedEdits
-from .failure import Failure
-from .frames import EventLog, StampedEvent, status_history
-from .model_calls import MODEL_EVENTS, ModelCall, collect
-from .session import (
-    EVENT_BUFFER,
-    EditError,
-    NodeDetail,
-    NodeView,
-    PortView,
-    RunState,
-    StopReason,
-    TimelineRow,
-)
-from .timeline import Lineage, Mark, RunTimeline
+from ..edits import EditError, StagedEdits
+from ..failure import Failure
+from ..frames import EventLog, NodeDetail, NodeView, PortView, StampedEvent, status_history
+from ..model_calls import MODEL_EVENTS, ModelCall, collect
+from ..timeline import Lineage, Mark, RunTimeline
+from .api import EVENT_BUFFER, TimelineRow
 
 Listener = Callable[[str, Any], None]
 HISTORY = 200  # status changes shown per node
@@ -75,8 +71,8 @@ class RemoteFrame:
     root_status: Status
     tokens: int
     branch: str
-    returns: Any = None  # the record of its tick (`runtime.engine.record.Returns`): not sent over the protocol yet
-    held_returns: Any = None  # ... of a tick held inside, so far
+    returns: Returns | None = None  # the record of its tick: a past checkpoint's, or a tick held inside so far
+    held_returns: Returns | None = None  # ... of a tick held inside, so far (the head's)
     pending: frozenset[str] = frozenset()  # the nodes not returned yet in a tick held inside
 
 
@@ -103,6 +99,12 @@ def _tokens(state: dict[str, dict[str, Any]]) -> int:
     return total
 
 
+def _same_tree(path: str, other: str) -> bool:
+    """Both nodes are the host's, or both one swarm agent's (`@agent/...`)."""
+    split, other_split = split_child_path(path), split_child_path(other)
+    return (split and split[0]) == (other_split and other_split[0])
+
+
 class RemoteSession:
     def __init__(self, client: DebugClient, address: str):
         self.client = client
@@ -114,7 +116,7 @@ class RemoteSession:
         self.staged = StagedEdits()  # made while viewing a checkpoint, applied by a fork from it
         self.breakpoints: list[Breakpoint] = []
         self.last_report: TickReport | None = None
-        self.last_stop: StopReason | None = None
+        self.last_stop: Stop | None = None
         self.message = f"attached to {address}"
         self.run_state = RunState.READY
         self.recording = False  # whether the served run keeps checkpoints (a timeline)
@@ -132,6 +134,10 @@ class RemoteSession:
         self._past: dict[str, Any] | None = None  # the viewed checkpoint as the server described it
         self._past_paths: frozenset[str] | None = None  # the nodes it knew, when not every node of the tree
         self._past_nodes: dict[str, dict[str, Any]] = {}  # the nodes it can draw: the host's, its agents' then
+        self._past_returns: Returns | None = None  # what its tick returned, in order
+        self._held: Returns | None = None  # a tick held inside (a step into, a breakpoint before a node): its record so far
+        self._held_last: dict[str, Status] = {}  # ... each node that returned in it -> what it returned last
+        self._pending: frozenset[str] = frozenset()  # ... the host's nodes not reached in it yet
         self._tree_version = 0  # a new tree from the server (a picture, a deferred subtree compiled)
         self._tick_marks: dict[str, Mark] = {}  # what the last completed tick changed (with what came before it)
         self._since: dict[str, tuple[Any, Any]] = {}  # written since then: async work finishing between ticks
@@ -144,7 +150,9 @@ class RemoteSession:
         self._waiting: list[str] = []  # what the last tick left in flight, when nothing woke the run
         self._moved = False  # the studio moved the run (a step, a continue, a fork): no longer "ready"
         self._stopped = asyncio.Event()
-        self._server_ids: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: server id)
+        self._applied = 0  # the server's unasked messages applied so far (`DebugClient.received` counts them)
+        self._stops: deque[tuple[int, Stop]] = deque(maxlen=8)  # the latest stops, each with its message's number
+        self._placing: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: the server's id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
         self._add_events(client.welcome.get("events", ()))  # what the run did before this studio attached
@@ -191,6 +199,7 @@ class RemoteSession:
         self._rows.infos.clear()
         self._add_rows(picture.get("checkpoints", ()))
         self._paused, self._finished = picture.get("paused"), picture.get("finished", False)
+        self._hold(self._paused)
         self._failure = picture.get("failure")
         self._head_marks = picture.get("marks", [])
         self._settle()
@@ -203,13 +212,15 @@ class RemoteSession:
 
     async def _read(self) -> None:
         while (message := await self.client.next_message()) is not None:
+            self._applied += 1
             try:
                 self._apply(message)
             except (KeyError, TypeError, ValueError) as exc:  # a server speaking something else: say so, go on
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
+        self._applied += 1
         lost = f"{Liveness(ABANDONED, time.time())}: the debug connection was lost"  # (its keepalive held till now)
-        self._stop(StopReason("finished", (self.message if self._finished else lost) + self._replay_hint()))
+        self._stop(Stop("finished", (self.message if self._finished else lost) + self._replay_hint()))
 
     def _replay_hint(self) -> str:
         """Once the served run is gone its recording is a store another studio opens (and follows while a
@@ -223,32 +234,42 @@ class RemoteSession:
             self._apply_update(message)
         elif kind == "paused" and message["kind"] == "finished":  # held at its end for this studio
             self._paused, self._continuing, self._finished = message, False, True
-            self._stop(StopReason("finished", f"finished: {self._status} (held for this studio: its process "
+            self._hold(message)
+            self._stop(Stop("finished", f"finished: {self._status} (held for this studio: its process "
                                               "gets the result when you quit)"))
         elif kind == "paused":
             self._paused, self._continuing = message, False
-            self._stop(StopReason(message["kind"], self._count_hit(message)))
+            self._hold(message)
+            self._stop(self._stop_of(message))
         elif kind == "resumed":
             self._paused = None
+            self._hold(None)
             self._settle()
         elif kind == "finished":
             self._finished, self._failure = True, message.get("failure")
-            self._stop(StopReason("finished", f"finished: {message['status']}"))
+            self._stop(Stop("finished", f"finished: {message['status']}"))
         elif kind == "bye":
             self._finished = True
-            self._stop(StopReason("finished", f"the run ended: {message['status']} (the server closed)"))
+            self._stop(Stop("finished", f"the run ended: {message['status']} (the server closed)"))
         elif kind == "error":
             self._say(f"debug server: {message['message']}")
 
-    def _count_hit(self, paused: dict[str, Any]) -> str:
-        """The stop's message; a breakpoint's hit is counted on the studio's breakpoint and named as it names it."""
-        server_id = paused.get("breakpoint")
-        for bp in self.breakpoints:
-            placed = self._server_ids.get(id(bp))
-            if server_id is not None and placed is not None and placed.done() and placed.result() == server_id:
-                bp.hits += 1
-                return f"breakpoint: {bp.label}" if paused["kind"] == "breakpoint" else paused["message"]
-        return paused["message"]
+    def _hold(self, paused: dict[str, Any] | None) -> None:
+        """Where the run is held: inside a tick (`returns` in the `paused` message), what returned in it so
+        far and the host's nodes not reached yet (a swarm agent's run on their own), as a local head frame
+        has them; between ticks (or moving), nothing."""
+        held = returns_of((paused or {}).get("returns"))
+        self._held, self._held_last = held, held.last() if held is not None else {}
+        self._pending = frozenset() if held is None else frozenset(
+            path for path in self._nodes if path not in self._held_last and split_child_path(path) is None)
+
+    def _stop_of(self, paused: dict[str, Any]) -> Stop:
+        """The debugger's stop as the server described it, its breakpoint (and hits) the mirrored one."""
+        bp = next((bp for bp in self.breakpoints if paused.get("breakpoint") is not None
+                   and bp.id == paused["breakpoint"]), None)
+        if bp is not None and "hits" in paused:
+            bp.hits = paused["hits"]
+        return Stop(paused["kind"], paused["message"], paused.get("tick", self._tick), paused.get("node"), bp)
 
     def _apply_update(self, update: dict[str, Any]) -> None:
         if "tree" in update:
@@ -278,9 +299,12 @@ class RemoteSession:
         if "approvals" in update:
             self._approvals = update["approvals"]
         self._run_id, self._tick, self._status = update["run_id"], update["tick"], update["status"]
+        self._finished = self._finished or self._status in ("SUCCESS", "FAILURE")  # before its stop is said
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
         self._add_events(update.get("events", ()))
+        if "breakpoints" in update:
+            self._mirror_breakpoints(update["breakpoints"])
         self._head_marks = update.get("marks", self._head_marks)
         self._mark(update, state_changes)
         for tick in update.get("agent_ticks", ()):  # a swarm agent's tick, its paths @agent/...
@@ -289,19 +313,19 @@ class RemoteSession:
                                                         for path, (old, new) in tick["changed"].items()}))
         if "report" in update or any(split_child_path(path) is None for path in changed):  # a tick (its changes)
             report = update.get("report")
+            last = self.last_report
             if report is not None:
                 self._waiting = report.get("waiting", [])
                 ticked = list(report.get("ticked", ()))  # the tree pane re-reads their lines (a loop's counter)
-            else:  # changes between ticks: the last tick's nodes are still the ones it ticked
-                ticked = self.last_report.ticked if self.last_report is not None else []
+                record = record_of(report)  # what each of them returned: the tick's truth, as a local report has it
+            else:  # changes between ticks: the last tick's nodes (and what they returned) are still its own
+                ticked = last.ticked if last is not None else []
+                record = {"returned": last.returned, "unseen": last.unseen} if last is not None else {}
             self.last_report = TickReport(update["tick"], Status(update["status"]), changed=changed,
                                           state_changes=state_changes, ticked=ticked,
-                                          duration_ms=(report or {}).get("duration_ms", 0.0))
+                                          duration_ms=(report or {}).get("duration_ms", 0.0), **record)
             self._notify("tick", self.last_report)
-        if self.suspended and self._continuing:
-            self._stop(StopReason("suspended", self._suspension_message()))
-        else:
-            self._settle()
+        self._settle()
 
     def _add_events(self, events: Any) -> None:
         """Stamped as a local session stamps them: between ticks when published after their tick's
@@ -326,11 +350,12 @@ class RemoteSession:
             self._tick_marks = {key: Mark(old, new) for key, (old, new) in self._since.items() if old != new}
             self._since = {}
 
-    def _stop(self, reason: StopReason) -> None:
+    def _stop(self, reason: Stop) -> None:
         self.last_stop = reason
         self._continuing = False
         self.message = reason.message
         self._settle()
+        self._stops.append((self._applied, reason))
         self._stopped.set()
 
     def _settle(self) -> None:
@@ -389,10 +414,11 @@ class RemoteSession:
         past = self._past
         if past is None:
             return RemoteFrame((self._run_id, self.branch, None), self._tick, self.root_status, self.tokens,
-                               self.branch)
+                               self.branch, self._held, self._held, self._pending)
         info = self._past_info()
         return RemoteFrame((self._run_id, info.branch, info.id), info.tick, info.root_status,  # ERROR: FAILURE
-                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch)
+                           max(_tokens(self.state_snapshot()), self.log.tokens(self._frame_lineage())), info.branch,
+                           self._past_returns)
 
     def _past_info(self) -> CheckpointInfo:
         """The viewed checkpoint's header (its row, as the store lists it)."""
@@ -438,9 +464,11 @@ class RemoteSession:
         return list(self._waiting) if self.run_state == RunState.WAITING else []
 
     def running_nodes(self) -> list[str]:
-        """The leaves running in the frame shown (a past one's from its checkpoint)."""
-        return [path for path, node in self._shown().items()
-                if self.node_status(path) == Status.RUNNING and not node["children"]]
+        """The leaves running in the frame shown (a past one's from its checkpoint): leaves of their own tree,
+        as a local session finds them, a node spawning a swarm agent one although the agent's root hangs
+        under it."""
+        return [path for path, node in self._shown().items() if self.node_status(path) == Status.RUNNING
+                and not any(_same_tree(path, child) for child in node["children"])]
 
     def _shown(self) -> dict[str, dict[str, Any]]:
         """The nodes of the frame: every node live, those the checkpoint knew in the past."""
@@ -470,24 +498,25 @@ class RemoteSession:
         return self._tree_version, self._past_paths if self._past is not None else None
 
     def node_status(self, path: str) -> Status:
-        """A node's status in the frame shown."""
+        """A node's status in the frame shown; in a tick held inside, what it returned last in it, if it did."""
         if self._past is not None:
             return Status(self._past["statuses"].get(path, "INVALID"))
-        return Status(self._node(path)["status"])
+        return self._held_last.get(path) or Status(self._node(path)["status"])
 
     def node_statuses(self) -> dict[str, Status]:
         return {path: self.node_status(path) for path in (self._nodes if self._past is None else self._past_nodes)}
 
     def node_view(self, path: str) -> NodeView:
         node, past = self._node(path), self._past
-        status, counter, children = node["status"], node["counter"], list(node["children"])
+        status, counter, children = self._held_last.get(path) or node["status"], node["counter"], list(node["children"])
         if past is not None:
             status, counter = past["statuses"].get(path, "INVALID"), past["counters"].get(path)
             children = [child for child in children if child in past["statuses"]]
         return NodeView(path=path, name=node["name"], class_name=node["class"], depth=path.count("/"),
                         parent=node["parent"], children=children, status=Status(status),
                         namespace=node["namespace"], counter=counter,
-                        breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints))
+                        breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints),
+                        pending=past is None and path in self._pending)
 
     def node_detail(self, path: str) -> NodeDetail:
         node, past = self._node(path), self._past
@@ -596,40 +625,44 @@ class RemoteSession:
         if self.viewing is not None:
             self._say(PAST)
             return None
-        if self.run_state in (RunState.FINISHED, RunState.SUSPENDED) or self.busy:
-            self._say({RunState.FINISHED: "the run has finished", RunState.SUSPENDED: self._suspension_message()}
-                      .get(self.run_state, "running: pause (p) first"))
+        if self.busy:  # the debugger says why it cannot step otherwise (the end, a suspension)
+            self._say("running: pause (p) first")
             return None
         if not await self._until_stopped(request):
             return None
         return self.last_report
 
-    async def continue_(self, max_ticks: int | None = None) -> StopReason:
+    async def continue_(self, max_ticks: int | None = None) -> Stop:
         """Let the remote run go on until a breakpoint, a suspension, `pause()` or its end."""
         if self.viewing is not None:
             self._say(PAST)
-            return StopReason("refused", PAST)
+            return Stop("refused", PAST)
         if self.run_state == RunState.FINISHED or self.busy:
-            return StopReason("error", "the run has finished" if self._finished else "already running")
+            return Stop("error", "the run has finished" if self._finished else "already running")
         self._continuing = True
         self.run_state = RunState.RUNNING
         self._say("running")
         if not await self._until_stopped("continue"):
-            return StopReason("error", self.message)
+            return Stop("error", self.message)
         return self.last_stop
 
     async def _until_stopped(self, request: str) -> bool:
-        self._stopped.clear()
+        """Send a step or a continue and wait for the stop it makes: one that came with a message the
+        server sent after answering it (a stop sent before, say a run held once its approval was
+        answered, is not this one's)."""
         self._moved = True
         await self.drained()  # an edit or breakpoint made just before reaches the run before it moves
         try:
-            await self.client.request(request)
+            _, before = await self.client.request_marked(request)
         except DebugError as exc:
             self._continuing = False
             self._say(f"{request.replace('_', ' ')}: {exc.message}")
             self._settle()
             return False
-        await self._stopped.wait()
+        while (made := next((stop for at, stop in self._stops if at > before), None)) is None:
+            self._stopped.clear()
+            await self._stopped.wait()
+        self.last_stop = made  # what it made, though the run's end may be said already after it
         return True
 
     def pause(self) -> None:
@@ -665,6 +698,7 @@ class RemoteSession:
         def arrived(reply: dict[str, Any]) -> None:
             row = reply["checkpoint"]
             self._past, self._past_nodes, self.staged = reply, self._nodes_then(reply), StagedEdits()
+            self._past_returns = returns_of(reply.get("returns"))
             shown = frozenset(self._shown())
             self._past_paths = None if shown == frozenset(self._nodes) else shown
             self.viewing = TimelineRow(row["id"], row["tick"], row["status"], row["branch"], row["parent_id"],
@@ -721,78 +755,79 @@ class RemoteSession:
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
         """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
-        if on not in NODE_MOMENTS:
-            raise BreakpointError(f"a node breakpoint stops 'before' the node runs or 'after' it changes, not {on!r}")
+        bp = Breakpoint.from_json({"kind": "node", "node": path, "when": on})
         if path not in self._nodes:
             raise BreakpointError(f"no node at path {path!r}")
         if (refused := refused_moment(path, on)) is not None:
             raise BreakpointError(refused)
-        return self._add(Breakpoint("node", node=path, on=on))
+        return self._add(bp)
 
     def add_event_breakpoint(self, event_type: str) -> Breakpoint:
-        event_type = event_type.strip()
-        if not event_type:
-            raise BreakpointError("an event breakpoint needs an event type, for example tool.call.failed")
-        return self._add(Breakpoint("event", event_type=event_type))
+        return self._add(Breakpoint.from_json({"kind": "event", "event": event_type}))
 
     def add_condition_breakpoint(self, expression: str) -> Breakpoint:
-        condition = Condition(expression)
-        known = {*self._state.get("", {}), *(ns.split(".")[0] for ns in self._state if ns),
-                 *(node["namespace"].split(".")[0] for node in self._nodes.values() if node["namespace"]),
-                 "True", "False", "None"}
-        unknown = sorted(condition.names() - known)
-        if unknown:
-            raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
-        return self._add(Breakpoint("condition", condition=condition))
+        """A condition over state; its names must be state fields, keys or namespaces of the served run."""
+        bp = Breakpoint.from_json({"kind": "condition", "condition": expression})
+        check_names(bp.condition, {*self._schema["fields"], *self._state.get("", {}),
+                                   *(ns.split(".")[0] for ns in self._facts.namespaces)})
+        return self._add(bp)
 
     def _add(self, bp: Breakpoint) -> Breakpoint:
+        """Set it on the server (the debugger's list; this one mirrors it); a refusal takes it off again."""
         self.breakpoints.append(bp)
-        self._place(bp)
+        task = self._send("break", lambda reply: self._described(bp, reply["breakpoint"]), **bp.to_json())
+        self._placing[id(bp)] = task
+        task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
         self._notify("changed")
         return bp
 
-    def _place(self, bp: Breakpoint) -> None:
-        """Set the breakpoint on the server; a refusal takes it off the list again."""
-        task = self._send("break", lambda reply: reply["breakpoint"]["id"], **bp.to_protocol())
-        self._server_ids[id(bp)] = task
-        task.add_done_callback(lambda done: self._refused(bp) if done.result() is None else None)
+    def _described(self, bp: Breakpoint, described: dict[str, Any]) -> int:
+        bp.id, bp.hits, bp.enabled = described["id"], described["hits"], described["enabled"]
+        return bp.id
 
     def _refused(self, bp: Breakpoint) -> None:
         if bp in self.breakpoints:
             self.breakpoints.remove(bp)
             self._notify("changed")
 
-    def _unplace(self, bp: Breakpoint) -> None:
-        """Take the breakpoint off the server (once it was placed there)."""
-        placing = self._server_ids.pop(id(bp), None)
+    def _once_placed(self, bp: Breakpoint, request: str, **fields: Any) -> None:
+        """Send a request about a breakpoint once the server has numbered it (in order behind the others)."""
+        placing = self._placing.get(id(bp))
         if placing is None:
             return
 
-        async def unbreak() -> None:
-            server_id = await placing
-            if server_id is not None:
-                await self._send("unbreak", breakpoint=server_id)
+        async def send() -> None:
+            if await placing is not None:
+                await self._send(request, breakpoint=bp.id, **fields)
 
-        task = asyncio.get_running_loop().create_task(unbreak())
+        task = asyncio.get_running_loop().create_task(send())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _mirror_breakpoints(self, described: list[dict[str, Any]]) -> None:
+        """The server's list changed (hits, a condition it disabled): this one follows."""
+        by_id = {item["id"]: item for item in described}
+        for bp in self.breakpoints:
+            if bp.id in by_id:
+                bp.hits, bp.enabled = by_id[bp.id]["hits"], by_id[bp.id]["enabled"]
 
     def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
         """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
         if on is not None and (bp.kind != "node" or on not in NODE_MOMENTS):
             raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
-        self._unplace(bp)
+        if on is not None and (refused := refused_moment(bp.node, on)) is not None:
+            raise BreakpointError(refused)
         bp.enabled = bp.enabled if enabled is None else enabled
         bp.on = on or bp.on
-        if bp.enabled:
-            self._place(bp)
+        self._once_placed(bp, "set_breakpoint", enabled=bp.enabled, **({"when": on} if on else {}))
         self._notify("changed")
 
     def remove_breakpoint(self, bp: Breakpoint) -> None:
         if bp not in self.breakpoints:
             return
         self.breakpoints.remove(bp)
-        self._unplace(bp)
+        self._once_placed(bp, "unbreak")
+        self._placing.pop(id(bp), None)
         self._notify("changed")
 
     # -- edits ---------------------------------------------------------------------
