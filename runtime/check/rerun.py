@@ -32,7 +32,6 @@ from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import TickReport
 from ..memory.checkpoint import (
     Checkpoint,
-    CheckpointError,
     CheckpointInfo,
     CheckpointStore,
     InMemoryCheckpointStore,
@@ -40,7 +39,7 @@ from ..memory.checkpoint import (
     Source,
 )
 from ..memory.checkpoint.agents import swarm_of
-from ..memory.checkpoint.naming import display_name
+from ..memory.checkpoint.lineage import lineage
 from ..state import StateChange, StateValidationError
 from .agents import AgentPace, without_unstarted
 from .compare import Difference, Pictures
@@ -76,17 +75,6 @@ class CheckReport:
         if self.also:
             out.append(f"  (also differing at tick {self.divergence.tick}: {', '.join(self.also)})")
         return out
-
-
-def lineage(store: CheckpointStore, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
-    """The checkpoints a branch went through, oldest first (into the branch it forked from)."""
-    found = list(reversed(store.history(run_id, branch)))
-    if not found:
-        if not store.list(run_id):
-            raise CheckpointError(f"{display_name(store.location)}: no run {run_id!r}")
-        raise CheckpointError(f"{display_name(store.location)}: run {run_id} has no branch {branch!r} "
-                              f"(branches: {', '.join(store.branches(run_id))})")
-    return found
 
 
 async def check_run(store: CheckpointStore, run_id: str, build: Callable[[], Agent], *, branch: str = "main",

@@ -34,6 +34,7 @@ from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
+from ..memory.checkpoint.whatif_marks import CallRef
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
 from .children import SwarmChildren, refused_moment, split_child_path
@@ -49,6 +50,7 @@ from .edits import (
 from .stepped import stepped
 from .stops import RunState, Stop
 from .waiting import in_flight
+from .whatif import WhatIf
 
 _WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
@@ -857,6 +859,18 @@ class Debugger:
         count = len(state) + sum(len(ports) for change in bindings.values() for ports in change.values())
         return self._restored(f"forked {self.branch} from checkpoint {source.id}"
                               + (f" with {count} edit{'s' if count > 1 else ''}" if count else ""))
+
+    def what_if(self, call: CallRef, answer: Any) -> CheckpointInfo:
+        """A new branch (`whatif-1`, ...) from just before a recorded model or tool call, serving `answer`
+        in its place, the recorded I/O after it where requests match (`runtime.debug.whatif`); returns
+        the checkpoint forked from."""
+        try:
+            what_if = WhatIf(self.store, call, answer)
+        except (CheckpointError, StoreError, ValueError) as exc:
+            raise EditRefused(f"what if: {exc}") from None
+        self._restore(lambda: what_if.fork(self.runner.checkpoints), what_if.replayer)
+        self._restored(f"what if: forked {self.branch} from checkpoint {what_if.before.id}, the {call} answered as edited")
+        return what_if.before
 
     @property
     def branch(self) -> str:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..check.rerun import lineage
 from ..engine.events import EventType
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, CheckpointStore, IORecord, IOReplayer
 from ..memory.checkpoint.io import LANDED
+from ..memory.checkpoint.lineage import lineage
 from ..memory.checkpoint.model import jsonable
 from ..memory.checkpoint.whatif_marks import FORK, CallRef, Mark, add_mark
 from ..messages import Message, ai
@@ -68,7 +68,7 @@ def landed_tick(store: CheckpointStore, call: CallRef, record: IORecord,
         if call.kind == "model" and event.type == EventType.REPLY_STARTED and payload.get("round") == call.round:
             return event.tick
         if (call.kind == "tool" and event.type == EventType.TOOL_CALL_STARTED and payload.get("index") == call.index
-                and payload.get("tool") == record.request.get("name")
+                and payload.get("round", call.round) == call.round and payload.get("tool") == record.request.get("name")
                 and jsonable(payload.get("arguments")) == record.request.get("arguments")):
             return event.tick
     raise CheckpointError(f"run {call.run_id}: no event tells when its {call} was made")
