@@ -141,3 +141,13 @@ async def test_a_run_recorded_before_calls_kept_their_tick_forks_from_the_tick_t
     fork_with_answer(runner, CallRef(run_id, "main", "model", LLM, 1), "done")
     first = store.list(run_id, "whatif-2")[0]
     assert first.tick == 5 and store.get(first.id).statuses[LLM] == "RUNNING"
+
+
+async def test_a_tool_result_edited_as_json_is_served_as_its_json_text():
+    store = InMemoryCheckpointStore()
+    agent = await recorded(ROOT / "sample_trees/react_calculator.py", store)
+    runner = agent.runner
+    fork_with_answer(runner, CallRef(runner.run_id, "main", "tool", "Calculator/Calculator.loop/Calculator.tools", 1),
+                     {"value": 110})
+    assert await runner.run() == Status.SUCCESS
+    assert [m.content for m in runner.state_manager.get("messages") if m.role == "tool"] == ['{"value":110}']

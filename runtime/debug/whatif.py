@@ -28,6 +28,7 @@ from ..memory.checkpoint.model import jsonable
 from ..memory.checkpoint.whatif_marks import FORK, CallRef, Mark, add_mark
 from ..messages import Message, ai
 from ..model import ModelResponse
+from ..tools import Tool
 
 if TYPE_CHECKING:
     from ..engine.runner import ReactiveRunner
@@ -104,7 +105,7 @@ class EditedAnswer(IOReplayer):
     def __init__(self, store: CheckpointStore, call: CallRef, record: IORecord, answer: Any):
         super().__init__(store, call.run_id, strict=False, source_branch=call.branch)
         self.call, self.record = call, record
-        self.answer = edited_model_answer(answer, record) if call.kind == "model" else str(answer)
+        self.answer = edited_model_answer(answer, record) if call.kind == "model" else Tool.format_result(answer)
         self.served = False  # the edited answer was given
 
     def _edited(self, kind: str, node: str, round: int, index: int) -> bool:
