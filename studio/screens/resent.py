@@ -14,7 +14,7 @@ from textual.widgets import Label, Static
 
 from runtime.memory.checkpoint.whatif_marks import Mark
 
-from .model_call import message_block
+from .messages import message_block
 
 
 def answer_block(title: str, answer: Any) -> Group:
