@@ -73,6 +73,8 @@ class MainScreen(Screen):
                 tooltip="Edit the selected node's port bindings"),
         Binding("f", "replay_fork", "Replay/fork", id="replay-fork",
                 tooltip="Replay or fork from the selected checkpoint"),
+        Binding("d", "compare", "Compare", id="compare", show=False,
+                tooltip="This branch beside another branch or run: the first divergence, and the state diff of each tick"),
         Binding("m", "model_calls", "Model calls", id="model-calls",
                 tooltip="The model calls of the selected node (or of the run): messages, tools, response"),
         Binding("a", "approvals", "Approve", id="approvals", tooltip="Approve or deny a pending tool call"),
@@ -271,6 +273,8 @@ class MainScreen(Screen):
             return viewing and session.recorded_run is None  # a recording has no live run to go back to
         if action == "replay_fork":
             return callable(getattr(session, "fork_from", None))
+        if action == "compare":
+            return None if busy or not callable(getattr(session, "compare", None)) else True
         return True
 
     # -- intents -------------------------------------------------------------------
@@ -365,7 +369,29 @@ class MainScreen(Screen):
         title = f"model calls of {path}"
         if not calls:
             calls, title = self.session.model_calls(), "model calls of this run"
-        self.app.push_screen(ModelCallsScreen(title, calls, self.session.model_call))
+        self.app.push_screen(ModelCallsScreen(title, calls, self.session.model_call, self.session))
+
+    def action_compare(self) -> None:
+        from .screens.compare import ComparePicker
+
+        choices = self.session.compare_targets()
+        if not choices:
+            self.notify("nothing to compare with: replay or fork (f) for a second branch, or record another run",
+                        severity="warning")
+            return
+        self.app.push_screen(ComparePicker(self.session.frame.branch, choices), self._compare_with)
+
+    def _compare_with(self, target: Any) -> None:
+        from .screens.compare import CompareScreen
+
+        if target is None:
+            return
+        try:
+            comparison = self.session.compare(target)
+        except EditError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.app.push_screen(CompareScreen(comparison))
 
     def action_edit_bindings(self) -> None:
         path = self._selected_path()
@@ -392,8 +418,14 @@ class MainScreen(Screen):
         event = chosen.event
         call = next((call for call in self.session.model_calls() if event.seq in call.seqs
                      and call.run_id == event.run_id and call.branch in (None, event.branch)), None)
+        tool_call = getattr(self.session, "tool_call", None)
+        recorded = tool_call(chosen.event) if call is None and tool_call is not None else None
         if call is not None:
-            self.app.push_screen(ModelCallScreen(await opened_call(self.session.model_call, call)))
+            self.app.push_screen(ModelCallScreen(await opened_call(self.session.model_call, call), self.session))
+        elif recorded is not None:
+            from .screens.tool_call import ToolCallScreen
+
+            self.app.push_screen(ToolCallScreen(recorded, self.session))
         else:
             self.app.push_screen(ValueScreen(f"event {event.seq}: {event.type}", {
                 "seq": event.seq, "type": event.type, "node": event.node, "tick": event.tick,

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from check_fixtures import LLM, ROOT, cli, offline, record, write_tree  # noqa: F401 (offline: an autouse fixture)
+from py_trees.common import ParallelPolicy, Status
+from pydantic import BaseModel
 
+from runtime import Agent, ModelClient, ai
 from runtime.check import check_run
 from runtime.check.recording import tree_for_run
-from runtime.memory.checkpoint import open_store
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import InMemoryCheckpointStore, open_store
+from runtime.model import ModelResponse
+from runtime.node import Parallel, SimpleLLMNode
 
 SAMPLES = sorted(p for p in (ROOT / "sample_trees").glob("*.py") if p.stem not in ("__init__", "mcp_server"))
-NOT_RECORDED = {  # samples whose recordings cannot be checked yet, and why
-    "swarm_chat": "a swarm agent's model calls are not recorded (they run in its own runner, with no recorder): "
-                  "the check stops at the first one instead of calling the model",
-}
-
 
 
 async def checked(db, run_id, tree=None, **options):
@@ -31,9 +34,6 @@ async def test_every_sample_recorded_then_checked_matches(sample, tmp_path):
     db = tmp_path / "runs.db"
     run_id = await record(sample, db)
     report, notes = await checked(db, run_id)
-    if sample.stem in NOT_RECORDED:
-        assert not report.ok and report.divergence.node.startswith("@")  # stopped, never a live call
-        pytest.skip(NOT_RECORDED[sample.stem])
     assert report.ok, "\n".join(report.lines())
     assert report.ticks > 0 and notes == []
 
@@ -189,3 +189,60 @@ async def test_bad_input_is_one_line(case, tmp_path):
     assert result.returncode == 2
     assert result.stderr.splitlines() == [f"jianmu-studio: {expected}"] or expected in result.stderr.splitlines()[0]
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+async def test_a_swarm_agent_is_checked_like_the_host_and_a_change_in_it_found_at_its_call(tmp_path):
+    db = tmp_path / "runs.db"
+    run_id = await record(ROOT / "sample_trees/swarm_chat.py", db)
+    changed = tmp_path / "swarm_chat.py"
+    changed.write_text((ROOT / "sample_trees/swarm_chat.py").read_text().replace(
+        'create_react_node(name="Research", model_client=client,',
+        'create_react_node(name="Research", model_client=client, config=ReActConfig(system_prompt="Be terse."),').replace(
+        "    ReActState,", "    ReActConfig,\n    ReActState,"))
+    report, _ = await checked(db, run_id, changed)
+    found = report.divergence
+    assert (found.tick, found.node, found.what) == (2, "@researcher/Researcher/Research/Research.loop/Research.llm",
+                                                     "model request")
+    assert "messages[0].content" in found.line
+
+
+class Gated:
+    """A model whose one answer comes when the test opens it."""
+
+    def __init__(self, answer: str):
+        self.answer = answer
+        self.open = asyncio.Event()
+
+    async def complete(self, messages, config, on_delta=None):
+        await self.open.wait()
+        return ModelResponse(message=ai(self.answer), model="gated", finish_reason="stop")
+
+
+class TwoAnswers(BaseModel):
+    messages: list = []
+    final_answer: str | None = None
+    second_answer: str | None = None
+
+
+def two_at_once(first: Gated, second: Gated) -> Agent:
+    """Two model calls in parallel, each answer in a key of its own."""
+    return Agent(Parallel("Both", policy=ParallelPolicy.SuccessOnAll(), children=[
+        SimpleLLMNode("First", model_client=ModelClient(first)).bind(outputs={"messages": "first_reply"}),
+        SimpleLLMNode("Second", model_client=ModelClient(second)).bind(
+            outputs={"messages": "second_reply", "final_answer": "second_answer"}),
+    ]), state_schema=TwoAnswers)
+
+
+async def test_parallel_answers_that_landed_in_separate_ticks_land_there_again():
+    store = InMemoryCheckpointStore()
+    first, second = Gated("one"), Gated("two")
+    runner = two_at_once(first, second).make_runner(checkpointer=store)
+    runner.start_fresh({"messages": [ai("go")]})
+    runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": 0})  # (what a run's first step says)
+    await runner.step()  # both calls asked
+    first.open.set()
+    assert (await runner.step()).changed == {"Both/First": (Status.RUNNING, Status.SUCCESS)}  # the first answer only
+    second.open.set()
+    assert (await runner.step()).status == Status.SUCCESS
+    report = await check_run(store, runner.run_id, lambda: two_at_once(Gated("one"), Gated("two")), rebuild=False)
+    assert report.ok and report.ticks == 3, report.lines()

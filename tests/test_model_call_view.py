@@ -193,12 +193,12 @@ async def test_enter_on_a_model_call_event_opens_that_call_and_on_another_event_
         await until(lambda: isinstance(app.screen, ModelCallScreen))
         assert app.screen.call.round == 0 and app.screen.call.messages[-1]["content"] == "What is 25 * 4 + 10?"
         await pilot.press("escape")
-        await filter_events_with(pilot, "type:tool.call.completed")
+        await filter_events_with(pilot, "type:run.completed")  # (a tool call's event opens that call: test_whatif_screens)
         events.focus()
         await pilot.press("up", "enter")
         await until(lambda: isinstance(app.screen, ValueScreen))
-        assert app.screen.value["type"] == "tool.call.completed" and app.screen.value["payload"]["tool"] == "calculator"
-        assert '"tool": "calculator"' in str(app.screen.query_one("#value-body").render())
+        assert app.screen.value["type"] == "run.completed" and app.screen.value["payload"]["status"] == "SUCCESS"
+        assert '"status": "SUCCESS"' in str(app.screen.query_one("#value-body").render())
 
 
 async def test_the_events_cursor_stops_following_and_end_follows_again(tmp_path):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engine.events import EventType
 from ..memory.checkpoint import Checkpoint, CheckpointStore
+from ..memory.checkpoint.io import recorded_messages
 from .compare import Difference, Pictures, Sides, config_difference, excerpt, first_split
 from .rerun import lineage
 
@@ -91,8 +92,7 @@ class _Run:
             attempts.append(record)
         if not attempts:
             return _Call("model", node, round, None, None)
-        ref = attempts[0].request.get("messages")
-        messages = store.read_list(ref[1], ref[2]) if isinstance(ref, list) and ref[:1] == ["l"] else ref
+        messages = recorded_messages(store, attempts[0])
         last = attempts[-1]
         answer = last.response.get("message") if isinstance(last.response, dict) else None
         return _Call("model", node, round, {"messages": messages, "config": attempts[0].request.get("config")},

@@ -32,17 +32,19 @@ from ..engine.behaviour import JianmuNodeMixin
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import TickReport
 from ..memory.checkpoint import (
-    CheckpointError,
+    Checkpoint,
     CheckpointInfo,
     CheckpointStore,
     InMemoryCheckpointStore,
     ReplayDivergence,
     Source,
 )
-from ..memory.checkpoint.naming import display_name
+from ..memory.checkpoint.agents import swarm_of
+from ..memory.checkpoint.lineage import lineage
 from ..state import StateChange, StateValidationError
+from .agents import AgentPace, without_unstarted
 from .compare import Difference, Pictures
-from .served import AgentIO, ServedIO
+from .served import ServedIO
 from .stand_ins import stand_in_providers
 
 SETTLE_TURNS = 8  # event-loop turns given to work in flight before a tick tried again
@@ -74,17 +76,6 @@ class CheckReport:
         if self.also:
             out.append(f"  (also differing at tick {self.divergence.tick}: {', '.join(self.also)})")
         return out
-
-
-def lineage(store: CheckpointStore, run_id: str, branch: str = "main") -> list[CheckpointInfo]:
-    """The checkpoints a branch went through, oldest first (into the branch it forked from)."""
-    found = list(reversed(store.history(run_id, branch)))
-    if not found:
-        if not store.list(run_id):
-            raise CheckpointError(f"{display_name(store.location)}: no run {run_id!r}")
-        raise CheckpointError(f"{display_name(store.location)}: run {run_id} has no branch {branch!r} "
-                              f"(branches: {', '.join(store.branches(run_id))})")
-    return found
 
 
 async def check_run(store: CheckpointStore, run_id: str, build: Callable[[], Agent], *, branch: str = "main",
@@ -127,9 +118,7 @@ class _Rerun:
         self.runner = agent.make_runner(checkpointer=self.scratch)
         if not tools_live:
             stand_in_providers(self.runner.nodes, store, run_id, branch)
-        swarm = getattr(agent.context, "runtime", None)
-        watch = getattr(swarm, "watch_runners", None)
-        self._unwatch = watch(self._agent_runner) if callable(watch) else (lambda: None)
+        self.pace = AgentPace(self.runner, self.served) if swarm_of(self.runner) is not None else None
         self._writers: dict[tuple[str, str], str] = {}  # (namespace, key) -> the node whose work last wrote it
         self.runner.state_manager.subscribe(self._written)
         self.report = CheckReport(run_id, branch, 0)
@@ -145,9 +134,6 @@ class _Rerun:
             for key in change.changes:
                 self._writers[(change.namespace or "", key)] = name[len(TASK_PREFIX):]
 
-    def _agent_runner(self, agent_id: str, runner: Any) -> None:
-        runner.context.io_recorder = AgentIO(self.served, agent_id)
-
     async def go(self) -> CheckReport:
         first = self.store.get(self.path[0].id)
         runner = self.runner
@@ -161,19 +147,24 @@ class _Rerun:
         runner.event_bus.publish(EventType.RUN_STARTED, {"fresh": True, "tick": first.tick})
         pictures = Pictures(self.served.sides, self.store.read_list, self.scratch.read_list)
         for i, info in enumerate(self.path):
+            recorded = self.store.get(info.id, read_lists=False)
             if i:
-                problem = await (self._tick(info) if info.source == Source.LOOP else
+                problem = await (self._tick(info, recorded) if info.source == Source.LOOP else
                                  self._suspended(info) if info.source == Source.SUSPEND else self._edit(info))
                 if problem is not None:
                     return self._diverged(problem)
-            found = pictures.differences(info.tick, self.store.get(info.id, read_lists=False),
-                                         self.scratch.get(runner.checkpoints.head, read_lists=False), self._writer)
+            now = self.scratch.get(runner.checkpoints.head, read_lists=False)
+            if self.pace is not None:
+                now = without_unstarted(recorded, now)
+            found = pictures.differences(info.tick, recorded, now, self._writer)
             if found:
                 if info.source == Source.LOOP:
                     self.differing_tick = info.tick
                 self.report.also = [f"{d.what}" + (f" at {d.node}" if d.node else "") for d in found[1:]]
                 return self._diverged(found[0])
             self.report.ticks = info.tick
+            if self.served.release(info.tick):  # the answers that landed after this tick, before the next
+                await _settle()
         self.report.tools_run = self.served.tools_run
         return self.report
 
@@ -182,14 +173,20 @@ class _Rerun:
         self.report.tools_run = self.served.tools_run
         return self.report
 
-    async def _tick(self, info: CheckpointInfo) -> Difference | None:
-        """Run the recorded tick `info.tick` (after answering what the recording answered before it)."""
+    async def _tick(self, info: CheckpointInfo, recorded: Checkpoint) -> Difference | None:
+        """Run the recorded tick `info.tick` (after answering what the recording answered before it,
+        and letting a swarm's agents run as far as the recording's had by then)."""
+        if self.pace is not None:
+            self.pace.open(recorded)
+            problem = await self.pace.reach(info.tick, self.idle)
+            if problem is not None:
+                return problem
+            await _settle()  # the work their last ticks started, served at once, lands before the host ticks
         problem = await self._ready(info.tick)
         if problem is not None:
             return problem
         if info.tick in self.settled:
-            for _ in range(SETTLE_TURNS):
-                await asyncio.sleep(0)
+            await _settle()
         try:
             self._last = await self.runner.step()
         except ReplayDivergence:
@@ -295,7 +292,8 @@ class _Rerun:
         return None
 
     async def close(self) -> None:
-        self._unwatch()
+        if self.pace is not None:
+            self.pace.close()
         if not self.runner.finished:  # work in flight (a divergence, a recording cut short) is cancelled
             self.runner.stop()
         await self.agent.close()
@@ -303,6 +301,12 @@ class _Rerun:
 
 
 _GONE = object()
+
+
+async def _settle() -> None:
+    """Let work in flight run on for a few turns of the event loop (nothing it waits for takes time)."""
+    for _ in range(SETTLE_TURNS):
+        await asyncio.sleep(0)
 
 
 def _outputs(node: JianmuNodeMixin) -> set[str]:

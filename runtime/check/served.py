@@ -9,14 +9,20 @@ divergence: strict replay raises before any live call could be made.
 With `tools_live` the tools run for real (the call, its name and arguments are still checked
 against the recording) and only the model is served: for a user who changed a tool and wants
 to see whether the recorded answers still hold.
+
+A served answer is handed over when the recorded one arrived, not at once: each recorded call
+keeps the tick it landed in (`LANDED`), and the answer is held until the check has run and
+compared that tick (`release`). Two calls made in parallel whose answers landed in separate
+ticks land in those ticks again. (A recording made before calls kept it: served at once.)
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..memory.checkpoint.io import IOReplayer
+from ..memory.checkpoint.io import LANDED, IOReplayer, tool_request
 from ..memory.checkpoint.model import jsonable
 from ..memory.checkpoint.store import CheckpointStore, IORecord
 from .compare import Difference, Sides, config_difference, excerpt, first_split, message_lines
@@ -34,6 +40,28 @@ class ServedIO(IOReplayer):
         self.first: Difference | None = None  # the first divergence met (a retried call may meet more)
         self.sides = Sides()
         self._asked: dict[str, tuple[str, list]] = {}  # node -> (recorded list, its messages known equal to it)
+        self.released = -1  # answers that landed in this tick or before are handed over
+        self._held: list[tuple[int, asyncio.Future]] = []  # (tick landed, its waiter): answers held
+
+    async def landing(self, record: IORecord) -> None:
+        """Hold the served answer until its tick is released."""
+        landed = record.request.get(LANDED)
+        if landed is None or landed <= self.released:
+            return
+        due = asyncio.get_running_loop().create_future()
+        self._held.append((landed, due))
+        await due
+
+    def release(self, tick: int) -> int:
+        """Hand over the answers that landed by the end of `tick` (the check ran and compared it); returns
+        how many were waiting."""
+        self.released = max(self.released, tick)
+        due = [waiter for landed, waiter in self._held if landed <= tick]
+        self._held = [(landed, waiter) for landed, waiter in self._held if landed > tick]
+        for waiter in due:
+            if not waiter.done():
+                waiter.set_result(None)
+        return len(due)
 
     @property
     def tick(self) -> int:
@@ -81,8 +109,8 @@ class ServedIO(IOReplayer):
         if record is None:
             return Difference(self.tick, node, "tool call", f"{call} {name} is not in the recording (the run calls "
                               "a tool the recorded run never called here)", (f"+ now {name}({actual['arguments']})",))
-        if record.request != actual:
-            recorded = record.request
+        recorded = tool_request(record)
+        if recorded != actual:
             return Difference(self.tick, node, "tool call", f"{call}, recorded {recorded['name']}, now {name}"
                               if recorded["name"] != name else f"{call} {name}, its arguments",
                               excerpt(recorded, actual, self.sides))
@@ -92,11 +120,14 @@ class ServedIO(IOReplayer):
                         call: Callable[[], Awaitable[str]]) -> str:
         if not self.tools_live:
             return await super().tool_call(node, round, index, name, arguments, call)
-        problem = self.tool_problem(self._lookup("tool", node, round, index), node, round, index, name, arguments)
+        record = self._lookup("tool", node, round, index)
+        problem = self.tool_problem(record, node, round, index, name, arguments)
         if problem is not None:
             self._diverge(problem)  # strict: raises
         self.tools_run += 1
-        return await call()
+        result = await call()
+        await self.landing(record)
+        return result
 
 
 class AgentIO:

@@ -36,6 +36,7 @@ from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
 from ..memory.checkpoint.waiting import ResumePoint
+from ..memory.checkpoint.whatif_marks import CallRef
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
 from .children import SwarmChildren, refused_moment, split_child_path
@@ -52,6 +53,7 @@ from .edits import (
 from .stepped import stepped
 from .stops import RunState, Stop
 from .waiting import in_flight
+from .whatif import WhatIf
 
 _WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
@@ -870,6 +872,18 @@ class Debugger:
         so that an answer given now runs the call once (`Agent.resume` does the same in code)."""
         self._restore(lambda: (self.runner.restore(point.checkpoint.id), point.take(self.store)), None)
         return self._restored(f"resumed run {point.checkpoint.run_id} from checkpoint {point.checkpoint.id}")
+
+    def what_if(self, call: CallRef, answer: Any) -> CheckpointInfo:
+        """A new branch (`whatif-1`, ...) from just before a recorded model or tool call, serving `answer`
+        in its place, the recorded I/O after it where requests match (`runtime.debug.whatif`); returns
+        the checkpoint forked from."""
+        try:
+            what_if = WhatIf(self.store, call, answer)
+        except (CheckpointError, StoreError, ValueError) as exc:
+            raise EditRefused(f"what if: {exc}") from None
+        self._restore(lambda: what_if.fork(self.runner.checkpoints), what_if.replayer)
+        self._restored(f"what if: forked {self.branch} from checkpoint {what_if.before.id}, the {call} answered as edited")
+        return what_if.before
 
     @property
     def branch(self) -> str:

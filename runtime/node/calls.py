@@ -68,7 +68,7 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
     text; raises `ToolError` on any failure."""
     runner = tool_runner_of(node, runner)
     node.emit(EventType.TOOL_CALL_STARTED, {"tool": tool.name, "call_id": call_id, "arguments": dict(arguments),
-                                            "index": index})
+                                            "index": index, "round": round})
     started = time.monotonic()
 
     async def call() -> str:

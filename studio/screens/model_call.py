@@ -7,7 +7,6 @@ response, usage, latency and attempts. Enter on any item opens it whole (`ValueS
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any
 
 from rich.console import Group
@@ -21,41 +20,10 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from ..model_calls import ModelCall
+from ..whatifs import model_call_ref
+from .messages import message_block
 from .value import ValueScreen
-
-SHOWN_LINES = 6  # of a long message in the list; Enter shows all of it
-SHOWN_CHARS = 480
-ROLE_STYLES = {"system": "bold magenta", "user": "bold cyan", "assistant": "bold green", "tool": "bold yellow"}
-
-
-def _clip(text: str) -> Text:
-    shown = "\n".join(text.splitlines()[:SHOWN_LINES])[:SHOWN_CHARS]
-    clipped = Text(shown)
-    if len(shown) < len(text.rstrip()):
-        clipped.append(f" … {len(text) - len(shown)} more characters (enter shows all)", "dim")
-    return clipped
-
-
-def _arguments(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-
-
-def message_block(message: dict[str, Any]) -> Group:
-    """One message of the conversation: its role, its text, the tools it called or answered."""
-    role = str(message.get("role", "?"))
-    head = Text(role, ROLE_STYLES.get(role, "bold"))
-    if role == "tool":
-        head.append(f"  result of {message.get('name') or 'a tool'} ({message.get('tool_call_id') or '-'})", "dim")
-    parts: list = [head]
-    if message.get("content"):
-        parts.append(_clip(str(message["content"])))
-    for call in message.get("tool_calls") or ():
-        line = Text.assemble(("→ calls ", "dim"), (str(call.get("name")), "bold"),
-                             f"({_arguments(call.get('arguments'))})", (f"  {call.get('id') or ''}", "dim"))
-        if call.get("parse_error"):
-            line.append(f"  ✘ {call['parse_error']}", "red")
-        parts.append(line)
-    return Group(*parts)
+from .whatif import ask_resend, ask_what_if
 
 
 def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
@@ -103,19 +71,32 @@ def _summary(call: ModelCall) -> dict[str, Any]:
 
 
 class ModelCallScreen(ModalScreen[None]):
-    """The parts of one call as a list; Enter opens the highlighted part in full."""
+    """The parts of one call as a list; Enter opens the highlighted part in full. With a session that
+    offers them, a recorded call can be forked from with its answer edited (w) and re-sent as edited (r)."""
 
-    BINDINGS = [Binding("escape", "dismiss", "Close", id="model-call-close")]
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="model-call-close"),
+                Binding("w", "what_if", "What if", id="model-call-what-if",
+                        tooltip="Fork from just before this call with its answer edited"),
+                Binding("r", "resend", "Re-send", id="model-call-resend",
+                        tooltip="Send this call again as edited, the new answer beside the recorded one")]
 
-    def __init__(self, call: ModelCall) -> None:
+    def __init__(self, call: ModelCall, session: Any = None) -> None:
         super().__init__()
-        self.call = call
+        self.call, self.session = call, session
         self._items = items(call)
+        self._ref = model_call_ref(call) if call.messages is not None else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("what_if", "resend"):
+            return self._ref is not None and callable(getattr(self.session, action, None))
+        return True
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall") as dialog:
             dialog.border_title = f"model call: {self.call.title}"
-            dialog.border_subtitle = "enter: the whole item · esc: close"
+            offers = " · w: what if (fork, answer edited) · r: re-send as edited" \
+                if self.check_action("what_if", ()) else ""
+            dialog.border_subtitle = f"enter: the whole item{offers} · esc: close"
             options: list[Option | None] = []
             for i, (_, shown, _) in enumerate(self._items):
                 options += [Option(shown, id=str(i)), None]  # None: a separator line
@@ -127,15 +108,25 @@ class ModelCallScreen(ModalScreen[None]):
         if value is not None:
             self.app.push_screen(ValueScreen(f"{self.call.title}: {title}", value))
 
+    def action_what_if(self) -> None:
+        call = self.call
+        answer = dict((call.response or {}).get("message") or {"role": "assistant", "content": ""})
+        ask_what_if(self, self.session, self._ref, answer, call.title)
+
+    def action_resend(self) -> None:
+        call = self.call
+        request = {"messages": call.messages, "tools": (call.config or {}).get("tools"), "parameters": call.settings}
+        ask_resend(self, self.session, self._ref, request, call.title)
+
 
 class ModelCallsScreen(ModalScreen[None]):
     """The model calls of a node (or of the whole run); Enter opens one."""
 
     BINDINGS = [Binding("escape", "dismiss", "Close", id="model-calls-close")]
 
-    def __init__(self, title: str, calls: list[ModelCall], open_call) -> None:
+    def __init__(self, title: str, calls: list[ModelCall], open_call, session: Any = None) -> None:
         super().__init__()
-        self._title, self.calls, self._open = title, calls, open_call
+        self._title, self.calls, self._open, self.session = title, calls, open_call, session
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
@@ -148,7 +139,8 @@ class ModelCallsScreen(ModalScreen[None]):
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.app.push_screen(ModelCallScreen(await opened_call(self._open, self.calls[int(event.option.id)])))
+        self.app.push_screen(ModelCallScreen(await opened_call(self._open, self.calls[int(event.option.id)]),
+                                             self.session))
 
 
 async def opened_call(open_call, call: ModelCall) -> ModelCall:
@@ -157,4 +149,4 @@ async def opened_call(open_call, call: ModelCall) -> ModelCall:
     return await opened if inspect.isawaitable(opened) else opened
 
 
-__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "message_block", "opened_call"]
+__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "opened_call"]

@@ -30,6 +30,7 @@ from py_trees.common import Status
 from runtime.debug.breakpoints import Breakpoint, BreakpointError
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
 from runtime.debug.debugger import Debugger
+from runtime.debug.resend import endpoint_of, resend
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import RuntimeEvent, RuntimeEventBus
@@ -45,8 +46,12 @@ from runtime.memory.checkpoint import open_store as open_checkpoint_store
 from runtime.memory.checkpoint.model import tick_positions
 from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.memory.checkpoint.waiting import resume_point, waiting_approvals
+from runtime.memory.checkpoint.whatif_marks import CallRef, marks
+from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
+from runtime.model.errors import ModelError
 from runtime.node.composites import loop_counter
 
+from ..compare import Comparison, Target, targets
 from ..edits import EditError, StagedEdits
 from ..failure import Failure
 from ..follow import FINAL, Landed, RunFollower, ending, following
@@ -64,6 +69,7 @@ from ..loader import LoadedTree, TreeLoadError, load_tree
 from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
+from ..whatifs import ToolCall, marked, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
 
@@ -106,6 +112,7 @@ class DebugSession:
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
         self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
+        self._whatifs: tuple[str, list[WhatIfMark]] | None = None  # the what-if marks of one run, as read
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._head_before: int | None = None  # the runner's last checkpoint as a tick began
         self._attach(loaded)
@@ -449,13 +456,67 @@ class DebugSession:
     def model_call(self, call: ModelCall) -> ModelCall:
         """The call with its recorded request (messages, tools, config) and response from the store,
         looked up along the frame's lineage."""
-        return fill_from_store(call, self.store, self._io_branches(call))
+        return fill_from_store(call, self.store, self._io_branches(call.branch))
 
-    def _io_branches(self, call: ModelCall) -> list[str]:
+    def _io_branches(self, branch: str | None) -> list[str]:
         """Where a call's I/O may be recorded: its branch, then the branches it forked from (a fork
         served a recorded answer from there without recording it again)."""
         lineage = list(self.frame.lineage.limits)
-        return lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
+        return lineage[lineage.index(branch):] if branch in lineage else lineage
+
+    def tool_call(self, event: StampedEvent) -> ToolCall | None:
+        """The recorded tool call a `tool.call.*` event of the frame belongs to (None: not one)."""
+        return tool_call(self.frame_events(), event, self.store, self._io_branches(event.branch))
+
+    # -- what if: a fork with a recorded answer edited, a model call re-sent (runtime.debug.whatif) --
+    def what_if(self, call: CallRef, answer: Any) -> str:
+        """A new branch (`whatif-1`, ...) from just before a recorded model or tool call, serving
+        `answer` in its place; the run is held there, as after a fork."""
+        source = self.debugger.what_if(call, answer)
+        self._whatifs = None
+        self._restored(source)
+        return self.branch
+
+    async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
+        """Send a recorded model call again as edited (`messages`, `tools`, `parameters`) to the node's
+        endpoint, else the one the environment configures; the run is not touched (`runtime.debug.resend`)."""
+        try:
+            node = self.debugger.node_at(call.node)
+        except EditError:
+            node = None
+        try:
+            mark = await resend(self.store, call, endpoint_of(node), **edits)
+        except (CheckpointError, StoreError, ValueError, ModelError) as exc:
+            raise EditError(f"re-send: {exc}") from None
+        self._whatifs, self._rows = None, (None, [])  # a row that landed the call says so now
+        self._notify("changed")
+        return mark
+
+    def _marks_of(self, run_id: str) -> list[WhatIfMark]:
+        if self._whatifs is None or self._whatifs[0] != run_id:
+            try:
+                self._whatifs = (run_id, marks(self.store, run_id))
+            except StoreError:
+                self._whatifs = (run_id, [])
+        return self._whatifs[1]
+
+    # -- comparing with another run or branch (studio.compare) ------------------------------
+    def compare_targets(self) -> list[Target]:
+        """The branches and runs the frame's branch can be compared with."""
+        run_id = self.recorded_run or self.run_id
+        return targets(self.store, run_id, self.frame.branch) if run_id is not None else []
+
+    def compare(self, target: Target) -> Comparison:
+        """The frame's branch and `target` side by side (`EditError` when the store cannot tell)."""
+        run_id = self.recorded_run or self.run_id
+        if run_id is None:
+            raise EditError("no run yet: step first")
+        branch = self.frame.branch
+        try:
+            return Comparison(self.store, Target(run_id, branch, branch if target.run_id == run_id else
+                                                 f"run {run_id[:8]} {branch}"), target, self._summary)
+        except (CheckpointError, StoreError) as exc:
+            raise EditError(str(exc)) from None
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
@@ -571,7 +632,11 @@ class DebugSession:
         return rows
 
     def _row(self, info: CheckpointInfo) -> TimelineRow:
-        return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self.timeline.summary(info))
+        return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self._summary(info))
+
+    def _summary(self, info: CheckpointInfo) -> str:
+        """What a checkpoint changed, with the what-ifs made there."""
+        return marked(self.timeline.summary(info), info, self._marks_of(info.run_id))
 
     def select_checkpoint(self, checkpoint_id: int) -> None:
         """Show the tree and state as they were at a checkpoint (read-only)."""

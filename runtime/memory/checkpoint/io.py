@@ -7,6 +7,9 @@ request and tool call, keyed by node path, round and attempt/call index:
   the run. A growing conversation is stored as appended chunks, so recording costs the
   new messages only. A model keeping a position of its own (a scripted model) has that
   position recorded after each call, and put back whenever the recorded answer is served.
+  Each call also keeps the tick its answer landed in (`LANDED`: the line's tick count when it
+  came back; it lands after that tick's end, before the next tick), so a check can hand a
+  served answer over when the recorded one arrived, not at once.
 - `IOReplayer` serves the recorded answers without calling anything. When the request
   differs from the recorded one, strict mode stops the run with `ReplayDivergence`
   naming the node and the first differing message; non-strict mode goes live (the real
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 
 _SHOWN = 80  # characters of a message shown in a divergence
 POSITION_AFTER = "position_after"  # in a model call's request: its model's position once it answered
+LANDED = "landed"  # in a call's request: the line's tick count when its answer (or error) came back
 
 
 class Line(Protocol):
@@ -107,17 +111,23 @@ class IORecorder:
     def branch(self) -> str:
         return self._checkpoints.branch if self._checkpoints is not None else self._branch
 
+    def _landed(self, request: dict[str, Any]) -> None:
+        if self._checkpoints is not None:
+            request[LANDED] = self._checkpoints.runner.tick_count
+
     async def _record(self, kind: str, node: str, round: int, index: int, request: dict[str, Any],
                       chunks: list, call: Callable[[], Awaitable[Any]], dump: Callable[[Any], Any]) -> Any:
         provider = _positioned(self._checkpoints, node) if kind == "model" else None
         try:
             result = await call()
         except Exception as exc:
+            self._landed(request)
             if provider is not None:
                 request[POSITION_AFTER] = provider.dump_resume_state()
             self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request,
                                        error=_error_record(exc)), chunks)
             raise
+        self._landed(request)
         if provider is not None:
             request[POSITION_AFTER] = provider.dump_resume_state()
         self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request, dump(result)),
@@ -204,6 +214,7 @@ class IOReplayer:
         if problem:
             self._diverge(problem)
             return await self.live.model_call(node, round, attempt, messages, config, call)
+        await self.landing(record)
         return self._served_model(record, node)
 
     def model_problem(self, record: IORecord | None, node: str, round: int, attempt: int,
@@ -218,12 +229,16 @@ class IOReplayer:
     def _served_model(self, record: IORecord, node: str) -> ModelResponse:
         from ...model import ModelResponse
 
-        provider = _positioned(self._checkpoints, node)
-        if provider is not None and POSITION_AFTER in record.request:  # as far as the call took it then
-            provider.restore_resume_state(record.request[POSITION_AFTER])
+        self.position_after(record, node)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedModelError)
         return ModelResponse.model_validate(record.response)
+
+    def position_after(self, record: IORecord, node: str) -> None:
+        """Put the model of `node`, when it keeps a position of its own, where the recorded call left it."""
+        provider = _positioned(self._checkpoints, node)
+        if provider is not None and POSITION_AFTER in record.request:
+            provider.restore_resume_state(record.request[POSITION_AFTER])
 
     async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
                         call: Callable[[], Awaitable[str]]) -> str:
@@ -232,20 +247,38 @@ class IOReplayer:
         if problem:
             self._diverge(problem)
             return await self.live.tool_call(node, round, index, name, arguments, call)
+        await self.landing(record)
         if record.error is not None:
             raise _recorded_error(record.error, ReplayedToolError)
         return record.response
+
+    async def landing(self, record: IORecord) -> None:
+        """Wait until the recorded answer is due (here: at once; a check holds it until the tick it
+        landed in, `LANDED`)."""
 
     def tool_problem(self, record: IORecord | None, node: str, round: int, index: int, name: str,
                      arguments: dict) -> Any:
         """What makes the recorded call unfit to serve this one (None: it fits)."""
         if record is None:
             return f"no recorded tool call for node {node!r} round {round} call {index}"
-        if record.request != {"name": name, "arguments": jsonable(arguments)}:
+        if tool_request(record) != {"name": name, "arguments": jsonable(arguments)}:
             return (f"replay diverged at node {node!r} round {round} tool call {index}: recorded "
                     f"{record.request['name']}({record.request['arguments']}) vs actual {name}({jsonable(arguments)})")
         return None
 
 
-__all__ = ["IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",
-           "first_difference"]
+def recorded_messages(store: CheckpointStore, record: IORecord) -> list[dict[str, Any]]:
+    """A recorded model call's messages, as JSON (a conversation is stored as a list reference)."""
+    ref = record.request.get("messages")
+    if isinstance(ref, list) and len(ref) == 3 and ref[0] == "l":
+        return list(store.read_list(ref[1], ref[2]))
+    return list(ref or [])
+
+
+def tool_request(record: IORecord) -> dict[str, Any]:
+    """A recorded tool call's name and arguments (what a call now is compared with)."""
+    return {"name": record.request.get("name"), "arguments": record.request.get("arguments")}
+
+
+__all__ = ["LANDED", "IORecorder", "IOReplayer", "ReplayDivergence", "ReplayedModelError", "ReplayedToolError",
+           "first_difference", "recorded_messages", "tool_request"]

@@ -1,7 +1,7 @@
 """A run as one file: an SQLite checkpoint store of its own holding one run, sent and opened anywhere.
 
-`export_run_file` writes a run (every branch, every checkpoint, its events and its recorded
-model and tool I/O) with the text of the tree file it ran and that text's hash
+`export_run_file` writes a run (every branch, every checkpoint, its events, its recorded
+model and tool I/O and its what-if marks) with the text of the tree file it ran and that text's hash
 (`tree_source`) into a new file; `import_run_file` puts the runs of such a file into another
 store. A run file *is* a store, so everything that opens a store opens it: `replay`,
 `check`, `diff`, `python -m runtime.memory.checkpoint list` / `show`.
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model.secrets import Redactor
+from . import whatif_marks
 from .model import Checkpoint, CheckpointRecord, ListChunk, TreePaths, dumps
 from .naming import display_name
 from .output import OutputPathError, check_output_path
@@ -104,7 +105,7 @@ class _Copy:
             self._put_io(record)
         self.dest.add_events([(branch, replace(event, payload=self.scrub(event.payload)))
                               for branch, event in self.source.events(self.run_id)])
-        for key in (f"tree:{self.run_id}", f"run:{self.run_id}"):
+        for key in (f"tree:{self.run_id}", f"run:{self.run_id}", whatif_marks.KEY + self.run_id):
             value = self.source.get_meta(key)
             if value is not None:
                 self.dest.set_meta(key, self.scrub(value))

@@ -1,0 +1,92 @@
+"""What-ifs as the studio shows them: the recorded call a view names, a tool call read from its
+events and recorded I/O, and the marks a fork with an edited answer or a re-sent call leaves on
+the timeline (`runtime.memory.checkpoint.whatif_marks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, Source
+from runtime.memory.checkpoint.whatif_marks import FORK, RESEND, CallRef, Mark
+
+from .model_calls import ModelCall
+
+TOOL_EVENTS = frozenset({EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED, EventType.TOOL_CALL_FAILED})
+SHOWN = 40  # characters of an edited answer a timeline row shows
+
+
+def model_call_ref(call: ModelCall) -> CallRef | None:
+    """The recorded call a model-call view shows (None: it names no recorded call: no round, or events
+    that carry no branch)."""
+    if call.run_id is None or call.round is None or call.branch is None:
+        return None
+    return CallRef(call.run_id, call.branch, "model", call.node, call.round, 1 if call.empty_retry else 0)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One recorded tool call: what was asked and what the tool returned (or its error)."""
+
+    ref: CallRef
+    tick: int
+    name: str
+    arguments: Any
+    result: str | None
+    error: str | None
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} ({self.ref.node.rpartition('/')[2]} round {self.ref.round}, tick {self.tick})"
+
+
+def tool_call(events: Sequence[Any], chosen: Any, store: CheckpointStore, branches: Sequence[str]) -> ToolCall | None:
+    """The tool call a `tool.call.*` event of `events` (stamped with their branch) belongs to, with its
+    recorded I/O: the record of the first of `branches` (the event's lineage, its own branch first)
+    that holds it. None when it is not a tool call's event or the run recorded no such call."""
+    if chosen.type not in TOOL_EVENTS or chosen.event.run_id is None:
+        return None
+    call_id = chosen.event.payload.get("call_id")
+    started = chosen if chosen.type == EventType.TOOL_CALL_STARTED else next(
+        (e for e in reversed(events) if e.type == EventType.TOOL_CALL_STARTED and e.node == chosen.node
+         and e.branch == chosen.branch and e.event.payload.get("call_id") == call_id and e.event.seq < chosen.event.seq),
+        None)
+    if started is None or started.event.payload.get("round") is None:
+        return None
+    payload, run_id = started.event.payload, chosen.event.run_id
+    ref = CallRef(run_id, started.branch, "tool", started.node, int(payload["round"]), int(payload.get("index") or 0))
+    for branch in branches:
+        record = store.get_io(run_id, "tool", ref.node, ref.round, ref.index, branch)
+        if record is not None and record.branch == branch:
+            error = record.error.get("message") if record.error is not None else None
+            return ToolCall(ref, started.event.tick, str(record.request.get("name")), record.request.get("arguments"),
+                            record.response if error is None else None, error)
+    return None
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        message = value.get("message") if "message" in value else value
+        value = message.get("content") or ", ".join(f"→ {c.get('name')}" for c in message.get("tool_calls") or ()) \
+            if isinstance(message, dict) else message
+    text = " ".join(str(value).split())
+    return repr(text if len(text) <= SHOWN else text[:SHOWN - 1] + "…")
+
+
+def marked(summary: str, info: CheckpointInfo, marks: Sequence[Mark]) -> str:
+    """A timeline row's summary with the what-ifs made there: a what-if fork's first checkpoint says
+    which call answered what instead; a checkpoint after which a call landed that was re-sent says so."""
+    notes = []
+    for mark in marks:
+        where = f"{mark.call.node.rpartition('/')[2]} round {mark.call.round}"
+        if mark.kind == FORK and mark.branch == info.branch and info.source == Source.FORK:
+            notes.append(f"✎ what if {where} answered {_short(mark.edited)}")
+        elif mark.kind == RESEND and mark.call.branch == info.branch and mark.tick == info.tick \
+                and info.source == Source.LOOP:
+            notes.append(f"↻ {where} re-sent")
+    return " · ".join([*notes, summary]) if notes else summary
+
+
+__all__ = ["TOOL_EVENTS", "ToolCall", "marked", "model_call_ref", "tool_call"]
