@@ -29,8 +29,8 @@ from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError, record_json, returns_json
 from .waiting import in_flight
 
-EVENT_BACKLOG = 5_000  # events kept between two updates (the newest); older ones are counted as dropped. One
-# update's events are encoded while the run waits: 5,000 cost it ~40 ms on a loaded machine, 20,000 ~150
+EVENT_BACKLOG = 20_000  # events kept between two updates (the newest); older ones are counted as dropped: a step
+# of a 10,000-node tree changing everywhere arrives whole; encoding a full one holds the run ~150 ms at load 6
 AGENT_TICKS = 200  # swarm agents' tick reports kept between two updates (the newest)
 
 
