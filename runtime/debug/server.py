@@ -248,9 +248,10 @@ class DebugServer:
     async def _send_loop(self, ws: ServerConnection, controller: DebugController) -> None:
         """The one task that sends: what changed waits for more (a burst of ticks becomes one update)
         until a reply or a stop is due, which goes out at once behind the update before it. The wait
-        grows with what the last sending took (JSON, compression, the client draining it), so that a
-        run continuing at full speed gives sending at most `SEND_SHARE` of its time: the run never
-        waits for the client; its events meanwhile wait in the controller's bounded backlog."""
+        grows with the time the last update took to build and encode, so that a run continuing at
+        full speed gives that work at most `SEND_SHARE` of its process; a client slow to drain holds
+        only this task. The run never waits for either: its events wait in the controller's bounded
+        backlog for the next update."""
         outbox = controller.outbox
         wait = FLUSH_INTERVAL
         try:
@@ -262,9 +263,11 @@ class DebugServer:
                 self._urgent.clear()
                 started = time.perf_counter()
                 controller.seal()
-                while outbox:
-                    await ws.send(encode(outbox.popleft()))
+                texts = [encode(message) for message in outbox]
+                outbox.clear()
                 wait = max(FLUSH_INTERVAL, (time.perf_counter() - started) * (1 / SEND_SHARE - 1))
+                for text in texts:
+                    await ws.send(text)
                 if not self._ready.is_set():
                     self._idle.set()
         except ConnectionClosed:
