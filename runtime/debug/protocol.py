@@ -14,6 +14,7 @@ from typing import Any
 from py_trees.common import Status
 from pydantic_core import to_jsonable_python
 
+from ..engine.events import RuntimeEvent
 from ..engine.record import Returns, TickReport
 
 PROTOCOL_VERSION = 5  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
@@ -77,8 +78,22 @@ def parse_request(text: str | bytes) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any]) -> str:
-    """JSON text of a server message; values JSON cannot hold are sent as their repr."""
-    return json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False, separators=(",", ":"))
+    """JSON text of a server message; values JSON cannot hold are sent as their repr. Plain values go
+    straight to the C encoder and only the others through pydantic (`_jsonable`): an update of
+    thousands of events costs a third less than converting the whole message first. A message the
+    C encoder refuses (a dict keyed by tuples) is converted whole, as it always was."""
+    try:
+        return json.dumps(message, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
+    except TypeError:
+        return json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False, separators=(",", ":"))
+
+
+def _jsonable(value: Any) -> Any:
+    """What the JSON encoder cannot write itself: an event as its fields, anything else as pydantic has it."""
+    if type(value) is RuntimeEvent:
+        return {"seq": value.seq, "type": value.type, "time": value.time, "tick": value.tick, "node": value.node,
+                "run_id": value.run_id, "payload": value.payload}
+    return to_jsonable_python(value, fallback=repr)
 
 
 def error(code: str, message: str, re: Any = None) -> dict[str, Any]:
