@@ -1,5 +1,7 @@
 """A generated tree of exactly 10,000 nodes, to feel the studio at scale.
 
+`sample_trees/large_tree.py:build_100k` opens the same shape at 100,000 nodes.
+
 Ten stages run one after another; each fans out in parallel over many short sequences of
 leaves and records its progress in state, with a short asynchronous pause between stages
 so the run takes a handful of ticks. The tree pane must stay responsive: it redraws only
@@ -63,3 +65,8 @@ def build_root(total: int = TOTAL_NODES, stages: int = STAGES) -> py_trees.behav
 
 def build() -> Agent:
     return Agent(build_root(), state_schema=LargeState)
+
+
+def build_100k() -> Agent:
+    """The same shape at 100,000 nodes: `./dev studio sample_trees/large_tree.py:build_100k`."""
+    return Agent(build_root(100_000), state_schema=LargeState)

@@ -213,7 +213,7 @@ class EventLog:
         return [e for e in self._writes.get((lineage.run_id, tick), ()) if e.in_lineage(lineage)]
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeView:
     """What the tree pane shows of one node."""
 

@@ -42,6 +42,15 @@ def test_samples_lists_every_tree_with_its_description_and_no_helper_module():
     assert tree_target("sample_trees/text_pipeline.py") == "sample_trees/text_pipeline.py"  # a path stays a path
 
 
+
+def test_the_large_sample_opens_at_100k_nodes_by_its_function_name():
+    """Issue #34: a user opens a 100,000-node tree (`large_tree.py:build_100k`) to feel the scale."""
+    from runtime.treefile import load_tree
+
+    loaded = load_tree(f"{ROOT / 'sample_trees' / 'large_tree.py'}:build_100k")
+    assert sum(1 for _ in loaded.agent.root.iterate()) == 100_000
+    assert loaded.target.endswith("large_tree.py:build_100k")
+
 def test_the_cli_lists_the_samples_and_runs_one_by_name(tmp_path):
     listed = cli(tmp_path, "samples")
     assert listed.returncode == 0
