@@ -4,8 +4,12 @@ Textual's input thread waits `select(0.1)` for the next bytes and only then asks
 whether a lone escape byte has waited long enough to be the esc key (not the start of an
 escape sequence). With nothing more to read the wait is always the full 100 ms, whatever
 $ESCDELAY says: esc (back to the live run) took 100 ms in a terminal before anything was drawn.
-This thread waits only until the parser's deadline when one is pending. Textual 8.2's
-`LinuxDriver.run_input_thread`, with that one change.
+This thread waits only until the parser's deadline when one is pending.
+
+And it ends when the terminal is gone (a closed tmux or ssh session: reads give nothing or EIO).
+Textual's thread then spins on a terminal that is always readable, and its stop, which writes to
+that terminal before telling the thread to end, fails quietly: the studio never exited and took a
+core. Otherwise Textual 8.2's `LinuxDriver.run_input_thread`.
 """
 
 from __future__ import annotations
@@ -34,20 +38,26 @@ class StudioDriver(LinuxDriver):
             deadline = parser._timeout_time  # when a pending escape byte becomes the esc key
             return IDLE_WAIT if deadline is None else min(IDLE_WAIT, max(0.0, deadline - get_time()))
 
-        def process(selector_events: list, final: bool = False) -> None:
+        def process(selector_events: list, final: bool = False) -> bool:
+            """Feed what was read to the parser; False once the terminal is gone."""
             for last, (_key, mask) in loop_last(selector_events):
                 if mask & selectors.EVENT_READ:
-                    data = decode(os.read(self.fileno, 4096), final=final and last)
-                    if not data:
-                        break
-                    for event in parser.feed(data):
+                    try:
+                        read = os.read(self.fileno, 4096)
+                    except OSError:  # EIO: the terminal hung up
+                        return False
+                    if not read:
+                        return False
+                    for event in parser.feed(decode(read, final=final and last)):
                         self.process_message(event)
             for event in parser.tick():
                 self.process_message(event)
+            return True
 
         try:
             while not self.exit_event.is_set():
-                process(selector.select(wait()))
+                if not process(selector.select(wait())):
+                    return
             selector.unregister(self.fileno)
             process(selector.select(IDLE_WAIT), final=True)
         finally:
