@@ -209,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exception(exc)
         print(f"jianmu-studio: {terminal_line(exc)}", file=sys.stderr)
         return 2
+    except stopping.Stopped as exc:  # a signal while a tree loaded, outside stopping.run
+        return stopping.exit_status(exc.signum)
     except KeyboardInterrupt:
         return 130
 
@@ -245,7 +247,8 @@ def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> b
 def _load(args: argparse.Namespace) -> DebugSession:
     """The session a run or the studio records into: its store must be writable."""
     try:
-        session = DebugSession.load(args.tree, db=args.db)
+        with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+            session = DebugSession.load(args.tree, db=args.db)
     except StoreError as exc:
         raise UsageError(str(exc)) from exc
     except OSError as exc:  # the store's folder cannot be created
@@ -403,7 +406,8 @@ async def serve(args: argparse.Namespace) -> int:
 
     from .loader import load_tree
 
-    loaded = load_tree(args.tree)
+    with stopping.user_code():
+        loaded = load_tree(args.tree)
     store = open_store(args.db or str(default_store()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)

@@ -30,7 +30,7 @@ from runtime.memory.checkpoint import CheckpointError, display_name, open_store
 from runtime.memory.checkpoint.waiting import waiting_runs
 from runtime.terminal import terminal_line
 
-from . import headless
+from . import headless, stopping
 from .places import default_store
 
 COMMAND = "resume"
@@ -59,7 +59,8 @@ async def resume(args: argparse.Namespace) -> int:
         tree = tree_for_run(store, run_id, args.tree)
         for note in tree.notes:
             print(f"jianmu-studio: {terminal_line(note)}", file=sys.stderr)
-        agent = tree.build()
+        with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+            agent = tree.build()
         agent.runner = agent.make_runner(checkpointer=store)
         agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
