@@ -108,6 +108,8 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
         if head and head != _SQLITE_MAGIC:
             raise StoreError(f"{path}: not a checkpoint store (not an SQLite database)")
+        if not head and not create:  # a reader (`list`, `replay`) never writes a schema into a file it was shown
+            raise StoreError(f"{path}: an empty file, not a checkpoint store (nothing was recorded in it)")
 
     @_decoding
     def _open_schema(self, read_only: bool) -> None:
