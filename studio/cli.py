@@ -222,7 +222,7 @@ def _store_of(args: argparse.Namespace) -> str | None:
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")
-        given = args.store or args.db
+        given = args.store if args.store is not None else args.db
     name = chosen_store(given)
     return str(default_store()) if name is None and args.command == "replay" else name
 
@@ -264,6 +264,8 @@ async def run_headless(args: argparse.Namespace) -> int:
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
+    for warning in session.breakpoint_warnings:
+        print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
     if args.bindings is not None:
         if not args.bindings.is_file():
             raise UsageError(f"{args.bindings}: no such bindings file")
@@ -286,6 +288,9 @@ async def run_headless(args: argparse.Namespace) -> int:
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
         print(f"jianmu-studio: the run stopped: {terminal_line(unrecorded)}", file=sys.stderr, flush=True)
         print(f"jianmu-studio: {terminal_line(_record_end(session, unrecorded))}", file=sys.stderr, flush=True)
+    if stop.kind == "breakpoint":  # saved by the studio for this tree: a headless run holds there too
+        print(terminal_line(f"jianmu-studio: stopped at a breakpoint saved by the studio ({stop.message}, kept in "
+                            f"{session.breakpoints_file}): remove it in the studio to run through"), file=sys.stderr)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     failure = session.failure

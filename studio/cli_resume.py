@@ -53,7 +53,7 @@ async def resume(args: argparse.Namespace) -> int:
     rules = headless.answers(args)
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
-    store = open_store(args.store or args.db or default_store(), create=False)
+    store = open_store(args.store if args.store is not None else args.db or default_store(), create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
         tree = tree_for_run(store, run_id, args.tree)
