@@ -42,6 +42,7 @@ from .config import ReActConfig
 from .engine.deps import RunContext
 from .engine.events import INTERRUPTED, EventType, RuntimeEventBus
 from .engine.runner import ReactiveRunner
+from .engine.shape import check_shape
 from .guard import Answers, ApprovalError, ApprovalManager, ApprovalRequest
 from .messages import Message
 from .model import Usage
@@ -170,6 +171,7 @@ class Agent:
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
                  context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
                  max_iterations_hard_limit: int | None = None):
+        check_shape(root)
         self.root = root
         self.state_schema = state_schema
         self.context = context or RunContext()
