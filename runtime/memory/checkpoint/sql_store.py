@@ -265,7 +265,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _version(self, row: tuple[str] | None) -> int:
         """The schema version a `schema_version` row says; one this version cannot read (or
         upgrade: `_UPGRADES`) is refused in one line, the store left as it is."""
-        version = int(row[0]) if row else 0
+        try:
+            version = int(row[0]) if row else 0
+        except (TypeError, ValueError):  # another program's `meta`, or a damaged row
+            raise StoreError(f"{self.location}: not a checkpoint store (schema version {str(row[0])[:40]!r})") from None
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.location}: written by a newer version (schema {version}; "
                              f"this version reads up to {SCHEMA_VERSION})")
