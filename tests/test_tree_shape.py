@@ -71,3 +71,13 @@ def test_the_cli_says_it_in_one_line(tmp_path):
     assert result.stderr.splitlines() == [
         f"jianmu-studio: {tree}: build() raised TreeShapeError: node 'A\\x1b[31m' is its own ancestor "
         "(A\\x1b[31m/A\\x1b[31m): a behaviour tree has no cycles"]
+
+
+def test_a_node_under_two_parents_is_named_with_both_paths():
+    shared = Success("shared")
+    second = Sequence("B", memory=True)
+    second.children.append(shared)
+    root = Sequence("Root", memory=True, children=[Sequence("A", memory=True, children=[shared]), second])
+    with pytest.raises(TreeShapeError, match=r"node 'shared' is in the tree twice \(Root/A/shared and "
+                                             r"Root/B/shared\): a node has one parent"):
+        Agent(root, state_schema=S)

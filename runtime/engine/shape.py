@@ -2,9 +2,9 @@
 
 Everything that walks a tree (paths, checkpoints, ticking itself) recurses or loops over
 `children`: a node that is its own ancestor (built by appending a parent to its child's
-`children`) sends them into a bare RecursionError or a loop without end, a child that is not a
-behaviour fails deep inside py_trees, and a tree deeper than Python's stack can tick ends the
-same way. The walk here is iterative, so it names the first such node before anything else walks.
+`children`) sends them into a bare RecursionError or a loop without end, a node under two parents
+gets two paths (and one parent pointer), a child that is not a behaviour fails deep inside
+py_trees, and a tree deeper than Python's stack can tick ends the same way. The walk here is iterative, so it names the first such node before anything else walks.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ def _path(line: list[Any]) -> str:
 
 
 def check_shape(root: Any) -> None:
-    """Raise `TreeShapeError` for a cycle, a child that is not a behaviour, or a tree deeper than `MAX_DEPTH`."""
+    """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, or a tree
+    deeper than `MAX_DEPTH`."""
     if not isinstance(root, py_trees.behaviour.Behaviour):
         raise TreeShapeError(f"the root is a {type(root).__name__}, not a behaviour")
     line = [root]  # the root down to the node being walked
     on_line = {id(root)}
+    seen = {id(root): root.name}  # every node walked: its path, for a node met twice
     children = [iter(root.children)]
     while children:
         child = next(children[-1], _END)
@@ -43,16 +45,19 @@ def check_shape(root: Any) -> None:
             children.pop()
             on_line.discard(id(line.pop()))
             continue
-        where = _path(line)
         if not isinstance(child, py_trees.behaviour.Behaviour):
-            raise TreeShapeError(f"node {where}: a child that is a {type(child).__name__}, not a behaviour")
+            raise TreeShapeError(f"node {_path(line)}: a child that is a {type(child).__name__}, not a behaviour")
         if id(child) in on_line:
             raise TreeShapeError(f"node {child.name!r} is its own ancestor ({_path([*line, child])}): "
                                  "a behaviour tree has no cycles")
+        if id(child) in seen:
+            raise TreeShapeError(f"node {child.name!r} is in the tree twice ({seen[id(child)]} and "
+                                 f"{_path([*line, child])}): a node has one parent")
         if len(line) > MAX_DEPTH:
-            raise TreeShapeError(f"node {where}: the tree is deeper than {MAX_DEPTH} levels")
+            raise TreeShapeError(f"node {_path(line)}: the tree is deeper than {MAX_DEPTH} levels")
         line.append(child)
         on_line.add(id(child))
+        seen[id(child)] = _path(line)
         children.append(iter(child.children))
 
 
