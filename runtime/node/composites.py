@@ -111,7 +111,7 @@ class LoopUntilSuccess(Decorator):
         if not verdict:
             return None
         reason = verdict if isinstance(verdict, str) else "aborted"
-        log.info("loop %s aborted after %d of %d iterations: %s", self.path, self.iteration_count,
+        log.error("loop %s aborted after %d of %d iterations: %s", self.path, self.iteration_count,
                   self.effective_max_iterations, reason)
         return reason
 
