@@ -51,6 +51,7 @@ from .node.llm import AgentLLMNode
 from .node.presets import ReActState
 from .node.toolbox import ToolBox
 from .state import InteractionKeys
+from .state.manager import state_schema_of
 
 ResultType = Literal["answer", "error", "pending"]
 RunFunction = Callable[..., Awaitable[Status]]
@@ -172,6 +173,7 @@ class Agent:
                  context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
                  max_iterations_hard_limit: int | None = None):
         check_shape(root)
+        state_schema_of(state_schema)
         self.root = root
         self.state_schema = state_schema
         self.context = context or RunContext()

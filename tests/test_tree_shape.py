@@ -81,3 +81,15 @@ def test_a_node_under_two_parents_is_named_with_both_paths():
     with pytest.raises(TreeShapeError, match=r"node 'shared' is in the tree twice \(Root/A/shared and "
                                              r"Root/B/shared\): a node has one parent"):
         Agent(root, state_schema=S)
+
+
+def test_a_name_no_store_can_keep_and_a_schema_that_is_no_model_are_refused_in_build():
+    """Both passed `build()` and failed later with a traceback: the first save, the first state."""
+    with pytest.raises(TreeShapeError) as raised:
+        Agent(Sequence("Root", memory=True, children=[Success("Le\udc80af")]), state_schema=S)
+    assert str(raised.value) == "node Root/Le\udc80af: a name that is no text a store can keep (a lone surrogate)"
+    with pytest.raises(ValueError, match="a state schema is a pydantic model .*, not int"):
+        Agent(Success("ok"), state_schema=42)
+    with pytest.raises(ValueError, match="a state schema is a pydantic model .*, not dict"):
+        Agent(Success("ok"), state_schema={"x": 0})
+    Agent(Success("ok"), state_schema=S(x=3))  # an instance: its values the initial state

@@ -4,7 +4,8 @@ Everything that walks a tree (paths, checkpoints, ticking itself) recurses or lo
 `children`: a node that is its own ancestor (built by appending a parent to its child's
 `children`) sends them into a bare RecursionError or a loop without end, a node under two parents
 gets two paths (and one parent pointer), a child that is not a behaviour fails deep inside
-py_trees, and a tree deeper than Python's stack can tick ends the same way. The walk here is iterative, so it names the first such node before anything else walks.
+py_trees, a tree deeper than Python's stack can tick ends the same way, and a name holding a lone
+surrogate fails the first save with a traceback (no store can encode it). The walk here is iterative, so it names the first such node before anything else walks.
 """
 
 from __future__ import annotations
@@ -30,11 +31,21 @@ def _path(line: list[Any]) -> str:
     return "/".join(names if len(names) <= 6 else [names[0], "…", *names[-3:]])
 
 
+def _storable(name: Any) -> bool:
+    try:
+        str(name).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_shape(root: Any) -> None:
-    """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, or a tree
-    deeper than `MAX_DEPTH`."""
+    """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, a tree
+    deeper than `MAX_DEPTH`, or a name no store can keep."""
     if not isinstance(root, py_trees.behaviour.Behaviour):
         raise TreeShapeError(f"the root is a {type(root).__name__}, not a behaviour")
+    if not _storable(root.name):
+        raise TreeShapeError(f"node {root.name!r}: a name that is no text a store can keep (a lone surrogate)")
     line = [root]  # the root down to the node being walked
     on_line = {id(root)}
     seen = {id(root): root.name}  # every node walked: its path, for a node met twice
@@ -55,6 +66,9 @@ def check_shape(root: Any) -> None:
                                  f"{_path([*line, child])}): a node has one parent")
         if len(line) > MAX_DEPTH:
             raise TreeShapeError(f"node {_path(line)}: the tree is deeper than {MAX_DEPTH} levels")
+        if not _storable(child.name):
+            raise TreeShapeError(f"node {_path([*line, child])}: a name that is no text a store can keep "
+                                 "(a lone surrogate)")
         line.append(child)
         on_line.add(id(child))
         seen[id(child)] = _path(line)
