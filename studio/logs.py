@@ -26,6 +26,13 @@ class _Stderr(logging.Handler):
             self.handleError(record)
 
 
+class _Debug(logging.Formatter):
+    """A record with its traceback, each line safe for a terminal (names and messages are data)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(map(terminal_line, super().format(record).split("\n")))
+
+
 class _Notice(logging.Formatter):
     """A runtime warning as the one line it says, safe for a terminal (no traceback)."""
 
@@ -42,7 +49,7 @@ def configure(debug: bool) -> None:
     handler = _Stderr()
     root = logging.getLogger()
     if debug:
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_Debug("%(levelname)s %(name)s: %(message)s"))
         root.setLevel(logging.INFO)
     else:
         handler.setFormatter(_Notice())

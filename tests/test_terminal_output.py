@@ -112,3 +112,11 @@ def test_terminal_line_escapes_what_acts_on_a_terminal_and_keeps_the_rest():
     assert terminal_line("lone \udc80 surrogate") == "lone \\udc80 surrogate"
     assert terminal_line("plain → ünïcode, 中文, emoji 🙂, tab-free") == "plain → ünïcode, 中文, emoji 🙂, tab-free"
     assert terminal_line(ValueError("x\x1by")) == "x\\x1by"
+
+
+def test_debug_shows_the_records_each_line_safe(tmp_path):
+    (tmp_path / "chatty.py").write_text(LIBRARY_CHATTER.replace("a detail for debugging", "a detail \\x1b[2J for debugging"))
+    shown = cli(tmp_path, "--debug", "run", "chatty.py", "--db", "runs.db")
+    assert shown.returncode == 0
+    assert "ERROR runtime.tools.mcp: MCP server x: a detail \\x1b[2J for debugging" in shown.stderr.splitlines()
+    assert not RAW.search(shown.stderr)
