@@ -44,3 +44,27 @@ def test_recording_into_an_empty_file_makes_it_a_store(tmp_path):
     store = open_store(empty)
     assert store.runs() == []
     store.close()
+
+
+DAMAGED_FACTS = ["{bad", "[1, 2]", "null", '{"writer": [1], "host": {"a": 1}, "started": "x", "pid": true}']
+
+
+@pytest.mark.parametrize("facts", DAMAGED_FACTS)
+def test_one_runs_damaged_facts_stay_in_that_row(tmp_path, facts):
+    """A damaged `run:<id>` row made every run of the store unlisted (and every later save of that run
+    fail): now it reads as nothing known about that one run."""
+    db = tmp_path / "runs.db"
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/text_pipeline.py"),
+                                 "--db", str(db)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert result.returncode == 0, result.stderr
+    store = open_store(db)
+    first, second = (run.run_id for run in store.runs())
+    store.set_meta(f"run:{first}", facts)
+    runs = {run.run_id: run for run in store.runs()}
+    assert runs[first].host is None and runs[first].ended is None and runs[first].checkpoints > 0
+    assert runs[second].ended == "completed" and runs[second].host
+    listed = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", str(db)], capture_output=True,
+                            text=True, cwd=ROOT, timeout=60)
+    assert listed.returncode == 0 and first in listed.stdout and second in listed.stdout
+    store.close()
