@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,31 @@ def test_one_runs_damaged_facts_stay_in_that_row(tmp_path, facts):
                             text=True, cwd=ROOT, timeout=60)
     assert listed.returncode == 0 and first in listed.stdout and second in listed.stdout
     store.close()
+
+
+@pytest.mark.parametrize(("kept", "why"), [
+    ("{bad", "does not read"), ("[1]", "does not read"), ('{"name": "x.py"}', "does not read"),
+    ('{"name": "../../escaped.py", "function": "build", "sha256": "%s"}', "name '../../escaped.py'"),
+    ('{"name": "/tmp/escaped.py", "function": "build", "sha256": "%s"}', "name '/tmp/escaped.py'"),
+    ('{"name": "tree.py", "function": "os.system", "sha256": "%s"}', "function 'os.system'"),
+])
+def test_a_damaged_kept_tree_is_one_line_and_never_written_outside_its_folder(tmp_path, kept, why):
+    """The kept tree's name becomes the file written to load it: a store naming `../../escaped.py` wrote
+    the kept text wherever it pointed (and a damaged record was a traceback)."""
+    from runtime.check.recording import tree_for_run
+    from runtime.memory.checkpoint.tree_source import FILE_KEY, TEXT_KEY, text_hash
+
+    db = tmp_path / "runs.db"
+    result = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/text_pipeline.py"),
+                             "--db", str(db)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    store = open_store(db)
+    [run] = store.runs()
+    text = f"import pathlib\npathlib.Path({str(tmp_path / 'ran')!r}).touch()\n"
+    store.set_meta(TEXT_KEY + text_hash(text), text)
+    store.set_meta(FILE_KEY + run.run_id, kept.replace("%s", text_hash(text)))
+    store.set_meta(f"tree:{run.run_id}", str(tmp_path / "gone.py:build"))  # the file is gone: the kept text it is
+    with pytest.raises(StoreError, match=rf"the tree file kept for run {run.run_id} is damaged \(.*{re.escape(why)}"):
+        tree_for_run(store, run.run_id)
+    store.close()
+    assert not Path("/tmp/escaped.py").exists() and not (tmp_path / "ran").exists()
