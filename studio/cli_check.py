@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 
+from runtime.agent import Agent
 from runtime.check import check_run
 from runtime.check.diff import Side, diff_runs
-from runtime.check.recording import tree_for_run
+from runtime.check.recording import TreeChoice, tree_for_run
 from runtime.memory.checkpoint import StoreError, chosen_store, display_name, open_store
 from runtime.memory.checkpoint.runfile import SUFFIX, export_run_file, import_run_file
 from runtime.terminal import terminal_line
 from runtime.treefile import TreeLoadError
+
+from . import stopping
 
 COMMANDS = ("check", "diff", "export", "import")
 SHOWN_PER_TICK = 6  # differences a diff lists per tick (the count of the rest is said)
@@ -170,9 +174,15 @@ async def check(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _built(choice: TreeChoice) -> Agent:
+    with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+        return choice.build()
+
+
 async def _check_one(store, run_id: str, args: argparse.Namespace, live: bool) -> int:
     try:
-        choice = tree_for_run(store, run_id, args.tree)
+        with stopping.user_code():  # the tree's first build, made when chosen
+            choice = tree_for_run(store, run_id, args.tree)
     except (TreeLoadError, StoreError) as exc:
         if args.run_id:
             raise
@@ -180,7 +190,7 @@ async def _check_one(store, run_id: str, args: argparse.Namespace, live: bool) -
         return 2
     for note in choice.notes:
         print(terminal_line(note))
-    report = await check_run(store, run_id, choice.build, branch=args.branch, tools_live=live)
+    report = await check_run(store, run_id, functools.partial(_built, choice), branch=args.branch, tools_live=live)
     ran = f"; {report.tools_run} tool calls made for real" if live else ""
     if report.ok:
         print(terminal_line(f"run {run_id}: ok, {report.ticks} ticks match the recording ({choice.name}{ran})"))

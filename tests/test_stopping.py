@@ -104,13 +104,18 @@ def build():
 
 @pytest.mark.parametrize("where", ["import", "build"])
 @pytest.mark.parametrize(("command", "signum"), [("run", signal.SIGINT), ("open", signal.SIGINT),
-                                                 ("serve", signal.SIGTERM)])
+                                                 ("serve", signal.SIGTERM), ("check", signal.SIGINT)])
 def test_a_signal_ends_a_tree_that_loops_in_its_import_or_build(tmp_path, where, command, signum):
     """The tree's code holds the thread (the loop's handlers cannot run): the first signal ends the command."""
-    tree = tmp_path / "held.py"
+    tree, db = tmp_path / "held.py", str(tmp_path / "runs.db")
     tree.write_text(HELD_TREE.format(in_import=where == "import"))
-    process = subprocess.Popen([sys.executable, "-m", "studio.cli", command, str(tree), "--db",
-                                str(tmp_path / "runs.db")], cwd=tmp_path, stdout=subprocess.PIPE,
+    args = [command, str(tree), "--db", db]
+    if command == "check":  # a recorded run, checked against the tree that holds
+        recorded = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/text_pipeline.py"),
+                                   "--db", db], capture_output=True, text=True, timeout=BOUND)
+        assert recorded.returncode == 0, recorded.stderr
+        args = [command, db, "--tree", str(tree)]
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         wait_for(lambda: (tmp_path / "held").exists() or process.poll() is not None, "the tree's code running")
