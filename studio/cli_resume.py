@@ -56,11 +56,11 @@ async def resume(args: argparse.Namespace) -> int:
     store = open_store(args.store if args.store is not None else args.db or default_store(), create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
-        tree = tree_for_run(store, run_id, args.tree)
+        with stopping.user_code():  # the tree's import and build() (tree_for_run builds it once): a Ctrl-C there
+            tree = tree_for_run(store, run_id, args.tree)  # ends the command
+            agent = tree.build()
         for note in tree.notes:
             print(f"jianmu-studio: {terminal_line(note)}", file=sys.stderr)
-        with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
-            agent = tree.build()
         agent.runner = agent.make_runner(checkpointer=store)
         agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
