@@ -45,9 +45,11 @@ def _is_notice(record: logging.LogRecord) -> bool:
 
 
 def configure(debug: bool) -> None:
-    """Called once by the CLI, before a tree is loaded."""
-    handler = _Stderr()
+    """Called by the CLI before a tree is loaded (again in one process: its handler replaced, not added)."""
     root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _Stderr)]:
+        root.removeHandler(old)
+    handler = _Stderr()
     if debug:
         handler.setFormatter(_Debug("%(levelname)s %(name)s: %(message)s"))
         root.setLevel(logging.INFO)
