@@ -1,9 +1,9 @@
 """What of Python's logging reaches the terminal: the runtime's notices as one line each, the rest
 only with `--debug`.
 
-The runtime and the libraries it drives (the MCP SDK, httpx) log through `logging` (and warn through
-`warnings`, routed there); with no handler configured, Python prints every warning and error with
-its traceback on stderr, between the CLI's own lines. The runtime's warnings are notices meant for the user (no traces without the [otel] extra, an
+The runtime and the libraries it drives (the MCP SDK, httpx) log through `logging`; with no handler
+configured, Python prints every warning and error with its traceback on stderr, between the CLI's own
+lines. The runtime's warnings are notices meant for the user (no traces without the [otel] extra, an
 MCP server that did not close cleanly): one line each. Its errors and the libraries' records are
 for debugging (a run's failure is said by the run's own line): `--debug` shows them, tracebacks too.
 """
@@ -57,7 +57,6 @@ def configure(debug: bool) -> None:
         handler.setFormatter(_Notice())
         handler.addFilter(_is_notice)
     root.addHandler(handler)
-    logging.captureWarnings(True)  # a library's RuntimeWarning ("coroutine … was never awaited") is a record too
 
 
 __all__ = ["configure"]

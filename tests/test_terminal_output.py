@@ -120,11 +120,3 @@ def test_debug_shows_the_records_each_line_safe(tmp_path):
     assert shown.returncode == 0
     assert "ERROR runtime.tools.mcp: MCP server x: a detail \\x1b[2J for debugging" in shown.stderr.splitlines()
     assert not RAW.search(shown.stderr)
-
-
-def test_a_librarys_python_warning_reaches_stderr_only_with_debug(tmp_path):
-    (tmp_path / "warns.py").write_text(LIBRARY_CHATTER.replace(
-        "    return Agent(", "    import warnings\n    warnings.warn('coroutine never awaited', RuntimeWarning)\n"
-                             "    return Agent("))
-    assert cli(tmp_path, "run", "warns.py", "--db", "runs.db").stderr == ""
-    assert "coroutine never awaited" in cli(tmp_path, "--debug", "run", "warns.py", "--db", "runs.db").stderr
