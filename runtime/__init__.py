@@ -5,6 +5,8 @@ The names most programs need are importable from here:
     from runtime import Agent, CalculatorTool, ModelClient, ScriptedProvider, create_react_node, human
 """
 
+import logging
+
 from . import debug  # noqa: F401  (it sets how `Agent.run(debug=...)` serves a run: its debug server)
 from .agent import Agent, AgentResult
 from .config import ReActConfig, get_config
@@ -16,6 +18,11 @@ from .model import ModelClient, ModelConfig, ScriptedProvider, Usage
 from .node import ReActState, create_react_node
 from .state import Ephemeral, StateKeys, StateManager
 from .tools import CalculatorTool, Tool, ToolProvider, ToolSet, tool
+
+# A library says nothing on the user's terminal by itself: its records go to the handlers the program
+# configures (the CLI's: studio/logs.py), never to Python's last-resort stderr handler.
+for _name in ("runtime", "jianmu"):  # `jianmu.log` is the Log node's logger
+    logging.getLogger(_name).addHandler(logging.NullHandler())
 
 __all__ = [
     "Agent",

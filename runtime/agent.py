@@ -42,6 +42,7 @@ from .config import ReActConfig
 from .engine.deps import RunContext
 from .engine.events import INTERRUPTED, EventType, RuntimeEventBus
 from .engine.runner import ReactiveRunner
+from .engine.shape import check_shape
 from .guard import Answers, ApprovalError, ApprovalManager, ApprovalRequest
 from .messages import Message
 from .model import Usage
@@ -50,6 +51,7 @@ from .node.llm import AgentLLMNode
 from .node.presets import ReActState
 from .node.toolbox import ToolBox
 from .state import InteractionKeys
+from .state.manager import state_schema_of
 
 ResultType = Literal["answer", "error", "pending"]
 RunFunction = Callable[..., Awaitable[Status]]
@@ -170,6 +172,8 @@ class Agent:
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
                  context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
                  max_iterations_hard_limit: int | None = None):
+        check_shape(root)
+        state_schema_of(state_schema)
         self.root = root
         self.state_schema = state_schema
         self.context = context or RunContext()

@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 
-from . import startup
+from . import drawn_text, startup  # noqa: F401 (drawn_text: on import, control characters drawn as pictures)
 from .commands import StudioCommands
 from .session import DebugSession, EditError, RunState
 from .stopping import exit_status, interrupt_session, on_signals

@@ -44,8 +44,9 @@ from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_r
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.memory.checkpoint.store import CheckpointError
 from runtime.telemetry.otel import TelemetryError
+from runtime.terminal import terminal_line
 
-from . import cli_check, cli_resume, headless, samples, startup, stopping, web
+from . import cli_check, cli_resume, headless, logs, samples, startup, stopping, web
 from .loader import TreeLoadError
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         _parser().print_help()
         return 2
+    logs.configure(args.debug)
     try:
         if args.command == "samples":
             print(samples.listing())
@@ -205,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             TelemetryError, ApprovalError) as exc:
         if args.debug:
             traceback.print_exception(exc)
-        print(f"jianmu-studio: {exc}", file=sys.stderr)
+        print(f"jianmu-studio: {terminal_line(exc)}", file=sys.stderr)
         return 2
+    except stopping.Stopped as exc:  # a signal while a tree loaded, outside stopping.run
+        return stopping.exit_status(exc.signum)
     except KeyboardInterrupt:
         return 130
 
@@ -218,7 +222,7 @@ def _store_of(args: argparse.Namespace) -> str | None:
     if args.command == "replay":
         if args.store and args.db and args.store != args.db:
             raise UsageError("replay: give the store once (STORE or --db)")
-        given = args.store or args.db
+        given = args.store if args.store is not None else args.db
     name = chosen_store(given)
     return str(default_store()) if name is None and args.command == "replay" else name
 
@@ -243,7 +247,8 @@ def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> b
 def _load(args: argparse.Namespace) -> DebugSession:
     """The session a run or the studio records into: its store must be writable."""
     try:
-        session = DebugSession.load(args.tree, db=args.db)
+        with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+            session = DebugSession.load(args.tree, db=args.db)
     except StoreError as exc:
         raise UsageError(str(exc)) from exc
     except OSError as exc:  # the store's folder cannot be created
@@ -259,6 +264,8 @@ async def run_headless(args: argparse.Namespace) -> int:
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
+    for warning in session.breakpoint_warnings:
+        print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
     if args.bindings is not None:
         if not args.bindings.is_file():
             raise UsageError(f"{args.bindings}: no such bindings file")
@@ -279,8 +286,11 @@ async def run_headless(args: argparse.Namespace) -> int:
     unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
-        print(f"jianmu-studio: the run stopped: {unrecorded}", file=sys.stderr, flush=True)
-        print(f"jianmu-studio: {_record_end(session, unrecorded)}", file=sys.stderr, flush=True)
+        print(f"jianmu-studio: the run stopped: {terminal_line(unrecorded)}", file=sys.stderr, flush=True)
+        print(f"jianmu-studio: {terminal_line(_record_end(session, unrecorded))}", file=sys.stderr, flush=True)
+    if stop.kind == "breakpoint":  # saved by the studio for this tree: a headless run holds there too
+        print(terminal_line(f"jianmu-studio: stopped at a breakpoint saved by the studio ({stop.message}, kept in "
+                            f"{session.breakpoints_file}): remove it in the studio to run through"), file=sys.stderr)
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     failure = session.failure
@@ -294,12 +304,12 @@ async def run_headless(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}), file=out)
     else:
         tokens = "?" if summary["tokens"] is None else summary["tokens"]
-        print(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
-              f"({stop.message}; {result.termination_reason})", file=out)
+        print(terminal_line(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
+                            f"({stop.message}; {result.termination_reason})"), file=out)
         if result.final_answer:
-            print(f"final answer: {result.final_answer}", file=out)
+            print(f"final answer: {terminal_line(result.final_answer)}", file=out)
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
-        print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
+        print(f"jianmu-studio: {terminal_line(failure.headline if failure else error)}", file=sys.stderr)
     for request in waiting:
         print(headless.waiting_line(request), file=sys.stderr)
     trace_failed = args.trace is not None and not _write_trace(session, args.trace)
@@ -314,10 +324,10 @@ def _write_trace(session: DebugSession, path: Path) -> bool:
             count = export_run(session.store, session.run_id, out_file)
     except (OSError, StoreError) as exc:  # a full disk, the store gone
         reason = exc if isinstance(exc, StoreError) else (exc.strerror or exc)
-        print(f"jianmu-studio: trace not written to {path}: {reason} (the run's events are in "
-              f"{session.store.location}: python -m runtime.memory.checkpoint export)", file=sys.stderr)
+        print(terminal_line(f"jianmu-studio: trace not written to {path}: {reason} (the run's events are in "
+                            f"{session.store.location}: python -m runtime.memory.checkpoint export)"), file=sys.stderr)
         return False
-    print(f"trace: {count} events written to {path}", file=sys.stderr)
+    print(terminal_line(f"trace: {count} events written to {path}"), file=sys.stderr)
     return True
 
 
@@ -354,7 +364,7 @@ def open_studio(args: argparse.Namespace) -> int:
     with startup.paused():  # no collections until the first frame (studio/startup.py)
         session = _load(args)
         for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
-            print(f"jianmu-studio: {warning}", file=sys.stderr)
+            print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
         from .app import StudioApp
 
         app = StudioApp(session)
@@ -401,7 +411,8 @@ async def serve(args: argparse.Namespace) -> int:
 
     from .loader import load_tree
 
-    loaded = load_tree(args.tree)
+    with stopping.user_code():
+        loaded = load_tree(args.tree)
     store = open_store(args.db or str(default_store()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
@@ -416,9 +427,9 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--at {args.at}: cannot listen there ({exc.strerror or exc})") from exc
     finally:
         store.close()
-    print(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}")
+    print(terminal_line(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}"))
     if result.final_answer:
-        print(f"final answer: {result.final_answer}")
+        print(f"final answer: {terminal_line(result.final_answer)}")
     return 0 if result.ok else 1
 
 

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 
+from runtime.agent import Agent
 from runtime.check import check_run
 from runtime.check.diff import Side, diff_runs
-from runtime.check.recording import tree_for_run
+from runtime.check.recording import TreeChoice, tree_for_run
 from runtime.memory.checkpoint import StoreError, chosen_store, display_name, open_store
 from runtime.memory.checkpoint.runfile import SUFFIX, export_run_file, import_run_file
+from runtime.terminal import terminal_line
 from runtime.treefile import TreeLoadError
+
+from . import stopping
 
 COMMANDS = ("check", "diff", "export", "import")
 SHOWN_PER_TICK = 6  # differences a diff lists per tick (the count of the rest is said)
@@ -83,7 +88,7 @@ def export(args: argparse.Namespace) -> int:
         branches = ", ".join(store.branches(args.run_id))
     finally:
         store.close()
-    print(f"run {args.run_id} ({count} checkpoints; branches {branches}) written to {args.output}")
+    print(terminal_line(f"run {args.run_id} ({count} checkpoints; branches {branches}) written to {args.output}"))
     return 0
 
 
@@ -102,17 +107,18 @@ def diff(args: argparse.Namespace) -> int:
                              "two branches (--branch X --branch Y)")
         report = diff_runs(*sides)
         for side, name in zip(sides, names, strict=True):
-            print(f"{side.label}: {display_name(name)} run {side.run_id} ({side.branch})")
+            print(terminal_line(f"{side.label}: {display_name(name)} run {side.run_id} ({side.branch})"))
         if report.same:
             print("same: every tick matches (times and ids aside)")
             return 0
-        print(f"first divergence: {report.first.line}")
+        print(f"first divergence: {terminal_line(report.first.line)}")
         for tick, found in report.ticks.items():
             print(f"tick {tick}")
             for difference in found[:SHOWN_PER_TICK]:
-                print(f"  {difference.line.partition(': ')[2]}" + (f" ({difference.node})" if difference.node else ""))
+                print("  " + terminal_line(difference.line.partition(": ")[2]
+                                           + (f" ({difference.node})" if difference.node else "")))
                 for line in difference.detail[:4]:
-                    print(f"    {line}")
+                    print(f"    {terminal_line(line)}")
             if len(found) > SHOWN_PER_TICK:
                 print(f"  … and {len(found) - SHOWN_PER_TICK} more")
         return 1
@@ -146,7 +152,7 @@ def import_(args: argparse.Namespace) -> int:
         runs = import_run_file(args.runfile, store)
     finally:
         store.close()
-    print(f"{', '.join(f'run {run}' for run in runs)} imported into {display_name(store.location)}")
+    print(terminal_line(f"{', '.join(f'run {run}' for run in runs)} imported into {display_name(store.location)}"))
     return 0
 
 
@@ -168,22 +174,28 @@ async def check(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _built(choice: TreeChoice) -> Agent:
+    with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+        return choice.build()
+
+
 async def _check_one(store, run_id: str, args: argparse.Namespace, live: bool) -> int:
     try:
-        choice = tree_for_run(store, run_id, args.tree)
+        with stopping.user_code():  # the tree's first build, made when chosen
+            choice = tree_for_run(store, run_id, args.tree)
     except (TreeLoadError, StoreError) as exc:
         if args.run_id:
             raise
-        print(f"run {run_id}: not checked: {exc}")
+        print(terminal_line(f"run {run_id}: not checked: {exc}"))
         return 2
     for note in choice.notes:
-        print(note)
-    report = await check_run(store, run_id, choice.build, branch=args.branch, tools_live=live)
+        print(terminal_line(note))
+    report = await check_run(store, run_id, functools.partial(_built, choice), branch=args.branch, tools_live=live)
     ran = f"; {report.tools_run} tool calls made for real" if live else ""
     if report.ok:
-        print(f"run {run_id}: ok, {report.ticks} ticks match the recording ({choice.name}{ran})")
+        print(terminal_line(f"run {run_id}: ok, {report.ticks} ticks match the recording ({choice.name}{ran})"))
         return 0
-    print("\n".join(report.lines()))
+    print("\n".join(map(terminal_line, report.lines())))
     if ran:
         print(f"  ({ran[2:]})")
     return 1

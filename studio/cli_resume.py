@@ -28,8 +28,9 @@ from runtime.check.recording import tree_for_run
 from runtime.guard import ApprovalError, ApprovalRequest, ApprovalStatus
 from runtime.memory.checkpoint import CheckpointError, display_name, open_store
 from runtime.memory.checkpoint.waiting import waiting_runs
+from runtime.terminal import terminal_line
 
-from . import headless
+from . import headless, stopping
 from .places import default_store
 
 COMMAND = "resume"
@@ -52,13 +53,14 @@ async def resume(args: argparse.Namespace) -> int:
     rules = headless.answers(args)
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
-    store = open_store(args.store or args.db or default_store(), create=False)
+    store = open_store(args.store if args.store is not None else args.db or default_store(), create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
-        tree = tree_for_run(store, run_id, args.tree)
+        with stopping.user_code():  # the tree's import and build() (tree_for_run builds it once): a Ctrl-C there
+            tree = tree_for_run(store, run_id, args.tree)  # ends the command
+            agent = tree.build()
         for note in tree.notes:
-            print(f"jianmu-studio: {note}", file=sys.stderr)
-        agent = tree.build()
+            print(f"jianmu-studio: {terminal_line(note)}", file=sys.stderr)
         agent.runner = agent.make_runner(checkpointer=store)
         agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
@@ -72,12 +74,12 @@ async def resume(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"summary": summary}))
         else:
-            print(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); run {run_id} "
-                  f"recorded in {display_name(store.location)}")
+            print(terminal_line(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); "
+                                f"run {run_id} recorded in {display_name(store.location)}"))
             if result.final_answer:
-                print(f"final answer: {result.final_answer}")
+                print(f"final answer: {terminal_line(result.final_answer)}")
         if failure is not None:
-            print(f"jianmu-studio: {failure.headline}", file=sys.stderr)
+            print(f"jianmu-studio: {terminal_line(failure.headline)}", file=sys.stderr)
         for request in waiting:
             print(headless.waiting_line(request), file=sys.stderr)
         return 0 if result.status == Status.SUCCESS and failure is None else 1

@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime.engine.runner import TickReport
 from runtime.guard import Answers, ApprovalRequest
+from runtime.terminal import terminal_line
 
 MAX_SHOWN = 8  # changed nodes listed per tick line (--json lists them all)
 APPROVALS_HELP = """\
@@ -44,7 +45,7 @@ def tick_line(report: TickReport, as_json: bool) -> str:
     shown = [f"{p.rpartition('/')[2]}:{o.value}→{n.value}" for p, (o, n) in list(report.changed.items())[:MAX_SHOWN]]
     more = len(report.changed) - MAX_SHOWN
     changed = ", ".join(shown) + (f", … {more} more" if more > 0 else "")
-    return f"tick {report.tick:>4}  {report.status.value:<8} {changed}"
+    return f"tick {report.tick:>4}  {report.status.value:<8} {terminal_line(changed)}"
 
 
 def decision_line(request: ApprovalRequest, approved: bool, reason: str, as_json: bool) -> str:
@@ -52,12 +53,12 @@ def decision_line(request: ApprovalRequest, approved: bool, reason: str, as_json
     if as_json:
         return json.dumps({"approval": {"id": request.id, "tool": request.tool, "arguments": request.arguments,
                                         "decision": verdict, "reason": reason or None}})
-    return f"{verdict} {request.tool}({arguments_text(request.arguments)})" + (f": {reason}" if reason else "")
+    return terminal_line(f"{verdict} {request.tool}({arguments_text(request.arguments)})" + (f": {reason}" if reason else ""))
 
 
 def waiting_line(request: ApprovalRequest) -> str:
-    return (f"jianmu-studio: {request.tool}({arguments_text(request.arguments)}) waits for approval: "
-            f"answer with --approve {request.tool} or --deny {request.tool}:REASON")
+    return terminal_line(f"jianmu-studio: {request.tool}({arguments_text(request.arguments)}) waits for approval: "
+                         f"answer with --approve {request.tool} or --deny {request.tool}:REASON")
 
 
 def arguments_text(arguments: dict[str, Any], limit: int = 80) -> str:

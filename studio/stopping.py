@@ -7,6 +7,11 @@ had ended or waits for an approval, which another process may still answer), its
 is cancelled, and its MCP servers are stopped with their process groups. The command then exits
 with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP), without a traceback. A
 second signal while that happens is ignored: stopping is bounded (an MCP server gets a few seconds).
+
+A tree's import and its `build()` are user code that holds the thread: the loop cannot run its
+handlers then, and the tree loader turns whatever the code raises into a line about the tree. While
+such code runs (`user_code()`), a signal raises `Stopped` in it instead, which the loader lets
+through: the command ends at once, with the same exit status.
 """
 
 from __future__ import annotations
@@ -24,6 +29,29 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def exit_status(signum: int) -> int:
     return 128 + signum
+
+
+class Stopped(BaseException):
+    """A signal that arrived while user code held the thread; not an error of that code."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def user_code() -> Iterator[None]:
+    """While synchronous user code runs (a tree's import, its `build()`), a signal raises `Stopped` in it."""
+
+    def raise_stopped(signum: int, _frame: Any) -> None:
+        raise Stopped(signum)
+
+    previous = {signum: signal.signal(signum, raise_stopped) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
@@ -63,6 +91,8 @@ def run(main: Coroutine[Any, Any, int]) -> int:
 
     try:
         status = asyncio.run(guarded())
+    except Stopped as exc:  # in a tree's import or build(), before anything ran (studio/loader.py)
+        return exit_status(exc.signum)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if not received:
             raise
@@ -79,4 +109,4 @@ async def interrupt_session(session: Any, why: str) -> None:
     await session.agent.close()
 
 
-__all__ = ["SIGNALS", "exit_status", "interrupt_session", "on_signals", "run"]
+__all__ = ["SIGNALS", "Stopped", "exit_status", "interrupt_session", "on_signals", "run", "user_code"]

@@ -49,6 +49,7 @@ def serve(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     from runtime.debug.server import _is_loopback
 
     from .loader import load_tree
+    from .stopping import user_code
 
     require("web", "textual_serve.server")
     try:
@@ -58,7 +59,8 @@ def serve(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     if port == 0:  # any free one, chosen here: the address printed is the one served
         with socket.create_server((host, 0)) as probe:
             port = probe.getsockname()[1]
-    load_tree(args.tree)  # a tree that does not load is said here, once, not in every page
+    with user_code():
+        load_tree(args.tree)  # a tree that does not load is said here, once, not in every page
     token = None if _is_loopback(host) else (args.token or os.environ.get(TOKEN_VARIABLE) or secrets.token_urlsafe(18))
     server = _server_class()(studio_command(args.tree, args.db), host=host, port=port,
                              title=f"Jianmu Studio: {args.tree}", token=token)

@@ -5,11 +5,13 @@
 The tree is loaded as the studio loads one (`path.py` or `path.py:function`, its INPUT);
 with a store named, the run records checkpoints there (a timeline for the debugger). The
 debug server prints its address (and token) on stderr; the run's outcome is one JSON line
-on stdout. The debug tests start this as a subprocess and attach to it.
+on stdout; the runtime's log records go to stderr, as a service that configures logging has
+them. The debug tests start this as a subprocess and attach to it.
 """
 
 import asyncio
 import json
+import logging
 import sys
 
 from runtime.memory.checkpoint import open_store
@@ -17,6 +19,7 @@ from studio.loader import load_tree
 
 
 def main() -> None:
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")  # the runtime itself logs to no terminal
     target, address = sys.argv[1], sys.argv[2]
     loaded = load_tree(target)
     agent = loaded.agent

@@ -7,13 +7,17 @@ recorded as interrupted as well. Every wait below is for a condition, with a gen
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import mcp_hold_tree
 import pytest
 from stopping_fixtures import (
     BOUND,
+    ROOT,
     TREE,
     all_gone,
     interrupted_run,
@@ -83,3 +87,42 @@ async def test_a_cancelled_agent_run_is_recorded_as_interrupted(place):
     assert [event.payload["error"] for event in failed] == ["interrupted by SIGTERM"]
     assert all_gone(pids)  # closed before the cancellation went on
     store.close()
+
+
+HELD_TREE = """\
+import pathlib, time
+pathlib.Path("held").touch()  # the loader is in this file now
+while {in_import}:
+    time.sleep(0.01)
+
+def build():
+    pathlib.Path("held").touch()
+    while True:
+        time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("where", ["import", "build"])
+@pytest.mark.parametrize(("command", "signum"), [("run", signal.SIGINT), ("open", signal.SIGINT),
+                                                 ("serve", signal.SIGTERM), ("check", signal.SIGINT)])
+def test_a_signal_ends_a_tree_that_loops_in_its_import_or_build(tmp_path, where, command, signum):
+    """The tree's code holds the thread (the loop's handlers cannot run): the first signal ends the command."""
+    tree, db = tmp_path / "held.py", str(tmp_path / "runs.db")
+    tree.write_text(HELD_TREE.format(in_import=where == "import"))
+    args = [command, str(tree), "--db", db]
+    if command == "check":  # a recorded run, checked against the tree that holds
+        recorded = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(ROOT / "sample_trees/text_pipeline.py"),
+                                   "--db", db], capture_output=True, text=True, timeout=BOUND)
+        assert recorded.returncode == 0, recorded.stderr
+        args = [command, db, "--tree", str(tree)]
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        wait_for(lambda: (tmp_path / "held").exists() or process.poll() is not None, "the tree's code running")
+        assert process.poll() is None, process.communicate()
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=BOUND)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signum, err
+    assert err == "", err  # not "build() raised KeyboardInterrupt" (a bad tree, exit 2), no traceback

@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from openai_server import FakeServer, completion, json_reply
 from postgres_server import PASSWORD
 
-from runtime.memory.checkpoint import open_store
+from runtime.memory.checkpoint import StoreError, open_store
 from studio.session import DebugSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,3 +120,19 @@ def _dead_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_an_empty_store_name_is_refused_never_read_as_the_default(tmp_path):
+    """`--db ''` (a variable that expanded to nothing) recorded into the default store; now one line, exit 2."""
+    from studio.places import default_db_path
+
+    for args in (("run", PIPELINE, "--db", ""), ("run", PIPELINE, "--db", "  "), ("replay", ""),
+                 ("replay", "--db", ""), ("resume", "", "--approve", "all"), ("check", ""), ("diff", "")):
+        result = studio(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1, (args, result.stderr)
+        assert result.stderr.startswith("jianmu-studio: an empty store name ("), (args, result.stderr)
+    assert not default_db_path().exists()
+    assert checkpoints("list", "--db", "").returncode == 2
+    with pytest.raises(StoreError, match="an empty store name"):
+        open_store("")

@@ -46,6 +46,7 @@ from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
 from .record import Returns, TickReport, TickTelemetry
+from .shape import check_shape
 from .tree import iter_paths
 
 Hook = Callable[..., Any | Awaitable[Any]]
@@ -129,6 +130,7 @@ class ReactiveRunner:
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
                  checkpointer: Checkpointer | None = None):
+        check_shape(root)
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()

@@ -51,6 +51,16 @@ class Deferred:
         self.load = load
 
 
+def state_schema_of(state: Any) -> type[BaseModel]:
+    """The model class of a state schema given as a class or an instance; `ValueError` for anything else
+    (a tree file's `Agent(root, state_schema=...)` is user input: one line, not an AttributeError later)."""
+    schema = state if isinstance(state, type) else type(state)
+    if not issubclass(schema, BaseModel):
+        raise ValueError(f"a state schema is a pydantic model (a BaseModel class or instance), "
+                         f"not {schema.__name__ if isinstance(state, type) else type(state).__name__}")
+    return schema
+
+
 def normalize_namespace(namespace: str | None) -> str | None:
     """`None`/`""` → global (None); otherwise the namespace itself, if well formed."""
     if namespace is None or namespace == "":
@@ -150,7 +160,7 @@ class StateManager:
     """Namespaced key/value state over a pydantic schema, with reducers and change signals."""
 
     def __init__(self, state: BaseModel | type[BaseModel]):
-        schema = state if isinstance(state, type) else type(state)
+        schema = state_schema_of(state)
         self.schema: type[BaseModel] = schema
         self._cls = _with_extra(schema)
         initial = {attr: getattr(state, attr) for attr in schema.model_fields} if isinstance(state, BaseModel) else {}
@@ -430,4 +440,5 @@ class StateManager:
         self._dirty = set()
 
 
-__all__ = ["GLOBAL", "Deferred", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace"]
+__all__ = ["GLOBAL", "Deferred", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace",
+           "state_schema_of"]

@@ -56,7 +56,7 @@ MAX_ROWS = 20_000  # the oldest rows drop off; the session keeps a longer histor
 SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
 PAYLOAD_CHARS = 200  # of a row's payload
-_CONTROL = re.compile("[\x00-\x1f\x7f]")  # would move the terminal's cursor
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # would move the terminal's cursor (C1: an 8-bit CSI, too)
 _TYPE = attrgetter("event.type")  # a StampedEvent's, read in C: a refill scans every event for streams
 
 

@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ...terminal import terminal_line
 from .liveness import ABANDONED, SUSPENDED, run_liveness, when
 from .naming import chosen_store, open_store
 from .output import OutputPathError, check_output_path, replacing
@@ -34,15 +35,15 @@ from .trace import TraceError, export_run
 def _list(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
     runs = store.runs()
     if not runs:
-        print(f"{store.location}: no runs")
+        print(terminal_line(f"{store.location}: no runs"))
     for run in runs:
         liveness = run_liveness(run)  # a run whose writer died is no longer RUNNING
         status = str(liveness) if liveness.state in (ABANDONED, SUSPENDED) else run.last_status
-        print(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {status:<8}  "
-              f"{when(run.first_time)} .. {when(run.last_time)}  branches: {', '.join(run.branches)}  "
-              f"ids {_ranges([info.id for info in store.list(run.run_id)])}")
+        print(terminal_line(f"{run.run_id}  {run.checkpoints:>5} checkpoints  {status:<8}  "
+                            f"{when(run.first_time)} .. {when(run.last_time)}  branches: {', '.join(run.branches)}  "
+                            f"ids {_ranges([info.id for info in store.list(run.run_id)])}"))
     if runs:
-        print(f"(show {store.location} ID prints one checkpoint)", file=sys.stderr)
+        print(terminal_line(f"(show {store.location} ID prints one checkpoint)"), file=sys.stderr)
 
 
 def _ranges(ids: list[int]) -> str:
@@ -64,7 +65,7 @@ def _export(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
         return
     with replacing(check_output_path(args.output, store=args.store, force=args.force)) as out:
         count = export_run(store, args.run, out)
-    print(f"{count} events of run {args.run} written to {args.output}", file=sys.stderr)
+    print(terminal_line(f"{count} events of run {args.run} written to {args.output}"), file=sys.stderr)
 
 
 def _show(store: SQLCheckpointStore, args: argparse.Namespace) -> None:
@@ -123,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
     except (StoreError, CheckpointError, TraceError, OutputPathError, OSError) as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_line(exc)}", file=sys.stderr)
         return 2
     return 0
 

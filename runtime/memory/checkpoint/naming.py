@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from ...extras import MissingExtra, require
 from .sql_store import SQLCheckpointStore
 from .sqlite_store import SQLiteCheckpointStore
+from .store import StoreError
 
 ENVIRONMENT = "JIANMU_DB"
 
@@ -24,17 +25,27 @@ def is_postgres_url(name: str) -> bool:
 
 
 def chosen_store(given: str | Path | None, default: str | Path | None = None) -> str | None:
-    """The store a command uses: the one it was given, else `$JIANMU_DB`, else `default`."""
+    """The store a command uses: the one it was given, else `$JIANMU_DB`, else `default`. A name given
+    empty (`--db ''`, a variable that expanded to nothing) is refused, never read as "the default"."""
+    if given is not None:
+        _named(given)
     for name in (given, os.environ.get(ENVIRONMENT), default):
         if name:
             return str(name)
     return None
 
 
+def _named(name: str | Path) -> str:
+    """`name` as a string; `StoreError` when it is empty (SQLite would open a throw-away database)."""
+    if not str(name).strip():
+        raise StoreError(f"an empty store name ({str(name)!r}): give FILE.db or postgresql://…")
+    return str(name)
+
+
 def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
     """The store `name` names; raises `StoreError` (one line, no password) when it cannot be opened.
     With `create=False` a store that does not exist yet is refused instead of created."""
-    name = str(name)
+    name = _named(name)
     if is_postgres_url(name):
         require("postgres", "psycopg")
         from .postgres_store import PostgresCheckpointStore

@@ -203,6 +203,12 @@ class PostgresCheckpointStore(SQLCheckpointStore):
                                "WHERE key = 'schema_version'").fetchone()
         except psycopg.errors.UndefinedTable:
             return False
+        except (psycopg.errors.ProgrammingError, psycopg.errors.DataError) as exc:
+            if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+                raise
+            # a `meta` without our columns, or of other types: another program's table, not a damaged store
+            raise StoreError(f"{self.location}: not a checkpoint store (schema jianmu has a table meta of "
+                             "another program)") from None
         if self._version(row) < SCHEMA_VERSION or row[1] is None:
             return False
         conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)

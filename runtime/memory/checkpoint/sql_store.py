@@ -95,6 +95,23 @@ def _decoding(method):
     return read
 
 
+_FACT_TYPES = {"started": (int, float), "host": str, "pid": int, "writer": str, "ended": str,
+               "ended_at": (int, float), "released": (int, float)}
+
+
+def run_facts(text: str | None) -> dict[str, Any]:
+    """A run's facts (`run:<id>` in meta); a damaged row, or a fact of the wrong type, reads as nothing
+    known, so the damage stays there: the store's other runs are still listed, the run still read."""
+    try:
+        facts = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(facts, dict):
+        return {}
+    return {key: value for key, value in facts.items()
+            if key not in _FACT_TYPES or isinstance(value, _FACT_TYPES[key]) and not isinstance(value, bool)}
+
+
 def _hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=10).digest()
 
@@ -265,7 +282,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _version(self, row: tuple[str] | None) -> int:
         """The schema version a `schema_version` row says; one this version cannot read (or
         upgrade: `_UPGRADES`) is refused in one line, the store left as it is."""
-        version = int(row[0]) if row else 0
+        try:
+            version = int(row[0]) if row else 0
+        except (TypeError, ValueError):  # another program's `meta`, or a damaged row
+            raise StoreError(f"{self.location}: not a checkpoint store (schema version {str(row[0])[:40]!r})") from None
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.location}: written by a newer version (schema {version}; "
                              f"this version reads up to {SCHEMA_VERSION})")
@@ -396,7 +416,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         if not lifecycle and first_time is None and not claim:
             return
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
-        meta = json.loads(row[0]) if row else {}
+        meta = run_facts(row[0] if row else None)
         started = [first_time] if first_time is not None else []
         started += [e.time for e in lifecycle if e.type == EventType.RUN_STARTED]
         if started:
@@ -447,7 +467,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         def write(conn: Any, _: dict, __: dict) -> None:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
-            meta = json.loads(row[0]) if row else {}
+            meta = run_facts(row[0] if row else None)
             if not meta.get("ended"):
                 self._put_meta(conn, f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
 
@@ -461,7 +481,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         compare-and-set, so of two processes that take one run at once, one does. Taken, the run is
         running again, written here; False when another process took it first."""
         key = f"run:{run_id}"
-        facts = {k: v for k, v in json.loads(seen or "{}").items() if k not in ("ended", "ended_at", "released")}
+        facts = {k: v for k, v in run_facts(seen).items() if k not in ("ended", "ended_at", "released")}
 
         def write(conn: Any, _: dict, __: dict) -> bool:
             value = json.dumps({**facts, "writer": self._claim(conn)})
@@ -480,7 +500,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         it while this one still held it suspended): this one must not go on with it."""
         if run_id not in self._claimed:
             return False
-        return json.loads(self.get_meta(f"run:{run_id}") or "{}").get("writer") not in (None, self._writer_id)
+        return run_facts(self.get_meta(f"run:{run_id}")).get("writer") not in (None, self._writer_id)
 
     def close_writer(self) -> None:
         """Say this writer has closed (a clean exit is no death); its runs not ended are abandoned now."""
@@ -783,7 +803,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             else:
                 meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
                                          (f"run:{run_id}", f"tree:{run_id}")))
-            facts = {run: json.loads(meta.get(f"run:{run}", "{}")) for run, *_ in rows}
+            facts = {run: run_facts(meta.get(f"run:{run}")) for run, *_ in rows}
             writers = self._writers(conn, {f["writer"] for f in facts.values() if f.get("writer") and not f.get("ended")})
         return [RunSummary(run, sorted(branches.split(",")), n, first, last, status, tree=meta.get(f"tree:{run}"),
                            host=facts[run].get("host"), pid=facts[run].get("pid"), started=facts[run].get("started"),

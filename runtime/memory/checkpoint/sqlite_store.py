@@ -108,6 +108,8 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
         if head and head != _SQLITE_MAGIC:
             raise StoreError(f"{path}: not a checkpoint store (not an SQLite database)")
+        if not head and not create:  # a reader (`list`, `replay`) never writes a schema into a file it was shown
+            raise StoreError(f"{path}: an empty file, not a checkpoint store (nothing was recorded in it)")
 
     @_decoding
     def _open_schema(self, read_only: bool) -> None:
@@ -142,7 +144,13 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
         self._version(self._schema_row())
 
     def _schema_row(self) -> tuple[str] | None:
-        return self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        try:
+            return self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:  # a `meta` without our columns: another program's table
+            if "no such column" not in str(exc):
+                raise
+            raise StoreError(f"{self.location}: not a checkpoint store (an SQLite database whose table meta "
+                             "is another program's)") from None
 
     def _tables(self) -> set[str]:
         return {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .store import StoreError
+
 TEXT_KEY = "tree-text:"
 FILE_KEY = "tree-file:"
 
@@ -63,9 +65,24 @@ def tree_source(store: Any, run_id: str) -> TreeSource | None:
     named = store.get_meta(FILE_KEY + run_id)
     if named is None:
         return None
-    facts = json.loads(named)
-    text = store.get_meta(TEXT_KEY + facts["sha256"])
-    return None if text is None else TreeSource(facts["name"], facts["function"], text)
+    try:
+        facts = json.loads(named)
+        name, function, sha256 = facts["name"], facts["function"], facts["sha256"]
+    except (ValueError, KeyError, TypeError):
+        raise StoreError(f"{store.location}: the tree file kept for run {run_id} is damaged ({FILE_KEY}{run_id} "
+                         "does not read)") from None
+    if not (isinstance(name, str) and _plain_file_name(name) and isinstance(function, str)
+            and function.isidentifier() and isinstance(sha256, str)):
+        # the name becomes a file written to run the tree: never a path out of its folder
+        raise StoreError(f"{store.location}: the tree file kept for run {run_id} is damaged "
+                         f"(name {str(name)[:80]!r}, function {str(function)[:80]!r})")
+    text = store.get_meta(TEXT_KEY + sha256)
+    return None if text is None else TreeSource(name, function, text)
+
+
+def _plain_file_name(name: str) -> bool:
+    """A `.py` file's own name: no folder, no parent, nothing a file name cannot hold."""
+    return name.endswith(".py") and Path(name).name == name and "\\" not in name and "\x00" not in name
 
 
 __all__ = ["FILE_KEY", "TEXT_KEY", "TreeSource", "keep_tree_source", "put_tree_source", "text_hash", "tree_source"]

@@ -1,0 +1,95 @@
+"""A root that is not a tree (a cycle, a child that is no behaviour, a tree deeper than a tick can go)
+is refused where it is handed over, in one line naming the node: never a bare RecursionError."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from py_trees.behaviours import Success
+from py_trees.composites import Selector, Sequence
+from pydantic import BaseModel
+
+from runtime import Agent, ReactiveRunner
+from runtime.engine.shape import MAX_DEPTH, TreeShapeError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class S(BaseModel):
+    x: int = 0
+
+
+def looped() -> Sequence:
+    inner = Sequence("Inner", memory=True, children=[Success("ok")])
+    outer = Selector("Outer", memory=False, children=[inner])
+    inner.children.append(outer)  # what add_child would refuse, done behind its back
+    return Sequence("Root", memory=True, children=[outer])
+
+
+def test_a_cycle_is_refused_naming_the_node_by_agent_and_runner():
+    for make in (lambda root: Agent(root, state_schema=S), lambda root: ReactiveRunner(root, S)):
+        with pytest.raises(TreeShapeError, match=r"node 'Outer' is its own ancestor \(Root/Outer/Inner/Outer\)"):
+            make(looped())
+    itself = Sequence("Self", memory=True)
+    itself.children.append(itself)
+    with pytest.raises(TreeShapeError, match=r"node 'Self' is its own ancestor \(Self/Self\)"):
+        Agent(itself, state_schema=S)
+
+
+def test_a_child_that_is_no_behaviour_and_a_tree_too_deep_are_named():
+    root = Sequence("Root", memory=True, children=[Success("ok")])
+    root.children.append(None)
+    with pytest.raises(TreeShapeError, match="node Root: a child that is a NoneType, not a behaviour"):
+        Agent(root, state_schema=S)
+    node = Success("leaf")
+    for level in range(MAX_DEPTH + 1):
+        node = Sequence(f"L{level}", memory=True, children=[node])
+    with pytest.raises(TreeShapeError, match=rf"node L{MAX_DEPTH}/…/L2/L1/L0: the tree is deeper than {MAX_DEPTH}"):
+        Agent(node, state_schema=S)
+    Agent(node.children[0], state_schema=S)  # as deep as allowed: accepted
+
+
+async def test_the_deepest_tree_allowed_runs():
+    node = Success("leaf")
+    for level in range(MAX_DEPTH):
+        node = Sequence(f"L{level}", memory=True, children=[node])
+    result = await Agent(node, state_schema=S).run({})
+    assert result.status.value == "SUCCESS"
+
+
+def test_the_cli_says_it_in_one_line(tmp_path):
+    tree = tmp_path / "cycle.py"
+    tree.write_text("from py_trees.composites import Sequence\nfrom runtime import Agent\n"
+                    "def build():\n    a = Sequence('A\\x1b[31m', memory=True)\n    a.children.append(a)\n"
+                    "    return Agent(a)\n")
+    result = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(tree), "--db", str(tmp_path / "r.db")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"jianmu-studio: {tree}: build() raised TreeShapeError: node 'A\\x1b[31m' is its own ancestor "
+        "(A\\x1b[31m/A\\x1b[31m): a behaviour tree has no cycles"]
+
+
+def test_a_node_under_two_parents_is_named_with_both_paths():
+    shared = Success("shared")
+    second = Sequence("B", memory=True)
+    second.children.append(shared)
+    root = Sequence("Root", memory=True, children=[Sequence("A", memory=True, children=[shared]), second])
+    with pytest.raises(TreeShapeError, match=r"node 'shared' is in the tree twice \(Root/A/shared and "
+                                             r"Root/B/shared\): a node has one parent"):
+        Agent(root, state_schema=S)
+
+
+def test_a_name_no_store_can_keep_and_a_schema_that_is_no_model_are_refused_in_build():
+    """Both passed `build()` and failed later with a traceback: the first save, the first state."""
+    with pytest.raises(TreeShapeError) as raised:
+        Agent(Sequence("Root", memory=True, children=[Success("Le\udc80af")]), state_schema=S)
+    assert str(raised.value) == "node Root/Le\udc80af: a name that is no text a store can keep (a lone surrogate)"
+    with pytest.raises(ValueError, match="a state schema is a pydantic model .*, not int"):
+        Agent(Success("ok"), state_schema=42)
+    with pytest.raises(ValueError, match="a state schema is a pydantic model .*, not dict"):
+        Agent(Success("ok"), state_schema={"x": 0})
+    Agent(Success("ok"), state_schema=S(x=3))  # an instance: its values the initial state
