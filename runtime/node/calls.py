@@ -17,6 +17,7 @@ from ..messages import Message
 from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
 from ..tools import Tool, ToolError
+from ..tools.base import error_line
 from ..tools.observation import split_images
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
@@ -78,7 +79,11 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
             raise
         except Exception as exc:
             raise ToolError(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}") from exc
-        return Tool.format_result(result)
+        try:
+            return Tool.format_result(result)
+        except Exception as exc:  # bytes that are not UTF-8, a structure holding itself, a broken __str__
+            raise ToolError(f"tool '{tool.name}' returned a value of type {type(result).__name__} that is "
+                            f"neither text nor JSON: {error_line(exc)}") from exc
 
     recorder = _recorder(node)
     try:

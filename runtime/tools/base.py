@@ -27,6 +27,14 @@ class ToolError(Exception):
     """A tool could not do its job; the message is shown to the model as the observation."""
 
 
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of its message`, at most `limit` characters: an observation is one line,
+    whatever an exception says (a JSON-schema error quotes the whole schema over many lines)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 class ToolArgumentsError(ToolError):
     """The arguments of a call do not fit the tool's args model."""
 
@@ -195,4 +203,4 @@ def _type_name(prop: Mapping[str, Any]) -> str:
     return " | ".join(kind) if isinstance(kind, list) else kind
 
 
-__all__ = ["Tool", "ToolArgumentsError", "ToolError", "ToolNotFoundError", "tool"]
+__all__ = ["Tool", "ToolArgumentsError", "ToolError", "ToolNotFoundError", "error_line", "tool"]
