@@ -1,6 +1,7 @@
 """Issue 30.6: MCP servers as they are met in use, each started here for real: an image answer, a
 huge answer, a tool list that changes (on a 2026 connection and on a handshake-era one), the
-legacy HTTP+SSE transport, two servers offering one tool name, a server killed by a signal,
+legacy HTTP+SSE transport, two servers offering one tool name, an ordinary server error (-32000),
+a server killed by a signal,
 cancelling while a server holds a call or never answers.
 
 Waits are for conditions (a file a server touched, a change seen), each bounded by `LIMIT`;
@@ -184,6 +185,21 @@ async def test_a_prefix_tells_the_servers_tools_apart():
 
 
 # -- a server killed, a call cancelled ---------------------------------------------------------------
+async def test_an_ordinary_server_error_is_the_servers_answer_and_the_server_stays_connected():
+    """-32000 is JSON-RPC's ordinary server error as well as the SDK's "connection closed" (#32.5)."""
+    provider = tool_server()
+    async with asyncio.timeout(LIMIT):
+        await provider.initialize()
+        try:
+            tools = await tools_of(provider)
+            with pytest.raises(ToolError) as refused:
+                await tools["busy"].call({})
+            assert int(await tools["pid"].call({})) > 0  # still connected
+        finally:
+            await provider.close()
+    assert str(refused.value) == "tool 'busy': MCP server test refused the call: the database is busy"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 async def test_a_server_killed_by_a_signal_is_reported_with_the_signal(tmp_path, sig):
     provider = tool_server()

@@ -299,7 +299,7 @@ class MCPToolProvider(ToolProvider):
             if exc.code == REQUEST_TIMEOUT:
                 raise ToolError(f"tool '{tool}': MCP server {self.name} gave no answer within "
                                 f"{self.call_timeout:g}s") from exc
-            if exc.code == CONNECTION_CLOSED:
+            if exc.code == CONNECTION_CLOSED and await _closed(client):
                 self._client = None  # later calls fail at once; close() still unwinds the owner task
                 raise ToolError(f"tool '{tool}': MCP server {self.name} {await self._how_it_ended()} before "
                                 "answering") from exc
@@ -383,6 +383,26 @@ class MCPTool(Tool):
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         self.validate(arguments)
         return await self.provider.call_tool(self.remote_name, arguments)
+
+
+async def _closed(client: Client) -> bool:
+    """Whether the connection is really gone after an error -32000: the SDK says "connection closed"
+    with that code, but JSON-RPC gives it to ordinary server errors too (a tool may raise it), so the
+    session is asked (a page of tools: `ping` is gone from the 2026 protocol): a closed one fails at
+    once, a live server answers (or is busy)."""
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    try:
+        async with asyncio.timeout(EXIT_WAIT):
+            await client.list_tools(cache_mode="refresh")
+    except TimeoutError:
+        return False  # still there, only slow
+    except MCPError as exc:
+        return exc.code == CONNECTION_CLOSED
+    except Exception:
+        return True  # its transport broke
+    return False
 
 
 def _has_side_effects(annotations: Any) -> bool:
