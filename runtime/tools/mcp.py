@@ -54,6 +54,7 @@ from runtime.tools.base import Tool, ToolError
 from runtime.tools.mcp_results import DEFAULT_MAX_OUTPUT_CHARS, observation
 from runtime.tools.provider import ToolProvider
 from runtime.tools.schema_check import check_arguments, schema_validator
+from runtime.urls import masked_url
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -97,7 +98,7 @@ class MCPToolProvider(ToolProvider):
         self.env, self.cwd = (dict(env) if env is not None else None), cwd
         self.url, self.headers = url, dict(headers or {})
         self.transport = _transport_of(command, url, transport)
-        self.target = shlex.join([command, *self.args]) if command is not None else str(url)
+        self.target = masked_url(shlex.join([command, *self.args]) if command is not None else str(url))
         self.name = name or self.target
         self.prefix, self.max_output_chars = prefix, max_output_chars
         self.call_timeout, self.connect_timeout = call_timeout, connect_timeout
