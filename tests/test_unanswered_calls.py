@@ -7,6 +7,7 @@ it, and a round of tools that fails as a whole ends the loop instead of asking t
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ from py_trees.common import Status
 from runtime import ModelClient, ReactiveRunner, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.state import InteractionKeys
 from runtime.tools import MCPTool, ToolProvider
+
+
+LIMIT = 60
 
 
 class _Server:
@@ -40,6 +44,14 @@ def returning(value: Any):
     return returns
 
 
+def raising(error: BaseException):
+    @tool(name="raising")
+    async def raises(x: str = "") -> str:
+        """Raises what it was given."""
+        raise error
+    return raises
+
+
 def _holding_itself() -> dict:
     loop: dict[str, Any] = {"items": []}
     loop["items"].append(loop)
@@ -60,6 +72,7 @@ HOSTILE = {
     "bytes that are not UTF-8": lambda: returning(b"\xff\xfe"),
     "a structure holding itself": lambda: returning(_holding_itself()),
     "an object whose str() raises": lambda: returning(_Unprintable()),
+    "a CancelledError of its own": lambda: raising(asyncio.CancelledError()),  # the run was not stopped
 }
 
 
@@ -73,7 +86,8 @@ async def test_a_call_whatever_its_tool_does_is_answered_with_an_error_naming_th
     provider = ScriptedProvider([call_of(hostile.name), "I could not use it."])
     root = create_react_node(model_client=ModelClient(provider), tools=[hostile])
     runner = ReactiveRunner(root, ReActState)
-    assert await runner.run(max_ticks=40, input_data={"messages": [human("go")]}) == Status.SUCCESS
+    async with asyncio.timeout(LIMIT):  # a guard against a hang, never an expectation
+        assert await runner.run(max_ticks=40, input_data={"messages": [human("go")]}) == Status.SUCCESS
     second = provider.requests[1].messages
     asked, = [m for m in second if m.tool_calls]
     answers = [m for m in second if m.role == "tool"]
@@ -81,6 +95,22 @@ async def test_a_call_whatever_its_tool_does_is_answered_with_an_error_naming_th
     assert answers[0].content.startswith(f"Error: tool '{hostile.name}'") and "\n" not in answers[0].content
     failed = [e.payload for e in runner.event_bus.history if e.type == "tool.call.failed"]
     assert [payload["tool"] for payload in failed] == [hostile.name]
+
+
+def _nested(levels: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+async def test_a_schema_that_cannot_be_offered_to_the_model_fails_the_run_naming_the_tool():
+    provider = ScriptedProvider(["never asked"])
+    root = create_react_node(model_client=ModelClient(provider), tools=[published(_nested(5000))])
+    runner = ReactiveRunner(root, ReActState)
+    assert await runner.run(max_ticks=40, input_data={"messages": [human("go")]}) == Status.FAILURE
+    llm = next(node for node in root.iterate() if node.name.endswith(".llm"))
+    assert llm.last_error.error.startswith("ToolError: tool 'published': its schema cannot be offered to the model")
 
 
 class _DiesAfterListing(ToolProvider):
