@@ -18,7 +18,6 @@ from runtime import ModelClient, ReactiveRunner, ReActState, ScriptedProvider, c
 from runtime.state import InteractionKeys
 from runtime.tools import MCPTool, ToolProvider
 
-
 LIMIT = 60
 
 
