@@ -62,6 +62,11 @@ def make_server(name: str = "test-server") -> MCPServer:
         raise MCPError(code=-32000, message="the database is busy")
 
     @server.tool()
+    def upstream() -> str:
+        """Fails at once with -32001 (the code the SDK also uses for its own request timeout)."""
+        raise MCPError(code=-32001, message="the upstream service timed out")
+
+    @server.tool()
     async def unlock(ctx: Context) -> str:
         """Adds the tool `secret` and says the tool list changed."""
         server.add_tool(secret_word, name="secret", description="The secret word.")

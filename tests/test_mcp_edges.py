@@ -186,7 +186,8 @@ async def test_a_prefix_tells_the_servers_tools_apart():
 
 # -- a server killed, a call cancelled ---------------------------------------------------------------
 async def test_an_ordinary_server_error_is_the_servers_answer_and_the_server_stays_connected():
-    """-32000 is JSON-RPC's ordinary server error as well as the SDK's "connection closed" (#32.5)."""
+    """-32000 is JSON-RPC's ordinary server error as well as the SDK's "connection closed" (#32.5), and
+    -32001 one as well as the SDK's own timeout."""
     provider = tool_server()
     async with asyncio.timeout(LIMIT):
         await provider.initialize()
@@ -194,10 +195,13 @@ async def test_an_ordinary_server_error_is_the_servers_answer_and_the_server_sta
             tools = await tools_of(provider)
             with pytest.raises(ToolError) as refused:
                 await tools["busy"].call({})
+            with pytest.raises(ToolError) as answered:
+                await tools["upstream"].call({})
             assert int(await tools["pid"].call({})) > 0  # still connected
         finally:
             await provider.close()
     assert str(refused.value) == "tool 'busy': MCP server test refused the call: the database is busy"
+    assert str(answered.value) == "tool 'upstream': MCP server test refused the call: the upstream service timed out"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])

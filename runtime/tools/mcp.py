@@ -42,6 +42,7 @@ import re
 import shlex
 import signal
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -294,10 +295,11 @@ class MCPToolProvider(ToolProvider):
         if client is None:
             raise ToolError(f"tool '{tool}': MCP server {self.name} is not connected (it stopped or was "
                             f"closed){self._stderr_hint()}")
+        started = time.monotonic()
         try:
             result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=self.call_timeout)
         except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
+            if exc.code == REQUEST_TIMEOUT and time.monotonic() - started >= self.call_timeout:  # not the server's
                 raise ToolError(f"tool '{tool}': MCP server {self.name} gave no answer within "
                                 f"{self.call_timeout:g}s") from exc
             if exc.code == CONNECTION_CLOSED and await _closed(client):
