@@ -8,13 +8,16 @@ it, and a round of tools that fails as a whole ends the loop instead of asking t
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from mcp.types import Tool as ToolSpec
+from openai_server import completion, json_reply
 from py_trees.common import Status
 
 from runtime import ModelClient, ReactiveRunner, ReActState, ScriptedProvider, create_react_node, human, tool
+from runtime.model import OpenAICompatibleProvider
 from runtime.state import InteractionKeys
 from runtime.tools import MCPTool, ToolProvider
 
@@ -94,6 +97,25 @@ async def test_a_call_whatever_its_tool_does_is_answered_with_an_error_naming_th
     assert answers[0].content.startswith(f"Error: tool '{hostile.name}'") and "\n" not in answers[0].content
     failed = [e.payload for e in runner.event_bus.history if e.type == "tool.call.failed"]
     assert [payload["tool"] for payload in failed] == [hostile.name]
+
+
+@pytest.mark.parametrize("arguments", ["[" * 100_000, '{"x": ' * 100_000, '{"x": ' + "9" * 5000 + "}",
+                                       '{"x": NaN}', '{"x": -Infinity}'],
+                         ids=["arrays 100,000 deep", "objects 100,000 deep", "5,000 digits", "NaN", "-Infinity"])
+async def test_arguments_a_model_sends_that_cannot_be_read_are_answered_with_an_error(server, arguments):
+    """What an endpoint sends as a call's arguments: nested 100,000 deep, a 5,000-digit number, NaN
+    (which JSON has not: sent back with the call, a real endpoint refuses the request)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "returning", "arguments": arguments}}
+    server.script(json_reply(completion(tool_calls=[call])), json_reply(completion("I see.")))
+    model = ModelClient(OpenAICompatibleProvider(server.url, "key", default_model="m"))
+    runner = ReactiveRunner(create_react_node(model_client=model, tools=[returning("ran")]), ReActState)
+    async with asyncio.timeout(LIMIT):
+        assert await runner.run(max_ticks=40, input_data={"messages": [human("go")]}) == Status.SUCCESS
+    await model.provider.aclose()
+    sent = server.requests[1].body["messages"]
+    answer, = [message for message in sent if message["role"] == "tool"]
+    assert answer["tool_call_id"] == "c1" and answer["content"].startswith("Error: tool 'returning': arguments ")
+    assert json.loads(json.dumps(sent)) == sent  # what went back is JSON an endpoint reads
 
 
 def _nested(levels: int) -> dict:
