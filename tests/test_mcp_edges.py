@@ -1,8 +1,8 @@
-"""Issue 30.6: MCP servers as they are met in use, each started here for real: an image answer, a
-huge answer, a tool list that changes (on a 2026 connection and on a handshake-era one), the
-legacy HTTP+SSE transport, two servers offering one tool name, an ordinary server error (-32000),
-a server killed by a signal,
-cancelling while a server holds a call or never answers.
+"""Issue 30.6 (and #32): MCP servers as they are met in use, each started here for real: an image
+answer, a huge answer, a tool list that changes (on a 2026 connection and on a handshake-era one),
+the legacy HTTP+SSE transport, two servers offering one tool name, one offering names that become
+one once made valid, schemas no validator can use, ordinary server errors (-32000, -32001), a
+server killed by a signal, cancelling while a server holds a call or never answers.
 
 Waits are for conditions (a file a server touched, a change seen), each bounded by `LIMIT`;
 nothing here asserts how long anything took.
@@ -98,6 +98,42 @@ async def test_a_huge_answer_is_cut_with_a_marker_saying_how_much_was_dropped(ca
 def test_the_output_cap_must_be_positive():
     with pytest.raises(ValueError, match="max_output_chars must be >= 1 or None"):
         tool_server(max_output_chars=0)
+
+
+# -- what a server lists -----------------------------------------------------------------------------
+HOSTILE_SERVER = HERE / "hostile_mcp_server.py"
+
+
+async def test_names_that_become_one_once_made_valid_stay_two_tools_each_reaching_its_own():
+    """#32: a tool dropped silently from the list would make a call reach another tool."""
+    provider = MCPToolProvider(sys.executable, [str(HOSTILE_SERVER)], name="hostile")
+    async with asyncio.timeout(LIMIT):
+        await provider.initialize()
+        try:
+            tools = await provider.get_tools()
+            reached = {tool.name: await tool.call({}) for tool in tools if tool.remote_name not in ("looping", "dangling")}
+        finally:
+            await provider.close()
+    assert len({tool.name for tool in tools}) == len(tools) == 6
+    assert all(len(name) <= 64 for name in reached)
+    assert sorted(reached.values()) == sorted(f"ran {tool.remote_name}" for tool in tools
+                                              if tool.remote_name not in ("looping", "dangling"))
+
+
+async def test_a_servers_schema_no_validator_can_use_answers_each_call_with_an_error():
+    script = [{"tool_calls": [{"name": "looping", "arguments": {}}, {"name": "dangling", "arguments": {"x": 1}}]},
+              "done"]
+    model = ScriptedProvider(script)
+    provider = MCPToolProvider(sys.executable, [str(HOSTILE_SERVER)], name="hostile")
+    agent = Agent(create_react_node(model_client=ModelClient(model), tool_providers=[provider]),
+                  state_schema=ReActState)
+    async with asyncio.timeout(LIMIT):
+        result = await agent.run(input_data={"messages": [human("go")]})
+    assert result.status == Status.SUCCESS
+    answers = [m.content for m in model.requests[1].messages if m.role == "tool"]
+    assert [a.split(":")[0] for a in answers] == ["Error", "Error"]
+    assert "tool 'looping': its schema cannot check arguments" in answers[0]
+    assert "tool 'dangling': its schema cannot check arguments" in answers[1]
 
 
 # -- the tool list changing ------------------------------------------------------------------------

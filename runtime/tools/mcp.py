@@ -143,7 +143,12 @@ class MCPToolProvider(ToolProvider):
         if skipped:
             log.info("MCP server %s: not offering %s (task-augmented execution required, which this client "
                      "does not support)", self.name, ", ".join(skipped))
-        return [MCPTool(self, spec) for spec in specs if not _needs_tasks(spec)]
+        tools: list[MCPTool] = []
+        taken: set[str] = set()
+        for spec in specs:
+            if not _needs_tasks(spec):
+                tools.append(MCPTool(self, spec, _unique(_INVALID_NAME_CHARS.sub("_", self.prefix + spec.name), taken)))
+        return tools
 
     async def get_tools(self, **kwargs: Any) -> list[Tool]:
         if self._task is None:
@@ -355,20 +360,21 @@ class MCPTool(Tool):
     are checked against before the call leaves the process.
 
     Names outside `[A-Za-z0-9_-]{1,64}` (what function-calling APIs accept) are rewritten with
-    `_`; `remote_name` keeps the server's name. A tool runs alone in its round only when the
-    server says it has side effects (`destructiveHint`, not `readOnlyHint`); any other runs in
-    parallel with the round's other calls, as every tool does by default.
+    `_` (and numbered where two would then be one); `remote_name` keeps the server's name. A tool
+    runs alone in its round only when the server says it has side effects (`destructiveHint`, not
+    `readOnlyHint`); any other runs in parallel with the round's other calls, as every tool does
+    by default.
     """
 
     Args = _AnyObject
 
-    def __init__(self, provider: MCPToolProvider, spec: ToolSpec):
+    def __init__(self, provider: MCPToolProvider, spec: ToolSpec, name: str | None = None):
         self.provider = provider
         self.remote_name = spec.name
         self.input_schema = dict(spec.input_schema)
         self._validator = schema_validator(self.input_schema)
         annotations = spec.annotations
-        super().__init__(name=_INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)[:64] or "_",
+        super().__init__(name=name or _INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)[:64] or "_",
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
                          parallel_safe=not _has_side_effects(annotations))
 
@@ -406,6 +412,17 @@ async def _closed(client: Client) -> bool:
     except Exception:
         return True  # its transport broke
     return False
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name` cut to 64 characters, with `_2`, `_3`… when a tool listed before has it: a server's
+    `a.b` and `a_b`, or two names alike in their first 64 characters, stay two tools (`taken` grows)."""
+    unique, number = name[:64] or "_", 1
+    while unique in taken:
+        number += 1
+        unique = f"{name[:64 - len(str(number)) - 1]}_{number}"
+    taken.add(unique)
+    return unique
 
 
 def _has_side_effects(annotations: Any) -> bool:
