@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from runtime.tools.observation import CarryingImages, plain
+
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
 
 
@@ -149,8 +151,11 @@ class Tool:
 
     @staticmethod
     def format_result(value: Any) -> str:
-        """Observation text: strings as they are, anything else as JSON."""
-        return value if isinstance(value, str) else to_json(value, fallback=str).decode()
+        """Observation text: strings as they are (an image mark only where `with_images` put it),
+        anything else as JSON."""
+        if isinstance(value, CarryingImages):
+            return value
+        return plain(value) if isinstance(value, str) else to_json(value, fallback=str).decode()
 
 
 def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
