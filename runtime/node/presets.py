@@ -1,6 +1,6 @@
 """`create_react_node`: the ReAct loop as a ready-made subtree, and the state it expects.
 
-    LoopUntilSuccess  <name>            max_iterations, abort: token budget or a failed model call
+    LoopUntilSuccess  <name>            max_iterations, abort: token budget, a failed model call or round of tools
     └── Sequence      <name>.loop       memory=True
         ├── AgentLLMNode   <name>.llm   reason: tool calls, or the final answer (done)
         ├── ToolExecutor   <name>.tools act: run the calls, append the observations
