@@ -32,6 +32,7 @@ async def test_an_mcp_servers_url_and_command_line_show_no_password():
     f"https://host/v1?api_key={SECRET}&q=1",
     f"postgresql://host/db?sslpassword={SECRET}",
     f'"wss://:{SECRET}@host/debug"',
+    f"cannot reach alice:{SECRET}@host/v1/chat/completions: missing an 'http://' protocol",  # no scheme
 ])
 def test_every_password_and_secret_parameter_is_masked(text):
     assert SECRET not in masked_url(text) and "***" in masked_url(text)
