@@ -5,8 +5,7 @@ Every call answers with the name it reached, so a test sees which tool ran."""
 
 from __future__ import annotations
 
-import json
-import sys
+from legacy_mcp_server import serve
 
 LONG = "x" * 64
 OBJECT = {"type": "object"}
@@ -18,11 +17,6 @@ TOOLS = [
     {"name": "looping", "inputSchema": {"type": "object", "$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}},
     {"name": "dangling", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/gone"}}}},
 ]
-
-
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-    sys.stdout.flush()
 
 
 def answer(request: dict) -> dict:
@@ -37,7 +31,5 @@ def answer(request: dict) -> dict:
     return {"error": {"code": -32601, "message": f"method not found: {method}"}}
 
 
-for line in sys.stdin:
-    request = json.loads(line)
-    if "id" in request:  # a notification needs no answer
-        send({"id": request["id"], **answer(request)})
+if __name__ == "__main__":
+    serve(answer)
