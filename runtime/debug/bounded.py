@@ -6,8 +6,8 @@ A condition is checked after every tick, so `len('a' * 3000000000)` or
 input is refused before the work is done: expressions and values have a length and a nesting
 limit, every operator first checks the size of what it would build (`*`, `+`, `%` on text
 and lists with every width and precision a format asks for, big integers; an operand of any
-other type than the builtins' is refused), `str()` the size of what it would write, and those that walk values
-(comparisons and `in` of lists, `min()`, `max()`) the size of what they would walk:
+other type than the builtins' is refused), `str()` the size of what it would write, and those
+that walk values (comparisons and `in` of lists, `min()`, `max()`) the size of what they would walk:
 `[[0]*999999]*999999 == [[0]*999999]*999999` is two cheap lists of shared rows, yet
 comparing them is 10^12 steps no signal can interrupt.
 """

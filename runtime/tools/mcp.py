@@ -147,7 +147,7 @@ class MCPToolProvider(ToolProvider):
         taken: set[str] = set()
         for spec in specs:
             if not _needs_tasks(spec):
-                tools.append(MCPTool(self, spec, _unique(_INVALID_NAME_CHARS.sub("_", self.prefix + spec.name), taken)))
+                tools.append(MCPTool(self, spec, _unique(_valid_name(self, spec), taken)))
         return tools
 
     async def get_tools(self, **kwargs: Any) -> list[Tool]:
@@ -374,7 +374,7 @@ class MCPTool(Tool):
         self.input_schema = dict(spec.input_schema)
         self._validator = schema_validator(self.input_schema)
         annotations = spec.annotations
-        super().__init__(name=name or _INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)[:64] or "_",
+        super().__init__(name=name or _unique(_valid_name(provider, spec), set()),
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
                          parallel_safe=not _has_side_effects(annotations))
 
@@ -412,6 +412,11 @@ async def _closed(client: Client) -> bool:
     except Exception:
         return True  # its transport broke
     return False
+
+
+def _valid_name(provider: MCPToolProvider, spec: ToolSpec) -> str:
+    """The server's tool name (after the provider's prefix) in the characters a model API accepts."""
+    return _INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)
 
 
 def _unique(name: str, taken: set[str]) -> str:
