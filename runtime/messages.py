@@ -36,9 +36,12 @@ class ToolCall(BaseModel):
             return cls(id=id, name=name, arguments=raw_arguments)
         text = (raw_arguments or "").strip() or "{}"
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, parse_constant=_not_json)
         except json.JSONDecodeError as exc:
             return cls(id=id, name=name, parse_error=f"arguments are not valid JSON ({exc.msg}): {text[:200]}")
+        except (ValueError, RecursionError) as exc:  # NaN, a number of 5,000 digits, nesting 100,000 deep
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            return cls(id=id, name=name, parse_error=f"arguments cannot be read ({reason}): {text[:200]}")
         if not isinstance(parsed, dict):
             return cls(id=id, name=name, parse_error=f"arguments must be a JSON object, got: {text[:200]}")
         return cls(id=id, name=name, arguments=parsed)
@@ -49,6 +52,11 @@ class ToolCall(BaseModel):
             "type": "function",
             "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
         }
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity: Python's JSON reads them, a model endpoint refuses them when the call is sent back."""
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 class ImagePart(BaseModel):

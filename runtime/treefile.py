@@ -7,6 +7,7 @@ and what is wrong with it; the original exception stays attached for `--debug`.
 from __future__ import annotations
 
 import atexit
+import collections
 import importlib.util
 import shutil
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 from .agent import Agent
 from .config import ConfigError
+from .engine.tree import TreeShapeError, iter_paths
 from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
 from .state import StateKeys, StateManager, StateValidationError
@@ -82,6 +84,10 @@ def load_tree(target: str | Path) -> LoadedTree:
         raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
+    try:
+        collections.deque(iter_paths(agent.root), maxlen=0)  # every node named by a path of its own
+    except TreeShapeError as exc:
+        raise TreeLoadError(f"{path}: {function}(): {exc}") from exc
     input_data = getattr(module, "INPUT", None) or {}
     if not isinstance(input_data, dict):
         raise TreeLoadError(f"{path}: INPUT must be a dict, not {type(input_data).__name__}")

@@ -35,7 +35,14 @@ def answer(request: dict) -> dict:
     return {"error": {"code": -32601, "message": f"method not found: {method}"}}
 
 
-for line in sys.stdin:
-    request = json.loads(line)
-    if "id" in request:  # a notification needs no answer
-        send({"id": request["id"], **answer(request)})
+def serve(answering) -> None:
+    """Answer the JSON-RPC requests read from stdin, one a line, until it closes (also for
+    hostile_mcp_server.py)."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" in request:  # a notification needs no answer
+            send({"id": request["id"], **answering(request)})
+
+
+if __name__ == "__main__":
+    serve(answer)

@@ -2,7 +2,7 @@
 legacy HTTP+SSE or streamable HTTP (`make_server().sse_app()`).
 
 Its tools show what the provider must cope with: an image, a huge answer, a call held forever,
-a tool list that changes, its own process id (so a test can kill it). It prints a start-up
+a tool list that changes, an ordinary server error, its own process id (so a test can kill it). It prints a start-up
 banner on stderr, as many servers do: that banner is not why it died.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
 
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
@@ -53,6 +54,17 @@ def make_server(name: str = "test-server") -> MCPServer:
         """Never answers and never reads its input again: the whole server is stuck."""
         time.sleep(3600)
         return "never"
+
+    @server.tool()
+    def busy() -> str:
+        """Fails with JSON-RPC's ordinary server error, -32000 (the code the SDK also uses for a
+        closed connection)."""
+        raise MCPError(code=-32000, message="the database is busy")
+
+    @server.tool()
+    def upstream() -> str:
+        """Fails at once with -32001 (the code the SDK also uses for its own request timeout)."""
+        raise MCPError(code=-32001, message="the upstream service timed out")
 
     @server.tool()
     async def unlock(ctx: Context) -> str:

@@ -1,7 +1,8 @@
-"""Issue 30.6: MCP servers as they are met in use, each started here for real: an image answer, a
-huge answer, a tool list that changes (on a 2026 connection and on a handshake-era one), the
-legacy HTTP+SSE transport, two servers offering one tool name, a server killed by a signal,
-cancelling while a server holds a call or never answers.
+"""Issue 30.6 (and #32): MCP servers as they are met in use, each started here for real: an image
+answer, a huge answer, a tool list that changes (on a 2026 connection and on a handshake-era one),
+the legacy HTTP+SSE transport, two servers offering one tool name, one offering names that become
+one once made valid, schemas no validator can use, ordinary server errors (-32000, -32001), a
+server killed by a signal, cancelling while a server holds a call or never answers.
 
 Waits are for conditions (a file a server touched, a change seen), each bounded by `LIMIT`;
 nothing here asserts how long anything took.
@@ -99,6 +100,42 @@ def test_the_output_cap_must_be_positive():
         tool_server(max_output_chars=0)
 
 
+# -- what a server lists -----------------------------------------------------------------------------
+HOSTILE_SERVER = HERE / "hostile_mcp_server.py"
+
+
+async def test_names_that_become_one_once_made_valid_stay_two_tools_each_reaching_its_own():
+    """#32: a tool dropped silently from the list would make a call reach another tool."""
+    provider = MCPToolProvider(sys.executable, [str(HOSTILE_SERVER)], name="hostile")
+    async with asyncio.timeout(LIMIT):
+        await provider.initialize()
+        try:
+            tools = await provider.get_tools()
+            reached = {tool.name: await tool.call({}) for tool in tools if tool.remote_name not in ("looping", "dangling")}
+        finally:
+            await provider.close()
+    assert len({tool.name for tool in tools}) == len(tools) == 6
+    assert all(len(name) <= 64 for name in reached)
+    assert sorted(reached.values()) == sorted(f"ran {tool.remote_name}" for tool in tools
+                                              if tool.remote_name not in ("looping", "dangling"))
+
+
+async def test_a_servers_schema_no_validator_can_use_answers_each_call_with_an_error():
+    script = [{"tool_calls": [{"name": "looping", "arguments": {}}, {"name": "dangling", "arguments": {"x": 1}}]},
+              "done"]
+    model = ScriptedProvider(script)
+    provider = MCPToolProvider(sys.executable, [str(HOSTILE_SERVER)], name="hostile")
+    agent = Agent(create_react_node(model_client=ModelClient(model), tool_providers=[provider]),
+                  state_schema=ReActState)
+    async with asyncio.timeout(LIMIT):
+        result = await agent.run(input_data={"messages": [human("go")]})
+    assert result.status == Status.SUCCESS
+    answers = [m.content for m in model.requests[1].messages if m.role == "tool"]
+    assert [a.split(":")[0] for a in answers] == ["Error", "Error"]
+    assert "tool 'looping': its schema cannot check arguments" in answers[0]
+    assert "tool 'dangling': its schema cannot check arguments" in answers[1]
+
+
 # -- the tool list changing ------------------------------------------------------------------------
 @pytest.mark.parametrize("script", [TEST_SERVER, LEGACY_SERVER], ids=["2026-listen", "handshake-notification"])
 async def test_a_changed_tool_list_is_listed_again(script):
@@ -184,6 +221,25 @@ async def test_a_prefix_tells_the_servers_tools_apart():
 
 
 # -- a server killed, a call cancelled ---------------------------------------------------------------
+async def test_an_ordinary_server_error_is_the_servers_answer_and_the_server_stays_connected():
+    """-32000 is JSON-RPC's ordinary server error as well as the SDK's "connection closed" (#32.5), and
+    -32001 one as well as the SDK's own timeout."""
+    provider = tool_server()
+    async with asyncio.timeout(LIMIT):
+        await provider.initialize()
+        try:
+            tools = await tools_of(provider)
+            with pytest.raises(ToolError) as refused:
+                await tools["busy"].call({})
+            with pytest.raises(ToolError) as answered:
+                await tools["upstream"].call({})
+            assert int(await tools["pid"].call({})) > 0  # still connected
+        finally:
+            await provider.close()
+    assert str(refused.value) == "tool 'busy': MCP server test refused the call: the database is busy"
+    assert str(answered.value) == "tool 'upstream': MCP server test refused the call: the upstream service timed out"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 async def test_a_server_killed_by_a_signal_is_reported_with_the_signal(tmp_path, sig):
     provider = tool_server()

@@ -1,4 +1,5 @@
-"""Issue 13.3: the API key never lands in what a run prints, traces or stores.
+"""Issue 13.3: the API key never lands in what a run prints, traces or stores (nor, #32.6, a
+password in the endpoint's URL).
 
 A canary key goes through the CLI (`jianmu-studio run` a sample against a loopback
 server) over every error path: a refused connection, a key pasted with a newline (once an
@@ -105,6 +106,24 @@ async def test_a_successful_answer_repeating_the_key_is_recorded_and_printed_wit
     code, out, err, files = await run_cli(tmp_path, server.url, CANARY)
     assert code == 0 and b"final answer: The key you sent is ***; done." in out, out + err
     assert leaks(out) == leaks(err) == [] and [leaks(f) for f in files if leaks(f)] == []
+
+
+URL_PASSWORD = "Pw-canary-3xQ9"
+
+
+@pytest.mark.parametrize("server_up", [True, False], ids=["echoed by the server", "refused"])
+async def test_a_password_in_the_base_url_never_shows_nor_is_recorded(tmp_path, server, server_up):
+    """#32.6: `JIANMU_BASE_URL=http://user:pass@host/v1` is masked wherever the URL is shown."""
+    def echo_the_url(request):
+        return json_reply({"error": {"message": f"upstream http://alice:{URL_PASSWORD}@10.0.0.1/v1 is down"}}, 502)
+
+    server.responder = echo_the_url
+    if not server_up:
+        await server.stop()
+    url = server.url.replace("http://", f"http://alice:{URL_PASSWORD}@")
+    code, out, err, files = await run_cli(tmp_path, url, CANARY)
+    assert code == 1 and b"alice:***@" in err, err
+    assert [text for text in (out, err, *files) if URL_PASSWORD.encode() in text] == []
 
 
 @pytest.mark.parametrize("size", [1, 3, 5])  # a model's tokens are a few characters

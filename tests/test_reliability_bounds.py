@@ -16,6 +16,7 @@ from tui_fixtures import SIZE, approval_session, pipeline_session, settle, stead
 
 from runtime.debug.bounded import TooLarge, parse_value
 from runtime.debug.breakpoints import BreakpointError
+from runtime.messages import human
 from studio.app import StudioApp
 from studio.screens.approval import ApprovalScreen
 from studio.screens.bindings_editor import BindingsEditor
@@ -26,6 +27,12 @@ EXPENSIVE = {
     "len('a' * 3000000000)": "'*' would build more than 1,000,000 items",
     "len(str([[0]*20000]*20000))": "str() would build more than 1,000,000 items",
     "len('%s' % [[0]*1000]*2000) > 0": "would build more than 1,000,000 items",
+    # a format's width or precision: a tiny template and argument, a hundred million characters (#32.8)
+    "len('%99999999d' % 1) > 0": "'%' would build more than 1,000,000 items",
+    "len('%.99999999f' % 0.5) > 0": "'%' would build more than 1,000,000 items",
+    "len('%-+#099999999.3e' % 2) > 0": "'%' would build more than 1,000,000 items",
+    "len(b'%99999999s' % b'') > 0": "'%' would build more than 1,000,000 items",
+    "len('%s%%%99999999x' % ['a']) > 0": "'%' would build more than 1,000,000 items",
     "1+" * 5000 + "1": "expression of 10,001 characters",
     "1+" * 400 + "1": "nested too deeply",
     "-" * 900 + "1": "nested too deeply",
@@ -66,6 +73,37 @@ def test_comparisons_and_min_max_of_ordinary_values_still_evaluate():
     snapshot = {"": {"words": [[0] * 999] * 999, "n": 4}}  # 999,000 items: under the budget
     for expression in ("words == words", "words == [[0] * 999] * 999", "[] != words", "0 in words[0]",
                        "max(n, 3) == 4", "min([3, n]) == 3", "'x' not in 'abc'"):
+        assert Condition(expression).evaluate(snapshot) is True, expression
+
+
+class _Grows:
+    """A state value of the tree's own type: its operators are code no budget sees."""
+
+    def __mul__(self, other):
+        return "x" * 10 ** 9
+
+
+@pytest.mark.parametrize(("expression", "refused"), [
+    ("len('%*d' % widths) > 0", "'%' would build more than 1,000,000 items"),  # the width an argument
+    ("len('%.*f' % widths) > 0", "'%' would build more than 1,000,000 items"),
+    ("len(grows * 2) > 0", "'*' of a _Grows: what it would build cannot be bounded"),
+    ("len(2 * grows) > 0", "'*' of a _Grows: what it would build cannot be bounded"),
+    ("len(str(notes)) > 0", "str() would build more than 1,000,000 items"),  # one long message, shared
+])
+def test_every_operator_on_every_state_value_is_bounded_before_it_runs(expression, refused):
+    from runtime.debug.conditions import Condition, ConditionError
+
+    snapshot = {"": {"widths": (99_999_999, 1), "grows": _Grows(), "notes": [human("x" * 1000)] * 2000}}
+    with pytest.raises(ConditionError, match=re.escape(refused)):
+        Condition(expression).evaluate(snapshot)
+
+
+def test_formats_of_ordinary_widths_still_evaluate():
+    from runtime.debug.conditions import Condition
+
+    snapshot = {"": {"pair": (3.14159, 7), "widths": (6, 2)}}
+    for expression in ("'%5.2f|%d|%%' % pair == ' 3.14|7|%'", "'%*d' % widths == '     2'",
+                       "len('%-8s|' % 'ab') == 9", "'%s' % 'x' == 'x'"):
         assert Condition(expression).evaluate(snapshot) is True, expression
 
 

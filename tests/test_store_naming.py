@@ -76,6 +76,24 @@ def test_a_password_never_shows_in_output_events_or_errors(postgres_url, tmp_pat
     assert "postgresql://jianmu@127.0.0.1:" in listed.stdout + bad_run.stderr
 
 
+UNREADABLE_URLS = [  # each one the driver cannot read, and quotes in its error (#32.6)
+    "postgresql://alice:Pa55-canary@[::1/db",  # an unclosed IPv6 host
+    "postgresql://alice:Pa55%ZZcanary@127.0.0.1:1/db",  # a bad escape in the password itself
+    "postgresql://alice@127.0.0.1:1/db?password=Pa55%ZZcanary",  # in a parameter
+    "postgresql://alice:Pa55-canary@127.0.0.1:1/db?bogus=1",  # a parameter it does not know
+    "postgres://alice:Pa55-canary@no such host/db",  # spaces
+    "postgresql://alice:Pa55@canary@127.0.0.1:notaport/db",  # an @ in the password, a port that is no number
+]
+
+
+def test_a_url_the_driver_cannot_read_is_refused_in_one_line_without_its_password():
+    for url in UNREADABLE_URLS:
+        for result in (checkpoints("list", "--db", url), studio("run", PIPELINE, "--db", url)):
+            assert result.returncode == 2, (url, result.stderr)
+            assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+            assert "Pa55" not in result.stderr + result.stdout and "canary" not in result.stderr, result.stderr
+
+
 def test_replay_takes_one_store_and_reads_the_default_one_by_default(tmp_path):
     result = studio("replay", "a.db", "--db", "b.db")
     assert result.returncode == 2 and "replay: give the store once" in result.stderr

@@ -4,9 +4,10 @@ A condition is checked after every tick, so `len('a' * 3000000000)` or
 `len(str([[0]*20000]*20000))` would freeze the studio for seconds and take gigabytes, and
 `"1+"*5000+"1"` or a 3,000-deep JSON value would end in a `RecursionError`. Here every such
 input is refused before the work is done: expressions and values have a length and a nesting
-limit, the operations that build new values (`*`, `+`, `%` on text and lists, `str()`,
-big integers) first check the size of what they would build, and those that walk values
-(comparisons and `in` of lists, `min()`, `max()`) the size of what they would walk:
+limit, every operator first checks the size of what it would build (`*`, `+`, `%` on text
+and lists with every width and precision a format asks for, big integers; an operand of any
+other type than the builtins' is refused), `str()` the size of what it would write, and those
+that walk values (comparisons and `in` of lists, `min()`, `max()`) the size of what they would walk:
 `[[0]*999999]*999999 == [[0]*999999]*999999` is two cheap lists of shared rows, yet
 comparing them is 10^12 steps no signal can interrupt.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -83,6 +85,9 @@ def size(value: Any, budget: int = MAX_ITEMS) -> int:
                 rows[id(item)] = len(item)
         else:
             total += 1
+            fields = getattr(item, "__dict__", None)  # an object's text shows its fields (a pydantic model's)
+            if isinstance(fields, dict):
+                stack.extend(fields.values())
     return total
 
 
@@ -95,7 +100,20 @@ def _sequence(value: Any) -> bool:
     return isinstance(value, str | bytes | list | tuple)
 
 
+# The operand types whose every operator is bounded here (bool, a subclass of int, included): an
+# operator of any other type (a state value of the tree's own class) runs code no budget can see.
+_BOUNDED_TYPES = frozenset({str, bytes, list, tuple, dict, set, frozenset, int, float, complex, bool, type(None)})
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
 def _check_operands(op: type, left: Any, right: Any) -> None:
+    """Every operator on every operand a condition can give it: what `*`, `+` and `%` would build
+    is measured first; the others build numbers no larger than their operands (or raise
+    `TypeError` at once), and operands of other types are refused."""
+    symbol = _SYMBOLS.get(op, op.__name__)
+    for operand in (left, right):
+        if type(operand) not in _BOUNDED_TYPES:
+            raise TooLarge(f"'{symbol}' of a {type(operand).__name__}: what it would build cannot be bounded")
     if op is ast.Mult:
         for seq, times in ((left, right), (right, left)):
             if _sequence(seq) and isinstance(times, int):
@@ -105,7 +123,34 @@ def _check_operands(op: type, left: Any, right: Any) -> None:
     elif op is ast.Add and _sequence(left) and _sequence(right):
         _check_size(len(left) + len(right), "'+'")
     elif op is ast.Mod and isinstance(left, str | bytes):
-        _check_size(len(left) + size(right), "'%'")
+        _check_size(_formatted_size(left, right), "'%'")
+
+
+_CONVERSION = re.compile(r"%(?:\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?(.?)", re.DOTALL)
+_CONVERTED_NUMBER = 400  # characters a conversion of a number gives at most, beside width and precision
+
+
+def _formatted_size(template: str | bytes, args: Any) -> int:
+    """An upper bound of the length of `template % args`: the template, every argument as text, and
+    each conversion's width and precision, written or taken from the arguments (`*`):
+    `'%99999999d' % 1` is a hundred million spaces."""
+    text = template.decode("latin-1") if isinstance(template, bytes) else template
+    positional = list(args) if isinstance(args, tuple) else [args]
+    total, taken = len(text) + size(args), 0
+    for found in _CONVERSION.finditer(text):
+        for written in found.group(1, 2):
+            if written == "*":
+                star = positional[taken] if taken < len(positional) else 0
+                taken += 1
+                total += abs(star) if isinstance(star, int) else 0
+            elif written:
+                total += int(written)
+        if found.group(3) != "%":
+            taken += 1
+            total += _CONVERTED_NUMBER
+        if total > MAX_ITEMS:
+            break
+    return total
 
 
 def binary(op: type, function: Callable[[Any, Any], Any], left: Any, right: Any) -> Any:

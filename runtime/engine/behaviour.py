@@ -25,6 +25,7 @@ import py_trees
 from py_trees.common import Status
 
 from ..state import StateManager, normalize_namespace
+from ..urls import masked_url
 from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
 
@@ -49,8 +50,8 @@ class NodeError:
 
 def report_node_error(node: py_trees.behaviour.Behaviour, path: str, exc: BaseException, bus: Any) -> Status:
     """Record `exc` on the node, publish `node.error`, and return FAILURE."""
-    text = "".join(traceback.format_exception(exc))
-    error = f"{type(exc).__name__}: {exc}"
+    text = masked_url("".join(traceback.format_exception(exc)))  # recorded and shown: no URL's password
+    error = masked_url(f"{type(exc).__name__}: {exc}")
     node.last_error = NodeError(bus.tick if bus is not None else 0, error, text)
     log.debug("node %s failed: %s", path, error)
     if bus is not None:

@@ -40,6 +40,7 @@ from runtime.model.errors import (
 )
 from runtime.model.secrets import Redactor, checked_api_key
 from runtime.model.types import DeltaCallback, ModelConfig, ModelResponse, Usage
+from runtime.urls import masked_url
 
 if TYPE_CHECKING:  # imported where a request is made: ~7 MB a process without a real model never needs
     import httpx
@@ -73,7 +74,8 @@ class OpenAICompatibleProvider:
     ):
         if max_response_bytes < 1:
             raise ValueError(f"max_response_bytes must be >= 1, not {max_response_bytes}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._endpoint = base_url.rstrip("/") + "/chat/completions"
+        self.url = masked_url(self._endpoint)  # what messages, traces and stores show
         self._api_key = checked_api_key(api_key)
         self._redactor = Redactor(self._api_key)
         self.timeout = timeout
@@ -129,7 +131,7 @@ class OpenAICompatibleProvider:
             ) from None
         except httpx.TransportError as exc:
             raise ModelConnectionError(
-                f"cannot reach {self.url}: {self._redactor(str(exc)) or type(exc).__name__}"
+                f"cannot reach {self.url}: {masked_url(self._redactor(str(exc))) or type(exc).__name__}"
             ) from None
 
     def _without_key(self, response: ModelResponse) -> ModelResponse:
@@ -141,7 +143,7 @@ class OpenAICompatibleProvider:
     async def _attempt(
         self, body: dict[str, Any], headers: dict[str, str], timeout: float, on_delta: DeltaCallback | None
     ) -> tuple[Message, Usage | None, str | None, str | None]:
-        async with self._http.stream("POST", self.url, json=body, headers=headers, timeout=timeout) as resp:
+        async with self._http.stream("POST", self._endpoint, json=body, headers=headers, timeout=timeout) as resp:
             if resp.status_code >= 300:
                 text = (await self._read_capped(resp, _EXCERPT * 20, cut=True)).decode(errors="replace")
                 raise ModelHTTPError(
@@ -312,7 +314,7 @@ class OpenAICompatibleProvider:
     def _excerpt(self, text: str) -> str:
         """One line of at most `_EXCERPT` characters, with the API key (and any trace of it) removed."""
         text = " ".join(text[: _EXCERPT * 20].split())
-        text = self._redactor(text)
+        text = masked_url(self._redactor(text))
         return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 

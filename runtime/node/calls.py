@@ -8,6 +8,7 @@ into a `ToolError` whose one-line message becomes the observation the model read
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -17,6 +18,7 @@ from ..messages import Message
 from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
 from ..tools import Tool, ToolError
+from ..tools.base import error_line
 from ..tools.observation import split_images
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
@@ -76,9 +78,18 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
             result = await (runner(tool, arguments) if runner is not None else tool.call(arguments))
         except ToolError:
             raise
+        except asyncio.CancelledError as exc:
+            if _stopping():
+                raise
+            raise ToolError(f"tool '{tool.name}' failed: CancelledError (a cancellation the run did not ask "
+                            "for)") from exc
         except Exception as exc:
             raise ToolError(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}") from exc
-        return Tool.format_result(result)
+        try:
+            return Tool.format_result(result)
+        except Exception as exc:  # bytes that are not UTF-8, a structure holding itself, a broken __str__
+            raise ToolError(f"tool '{tool.name}' returned a value of type {type(result).__name__} that is "
+                            f"neither text nor JSON: {error_line(exc)}") from exc
 
     recorder = _recorder(node)
     try:
@@ -93,6 +104,12 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
                                               "duration_ms": elapsed_ms(started),
                                               "observation": split_images(observation)[0][:500]})
     return observation
+
+
+def _stopping() -> bool:
+    """Whether this task is being cancelled (the run stops), not a tool raising CancelledError itself."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def tool_failed(node: Any, tool: str, call_id: str | None, error: str, started: float | None = None) -> None:

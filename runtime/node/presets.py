@@ -1,6 +1,6 @@
 """`create_react_node`: the ReAct loop as a ready-made subtree, and the state it expects.
 
-    LoopUntilSuccess  <name>            max_iterations, abort: token budget or a failed model call
+    LoopUntilSuccess  <name>            max_iterations, abort: token budget, a failed model call or round of tools
     └── Sequence      <name>.loop       memory=True
         ├── AgentLLMNode   <name>.llm   reason: tool calls, or the final answer (done)
         ├── ToolExecutor   <name>.tools act: run the calls, append the observations
@@ -8,8 +8,8 @@
 
 When the loop stops early it writes `InteractionKeys.TERMINATION` (in its namespace):
 reason `"max_iterations"` when the rounds ran out, `"budget_exhausted"` when the token
-budget was spent (logged at ERROR), `"aborted"` when the model call failed (the LLM node
-is then FAILURE with its `last_error`).
+budget was spent (logged at ERROR), `"aborted"` when the model call or the round of tools
+failed (that node is then FAILURE with its `last_error`).
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def create_react_node(
     body = SequenceNode(f"{name}.loop", memory=True, children=[llm, executor, done])
 
     def abort() -> bool | str:
-        """Stop on a failed model call (the client already retried), or on a spent budget."""
-        if llm.status == Status.FAILURE:
+        """Stop on a failed model call (the client already retried) or a failed round of tools (the
+        model must not be asked again with its calls unanswered), or on a spent budget."""
+        if Status.FAILURE in (llm.status, executor.status):
             return True
         budget = config.max_budget_tokens
         if budget is None or loop.read_state(keys.done) or not loop.read_state(keys.rounds):

@@ -15,7 +15,8 @@ Execution mode: `auto` (default) runs the calls of a round in parallel (seed 003
 call of a tool that is not `parallel_safe`: that one runs alone, after the calls before it
 have finished and before the ones after it start. `serial` runs one after another;
 `parallel` runs all at once. A tool that raises becomes an error observation and the loop
-goes on. Observations are appended as `tool` messages in call order, whatever finished
+goes on; so does one whose tool, schema, guard or result breaks anything on the way (every
+call is answered: an endpoint rejects a request with a call left unanswered). Observations are appended as `tool` messages in call order, whatever finished
 first, and the effect tags of the tools that ran are merged into `tool_effects`.
 
 Images a tool returned (an MCP screenshot) reach the model as image parts of a user message
@@ -40,6 +41,7 @@ from ..guard import ApprovalManager, ApprovalRequest, ApprovalStatus, Decision, 
 from ..messages import Message, ToolCall
 from ..state import InteractionKeys, StateChange, StateKeys
 from ..tools import Tool, ToolError, ToolProvider, ToolSet
+from ..tools.base import error_line
 from ..tools.observation import split_images
 from .calls import ToolRunner, run_tool, tool_failed
 from .keyed import KeyedPorts
@@ -88,7 +90,7 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         for index, call in enumerate(actions):
             try:
                 tool, pending_reason = self._preflight(call, toolset)
-            except ToolError as exc:
+            except Exception as exc:  # whatever its tool, schema or guard raised, the call is answered
                 observations[index] = self._refuse(call, exc)
                 continue
             if pending_reason is None:
@@ -106,7 +108,7 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
                     if approval.arguments != call.arguments:  # approved with corrected arguments
                         call = actions[index] = call.model_copy(update={"arguments": dict(approval.arguments)})
                     ready.append((index, self._preflight(call, toolset, approved=True)[0]))
-                except ToolError as exc:
+                except Exception as exc:
                     observations[index] = self._refuse(call, exc)
         ready.sort(key=lambda item: item[0])
         answered, failed = await self._execute(ready, actions)
@@ -140,7 +142,11 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
         self.enforcer.record_call(tool.name)
         return tool, None
 
-    def _refuse(self, call: ToolCall, error: ToolError) -> str:
+    def _refuse(self, call: ToolCall, error: Exception) -> str:
+        """The error observation of a call (and `tool.call.failed`), naming its tool: a model
+        request with a call left unanswered is one a real endpoint rejects."""
+        if not isinstance(error, ToolError):
+            error = ToolError(f"tool '{call.name}' failed: {error_line(error)}")
         tool_failed(self, call.name, call.id, str(error))
         return f"Error: {error}"
 
@@ -256,6 +262,9 @@ class ToolExecutor(KeyedPorts, AsyncBehaviour):
             except ToolError as exc:
                 failed.add(index)
                 return f"Error: {exc}"
+            except Exception as exc:  # the machinery around the tool (its sandbox, the recorder)
+                failed.add(index)
+                return self._refuse(call, exc)
 
         results: dict[int, str] = {}
         for batch in self._batches(ready):

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from ..memory.checkpoint import CheckpointStore, StoreError
+from ..urls import masked_url
 from .otel import SPANS, TelemetryError, exporter_configured, otlp_exporter, provider_from_environment
 
 MAIN = "main"
@@ -87,7 +88,7 @@ def _root_name(events: list[Any]) -> str | None:
 
 
 def _endpoint() -> str:
-    return next((os.environ[name] for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    return next((masked_url(os.environ[name]) for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
                  if os.environ.get(name)), "the endpoint")
 
 

@@ -20,11 +20,21 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from runtime.tools.observation import CarryingImages, plain
+
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
 
 
 class ToolError(Exception):
     """A tool could not do its job; the message is shown to the model as the observation."""
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of its message`, at most `limit` characters: an observation is one line,
+    whatever an exception says (a JSON-schema error quotes the whole schema over many lines)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class ToolArgumentsError(ToolError):
@@ -141,8 +151,11 @@ class Tool:
 
     @staticmethod
     def format_result(value: Any) -> str:
-        """Observation text: strings as they are, anything else as JSON."""
-        return value if isinstance(value, str) else to_json(value, fallback=str).decode()
+        """Observation text: strings as they are (an image mark only where `with_images` put it),
+        anything else as JSON."""
+        if isinstance(value, CarryingImages):
+            return value
+        return plain(value) if isinstance(value, str) else to_json(value, fallback=str).decode()
 
 
 def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
@@ -195,4 +208,4 @@ def _type_name(prop: Mapping[str, Any]) -> str:
     return " | ".join(kind) if isinstance(kind, list) else kind
 
 
-__all__ = ["Tool", "ToolArgumentsError", "ToolError", "ToolNotFoundError", "tool"]
+__all__ = ["Tool", "ToolArgumentsError", "ToolError", "ToolNotFoundError", "error_line", "tool"]

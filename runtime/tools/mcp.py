@@ -42,6 +42,7 @@ import re
 import shlex
 import signal
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -54,6 +55,7 @@ from runtime.tools.base import Tool, ToolError
 from runtime.tools.mcp_results import DEFAULT_MAX_OUTPUT_CHARS, observation
 from runtime.tools.provider import ToolProvider
 from runtime.tools.schema_check import check_arguments, schema_validator
+from runtime.urls import masked_url
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -97,7 +99,7 @@ class MCPToolProvider(ToolProvider):
         self.env, self.cwd = (dict(env) if env is not None else None), cwd
         self.url, self.headers = url, dict(headers or {})
         self.transport = _transport_of(command, url, transport)
-        self.target = shlex.join([command, *self.args]) if command is not None else str(url)
+        self.target = masked_url(shlex.join([command, *self.args]) if command is not None else str(url))
         self.name = name or self.target
         self.prefix, self.max_output_chars = prefix, max_output_chars
         self.call_timeout, self.connect_timeout = call_timeout, connect_timeout
@@ -141,7 +143,12 @@ class MCPToolProvider(ToolProvider):
         if skipped:
             log.info("MCP server %s: not offering %s (task-augmented execution required, which this client "
                      "does not support)", self.name, ", ".join(skipped))
-        return [MCPTool(self, spec) for spec in specs if not _needs_tasks(spec)]
+        tools: list[MCPTool] = []
+        taken: set[str] = set()
+        for spec in specs:
+            if not _needs_tasks(spec):
+                tools.append(MCPTool(self, spec, _unique(_valid_name(self, spec), taken)))
+        return tools
 
     async def get_tools(self, **kwargs: Any) -> list[Tool]:
         if self._task is None:
@@ -293,13 +300,14 @@ class MCPToolProvider(ToolProvider):
         if client is None:
             raise ToolError(f"tool '{tool}': MCP server {self.name} is not connected (it stopped or was "
                             f"closed){self._stderr_hint()}")
+        started = time.monotonic()
         try:
             result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=self.call_timeout)
         except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
+            if exc.code == REQUEST_TIMEOUT and time.monotonic() - started >= self.call_timeout:  # not the server's
                 raise ToolError(f"tool '{tool}': MCP server {self.name} gave no answer within "
                                 f"{self.call_timeout:g}s") from exc
-            if exc.code == CONNECTION_CLOSED:
+            if exc.code == CONNECTION_CLOSED and await _closed(client):
                 self._client = None  # later calls fail at once; close() still unwinds the owner task
                 raise ToolError(f"tool '{tool}': MCP server {self.name} {await self._how_it_ended()} before "
                                 "answering") from exc
@@ -352,20 +360,21 @@ class MCPTool(Tool):
     are checked against before the call leaves the process.
 
     Names outside `[A-Za-z0-9_-]{1,64}` (what function-calling APIs accept) are rewritten with
-    `_`; `remote_name` keeps the server's name. A tool runs alone in its round only when the
-    server says it has side effects (`destructiveHint`, not `readOnlyHint`); any other runs in
-    parallel with the round's other calls, as every tool does by default.
+    `_` (and numbered where two would then be one); `remote_name` keeps the server's name. A tool
+    runs alone in its round only when the server says it has side effects (`destructiveHint`, not
+    `readOnlyHint`); any other runs in parallel with the round's other calls, as every tool does
+    by default.
     """
 
     Args = _AnyObject
 
-    def __init__(self, provider: MCPToolProvider, spec: ToolSpec):
+    def __init__(self, provider: MCPToolProvider, spec: ToolSpec, name: str | None = None):
         self.provider = provider
         self.remote_name = spec.name
         self.input_schema = dict(spec.input_schema)
         self._validator = schema_validator(self.input_schema)
         annotations = spec.annotations
-        super().__init__(name=_INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)[:64] or "_",
+        super().__init__(name=name or _unique(_valid_name(provider, spec), set()),
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
                          parallel_safe=not _has_side_effects(annotations))
 
@@ -383,6 +392,42 @@ class MCPTool(Tool):
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         self.validate(arguments)
         return await self.provider.call_tool(self.remote_name, arguments)
+
+
+async def _closed(client: Client) -> bool:
+    """Whether the connection is really gone after an error -32000: the SDK says "connection closed"
+    with that code, but JSON-RPC gives it to ordinary server errors too (a tool may raise it), so the
+    session is asked (a page of tools: `ping` is gone from the 2026 protocol): a closed one fails at
+    once, a live server answers (or is busy)."""
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    try:
+        async with asyncio.timeout(EXIT_WAIT):
+            await client.list_tools(cache_mode="refresh")
+    except TimeoutError:
+        return False  # still there, only slow
+    except MCPError as exc:
+        return exc.code == CONNECTION_CLOSED
+    except Exception:
+        return True  # its transport broke
+    return False
+
+
+def _valid_name(provider: MCPToolProvider, spec: ToolSpec) -> str:
+    """The server's tool name (after the provider's prefix) in the characters a model API accepts."""
+    return _INVALID_NAME_CHARS.sub("_", provider.prefix + spec.name)
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name` cut to 64 characters, with `_2`, `_3`… when a tool listed before has it: a server's
+    `a.b` and `a_b`, or two names alike in their first 64 characters, stay two tools (`taken` grows)."""
+    unique, number = name[:64] or "_", 1
+    while unique in taken:
+        number += 1
+        unique = f"{name[:64 - len(str(number)) - 1]}_{number}"
+    taken.add(unique)
+    return unique
 
 
 def _has_side_effects(annotations: Any) -> bool:

@@ -3,7 +3,8 @@
 A run's record keeps each observation as one string, so images carried this way are recorded
 and replayed with it. `ToolExecutor` takes them out again (`split_images`): the text goes to
 the model as the tool's message, the images as image parts of a user message after the tool
-messages (a chat-completions tool message carries text only).
+messages (a chat-completions tool message carries text only). Only `with_images` makes marks:
+one in the text a tool returned is made inert (`plain`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,19 @@ from runtime.messages import ImagePart
 _MARK = "\x1ejianmu-image:"  # an ASCII record separator first: nothing a tool means to say
 
 
-def with_images(text: str, images: Sequence[ImagePart]) -> str:
+class CarryingImages(str):
+    """An observation whose image marks `with_images` put there; in any other text a tool returns,
+    a mark is the tool's text (`plain`), not an image: a page quoting one sends the model nothing."""
+
+
+def with_images(text: str, images: Sequence[ImagePart]) -> CarryingImages:
     """`text` carrying `images` along."""
-    return text + "".join(f"{_MARK}{image.mime_type};base64,{image.data}" for image in images)
+    return CarryingImages(plain(text) + "".join(f"{_MARK}{image.mime_type};base64,{image.data}" for image in images))
+
+
+def plain(text: str) -> str:
+    """`text` with every image mark in it made inert (its record separator dropped)."""
+    return text.replace(_MARK, _MARK[1:]) if _MARK in text else text
 
 
 def split_images(observation: str) -> tuple[str, list[ImagePart]]:
@@ -29,4 +40,4 @@ def split_images(observation: str) -> tuple[str, list[ImagePart]]:
     return text, images
 
 
-__all__ = ["split_images", "with_images"]
+__all__ = ["CarryingImages", "plain", "split_images", "with_images"]

@@ -13,21 +13,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ToolArgumentsError
+from .base import ToolArgumentsError, error_line
 
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for `schema`, of the dialect it declares (None without jsonschema)."""
+    """A jsonschema validator for `schema`, of the dialect it declares (None without jsonschema);
+    for a schema none can be made of, one whose every check fails with why."""
     try:
         from jsonschema.validators import validator_for
     except ModuleNotFoundError:
         return None
-    return validator_for(schema)(schema)
+    try:
+        return validator_for(schema)(schema)
+    except Exception as exc:
+        return _Unusable(exc)
+
+
+class _Unusable:
+    """The validator of a schema that cannot be one (`check_arguments` names the tool and why)."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def iter_errors(self, instance: Any) -> Any:
+        raise self.error
 
 
 def check_arguments(tool: str, validator: Any, arguments: Any) -> None:
     """`ToolArgumentsError` naming the argument when `arguments` (an object) break the schema
-    (a None validator checks only that they are an object)."""
+    (a None validator checks only that they are an object), or naming the tool when its schema
+    is broken (a server may publish any schema)."""
     if not isinstance(arguments, Mapping):
         raise ToolArgumentsError(f"tool '{tool}': arguments must be an object, got {type(arguments).__name__}",
                                  tool=tool)
@@ -35,7 +50,11 @@ def check_arguments(tool: str, validator: Any, arguments: Any) -> None:
         return
     from jsonschema.exceptions import best_match
 
-    errors = list(validator.iter_errors(dict(arguments)))
+    try:
+        errors = list(validator.iter_errors(dict(arguments)))
+    except Exception as exc:  # the schema itself: a dangling or looping $ref, an unknown type
+        raise ToolArgumentsError(f"tool '{tool}': its schema cannot check arguments: {error_line(exc)}",
+                                 tool=tool) from None
     error = best_match(errors)
     if error is None:
         return

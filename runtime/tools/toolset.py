@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from runtime.tools.base import Tool, ToolError, ToolNotFoundError
+from runtime.tools.base import Tool, ToolError, ToolNotFoundError, error_line
 from runtime.tools.provider import ToolProvider
 
 log = logging.getLogger(__name__)
@@ -110,11 +110,11 @@ class ToolSet:
 
     def describe(self) -> str:
         """The prompt's tool block: one `name(args): description` line per tool."""
-        return "\n".join(item.describe() for item in self)
+        return "\n".join(_offered(item, item.describe) for item in self)
 
     def schemas(self) -> list[dict[str, Any]]:
         """The function-calling `tools` list for the model request."""
-        return [item.schema() for item in self]
+        return [_offered(item, item.schema) for item in self]
 
     async def close(self) -> None:
         """Close providers in reverse order; one failing does not keep the others open."""
@@ -131,6 +131,15 @@ def _flatten(providers: tuple[Any, ...]) -> Iterator[ToolProvider]:
             yield item
         elif item is not None:
             yield from item
+
+
+def _offered(tool: Tool, part: Callable[[], Any]) -> Any:
+    """What the model is shown of `tool`; a `ToolError` naming it when its schema cannot be shown
+    (nested thousands deep, say): the model call fails naming the tool, not a bare RecursionError."""
+    try:
+        return part()
+    except Exception as exc:
+        raise ToolError(f"tool '{tool.name}': its schema cannot be offered to the model: {error_line(exc)}") from exc
 
 
 __all__ = ["ToolSet"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ...extras import MissingExtra, require
+from ...urls import masked_url
 from .sql_store import SQLCheckpointStore
 from .sqlite_store import SQLiteCheckpointStore
 from .store import StoreError
@@ -59,10 +59,8 @@ def display_name(name: str | Path) -> str:
         return str(name)
     try:
         require("postgres", "psycopg")
-    except MissingExtra:  # no driver to read the URL with: its plain parts, still without the password
-        parts = urlsplit(str(name))
-        user = f"{parts.username}@" if parts.username else ""
-        return f"postgresql://{user}{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+    except MissingExtra:  # no driver to read the URL with: as given, its password masked
+        return masked_url(str(name))
     from .postgres_store import redacted
 
     return redacted(str(name))

@@ -26,6 +26,7 @@ import psycopg
 from psycopg import conninfo
 from psycopg.types.numeric import Int8Dumper
 
+from ...urls import masked_url, url_secrets
 from .liveness import WRITERS_TABLE
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
@@ -85,7 +86,8 @@ def redacted(url: str) -> str:
         return "postgresql://(an unreadable URL)"
     user = f"{parts['user']}@" if parts.get("user") else ""
     port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+    host = parts.get("host", "").rsplit("@", 1)[-1]  # libpq ends a password at its first @, masked_url at the last
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
 
 
 @functools.lru_cache(maxsize=256)
@@ -127,7 +129,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         self.location = redacted(url)
         self._url = url
         parts = self._parts(url)
-        self._secrets = [s for s in (parts.get("password"), os.environ.get("PGPASSWORD")) if s]
+        self._secrets = [s for s in (parts.get("password"), os.environ.get("PGPASSWORD"), *url_secrets(url)) if s]
         self._options = f"{parts.get('options') or os.environ.get('PGOPTIONS', '')} -c search_path={SCHEMA}".strip()
         self._listener: psycopg.Connection | None = None
         self._conn = _Connection(self._connect())
@@ -218,7 +220,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0].strip()
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return text
+        return masked_url(text)  # a URL the driver could not read, quoted with what it holds
 
     def _explain(self, exc: Exception) -> str:
         if self._conn.raw.broken or self._conn.raw.closed:
