@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
@@ -68,11 +69,16 @@ async def test_a_run_at_full_speed_sends_few_updates_to_a_client_that_reads_noth
     assert [event["payload"]["count"] for event in events if event["type"] == "log"][-1] == TICKS
 
 
-def test_an_update_is_encoded_as_pydantic_would_have_it():
-    """Events, statuses, sets, models, bytes, NaN and a dict keyed by tuples: the JSON the client gets
-    is what converting the whole message with pydantic first gives."""
+def test_an_update_is_encoded_as_pydantic_would_have_it_and_nan_is_never_a_bare_token():
+    """Events, statuses, sets, models, bytes and a dict keyed by tuples: the JSON the client gets is what
+    converting the whole message with pydantic first gives; NaN and the infinities arrive as strings,
+    which a strict JSON parser (a browser's, jq) reads, never as bare tokens it refuses (#32)."""
     event = RuntimeEvent(7, "log", 1.5, 3, "count", "run1", {"status": Status.RUNNING, "seen": {"a"}})
     message = {"type": "update", "events": [event], "state": [["", "count", Count(count=2)]], "raw": b"x",
-               "nan": math.nan, "pairs": {(1, 2): "x"}}
-    assert encode(message) == json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False,
-                                         separators=(",", ":"))
+               "pairs": {(1, 2): "x"}}
+    assert json.loads(encode(message)) == to_jsonable_python(message, fallback=repr)
+    odd = encode({"type": "update", "state": [["", "loss", math.nan], ["", "top", math.inf], ["", "low", -math.inf]]})
+    assert json.loads(odd, parse_constant=lambda token: pytest.fail(f"bare {token} in {odd}"))["state"] == [
+        ["", "loss", "NaN"], ["", "top", "Infinity"], ["", "low", "-Infinity"]]
+    lone = encode({"type": "update", "state": [["", "name", "a\udc80b"]]})  # not UTF-8: escaped, still sent
+    assert json.loads(lone)["state"] == [["", "name", "a\udc80b"]]

@@ -123,8 +123,10 @@ class DebugServer:
                         self.host)
         self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
         ping = max(self.heartbeat / 2, 0.05)
+        # on loopback, deflating each frame costs the run's process more than the bytes it saves
+        compression = None if _is_loopback(self.host) else "deflate"
         self._server = await serve(self._serve, self.host, self.port, max_size=MAX_FRAME, ping_interval=ping,
-                                   ping_timeout=ping, close_timeout=ping, logger=log)
+                                   ping_timeout=ping, close_timeout=ping, logger=log, compression=compression)
         self.port = self._server.sockets[0].getsockname()[1]
         where = f"jianmu debug server on {self.url}"
         print(f"{where} token {self.token}" if self._show_token else where, file=sys.stderr, flush=True)
