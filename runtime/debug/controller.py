@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
-from ..engine.events import RuntimeEvent
+from ..engine.events import TICK_TELEMETRY, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..node.composites import loop_counter
 from ..state import StateChange
@@ -27,6 +27,7 @@ from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError, record_json, returns_json
+from .ticks import TickBacklog
 from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept between two updates (the newest); older ones are counted as dropped: a step
@@ -66,6 +67,7 @@ class DebugController:
         self._dirty_state: set[tuple[str, str]] = set()
         self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
         self._dropped = 0
+        self._ticks = TickBacklog(EVENT_BACKLOG)  # the ticks' telemetry: their events, rebuilt by the client
         self._approvals_dirty = False
         self._breakpoints_dirty = False
         self._sent_statuses: dict[str, str] = {}
@@ -87,7 +89,8 @@ class DebugController:
         runner = self.runner
         self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event),
+                           runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
+                           runner.number_telemetry(),
                            self.debugger.add_listener(self._from_debugger)]
         self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
@@ -107,6 +110,7 @@ class DebugController:
         published before (as many as the runner's event history keeps); updates follow from here."""
         self.outbox.clear()
         self._events.clear()
+        self._ticks.clear()
         run_id = self.runner.run_id
         earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
         return {**self._picture(), "events": earlier}
@@ -246,8 +250,11 @@ class DebugController:
         if self._events:
             update["events"] = list(self._events)
             self._events.clear()
-        if self._dropped:
-            update["dropped_events"], self._dropped = self._dropped, 0
+        if self._ticks:
+            update["ticks"] = self._ticks.take()
+        if self._dropped or self._ticks.dropped:
+            update["dropped_events"] = self._dropped + self._ticks.dropped
+            self._dropped = self._ticks.dropped = 0
         if self._approvals_dirty:
             self._approvals_dirty = False
             update["approvals"] = self._approvals()
@@ -361,6 +368,7 @@ class DebugController:
         """Keep the tick's report as it is (and what it left the run waiting for): only the last one
         before an update is sent, so it is turned into JSON then, not at every tick."""
         self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
+        self._ticks.add(runner.run_id, report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
         self._wakeup(False)
 

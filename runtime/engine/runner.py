@@ -157,6 +157,7 @@ class ReactiveRunner:
         self.refresh_tree()
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
+        self._numbering = 0  # `number_telemetry` callers
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
         self._built_at_freeze = freezes()  # see _go_live
@@ -333,6 +334,21 @@ class ReactiveRunner:
 
         return remove
 
+    def number_telemetry(self) -> Callable[[], None]:
+        """Number each tick's telemetry events (`TickReport.telemetry`) whether or not anybody has them
+        built: a caller that wants them all (the debug server) rebuilds them from the report
+        (`runtime.engine.record.telemetry_record`), which costs a tick a few numbers, not an event per
+        changed node. Returns a function that stops it (a checkpointer numbers them anyway)."""
+        self._numbering += 1
+        stopped = False
+
+        def stop() -> None:
+            nonlocal stopped
+            if not stopped:
+                stopped, self._numbering = True, self._numbering - 1
+
+        return stop
+
     def add_finish_hook(self, hook: Hook) -> Callable[[], None]:
         """`hook(runner, status)`, sync or async, once a tick ends the run (SUCCESS or FAILURE).
 
@@ -456,7 +472,7 @@ class ReactiveRunner:
         if bus.wants(EventType.TICK_STARTED):
             event = bus.publish(EventType.TICK_STARTED, {})
             self._started = (event.seq, event.time)
-        elif self.checkpoints is not None:
+        elif self.checkpoints is not None or self._numbering:
             self._started = (bus.reserve(1), time.time())
         return (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
                 or bus.wants(EventType.TICK_COMPLETED))
@@ -542,7 +558,7 @@ class ReactiveRunner:
             report.unseen = unseen = [(i, ends[i]) for i in report.returns.unseen(ends)]
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
-            numbered = self.checkpoints is not None
+            numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
             statuses = completed = returns = None
             if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
                 now = time.time()
