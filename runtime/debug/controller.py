@@ -75,7 +75,6 @@ class DebugController:
         self._indexed: object = None
         self._report: tuple[TickReport, list[str]] | None = None  # the last tick's, and what it waits for
         self._branch: str | None = None
-        self._in_tick = False
         self._sent_marks: list[list[Any]] = []
         self._sent_rebound: list[str] = []
         self.past = RunPast(self.runner)
@@ -87,7 +86,7 @@ class DebugController:
     def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
-        self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
+        self._detachers = [runner.add_tick_hook(after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
                            runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
                            runner.number_telemetry(),
@@ -188,7 +187,7 @@ class DebugController:
     def _on_state_change(self, change: StateChange) -> None:
         namespace = change.namespace or ""
         self._dirty_state.update((namespace, key) for key in change.changes)
-        self.past.wrote(change.namespace, change.changes, between=not self._in_tick)
+        self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
@@ -344,7 +343,7 @@ class DebugController:
         def changed(change: StateChange) -> None:
             self._dirty_state.update((child_namespace(agent_id, change.namespace),
                                       key if change.namespace else attrs.get(key, key)) for key in change.changes)
-            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self._in_tick)
+            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self.runner.in_tick)
             self._wakeup(False)
 
         self._detachers.append(sm.subscribe(changed))
@@ -361,13 +360,9 @@ class DebugController:
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
     # -- the ticks, for the report and the marks -------------------------------------------
-    def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
-        self._in_tick = True
-
     def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
         """Keep the tick's report as it is (and what it left the run waiting for): only the last one
         before an update is sent, so it is turned into JSON then, not at every tick."""
-        self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
         self._ticks.add(runner.run_id, report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
         self._wakeup(False)

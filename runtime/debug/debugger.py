@@ -427,12 +427,13 @@ class Debugger:
                     if self.runner.suspended:
                         reason = Stop("suspended", self.suspension_message())
                         break
-                    if not await self._wait_until_ready():
-                        break
-                    if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
-                        reason = Stop("suspended", self.suspension_message())
-                        break
-                    hit = self._hit_between_ticks()
+                    if not self.runner.can_tick_now or self._pause.is_set():
+                        if not await self._wait_until_ready():
+                            break
+                        if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
+                            reason = Stop("suspended", self.suspension_message())
+                            break
+                    hit = self._hit_between_ticks() if self.breakpoints else None
                     if hit is not None:  # work that finished after the last tick caused it: stop there
                         reason = hit
                         break
@@ -503,6 +504,8 @@ class Debugger:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()
             return Stop("divergence", message)
+        if not self.breakpoints:  # none can stop it (an event breakpoint's hits need one)
+            return None
         hit = self._event_hit()
         if hit is not None:
             return hit

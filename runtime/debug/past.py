@@ -199,7 +199,10 @@ class RunPast:
     # -- what changed, as the studio marks it ----------------------------------------
     def wrote(self, namespace: str | None, keys: Any, *, between: bool) -> None:
         """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved); a
-        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`)."""
+        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`). Only a run that
+        records has marks to label."""
+        if not self.recording:
+            return
         where = (self.branch, self.runner.tick_count, between)
         written = self._writes.pop(where, None) or set()
         written.update((namespace or "", self.names.key(key) if not namespace else key) for key in keys)

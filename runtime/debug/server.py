@@ -164,13 +164,15 @@ class DebugServer:
     # -- one connection --------------------------------------------------------------
     def _wakeup(self, urgent: bool) -> None:
         """Something to send; called several times a tick, so a change while one is due costs one test."""
+        if not urgent and self._ready.is_set():  # (a read: safe from any thread)
+            return
         if self._thread != threading.get_ident():  # a state write from a worker thread
             self._loop.call_soon_threadsafe(self._wakeup, urgent)
         elif urgent:
             self._idle.clear()
             self._ready.set()
             self._urgent.set()
-        elif not self._ready.is_set():
+        else:
             self._idle.clear()
             self._ready.set()
 

@@ -158,6 +158,7 @@ class ReactiveRunner:
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
         self._numbering = 0  # `number_telemetry` callers
+        self.in_tick = False  # a tick is under way (held at a boundary too) and its checkpoint not saved yet
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
         self._built_at_freeze = freezes()  # see _go_live
@@ -312,6 +313,7 @@ class ReactiveRunner:
         held, self._held = self._held, None
         if held is None:
             return
+        self.in_tick = False
         held.generator.close()
         self._state_changes.clear()
         if self._into:
@@ -363,7 +365,7 @@ class ReactiveRunner:
     async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
         for hook in tuple(hooks):
             result = hook(*args)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):  # a sync hook's None: no test
                 await result
 
     # -- status of the run ---------------------------------------------------------
@@ -454,6 +456,7 @@ class ReactiveRunner:
             self._sync_boundaries()
         if self.checkpoints is not None:
             self.checkpoints.after_tick(report)
+        self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
             await self._call_hooks(self._after_hooks, self, report)
         if self._finish_hooks and report.status in _FINISHED:
@@ -465,6 +468,7 @@ class ReactiveRunner:
         self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
         self._statuses_now = False  # until its end reports them (not if it is held, raises or is not detailed)
         self._restored = False
+        self.in_tick = True
         self.tick_count += 1
         bus = self.event_bus
         bus.tick = self.tick_count
@@ -530,6 +534,7 @@ class ReactiveRunner:
         return self._close_tick(held.detailed, held.nodes, held.returned, held.elapsed + time.perf_counter() - started)
 
     def _tick_failed(self, exc: Exception) -> None:
+        self.in_tick = False
         report_node_error(self.root, self.path_of(self.root), exc, self.event_bus)
         self.root.stop(Status.INVALID)
 
