@@ -18,11 +18,13 @@ from websockets.asyncio.client import connect
 
 from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
+from runtime.debug.past import RunPast
 from runtime.debug.protocol import encode
 from runtime.debug.ticks import events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
 from runtime.engine.record import TickReport, TickTelemetry, telemetry_record
+from runtime.memory.checkpoint import open_store
 from studio.session import RunState
 
 TOKEN = "full-speed-token"
@@ -159,3 +161,32 @@ def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
         (10, "tick.started", None), (11, "node.returned", "root/loop/done"), (12, "node.status", "root/loop"),
         (13, "tick.completed", None)]
     assert events_in(record) == len(events)
+
+
+async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):
+    """Each timeline row says what its checkpoint changed since its parent: the tick that saved it
+    knows, so the server does not decode a checkpoint per row (more than a small tree's tick), and
+    says what a row read from the store says."""
+    store = open_store(str(tmp_path / "runs.db"))
+    decoded: list[int] = []
+    get = store.get
+    store.get = lambda checkpoint_id, **kw: (decoded.append(checkpoint_id), get(checkpoint_id, **kw))[1]
+    runner = Agent(CountUp("count"), state_schema=Count).make_runner(checkpointer=store)
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
+    await server.listen()
+    try:
+        async with connect(server.url, max_size=None) as ws:
+            await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            rows = json.loads(await ws.recv())["checkpoints"]
+            assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
+            closing = asyncio.create_task(server.close())
+            rows += [row async for text in ws for row in json.loads(text).get("checkpoints", ())]
+            await closing
+    finally:
+        await server.close()
+    infos = store.list(runner.run_id)
+    assert [row["id"] for row in rows] == [info.id for info in infos] and len(infos) == TICKS + 1
+    assert len(decoded) < len(rows) / 10  # the newest checkpoint, for its marks, once an update at most
+    from_the_store = RunPast(runner)
+    assert [row["summary"] for row in rows] == [from_the_store.summary(info) for info in infos]
+    store.close()
