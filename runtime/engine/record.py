@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from py_trees.common import Status
 
@@ -64,13 +64,12 @@ class Returns:
         return {path for path, status in self if status._value_ != ends.get(path, "INVALID")}
 
 
-@dataclass(frozen=True, slots=True)
-class TickTelemetry:
+class TickTelemetry(NamedTuple):
     """(number, time) of a tick's telemetry events: `tick.started`, the first `node.returned` (one per
     unseen return, in order; None: none), the first `node.status` (one per changed node, numbered in
     `changed` order; None: nothing changed) and `tick.completed`. A runner with a checkpointer
     numbers them whether or not anybody wants them built: the checkpointer stores these few fields,
-    not the events, and the store rebuilds them from its record."""
+    not the events, and the store rebuilds them from its record. A tuple: made every tick."""
 
     started: tuple[int, float]
     statuses: tuple[int, float] | None

@@ -362,10 +362,22 @@ class ReactiveRunner:
         return lambda: self._finish_hooks.remove(hook) if hook in self._finish_hooks else None
 
     @staticmethod
-    async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
-        for hook in tuple(hooks):
+    def _call_hooks(hooks: list[Hook], *args: Any) -> Awaitable[None] | None:
+        """Call the hooks in turn; None when every one was sync (no coroutine made for a tick's hooks),
+        else what awaits the first awaitable one and then calls the rest, in order."""
+        hooks = tuple(hooks)
+        for i, hook in enumerate(hooks):
             result = hook(*args)
-            if result is not None and inspect.isawaitable(result):  # a sync hook's None: no test
+            if result is not None and inspect.isawaitable(result):
+                return ReactiveRunner._rest_of_hooks(result, hooks[i + 1:], args)
+        return None
+
+    @staticmethod
+    async def _rest_of_hooks(result: Awaitable[Any], hooks: tuple[Hook, ...], args: tuple) -> None:
+        await result
+        for hook in hooks:
+            result = hook(*args)
+            if result is not None and inspect.isawaitable(result):
                 await result
 
     # -- status of the run ---------------------------------------------------------
@@ -443,8 +455,8 @@ class ReactiveRunner:
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
             await self.wait_until_ready()
-            if self._before_hooks:
-                await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
+            if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
+                await held
             detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
             report = self._tick(detailed) if not self._wraps else self._hold_tick(detailed, into)
         else:
@@ -457,10 +469,11 @@ class ReactiveRunner:
         if self.checkpoints is not None:
             self.checkpoints.after_tick(report)
         self.in_tick = False  # what is written from now on lands between ticks
-        if self._after_hooks:
-            await self._call_hooks(self._after_hooks, self, report)
-        if self._finish_hooks and report.status in _FINISHED:
-            await self._call_hooks(self._finish_hooks, self, report.status)
+        if self._after_hooks and (held := self._call_hooks(self._after_hooks, self, report)):
+            await held
+        if self._finish_hooks and report.status in _FINISHED and (
+                held := self._call_hooks(self._finish_hooks, self, report.status)):
+            await held
         return report
 
     def _open_tick(self, detailed: bool) -> bool:
