@@ -44,6 +44,7 @@ from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, Debugger, DebugServer  # noqa: E402
 from runtime.debug.controller import DebugController  # noqa: E402
 from runtime.debug.server import FLUSH_INTERVAL  # noqa: E402
+from runtime.debug.ticks import events_in  # noqa: E402
 from runtime.engine import ReactiveRunner, RuntimeEventBus  # noqa: E402
 from runtime.engine.behaviour import Behaviour  # noqa: E402
 from runtime.memory.checkpoint import open_store  # noqa: E402
@@ -141,7 +142,7 @@ async def throughput(ticks: int, folder: str | None = None) -> tuple[float, floa
     updates = events = dropped = 0
     while (message := await client.next_message())["type"] != "bye":
         updates += message["type"] == "update"
-        events += len(message.get("events", ()))
+        events += len(message.get("events", ())) + sum(events_in(tick[3]) for tick in message.get("ticks", ()))
         dropped += message.get("dropped_events", 0)
     await client.close()
     attached = json.loads((await process.stdout.read()).decode())["rate"]

@@ -7,17 +7,25 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
+from tui_fixtures import ROOT, session_on, until
 from websockets.asyncio.client import connect
 
 from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
+from runtime.debug.past import RunPast
 from runtime.debug.protocol import encode
+from runtime.debug.ticks import events_in, tick_events
 from runtime.engine.behaviour import Behaviour
-from runtime.engine.events import RuntimeEvent
+from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
+from runtime.engine.record import TickReport, TickTelemetry, telemetry_record
+from runtime.memory.checkpoint import open_store
+from studio.session import RunState
 
 TOKEN = "full-speed-token"
 TICKS = 2000
@@ -60,19 +68,125 @@ async def test_a_run_at_full_speed_sends_few_updates_to_a_client_that_reads_noth
     assert updates[-1]["report"]["tick"] == TICKS  # the report is the last tick's
     state = [value for update in updates for namespace, key, value in update.get("state", ()) if key == "count"]
     assert state[-1] == TICKS
-    events = [event for update in updates for event in update.get("events", ())]
+    events = [event for update in updates for event in sorted(  # the ticks' own telemetry rebuilt beside the others
+        [*map(RuntimeEvent.validate, update.get("events", ())), *tick_events(update.get("ticks", ()))],
+        key=lambda event: event.seq)]
     dropped = sum(update.get("dropped_events", 0) for update in updates)
-    seqs = [event["seq"] for event in events]
+    seqs = [event.seq for event in events]
     assert seqs == sorted(set(seqs)) and seqs[-1] == published  # each once, in order, the newest kept
     assert len(events) + dropped == published - before  # every event delivered, or counted as dropped
-    assert [event["payload"]["count"] for event in events if event["type"] == "log"][-1] == TICKS
+    assert [event.payload["count"] for event in events if event.type == "log"][-1] == TICKS
+    assert [event.type for event in events[-2:]] == ["tick.completed", "run.completed"]
 
 
-def test_an_update_is_encoded_as_pydantic_would_have_it():
-    """Events, statuses, sets, models, bytes, NaN and a dict keyed by tuples: the JSON the client gets
-    is what converting the whole message with pydantic first gives."""
+def test_an_update_is_encoded_as_pydantic_would_have_it_and_nan_is_never_a_bare_token():
+    """Events, statuses, sets, models, bytes and a dict keyed by tuples: the JSON the client gets is what
+    converting the whole message with pydantic first gives; NaN and the infinities arrive as strings,
+    which a strict JSON parser (a browser's, jq) reads, never as bare tokens it refuses (#32)."""
     event = RuntimeEvent(7, "log", 1.5, 3, "count", "run1", {"status": Status.RUNNING, "seen": {"a"}})
     message = {"type": "update", "events": [event], "state": [["", "count", Count(count=2)]], "raw": b"x",
-               "nan": math.nan, "pairs": {(1, 2): "x"}}
-    assert encode(message) == json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False,
-                                         separators=(",", ":"))
+               "pairs": {(1, 2): "x"}}
+    assert json.loads(encode(message)) == to_jsonable_python(message, fallback=repr)
+    odd = encode({"type": "update", "state": [["", "loss", math.nan], ["", "top", math.inf], ["", "low", -math.inf]]})
+    assert json.loads(odd, parse_constant=lambda token: pytest.fail(f"bare {token} in {odd}"))["state"] == [
+        ["", "loss", "NaN"], ["", "top", "Infinity"], ["", "low", "-Infinity"]]
+    lone = encode({"type": "update", "state": [["", "name", "a\udc80b"]]})  # not UTF-8: escaped, still sent
+    assert json.loads(lone)["state"] == [["", "name", "a\udc80b"]]
+
+
+async def test_while_a_client_is_attached_no_tick_telemetry_event_is_built(monkeypatch):
+    """The server has the runner number a tick's telemetry, not build it (an object per event, per
+    changed node); the client gets it all the same, rebuilt from an update's `ticks`."""
+    built: list[str] = []
+    emit = RuntimeEventBus.emit
+    monkeypatch.setattr(RuntimeEventBus, "emit", lambda bus, event: (built.append(event.type), emit(bus, event)))
+    runner = Agent(CountUp("count"), state_schema=Count).make_runner()
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
+    await server.listen()
+    try:
+        async with connect(server.url, max_size=None) as ws:
+            await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
+            closing = asyncio.create_task(server.close())
+            messages = [json.loads(text) async for text in ws]
+            await closing
+    finally:
+        await server.close()
+    assert "log" in built and not TICK_TELEMETRY & set(built)
+    received = [event.type for message in messages for event in tick_events(message.get("ticks", ()))]
+    assert received.count("tick.completed") == TICKS
+    assert received.count("node.status") == 2  # the counter started RUNNING, ended SUCCESS
+
+
+@pytest.mark.parametrize("name", ["react_calculator", "text_pipeline"])
+async def test_an_attached_studio_logs_the_events_a_local_one_logs(name, tmp_path):
+    """The same tree run to its end in a local studio and in one attached to it in its own process: the
+    same events, numbered alike, in the same order, each stamped in its tick or between ticks alike
+    (the ticks' telemetry rebuilt from the numbers the server sent)."""
+    async def logged(kind: str) -> list[tuple]:
+        folder = tmp_path / kind
+        folder.mkdir()
+        async with session_on(kind, ROOT / "sample_trees" / f"{name}.py", folder) as session:
+            await session.continue_()
+            await until(lambda: session.run_state == RunState.FINISHED)
+            return [(e.event.seq, e.type, e.node, e.event.tick, e.between, e.event.payload) for e in session.events]
+
+    def steady(log: list[tuple]) -> list[tuple]:  # a tick's duration is the one thing that differs
+        return [(*head, {key: value for key, value in payload.items() if key != "duration_ms"})
+                for *head, payload in log]
+
+    local, attached = await logged("local"), await logged("remote")
+    assert steady(attached) == steady(local)
+    if name == "react_calculator":  # its loop's round returns FAILURE and is reset in the same tick: node.returned
+        assert {entry[1] for entry in attached} >= TICK_TELEMETRY
+
+
+def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
+    """docs/protocol.md names the version the server speaks and every field of a tick's telemetry record,
+    and a record with every field rebuilds to the events it stands for, in the order published."""
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    assert f"# The Jianmu debug protocol, version {PROTOCOL_VERSION}\n" in text
+    assert f"`PROTOCOL_VERSION` is {PROTOCOL_VERSION}." in text
+    section = text.split("### A tick's telemetry", 1)[1].split("\n### ", 1)[0]
+    documented = set(re.findall(r"^- `(\w)`", section, re.M)) | set(re.findall(r"and `(\w)`:", section))
+    report = TickReport(4, Status.RUNNING, changed={"root/loop": (Status.INVALID, Status.RUNNING)},
+                        ticked=["root/loop/done", "root/loop"], returned=[Status.FAILURE, Status.RUNNING],
+                        unseen=[(0, Status.INVALID)], state_changes={"count": (1, 2)}, duration_ms=1.5,
+                        telemetry=TickTelemetry((10, 1.0), (12, 1.0), (13, 1.0), (11, 1.0)))
+    record = telemetry_record(report)
+    assert set(record) == documented
+    events = tick_events([["run1", 4, "RUNNING", record]])
+    assert [(event.seq, event.type, event.node) for event in events] == [
+        (10, "tick.started", None), (11, "node.returned", "root/loop/done"), (12, "node.status", "root/loop"),
+        (13, "tick.completed", None)]
+    assert events_in(record) == len(events)
+
+
+async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):
+    """Each timeline row says what its checkpoint changed since its parent: the tick that saved it
+    knows, so the server does not decode a checkpoint per row (more than a small tree's tick), and
+    says what a row read from the store says."""
+    store = open_store(str(tmp_path / "runs.db"))
+    decoded: list[int] = []
+    get = store.get
+    store.get = lambda checkpoint_id, **kw: (decoded.append(checkpoint_id), get(checkpoint_id, **kw))[1]
+    runner = Agent(CountUp("count"), state_schema=Count).make_runner(checkpointer=store)
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
+    await server.listen()
+    try:
+        async with connect(server.url, max_size=None) as ws:
+            await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            rows = json.loads(await ws.recv())["checkpoints"]
+            assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
+            closing = asyncio.create_task(server.close())
+            rows += [row async for text in ws for row in json.loads(text).get("checkpoints", ())]
+            await closing
+    finally:
+        await server.close()
+    infos = store.list(runner.run_id)
+    assert [row["id"] for row in rows] == [info.id for info in infos] and len(infos) == TICKS + 1
+    assert len(decoded) < len(rows) / 10  # the newest checkpoint, for its marks, once an update at most
+    from_the_store = RunPast(runner)
+    assert [row["summary"] for row in rows] == [from_the_store.summary(info) for info in infos]
+    store.close()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
-from ..engine.events import RuntimeEvent
+from ..engine.events import TICK_TELEMETRY, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..node.composites import loop_counter
 from ..state import StateChange
@@ -27,6 +27,7 @@ from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError, record_json, returns_json
+from .ticks import TickBacklog
 from .waiting import in_flight
 
 EVENT_BACKLOG = 20_000  # events kept between two updates (the newest); older ones are counted as dropped: a step
@@ -66,6 +67,7 @@ class DebugController:
         self._dirty_state: set[tuple[str, str]] = set()
         self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
         self._dropped = 0
+        self._ticks = TickBacklog(EVENT_BACKLOG)  # the ticks' telemetry: their events, rebuilt by the client
         self._approvals_dirty = False
         self._breakpoints_dirty = False
         self._sent_statuses: dict[str, str] = {}
@@ -73,7 +75,6 @@ class DebugController:
         self._indexed: object = None
         self._report: tuple[TickReport, list[str]] | None = None  # the last tick's, and what it waits for
         self._branch: str | None = None
-        self._in_tick = False
         self._sent_marks: list[list[Any]] = []
         self._sent_rebound: list[str] = []
         self.past = RunPast(self.runner)
@@ -85,9 +86,10 @@ class DebugController:
     def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
-        self._detachers = [runner.add_tick_hook(before=self._before_tick, after=self._after_tick),
+        self._detachers = [runner.add_tick_hook(after=self._after_tick),
                            runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event),
+                           runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
+                           runner.number_telemetry(),
                            self.debugger.add_listener(self._from_debugger)]
         self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
@@ -107,6 +109,7 @@ class DebugController:
         published before (as many as the runner's event history keeps); updates follow from here."""
         self.outbox.clear()
         self._events.clear()
+        self._ticks.clear()
         run_id = self.runner.run_id
         earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
         return {**self._picture(), "events": earlier}
@@ -184,7 +187,7 @@ class DebugController:
     def _on_state_change(self, change: StateChange) -> None:
         namespace = change.namespace or ""
         self._dirty_state.update((namespace, key) for key in change.changes)
-        self.past.wrote(change.namespace, change.changes, between=not self._in_tick)
+        self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
         self._wakeup(False)
 
     def _on_event(self, event: RuntimeEvent) -> None:
@@ -246,8 +249,11 @@ class DebugController:
         if self._events:
             update["events"] = list(self._events)
             self._events.clear()
-        if self._dropped:
-            update["dropped_events"], self._dropped = self._dropped, 0
+        if self._ticks:
+            update["ticks"] = self._ticks.take()
+        if self._dropped or self._ticks.dropped:
+            update["dropped_events"] = self._dropped + self._ticks.dropped
+            self._dropped = self._ticks.dropped = 0
         if self._approvals_dirty:
             self._approvals_dirty = False
             update["approvals"] = self._approvals()
@@ -337,7 +343,7 @@ class DebugController:
         def changed(change: StateChange) -> None:
             self._dirty_state.update((child_namespace(agent_id, change.namespace),
                                       key if change.namespace else attrs.get(key, key)) for key in change.changes)
-            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self._in_tick)
+            self.past.wrote(child_namespace(agent_id, change.namespace), change.changes, between=not self.runner.in_tick)
             self._wakeup(False)
 
         self._detachers.append(sm.subscribe(changed))
@@ -354,13 +360,11 @@ class DebugController:
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
     # -- the ticks, for the report and the marks -------------------------------------------
-    def _before_tick(self, runner: ReactiveRunner, tick: int) -> None:
-        self._in_tick = True
-
     def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
         """Keep the tick's report as it is (and what it left the run waiting for): only the last one
         before an update is sent, so it is turned into JSON then, not at every tick."""
-        self._in_tick = False  # its checkpoint is saved: what is written from now on lands between ticks
+        self._ticks.add(runner.run_id, report)
+        self.past.ticked(report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
         self._wakeup(False)
 

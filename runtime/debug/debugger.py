@@ -25,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from py_trees.common import Status
 
-from ..engine.behaviour import JianmuNodeMixin
+from ..engine.behaviour import AsyncBehaviour, JianmuNodeMixin
 from ..engine.events import EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
@@ -58,6 +59,7 @@ from .whatif import WhatIf
 _WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
 APPROVAL_RESOLVED = "approval resolved: continue or step"
+YIELD_EVERY = 0.005  # seconds a continuing run of plain nodes ticks before it lets the loop run (views, a server)
 Listener = Callable[[str, Any], None]
 
 
@@ -105,6 +107,8 @@ class Debugger:
         self._free = False  # `runner.run()` drives the hosted run, nobody's commands
         self._answering = False  # the hosted run waits for an approval's answer
         self._ran = 0  # ticks the hosted run made (for its `max_ticks`)
+        self._async_of: object = None  # the `runner.nodes` `_async` was found in
+        self._async = False
 
     # -- listeners -------------------------------------------------------------------------
     def add_listener(self, listener: Listener) -> Callable[[], None]:
@@ -410,6 +414,7 @@ class Debugger:
         self._set_state(RunState.RUNNING, "running")
         reason = Stop("paused", "paused")
         ticks = 0
+        yield_at = time.perf_counter() + YIELD_EVERY
         try:
             with self._host_moving():
                 while True:
@@ -422,12 +427,13 @@ class Debugger:
                     if self.runner.suspended:
                         reason = Stop("suspended", self.suspension_message())
                         break
-                    if not await self._wait_until_ready():
-                        break
-                    if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
-                        reason = Stop("suspended", self.suspension_message())
-                        break
-                    hit = self._hit_between_ticks()
+                    if not self.runner.can_tick_now or self._pause.is_set():
+                        if not await self._wait_until_ready():
+                            break
+                        if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
+                            reason = Stop("suspended", self.suspension_message())
+                            break
+                    hit = self._hit_between_ticks() if self.breakpoints else None
                     if hit is not None:  # work that finished after the last tick caused it: stop there
                         reason = hit
                         break
@@ -437,13 +443,25 @@ class Debugger:
                     if hit is not None:
                         reason = hit
                         break
-                    await asyncio.sleep(0)  # let the views draw (a server send) between ticks
+                    if self._has_async_nodes() or time.perf_counter() >= yield_at:
+                        await asyncio.sleep(0)  # let the views draw (a server send) and a pause come in
+                        yield_at = time.perf_counter() + YIELD_EVERY
         except Exception as exc:
             reason = Stop("error", f"{type(exc).__name__}: {exc}")
         if self._child_hit is not None:  # a swarm agent is held at a breakpoint
             reason, self._child_hit = self._child_hit, None
         self._settle(reason)
         return reason
+
+    def _has_async_nodes(self) -> bool:
+        """Whether the tree holds async nodes (a swarm's among them): their work, and a swarm's agents,
+        move only while the loop runs, so a continue lets it run after every tick, not every
+        `YIELD_EVERY` (a yield costs as much as a small tree's tick)."""
+        nodes = self.runner.nodes
+        if self._async_of is not nodes:  # re-indexed: a subtree compiled
+            self._async_of = nodes
+            self._async = any(isinstance(node, AsyncBehaviour) for node in nodes.values())
+        return self._async
 
     async def _wait_until_ready(self) -> bool:
         """Wait for the runner's wake, unless paused first. False when paused."""
@@ -486,6 +504,8 @@ class Debugger:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()
             return Stop("divergence", message)
+        if not self.breakpoints:  # none can stop it (an event breakpoint's hits need one)
+            return None
         hit = self._event_hit()
         if hit is not None:
             return hit

@@ -16,19 +16,20 @@ checkpoint was saved. So the server is told which writes happen between ticks (`
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from py_trees.common import Status
 
 from ..engine.behaviour import JianmuNodeMixin, binding_key
-from ..engine.runner import ReactiveRunner
+from ..engine.runner import ReactiveRunner, TickReport
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
 from ..node.composites import loop_counter
-from .children import PastAgents, agents_state, state_manager_of
+from .children import PastAgents, agents_state, state_manager_of, swarm_of
 from .names import State, StateNames
 from .protocol import ProtocolError, returns_json
+from .summaries import TickSummaries
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
@@ -72,8 +73,10 @@ class RunPast:
         self.runner = runner
         self._cache: OrderedDict[tuple[int, bool], Checkpoint] = OrderedDict()
         self._summaries: dict[int, str] = {}
-        self._listed: tuple[str | None, int | None] = (None, None)  # (run id, last id) sent as rows
+        self._listed: tuple[str | None, int | None] = (None, None)  # (run id, last id) listed from the store
+        self._unsent: deque[CheckpointInfo] = deque()  # listed, not sent as rows yet (a busy run's, in turn)
         self.names = StateNames(runner.state_manager.schema)
+        self._ticks = TickSummaries(self.names)  # rows summed up from the ticks that saved them
         self._writes: OrderedDict[tuple[str, int, bool], set[str]] = OrderedDict()  # (branch, tick, between)
         self._head: tuple[int, int, State, dict[str, list[Any]]] | None = None  # the newest: id, tick, state, marks
 
@@ -103,18 +106,23 @@ class RunPast:
         """The current run's checkpoints from its first, all branches, oldest first: the first
         `ROWS_PER_UPDATE` of them (the rest follow as new rows), remembered as sent."""
         self._listed = (self.runner.run_id, None)
+        self._unsent.clear()
         return self.new_rows()
 
-    def new_rows(self, limit: int | None = ROWS_PER_UPDATE) -> list[dict[str, Any]]:
-        """The checkpoints saved since the rows last sent (the oldest `limit` of them)."""
+    def new_rows(self, limit: int = ROWS_PER_UPDATE) -> list[dict[str, Any]]:
+        """The checkpoints saved since the rows last sent (the oldest `limit` of them). Each is listed
+        from the store once: those a busy run saved beyond `limit` wait here for the next updates."""
         if not self.recording or self.runner.run_id is None:
             return []
         run_id, after = self._listed
         if run_id != self.runner.run_id:
             run_id, after = self.runner.run_id, None
-        infos = self.runner.checkpoints.store.list(run_id, after=after)[:limit]
-        self._listed = (run_id, infos[-1].id if infos else after)
-        return [self.row(info) for info in infos]
+            self._unsent.clear()
+        if len(self._unsent) < limit:
+            self._unsent.extend(self.runner.checkpoints.store.list(run_id, after=after))
+            after = self._unsent[-1].id if self._unsent else after
+        self._listed = (run_id, after)
+        return [self.row(self._unsent.popleft()) for _ in range(min(limit, len(self._unsent)))]
 
     def row(self, info: CheckpointInfo) -> dict[str, Any]:
         return {"id": info.id, "tick": info.tick, "status": info.status, "branch": info.branch,
@@ -124,6 +132,8 @@ class RunPast:
     def summary(self, info: CheckpointInfo) -> str:
         """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
         cached = self._summaries.get(info.id)
+        if cached is None and (noted := self._ticks.take(info.id, info.parent_id)) is not None:
+            cached = self._summaries[info.id] = checkpoint_summary(info, *noted)
         if cached is None:
             checkpoint = self.get(info.id, lists=False)
             if info.parent_id is None:
@@ -199,13 +209,23 @@ class RunPast:
     # -- what changed, as the studio marks it ----------------------------------------
     def wrote(self, namespace: str | None, keys: Any, *, between: bool) -> None:
         """State keys written now: during a tick, or `between` ticks (after its checkpoint was saved); a
-        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`)."""
+        swarm agent's in its namespaces as a debugger names them (`@agent[.ns]`). Only a run that
+        records has marks to label."""
+        if not self.recording:
+            return
+        self._ticks.wrote(namespace or "", keys)
         where = (self.branch, self.runner.tick_count, between)
         written = self._writes.pop(where, None) or set()
         written.update((namespace or "", self.names.key(key) if not namespace else key) for key in keys)
         self._writes[where] = written
         while len(self._writes) > WRITES_KEPT:
             self._writes.popitem(last=False)
+
+    def ticked(self, report: TickReport) -> None:
+        """A tick ended, its checkpoint saved: its row's summary is noted now, not decoded later
+        (`TickSummaries`); a swarm's agents change with it, so its rows are read from the store."""
+        if self.recording:
+            self._ticks.saved(self.runner.checkpoints.head, report, followed=swarm_of(self.runner) is None)
 
     def _written(self, branch: str, tick: int, between: bool) -> set[str]:
         return {self.names.qualified(ns, key) for ns, key in self._writes.get((branch, tick, between), ())}

@@ -12,15 +12,15 @@ import json
 from typing import Any
 
 from py_trees.common import Status
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from ..engine.events import RuntimeEvent
 from ..engine.record import Returns, TickReport
 
-PROTOCOL_VERSION = 5  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+PROTOCOL_VERSION = 6  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
 # 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents;
 # 5: one debugger (a local studio's stops), breakpoints enabled/disabled and their hits, set_breakpoint,
-# the tick's record (what each node returned) in the report, a tick held inside and a past checkpoint
+# the tick's record (what each node returned) in the report, a tick held inside and a past checkpoint;
+# 6: a tick's telemetry as numbers (`ticks`), NaN as a string
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 DEFAULT_PORT = 7777
@@ -78,21 +78,18 @@ def parse_request(text: str | bytes) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any]) -> str:
-    """JSON text of a server message; values JSON cannot hold are sent as their repr. Plain values go
-    straight to the C encoder and only the others through pydantic (`_jsonable`): an update of
-    thousands of events costs a third less than converting the whole message first. A message the
-    C encoder refuses (a dict keyed by tuples) is converted whole, as it always was."""
+    """JSON text of a message, written by pydantic's serializer in one call (no Python call back per
+    event: an update of thousands of events in half the time of `json.dumps`); NaN and the infinities
+    as the strings "NaN", "Infinity", "-Infinity" (a bare NaN token is not JSON: a client's parser
+    refuses it), values JSON cannot hold as pydantic has them, else their repr. A message it refuses
+    (a lone surrogate in a string) goes through the generic encoder, such strings escaped."""
     try:
-        return json.dumps(message, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
-    except TypeError:
-        return json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False, separators=(",", ":"))
+        return to_json(message, inf_nan_mode="strings", fallback=repr).decode()
+    except PydanticSerializationError:
+        return json.dumps(message, default=_jsonable, separators=(",", ":"))
 
 
 def _jsonable(value: Any) -> Any:
-    """What the JSON encoder cannot write itself: an event as its fields, anything else as pydantic has it."""
-    if type(value) is RuntimeEvent:
-        return {"seq": value.seq, "type": value.type, "time": value.time, "tick": value.tick, "node": value.node,
-                "run_id": value.run_id, "payload": value.payload}
     return to_jsonable_python(value, fallback=repr)
 
 

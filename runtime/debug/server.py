@@ -123,8 +123,10 @@ class DebugServer:
                         self.host)
         self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
         ping = max(self.heartbeat / 2, 0.05)
+        # on loopback, deflating each frame costs the run's process more than the bytes it saves
+        compression = None if _is_loopback(self.host) else "deflate"
         self._server = await serve(self._serve, self.host, self.port, max_size=MAX_FRAME, ping_interval=ping,
-                                   ping_timeout=ping, close_timeout=ping, logger=log)
+                                   ping_timeout=ping, close_timeout=ping, logger=log, compression=compression)
         self.port = self._server.sockets[0].getsockname()[1]
         where = f"jianmu debug server on {self.url}"
         print(f"{where} token {self.token}" if self._show_token else where, file=sys.stderr, flush=True)
@@ -162,13 +164,15 @@ class DebugServer:
     # -- one connection --------------------------------------------------------------
     def _wakeup(self, urgent: bool) -> None:
         """Something to send; called several times a tick, so a change while one is due costs one test."""
+        if not urgent and self._ready.is_set():  # (a read: safe from any thread)
+            return
         if self._thread != threading.get_ident():  # a state write from a worker thread
             self._loop.call_soon_threadsafe(self._wakeup, urgent)
         elif urgent:
             self._idle.clear()
             self._ready.set()
             self._urgent.set()
-        elif not self._ready.is_set():
+        else:
             self._idle.clear()
             self._ready.set()
 

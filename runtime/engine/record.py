@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from py_trees.common import Status
+
+from .events import EventType, RuntimeEvent, tick_completed_payload
 
 if TYPE_CHECKING:
     from .boundaries import NodeBoundary
@@ -62,13 +64,12 @@ class Returns:
         return {path for path, status in self if status._value_ != ends.get(path, "INVALID")}
 
 
-@dataclass(frozen=True, slots=True)
-class TickTelemetry:
+class TickTelemetry(NamedTuple):
     """(number, time) of a tick's telemetry events: `tick.started`, the first `node.returned` (one per
     unseen return, in order; None: none), the first `node.status` (one per changed node, numbered in
     `changed` order; None: nothing changed) and `tick.completed`. A runner with a checkpointer
     numbers them whether or not anybody wants them built: the checkpointer stores these few fields,
-    not the events, and the store rebuilds them from its record."""
+    not the events, and the store rebuilds them from its record. A tuple: made every tick."""
 
     started: tuple[int, float]
     statuses: tuple[int, float] | None
@@ -119,4 +120,47 @@ class TickReport:
         return path in self.changed or path in self.transient
 
 
-__all__ = ["Returns", "TickReport", "TickTelemetry"]
+def telemetry_record(tick: TickReport | None, *, derived: bool = False) -> dict[str, Any] | None:
+    """A tick's telemetry events in a few plain fields, from which `telemetry_events` rebuilds them: what a
+    checkpoint stores of them, and what the debug server sends an attached studio instead of the events.
+    `s` tick.started and `c` tick.completed [number, time, ...its payload], `r` the node.returned
+    block [first number, time, [[path, returned, end], ...]] (the unseen returns: few), `n` the
+    node.status block [first number, time, count]; `x` the changes [path, old, new] unless `derived`
+    (a store whose record's status delta gives them). None for a tick whose telemetry was not numbered."""
+    telemetry = None if tick is None else tick.telemetry
+    if telemetry is None:
+        return None
+    out: dict[str, Any] = {"s": list(telemetry.started), "c": [
+        *telemetry.completed, round(tick.duration_ms, 3), len(tick.ticked), tick.state_keys]}
+    if telemetry.returned is not None:
+        out["r"] = [*telemetry.returned, [[tick.ticked[i], tick.returned[i]._value_, end._value_]
+                                          for i, end in tick.unseen]]
+    if telemetry.statuses is not None:
+        out["n"] = [*telemetry.statuses, len(tick.changed)]
+        if not derived:
+            out["x"] = [[p, old._value_, new._value_] for p, (old, new) in tick.changed.items()]
+    return out
+
+
+def telemetry_events(run_id: str | None, tick: int, status: str, t: Mapping[str, Any],
+                     changes: Sequence[Sequence[str]] | None = None) -> list[RuntimeEvent]:
+    """The events `telemetry_record` kept in `t`, as the runner numbered them (`changes`: [path, old, new]
+    when `t` has no `x`)."""
+    (started, started_at), (completed, completed_at, duration_ms, ticked, state_keys) = t["s"], t["c"]
+    events = [RuntimeEvent(started, EventType.TICK_STARTED.value, started_at, tick, None, run_id, {})]
+    if "r" in t:
+        first, at, unseen = t["r"]
+        events += [RuntimeEvent(seq, EventType.NODE_RETURNED.value, at, tick, path, run_id, {"status": returned, "end": end})
+                   for seq, (path, returned, end) in enumerate(unseen, first)]
+    changes = t.get("x", changes or ())
+    if "n" in t:
+        first, at, _ = t["n"]
+        events += [RuntimeEvent(seq, EventType.NODE_STATUS.value, at, tick, path, run_id, {"old": old, "new": new})
+                   for seq, (path, old, new) in enumerate(changes, first)]
+    changed = {path: [old, new] for path, old, new in changes}
+    events.append(RuntimeEvent(completed, EventType.TICK_COMPLETED.value, completed_at, tick, None, run_id,
+                               tick_completed_payload(status, duration_ms, changed, state_keys, ticked)))
+    return events
+
+
+__all__ = ["Returns", "TickReport", "TickTelemetry", "telemetry_events", "telemetry_record"]

@@ -159,6 +159,8 @@ class ReactiveRunner:
         self.refresh_tree()
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
+        self._numbering = 0  # `number_telemetry` callers
+        self.in_tick = False  # a tick is under way (held at a boundary too) and its checkpoint not saved yet
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
         self._built_at_freeze = freezes()  # see _go_live
@@ -313,6 +315,7 @@ class ReactiveRunner:
         held, self._held = self._held, None
         if held is None:
             return
+        self.in_tick = False
         held.generator.close()
         self._state_changes.clear()
         if self._into:
@@ -335,6 +338,21 @@ class ReactiveRunner:
 
         return remove
 
+    def number_telemetry(self) -> Callable[[], None]:
+        """Number each tick's telemetry events (`TickReport.telemetry`) whether or not anybody has them
+        built: a caller that wants them all (the debug server) rebuilds them from the report
+        (`runtime.engine.record.telemetry_record`), which costs a tick a few numbers, not an event per
+        changed node. Returns a function that stops it (a checkpointer numbers them anyway)."""
+        self._numbering += 1
+        stopped = False
+
+        def stop() -> None:
+            nonlocal stopped
+            if not stopped:
+                stopped, self._numbering = True, self._numbering - 1
+
+        return stop
+
     def add_finish_hook(self, hook: Hook) -> Callable[[], None]:
         """`hook(runner, status)`, sync or async, once a tick ends the run (SUCCESS or FAILURE).
 
@@ -346,10 +364,22 @@ class ReactiveRunner:
         return lambda: self._finish_hooks.remove(hook) if hook in self._finish_hooks else None
 
     @staticmethod
-    async def _call_hooks(hooks: list[Hook], *args: Any) -> None:
-        for hook in tuple(hooks):
+    def _call_hooks(hooks: list[Hook], *args: Any) -> Awaitable[None] | None:
+        """Call the hooks in turn; None when every one was sync (no coroutine made for a tick's hooks),
+        else what awaits the first awaitable one and then calls the rest, in order."""
+        hooks = tuple(hooks)
+        for i, hook in enumerate(hooks):
             result = hook(*args)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
+                return ReactiveRunner._rest_of_hooks(result, hooks[i + 1:], args)
+        return None
+
+    @staticmethod
+    async def _rest_of_hooks(result: Awaitable[Any], hooks: tuple[Hook, ...], args: tuple) -> None:
+        await result
+        for hook in hooks:
+            result = hook(*args)
+            if result is not None and inspect.isawaitable(result):
                 await result
 
     # -- status of the run ---------------------------------------------------------
@@ -427,8 +457,8 @@ class ReactiveRunner:
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
             await self.wait_until_ready()
-            if self._before_hooks:
-                await self._call_hooks(self._before_hooks, self, self.tick_count + 1)
+            if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
+                await held
             detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
             report = self._tick(detailed) if not self._wraps else self._hold_tick(detailed, into)
         else:
@@ -440,10 +470,12 @@ class ReactiveRunner:
             self._sync_boundaries()
         if self.checkpoints is not None:
             self.checkpoints.after_tick(report)
-        if self._after_hooks:
-            await self._call_hooks(self._after_hooks, self, report)
-        if self._finish_hooks and report.status in _FINISHED:
-            await self._call_hooks(self._finish_hooks, self, report.status)
+        self.in_tick = False  # what is written from now on lands between ticks
+        if self._after_hooks and (held := self._call_hooks(self._after_hooks, self, report)):
+            await held
+        if self._finish_hooks and report.status in _FINISHED and (
+                held := self._call_hooks(self._finish_hooks, self, report.status)):
+            await held
         return report
 
     def _open_tick(self, detailed: bool) -> bool:
@@ -451,6 +483,7 @@ class ReactiveRunner:
         self._wake.clear()  # a signal raised during the tick must not be lost (pitfall 7)
         self._statuses_now = False  # until its end reports them (not if it is held, raises or is not detailed)
         self._restored = False
+        self.in_tick = True
         self.tick_count += 1
         bus = self.event_bus
         bus.tick = self.tick_count
@@ -458,7 +491,7 @@ class ReactiveRunner:
         if bus.wants(EventType.TICK_STARTED):
             event = bus.publish(EventType.TICK_STARTED, {})
             self._started = (event.seq, event.time)
-        elif self.checkpoints is not None:
+        elif self.checkpoints is not None or self._numbering:
             self._started = (bus.reserve(1), time.time())
         return (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
                 or bus.wants(EventType.TICK_COMPLETED))
@@ -516,6 +549,7 @@ class ReactiveRunner:
         return self._close_tick(held.detailed, held.nodes, held.returned, held.elapsed + time.perf_counter() - started)
 
     def _tick_failed(self, exc: Exception) -> None:
+        self.in_tick = False
         report_node_error(self.root, self.path_of(self.root), exc, self.event_bus)
         self.root.stop(Status.INVALID)
 
@@ -544,7 +578,7 @@ class ReactiveRunner:
             report.unseen = unseen = [(i, ends[i]) for i in report.returns.unseen(ends)]
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
-            numbered = self.checkpoints is not None
+            numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
             statuses = completed = returns = None
             if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
                 now = time.time()

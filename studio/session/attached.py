@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any
 
 from py_trees.common import Status
@@ -41,6 +42,7 @@ from runtime.debug.edits import (
 )
 from runtime.debug.protocol import record_of, returns_of
 from runtime.debug.stops import RunState, Stop
+from runtime.debug.ticks import tick_events
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.record import Returns
 from runtime.engine.runner import TickReport
@@ -60,6 +62,7 @@ from .api import EVENT_BUFFER, TimelineRow
 Listener = Callable[[str, Any], None]
 HISTORY = 200  # status changes shown per node
 PAST = "viewing the past: back to live (esc), or replay/fork (f)"
+_SEQ = attrgetter("seq")
 
 
 @dataclass
@@ -162,7 +165,7 @@ class RemoteSession:
         self._placing: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: the server's id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
-        self._add_events(client.welcome.get("events", ()))  # what the run did before this studio attached
+        self._add_events(map(RuntimeEvent.validate, client.welcome.get("events", ())))  # before this studio attached
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -311,7 +314,8 @@ class RemoteSession:
         self._finished = self._finished or self._status in ("SUCCESS", "FAILURE")  # before its stop is said
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
-        self._add_events(update.get("events", ()))
+        self._add_events(sorted([*map(RuntimeEvent.validate, update.get("events", ())),  # with the ticks' telemetry
+                                 *tick_events(update.get("ticks", ()))], key=_SEQ))
         if "breakpoints" in update:
             self._mirror_breakpoints(update["breakpoints"])
         self._head_marks = update.get("marks", self._head_marks)
@@ -337,11 +341,10 @@ class RemoteSession:
             self._notify("tick", self.last_report)
         self._settle()
 
-    def _add_events(self, events: Any) -> None:
+    def _add_events(self, events: Iterable[RuntimeEvent]) -> None:
         """Stamped as a local session stamps them: between ticks when published after their tick's
         checkpoint (its row comes first), or after its tick.completed when the run keeps none."""
-        for data in events:
-            event = RuntimeEvent.validate(data)
+        for event in events:
             key = (event.run_id, self.branch, event.tick)
             saved = self._saved.get(key)
             stamped = StampedEvent(self.branch, event, saved is not None and event.seq > saved)

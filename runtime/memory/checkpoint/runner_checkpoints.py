@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
 from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEvent
+from ...engine.record import telemetry_record
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
 from .deferred import compile_deferred
@@ -210,7 +211,7 @@ class RunnerCheckpoints:
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=statuses, resume=resume,
-            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived), tree=self._tree,
+            state={}, bindings=self._bindings, telemetry=telemetry_record(tick, derived=derived), tree=self._tree,
             returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full))
         record.state = self._state_delta(full, record.chunks)
         try:
@@ -482,28 +483,6 @@ class RunnerCheckpoints:
 def _own(namespace: str) -> str:
     """The host's namespaces keep their names in the record."""
     return namespace
-
-
-def _telemetry(tick: TickReport | None, derived: bool) -> dict[str, Any] | None:
-    """How a tick's telemetry events were numbered, for the store to rebuild them: `s`
-    tick.started and `c` tick.completed [number, time, ...its payload], `r` the node.returned
-    block [first number, time, [[path, returned, end], ...]] (the unseen returns: few, kept here
-    so the events are rebuilt without the chain's returns), `n` the node.status block [first
-    number, time, count]; `x` the changes [path, old, new] when the record's status delta does
-    not give them."""
-    telemetry = None if tick is None else tick.telemetry
-    if telemetry is None:
-        return None
-    out: dict[str, Any] = {"s": list(telemetry.started), "c": [
-        *telemetry.completed, round(tick.duration_ms, 3), len(tick.ticked), tick.state_keys]}
-    if telemetry.returned is not None:
-        out["r"] = [*telemetry.returned, [[tick.ticked[i], tick.returned[i]._value_, end._value_]
-                                          for i, end in tick.unseen]]
-    if telemetry.statuses is not None:
-        out["n"] = [*telemetry.statuses, len(tick.changed)]
-        if not derived:
-            out["x"] = [[p, old._value_, new._value_] for p, (old, new) in tick.changed.items()]
-    return out
 
 
 class RecordsRuns:

@@ -53,7 +53,8 @@ from typing import Any, ClassVar
 
 from pydantic_core import from_json
 
-from ...engine.events import EventType, RuntimeEvent, tick_completed_payload
+from ...engine.events import EventType, RuntimeEvent
+from ...engine.record import telemetry_events
 from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
@@ -169,25 +170,6 @@ class _ItemTexts:
         while self._size > self.LIMIT:
             self._size -= len(self._texts.pop(next(iter(self._texts))))
         return text
-
-
-def _rebuilt(run_id: str, tick: int, status: str, t: dict[str, Any],
-             changes: Sequence[Sequence[str]]) -> list[RuntimeEvent]:
-    """A tick's telemetry events as the runner numbered them (see `RunnerCheckpoints`)."""
-    (started, started_at), (completed, completed_at, duration_ms, ticked, state_keys) = t["s"], t["c"]
-    events = [RuntimeEvent(started, EventType.TICK_STARTED.value, started_at, tick, None, run_id, {})]
-    if "r" in t:
-        first, at, unseen = t["r"]
-        events += [RuntimeEvent(seq, EventType.NODE_RETURNED.value, at, tick, path, run_id, {"status": status, "end": end})
-                   for seq, (path, status, end) in enumerate(unseen, first)]
-    if "n" in t:
-        first, at, _ = t["n"]
-        events += [RuntimeEvent(seq, EventType.NODE_STATUS.value, at, tick, path, run_id, {"old": old, "new": new})
-                   for seq, (path, old, new) in enumerate(changes, first)]
-    changed = {path: [old, new] for path, old, new in changes}
-    events.append(RuntimeEvent(completed, EventType.TICK_COMPLETED.value, completed_at, tick, None, run_id,
-                               tick_completed_payload(status, duration_ms, changed, state_keys, ticked)))
-    return events
 
 
 @dataclass
@@ -866,7 +848,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 changes = t.get("x")
                 if changes is None and "n" in t:
                     changes = [(p, saved.get(p, "INVALID"), new) for p, new in itertools.islice(delta.items(), t["n"][2])]
-                read.telemetry[checkpoint_id] = _rebuilt(run_id, tick, status, t, changes or ())
+                read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, changes or ())
             saved.update(delta)
         if rows:
             read.checkpoints_after = rows[-1][0]
