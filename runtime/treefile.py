@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -54,8 +56,7 @@ def split_target(target: str) -> tuple[Path, str]:
 
 def load_tree(target: str | Path) -> LoadedTree:
     path, function = split_target(str(target))
-    if not path.exists():
-        raise TreeLoadError(f"{path}: no such file")
+    _check_regular_file(path)
     if path.suffix != ".py":
         raise TreeLoadError(f"{path}: a tree file must be a Python module (.py)")
     module_name = f"jianmu_tree_{abs(hash(path.resolve()))}"
@@ -104,6 +105,22 @@ def load_tree_source(source: TreeSource) -> LoadedTree:
         return load_tree(f"{path}:{source.function}")
     except TreeLoadError as exc:
         raise TreeLoadError(str(exc).replace(str(path), f"{source.name} (as recorded)")) from exc
+
+
+def _check_regular_file(path: Path) -> None:
+    """Only a regular file is read: a named pipe or a device would block the import (or never end),
+    and a path the system refuses (too long, a loop of links) is a reason to name, not a traceback."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TreeLoadError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TreeLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise TreeLoadError(f"{path!r}: not a file name ({exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe, socket or device)"
+        raise TreeLoadError(f"{path}: {kind}: a tree file is a Python module (.py)")
 
 
 def _raised(exc: BaseException) -> str:
