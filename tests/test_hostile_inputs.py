@@ -3,11 +3,20 @@ is one line naming what is at fault, the right exit status, no traceback, and no
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import os
+import sys
 
 import pytest
-from test_cli import cli
+from debug_fixtures import agent_process
+from test_cli import ROOT, cli
 from test_reliability_inputs import one_line
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
+
+from runtime.debug import PROTOCOL_VERSION, DebugClient, DebugError
 
 LONG_NAME = "a" * 5000
 
@@ -31,3 +40,106 @@ def test_a_tree_file_that_is_no_regular_file_is_refused_without_reading_it(tmp_p
 @pytest.mark.parametrize("name", [LONG_NAME, f"/tmp/{LONG_NAME}.py", f"{'x/' * 3000}t.py"])
 def test_a_tree_path_the_system_refuses_is_one_line(tmp_path, command, name):
     one_line(cli(command, name, "--db", str(tmp_path / "s.db")), name[:40])
+
+
+# -- attach: a peer that is no debug server ----------------------------------------------------------
+
+async def attach_cli(address: str, *args: str) -> tuple[int, str]:
+    """`jianmu-studio attach` in a subprocess while this loop serves the peer: (exit status, stderr)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "studio.cli", "attach", address, "--token", "t", *args, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode, stderr.decode()
+
+
+@contextlib.asynccontextmanager
+async def peer(first: str | None = None, *, close: int | None = None):
+    """A WebSocket server at a free loopback port that reads the hello, then sends `first` (if any),
+    closes with code `close` (if any), or else says nothing more while answering pings."""
+    async def handler(ws: ServerConnection) -> None:
+        await ws.recv()
+        if first is not None:
+            await ws.send(first)
+        if close is not None:
+            await ws.close(close, "it broke")
+        await asyncio.sleep(60)
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@contextlib.asynccontextmanager
+async def http_server(answer: bytes):
+    """A TCP server at a free loopback port that answers any request with `answer` and closes."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    async with server:
+        yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", "not a debug server (the WebSocket handshake failed"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "not a debug server (the WebSocket handshake failed"),
+])
+async def test_attach_to_a_server_that_is_no_websocket_server_is_one_line(answer, expected):
+    async with http_server(answer) as address:
+        status, stderr = await attach_cli(address)
+    assert status == 2 and stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert stderr.startswith(f"jianmu-studio: {address}: {expected}"), stderr
+
+
+@pytest.mark.parametrize(("first", "close", "expected"), [
+    ("[1, 2]", None, "the server sent a JSON list, not a protocol message"),
+    ('"welcome"', None, "the server sent a JSON str, not a protocol message"),
+    ("<html>hello</html>", None, "the server sent something not JSON (Expecting value"),
+    ('{"type": 5}', None, "not a protocol message"),
+    (None, 1011, "the debug server closed the connection (code 1011: it broke)"),
+    ('{"type": "error", "code": ["x"]}', None, "refused"),
+])
+async def test_attach_to_a_peer_that_breaks_the_protocol_is_one_line_naming_it(first, close, expected):
+    async with peer(first, close=close) as address:
+        status, stderr = await attach_cli(address)
+    assert status == 2 and stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert stderr.startswith(f"jianmu-studio: {address}: ") and expected in stderr, stderr
+
+
+async def test_a_peer_that_answers_pings_but_never_welcomes_is_given_up_after_the_heartbeat():
+    async with peer() as address:
+        with pytest.raises(DebugError, match="no welcome within 0.5s"):
+            await asyncio.wait_for(DebugClient.connect(address, "t", heartbeat=0.5), 30)
+
+
+async def test_a_server_that_sends_garbage_after_the_welcome_fails_what_waits_and_ends_the_messages():
+    async def handler(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "welcome"}))
+        await ws.recv()  # the request
+        await ws.send(json.dumps({"type": "update", "re": [1]}))  # an unhashable `re` is a message, not an answer
+        await ws.send("not json")
+        await asyncio.sleep(60)
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        client = await DebugClient.connect(f"127.0.0.1:{server.sockets[0].getsockname()[1]}", "t")
+        with pytest.raises(DebugError, match="not JSON"):
+            await asyncio.wait_for(client.request("ping"), 30)
+        assert (await client.next_message())["type"] == "update"
+        assert await asyncio.wait_for(client.next_message(), 30) is None
+        await client.close()
+
+
+async def test_a_lone_surrogate_as_the_token_is_refused_as_a_wrong_token():
+    async with agent_process(wait=0.5) as target:
+        host, port = target.address.split(":")
+        async with connect(f"ws://{host}:{port}") as ws:
+            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": "\ud800"}))
+            reply = json.loads(await ws.recv())
+        assert reply["code"] == "auth"
+        assert (await target.result())["status"] == "SUCCESS"
+    log = "".join(target.stderr)
+    assert "refused: wrong token" in log and "Traceback" not in log

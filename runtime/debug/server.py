@@ -65,6 +65,11 @@ def _resolve_token(token: str | None) -> tuple[str, bool]:
     return _generated_token, fresh
 
 
+def _bytes(token: str) -> bytes:
+    """A token as compared: any string JSON can carry, a lone surrogate (`"\\ud800"`) too, has bytes."""
+    return token.encode("utf-8", "surrogatepass")
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -221,7 +226,7 @@ class DebugServer:
                                                   f"this server speaks {PROTOCOL_VERSION}", re)))
             return None
         token = hello["token"]
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+        if not isinstance(token, str) or not hmac.compare_digest(_bytes(token), _bytes(self.token)):
             log.warning("debug client %s refused: %s", peer, "wrong token" if token else "no token")
             await ws.send(encode(error("auth", "wrong or missing token", re)))
             return None
