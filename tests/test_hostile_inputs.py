@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import sys
+import threading
 
 import pytest
 from debug_fixtures import agent_process
@@ -143,3 +145,29 @@ async def test_a_lone_surrogate_as_the_token_is_refused_as_a_wrong_token():
         assert (await target.result())["status"] == "SUCCESS"
     log = "".join(target.stderr)
     assert "refused: wrong token" in log and "Traceback" not in log
+
+
+# -- PostgreSQL: an address that accepts and never answers ----------------------------------------------
+
+def test_a_postgresql_address_that_accepts_and_never_answers_is_given_up_after_the_connect_timeout(monkeypatch):
+    from runtime.memory.checkpoint import StoreError, open_store, postgres_store
+
+    monkeypatch.setattr(postgres_store, "CONNECT_TIMEOUT", 1)
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody ever says a word
+    url = f"postgresql://me:s3cret@127.0.0.1:{silent.getsockname()[1]}/db"
+    outcome: list[BaseException] = []
+
+    def opening() -> None:
+        try:
+            open_store(url)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=opening, daemon=True)
+    worker.start()
+    worker.join(30)
+    silent.close()
+    assert outcome, "still connecting after 30s"
+    assert isinstance(outcome[0], StoreError) and "cannot connect" in str(outcome[0])
+    assert "s3cret" not in str(outcome[0])
