@@ -19,6 +19,7 @@ from typing import Any
 
 from .agent import Agent
 from .config import ConfigError
+from .engine.user_code import described
 from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
 from .state import StateKeys, StateManager, StateValidationError
@@ -126,9 +127,7 @@ def _check_regular_file(path: Path) -> None:
 def _raised(exc: BaseException) -> str:
     if isinstance(exc, MissingExtra):  # the line says which extra to install
         return str(exc)
-    if isinstance(exc, SystemExit):
-        return f"SystemExit (sys.exit({exc.code!r}))"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return described(exc)
 
 
 def _checked_input(path: Path, agent: Agent, input_data: dict[str, Any]) -> dict[str, Any]:

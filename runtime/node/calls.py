@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..engine.events import EventType
+from ..engine.user_code import FAILURES, described
 from ..messages import Message
 from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
@@ -76,8 +77,8 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
             result = await (runner(tool, arguments) if runner is not None else tool.call(arguments))
         except ToolError:
             raise
-        except Exception as exc:
-            raise ToolError(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}") from exc
+        except FAILURES as exc:  # sys.exit() in a tool is its failure (runtime.engine.user_code)
+            raise ToolError(f"tool '{tool.name}' failed: {described(exc)}") from exc
         return Tool.format_result(result)
 
     recorder = _recorder(node)
