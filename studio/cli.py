@@ -21,7 +21,8 @@ A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input, 128 + N a
-signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the run recorded as interrupted, studio/stopping.py).
+signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE when the output's reader has gone: the run
+recorded as interrupted, studio/stopping.py).
 Bad input is one line on stderr; `--debug` shows the traceback as well.
 """
 
@@ -236,7 +237,7 @@ def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> b
         else:
             session.deny(request.id, reason)
         answered = True
-        print(headless.decision_line(request, approved, reason, as_json), flush=True)
+        stopping.say(headless.decision_line(request, approved, reason, as_json))
     return answered
 
 
@@ -265,9 +266,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         problems = session.apply_bindings_file(args.bindings)
         if problems:
             raise UsageError(problems[0])
-    out = sys.stdout
-    session.add_listener(lambda kind, data: print(headless.tick_line(data, args.json), file=out, flush=True)
-                         if kind == "tick" else None)
+    session.add_listener(lambda kind, data: stopping.say(headless.tick_line(data, args.json)) if kind == "tick" else None)
     try:
         stop = await session.continue_(max_ticks=args.max_ticks)
         while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
@@ -291,13 +290,13 @@ async def run_headless(args: argparse.Namespace) -> int:
                "error": error, "ticks": session.tick, "tokens": _tokens(session), "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
-        print(json.dumps({"summary": summary}), file=out)
+        stopping.say(json.dumps({"summary": summary}))
     else:
         tokens = "?" if summary["tokens"] is None else summary["tokens"]
-        print(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
-              f"({stop.message}; {result.termination_reason})", file=out)
+        stopping.say(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
+                     f"({stop.message}; {result.termination_reason})")
         if result.final_answer:
-            print(f"final answer: {result.final_answer}", file=out)
+            stopping.say(f"final answer: {result.final_answer}")
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
         print(f"jianmu-studio: {failure.headline if failure else error}", file=sys.stderr)
     for request in waiting:
@@ -416,9 +415,9 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--at {args.at}: cannot listen there ({exc.strerror or exc})") from exc
     finally:
         store.close()
-    print(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}")
+    stopping.say(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}")
     if result.final_answer:
-        print(f"final answer: {result.final_answer}")
+        stopping.say(f"final answer: {result.final_answer}")
     return 0 if result.ok else 1
 
 

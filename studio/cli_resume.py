@@ -29,7 +29,7 @@ from runtime.guard import ApprovalError, ApprovalRequest, ApprovalStatus
 from runtime.memory.checkpoint import CheckpointError, display_name, open_store
 from runtime.memory.checkpoint.waiting import waiting_runs
 
-from . import headless
+from . import headless, stopping
 from .places import default_store
 
 COMMAND = "resume"
@@ -60,7 +60,7 @@ async def resume(args: argparse.Namespace) -> int:
             print(f"jianmu-studio: {note}", file=sys.stderr)
         agent = tree.build()
         agent.runner = agent.make_runner(checkpointer=store)
-        agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
+        agent.runner.add_tick_hook(after=lambda _, report: stopping.say(headless.tick_line(report, args.json)))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
         result = await agent.resume(store, run_id, approve=rules.approve, deny=rules.deny)
         failure = agent.failure(agent.runner)
@@ -70,12 +70,12 @@ async def resume(args: argparse.Namespace) -> int:
                    "ticks": agent.runner.tick_count, "run_id": run_id,
                    "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
         if args.json:
-            print(json.dumps({"summary": summary}))
+            stopping.say(json.dumps({"summary": summary}))
         else:
-            print(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); run {run_id} "
-                  f"recorded in {display_name(store.location)}")
+            stopping.say(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); run {run_id} "
+                         f"recorded in {display_name(store.location)}")
             if result.final_answer:
-                print(f"final answer: {result.final_answer}")
+                stopping.say(f"final answer: {result.final_answer}")
         if failure is not None:
             print(f"jianmu-studio: {failure.headline}", file=sys.stderr)
         for request in waiting:
@@ -100,8 +100,8 @@ def _only_waiting(store) -> str:
 def _say_decided(request: ApprovalRequest, as_json: bool) -> None:
     if request.resolved:
         approved = request.status is ApprovalStatus.APPROVED
-        print(headless.decision_line(request, approved, "" if approved else request.decision_reason or "", as_json),
-              flush=True)
+        stopping.say(headless.decision_line(request, approved, "" if approved else request.decision_reason or "",
+                                            as_json))
 
 
 __all__ = ["COMMAND", "add_parser", "resume"]

@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 
@@ -171,3 +173,41 @@ def test_a_postgresql_address_that_accepts_and_never_answers_is_given_up_after_t
     assert outcome, "still connecting after 30s"
     assert isinstance(outcome[0], StoreError) and "cannot connect" in str(outcome[0])
     assert "s3cret" not in str(outcome[0])
+
+
+# -- the output's reader goes away -------------------------------------------------------------------
+
+ENDLESS = """\
+import asyncio
+from py_trees.common import Status
+from runtime import Agent, ReActState
+from runtime.engine.behaviour import AsyncBehaviour
+
+
+class Endless(AsyncBehaviour):
+    async def update_async(self):
+        await asyncio.sleep(0.001)
+        return Status.RUNNING  # started again on the next tick: a tick line each time, forever
+
+
+def build():
+    return Agent(Endless("Endless"), state_schema=ReActState)
+"""
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",)])
+def test_run_whose_reader_goes_away_stops_quietly_as_sigpipe_and_is_recorded_interrupted(tmp_path, flags):
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    store = tmp_path / "s.db"
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", str(tmp_path / "endless.py"),
+                                "--db", str(store), *flags], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert "tick" in process.stdout.readline().decode()  # `| head -1`
+    process.stdout.close()
+    try:
+        assert process.wait(60) == 128 + signal.SIGPIPE
+    finally:
+        process.kill()
+    assert process.stderr.read() == b""
+    listing = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", str(store)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+    assert "INTERRUPTED" in listing and "ERROR" not in listing, listing
