@@ -39,6 +39,7 @@ from pathlib import Path
 from runtime.agent import stopped_by
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
+from runtime.engine.user_code import described
 from runtime.extras import MissingExtra
 from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
@@ -73,6 +74,16 @@ def _tick_count(text: str) -> int:
     if count < 0:
         raise argparse.ArgumentTypeError(f"a number of ticks is 0 or more, not {count}")
     return count
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"a number of seconds is 0 or more, not {text}")
+    return seconds
 
 
 def _where_things_live() -> str:
@@ -135,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="where the debug server listens (default 127.0.0.1:7777; port 0: any free one)")
     serve.add_argument("--db", metavar="STORE", help=f"record checkpoints into this {STORE_HELP} "
                        "(default: $JIANMU_DB, else the studio's default file): the attached timeline")
-    serve.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    serve.add_argument("--wait", type=_seconds, default=300.0, metavar="SECONDS",
                        help="wait this long for a studio to attach before the run starts (default 300)")
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
@@ -182,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "samples":
-            print(samples.listing())
+            stopping.say(samples.listing())
             return 0
         if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
             args.tree = samples.tree_target(args.tree)
@@ -210,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a failure no check foresaw (a bug): still one line, the traceback with --debug
+        if args.debug:
+            traceback.print_exception(exc)
+        print(f"jianmu-studio: unexpected {described(exc)} (--debug shows the traceback)", file=sys.stderr)
+        return 1
 
 
 def _store_of(args: argparse.Namespace) -> str | None:
@@ -262,7 +278,8 @@ async def run_headless(args: argparse.Namespace) -> int:
     session = _load(args)
     if args.bindings is not None:
         if not args.bindings.is_file():
-            raise UsageError(f"{args.bindings}: no such bindings file")
+            what = "not a regular file" if os.path.lexists(args.bindings) else "no such bindings file"
+            raise UsageError(f"{args.bindings}: {what}")
         problems = session.apply_bindings_file(args.bindings)
         if problems:
             raise UsageError(problems[0])

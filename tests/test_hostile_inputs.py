@@ -16,7 +16,7 @@ import threading
 import pytest
 from debug_fixtures import agent_process
 from test_cli import ROOT, cli
-from test_reliability_inputs import one_line
+from test_reliability_inputs import TREE, one_line
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -211,3 +211,27 @@ def test_run_whose_reader_goes_away_stops_quietly_as_sigpipe_and_is_recorded_int
     listing = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", str(store)],
                              capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
     assert "INTERRUPTED" in listing and "ERROR" not in listing, listing
+
+
+@pytest.mark.parametrize("welcome", [{"type": "welcome"}, {"type": "welcome", "tree": 5, "state": []}])
+async def test_attach_to_a_peer_whose_welcome_is_no_jianmu_welcome_is_one_line(welcome):
+    async with peer(json.dumps(welcome)) as address:
+        status, stderr = await attach_cli(address)
+    assert status == 2 and stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert stderr.startswith(f"jianmu-studio: {address}: a welcome this studio cannot read ("), stderr
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("attach", "[::1"), "debug address '[::1': "),
+    (("attach", f"{'h' * 300}:80"), "debug address 'hhhh"),
+    (("serve", TREE, "--at", "127.0.0.1:0", "--wait", "nan"), "--wait: a number of seconds is 0 or more, not nan"),
+    (("serve", TREE, "--at", "127.0.0.1:0", "--wait", "-5"), "--wait: a number of seconds is 0 or more, not -5"),
+])
+def test_bad_addresses_and_waits_are_one_line_naming_them(tmp_path, args, expected):
+    one_line(cli(*args, "--db", str(tmp_path / "s.db")) if args[0] == "serve" else cli(*args), expected)
+
+
+def test_a_bindings_file_that_is_a_pipe_is_refused_without_reading_it(tmp_path):
+    os.mkfifo(tmp_path / "b.json")
+    one_line(cli("run", TREE, "--bindings", str(tmp_path / "b.json"), "--db", str(tmp_path / "s.db")),
+             "b.json: not a regular file")

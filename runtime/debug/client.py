@@ -52,6 +52,8 @@ class DebugClient:
         try:
             ws = await connect(f"ws://{host}:{port}", max_size=None, ping_interval=ping, ping_timeout=ping,
                                open_timeout=heartbeat, close_timeout=ping)
+        except ValueError as exc:  # a host no resolver takes (a bad IPv6 address, a label too long)
+            raise ValueError(f"debug address {address!r}: {exc}") from None
         except InvalidHandshake as exc:
             raise DebugError("handshake", f"not a debug server (the WebSocket handshake failed: {exc})") from None
         except TimeoutError:
