@@ -14,7 +14,7 @@ import sys
 import threading
 
 import pytest
-from debug_fixtures import agent_process
+from debug_fixtures import TOKEN, agent_process
 from test_cli import ROOT, cli
 from test_reliability_inputs import TREE, one_line
 from websockets.asyncio.client import connect
@@ -235,3 +235,21 @@ def test_a_bindings_file_that_is_a_pipe_is_refused_without_reading_it(tmp_path):
     os.mkfifo(tmp_path / "b.json")
     one_line(cli("run", TREE, "--bindings", str(tmp_path / "b.json"), "--db", str(tmp_path / "s.db")),
              "b.json: not a regular file")
+
+
+async def test_a_lone_surrogate_written_into_the_state_reaches_the_client_and_the_session_goes_on():
+    async with agent_process("sample_trees/text_pipeline.py") as target:
+        host, port = target.address.split(":")
+        async with connect(f"ws://{host}:{port}") as ws:
+            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            await ws.send(json.dumps({"type": "edit_state", "id": 5, "namespace": "", "key": "text", "value": "a\ud800"}))
+            seen = []
+            while not any(m["type"] == "ok" for m in seen):
+                seen.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+            assert ["", "text", "a\ud800"] in [change for m in seen if m["type"] == "update" for change in m["state"]]
+            await ws.send(json.dumps({"type": "continue", "id": 6}))
+            while json.loads(await asyncio.wait_for(ws.recv(), 30)).get("re") != 6:
+                pass
+        assert (await target.result())["status"] == "SUCCESS"
+    assert "Traceback" not in "".join(target.stderr)

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -68,6 +69,15 @@ def _resolve_token(token: str | None) -> tuple[str, bool]:
 def _bytes(token: str) -> bytes:
     """A token as compared: any string JSON can carry, a lone surrogate (`"\\ud800"`) too, has bytes."""
     return token.encode("utf-8", "surrogatepass")
+
+
+def _utf8(text: str) -> bytes:
+    """A message's text frame. A lone surrogate (a string a client or a tool wrote into the state) has no
+    UTF-8: such a message goes as JSON's `\\ud800` escape rather than closing the connection."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text), separators=(",", ":")).encode()
 
 
 def _is_loopback(host: str) -> bool:
@@ -192,8 +202,8 @@ class DebugServer:
         log.info("debug client %s attached", peer)
         sender = asyncio.create_task(self._send_loop(ws, controller))
         try:
-            await ws.send(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
-                                  "heartbeat": self.heartbeat, **picture}))
+            await ws.send(_utf8(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
+                                        "heartbeat": self.heartbeat, **picture})), text=True)
             async for text in ws:
                 self._answer(controller, text)
         except ConnectionClosed:
@@ -268,11 +278,11 @@ class DebugServer:
                 self._urgent.clear()
                 started = time.perf_counter()
                 controller.seal()
-                texts = [encode(message) for message in outbox]
+                texts = [_utf8(encode(message)) for message in outbox]
                 outbox.clear()
                 wait = max(FLUSH_INTERVAL, (time.perf_counter() - started) * (1 / SEND_SHARE - 1))
                 for text in texts:
-                    await ws.send(text)
+                    await ws.send(text, text=True)
                 if not self._ready.is_set():
                     self._idle.set()
         except ConnectionClosed:
