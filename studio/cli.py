@@ -215,17 +215,24 @@ def main(argv: list[str] | None = None) -> int:
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
             TelemetryError, ApprovalError) as exc:
-        if args.debug:
-            traceback.print_exception(exc)
-        print(f"jianmu-studio: {exc}", file=sys.stderr)
-        return 2
+        return _said(args, exc, str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        if exc.filename is None:
+            return _said(args, exc, f"unexpected {described(exc)} (--debug shows the traceback)", 1)
+        # a path given that the system refuses (a name too long, no permission): bad input
+        return _said(args, exc, f"{exc.filename}: {exc.strerror or exc}", 2)
     except Exception as exc:  # a failure no check foresaw (a bug): still one line, the traceback with --debug
-        if args.debug:
-            traceback.print_exception(exc)
-        print(f"jianmu-studio: unexpected {described(exc)} (--debug shows the traceback)", file=sys.stderr)
-        return 1
+        return _said(args, exc, f"unexpected {described(exc)} (--debug shows the traceback)", 1)
+
+
+def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) -> int:
+    """Say why the command failed in one line (after the traceback, with --debug); its exit status."""
+    if args.debug:
+        traceback.print_exception(exc)
+    print(f"jianmu-studio: {line}", file=sys.stderr)
+    return status
 
 
 def _store_of(args: argparse.Namespace) -> str | None:

@@ -253,3 +253,17 @@ async def test_a_lone_surrogate_written_into_the_state_reaches_the_client_and_th
                 pass
         assert (await target.result())["status"] == "SUCCESS"
     assert "Traceback" not in "".join(target.stderr)
+
+
+LONG_PATH = f"/tmp/{'b' * 5000}"
+
+
+@pytest.mark.parametrize("args", [
+    ("run", TREE, "--trace", LONG_PATH),
+    ("run", TREE, "--bindings", LONG_PATH),
+    ("replay", f"{LONG_PATH}.db"),
+    ("resume", f"{LONG_PATH}.db", "--approve", "all"),
+    ("check", LONG_PATH),
+])
+def test_a_path_the_system_refuses_in_any_argument_is_one_line_naming_it(tmp_path, args):
+    one_line(cli(*args, *(("--db", str(tmp_path / "s.db")) if args[0] == "run" else ())), f"{LONG_PATH[:60]}")
