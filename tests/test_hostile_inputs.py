@@ -267,3 +267,13 @@ LONG_PATH = f"/tmp/{'b' * 5000}"
 ])
 def test_a_path_the_system_refuses_in_any_argument_is_one_line_naming_it(tmp_path, args):
     one_line(cli(*args, *(("--db", str(tmp_path / "s.db")) if args[0] == "run" else ())), f"{LONG_PATH[:60]}")
+
+
+async def test_attach_with_a_token_that_is_not_utf8_is_refused_as_a_wrong_token():
+    async with agent_process(wait=30) as target:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "studio.cli", "attach", target.address, "--token", b"\xff\xfe", cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2
+    assert stderr.decode() == f"jianmu-studio: {target.address}: wrong or missing token\n"

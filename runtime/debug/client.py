@@ -17,7 +17,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from .protocol import PROTOCOL_VERSION, encode, parse_address
+from .protocol import PROTOCOL_VERSION, encode, parse_address, utf8
 
 
 class DebugError(Exception):
@@ -59,8 +59,8 @@ class DebugClient:
         except TimeoutError:
             raise DebugError("timeout", f"no WebSocket handshake within {heartbeat}s: not a debug server") from None
         try:
-            await ws.send(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
-                                  "client": client, "hold_end": hold_end}))
+            await ws.send(utf8(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
+                                        "client": client, "hold_end": hold_end})), text=True)
             reply = _message(await asyncio.wait_for(ws.recv(), heartbeat))
         except TimeoutError:
             await ws.close()
@@ -83,7 +83,7 @@ class DebugClient:
         request_id = next(self._ids)
         answer = self._waiting[request_id] = asyncio.get_running_loop().create_future()
         try:
-            await self.ws.send(encode({"type": message_type, "id": request_id, **fields}))
+            await self.ws.send(utf8(encode({"type": message_type, "id": request_id, **fields})), text=True)
         except ConnectionClosed:
             self._waiting.pop(request_id, None)
             raise DebugError("closed", "the debug connection is closed") from None

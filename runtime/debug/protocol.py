@@ -88,6 +88,16 @@ def encode(message: dict[str, Any]) -> str:
         return json.dumps(to_jsonable_python(message, fallback=repr), ensure_ascii=False, separators=(",", ":"))
 
 
+def utf8(text: str) -> bytes:
+    """A message's text frame, for `send(..., text=True)`. A lone surrogate (a string a client or a tool
+    wrote into the state, a token from a command line that is not UTF-8) has no UTF-8: such a message
+    goes with JSON's `\\ud800` escape instead, rather than the connection closing on it."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text), separators=(",", ":")).encode()
+
+
 def _jsonable(value: Any) -> Any:
     """What the JSON encoder cannot write itself: an event as its fields, anything else as pydantic has it."""
     if type(value) is RuntimeEvent:

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
 import os
 import secrets
@@ -44,6 +43,7 @@ from .protocol import (
     error,
     parse_address,
     parse_request,
+    utf8,
 )
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,6 @@ def _resolve_token(token: str | None) -> tuple[str, bool]:
 def _bytes(token: str) -> bytes:
     """A token as compared: any string JSON can carry, a lone surrogate (`"\\ud800"`) too, has bytes."""
     return token.encode("utf-8", "surrogatepass")
-
-
-def _utf8(text: str) -> bytes:
-    """A message's text frame. A lone surrogate (a string a client or a tool wrote into the state) has no
-    UTF-8: such a message goes as JSON's `\\ud800` escape rather than closing the connection."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(json.loads(text), separators=(",", ":")).encode()
 
 
 def _is_loopback(host: str) -> bool:
@@ -202,7 +193,7 @@ class DebugServer:
         log.info("debug client %s attached", peer)
         sender = asyncio.create_task(self._send_loop(ws, controller))
         try:
-            await ws.send(_utf8(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
+            await ws.send(utf8(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
                                         "heartbeat": self.heartbeat, **picture})), text=True)
             async for text in ws:
                 self._answer(controller, text)
@@ -278,7 +269,7 @@ class DebugServer:
                 self._urgent.clear()
                 started = time.perf_counter()
                 controller.seal()
-                texts = [_utf8(encode(message)) for message in outbox]
+                texts = [utf8(encode(message)) for message in outbox]
                 outbox.clear()
                 wait = max(FLUSH_INTERVAL, (time.perf_counter() - started) * (1 / SEND_SHARE - 1))
                 for text in texts:
