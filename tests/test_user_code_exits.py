@@ -12,7 +12,7 @@ from test_cli import cli
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.behaviour import AsyncBehaviour, Behaviour
-from runtime.node import node
+from runtime.node import LoopUntilSuccess, node
 
 
 class Exits(Behaviour):
@@ -74,3 +74,13 @@ def test_a_cli_run_whose_node_exits_reports_the_nodes_failure_not_its_exit_statu
     result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
     assert result.returncode == 1, result.stderr
     assert result.stderr == "jianmu-studio: failed at Exits: SystemExit (sys.exit(0))\n"
+
+
+async def test_a_loop_whose_abort_condition_exits_is_aborted_with_that_reason():
+    def condition() -> bool:
+        sys.exit(7)
+
+    loop = LoopUntilSuccess("Loop", py_trees.behaviours.Failure("Fails"), max_iterations=3, abort_condition=condition)
+    result = await Agent(loop, state_schema=ReActState).run({})
+    assert result.status == Status.FAILURE
+    assert loop.last_error.error == "SystemExit (sys.exit(7))"
