@@ -103,7 +103,7 @@ async def test_attach_to_a_server_that_is_no_websocket_server_is_one_line(answer
     ('"welcome"', None, "the server sent a JSON str, not a protocol message"),
     ("<html>hello</html>", None, "the server sent something not JSON (Expecting value"),
     ('{"type": 5}', None, "not a protocol message"),
-    (None, 1011, "the debug server closed the connection (code 1011: it broke)"),
+    (None, 1011, "the debug server closed the connection (code 1011: 'it broke')"),
     ('{"type": "error", "code": ["x"]}', None, "refused"),
 ])
 async def test_attach_to_a_peer_that_breaks_the_protocol_is_one_line_naming_it(first, close, expected):

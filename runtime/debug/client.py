@@ -141,11 +141,12 @@ def _message(text: str | bytes) -> dict[str, Any]:
 
 
 def _why(closed: ConnectionClosed) -> str:
-    """The close code and reason the server gave, if any (1011: it failed)."""
+    """The close code and reason the server gave, if any (1011: it failed); the reason quoted, as a peer
+    may put anything there."""
     frame = closed.rcvd
     if frame is None:
         return ""
-    return f" (code {frame.code}{': ' + frame.reason if frame.reason else ''})"
+    return f" (code {frame.code}{f': {frame.reason!r}' if frame.reason else ''})"
 
 
 __all__ = ["DebugClient", "DebugError"]
