@@ -277,3 +277,12 @@ async def test_attach_with_a_token_that_is_not_utf8_is_refused_as_a_wrong_token(
         _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert stderr.decode() == f"jianmu-studio: {target.address}: wrong or missing token\n"
+
+
+async def test_a_peer_that_accepts_and_never_answers_the_handshake_is_given_up_after_the_heartbeat():
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers the upgrade
+    try:
+        with pytest.raises(DebugError, match="no WebSocket handshake within 0.5s"):
+            await asyncio.wait_for(DebugClient.connect(f"127.0.0.1:{silent.getsockname()[1]}", "t", heartbeat=0.5), 30)
+    finally:
+        silent.close()
