@@ -9,7 +9,9 @@ from __future__ import annotations
 import atexit
 import collections
 import importlib.util
+import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any
 from .agent import Agent
 from .config import ConfigError
 from .engine.tree import TreeShapeError, iter_paths
+from .engine.user_code import described
 from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
 from .state import StateKeys, StateManager, StateValidationError
@@ -56,8 +59,7 @@ def split_target(target: str) -> tuple[Path, str]:
 
 def load_tree(target: str | Path) -> LoadedTree:
     path, function = split_target(str(target))
-    if not path.exists():
-        raise TreeLoadError(f"{path}: no such file")
+    _check_regular_file(path)
     if path.suffix != ".py":
         raise TreeLoadError(f"{path}: a tree file must be a Python module (.py)")
     module_name = f"jianmu_tree_{abs(hash(path.resolve()))}"
@@ -112,12 +114,26 @@ def load_tree_source(source: TreeSource) -> LoadedTree:
         raise TreeLoadError(str(exc).replace(str(path), f"{source.name} (as recorded)")) from exc
 
 
+def _check_regular_file(path: Path) -> None:
+    """Only a regular file is read: a named pipe or a device would block the import (or never end),
+    and a path the system refuses (too long, a loop of links) is a reason to name, not a traceback."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TreeLoadError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TreeLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise TreeLoadError(f"{path!r}: not a file name ({exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe, socket or device)"
+        raise TreeLoadError(f"{path}: {kind}: a tree file is a Python module (.py)")
+
+
 def _raised(exc: BaseException) -> str:
     if isinstance(exc, MissingExtra):  # the line says which extra to install
         return str(exc)
-    if isinstance(exc, SystemExit):
-        return f"SystemExit (sys.exit({exc.code!r}))"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return described(exc)
 
 
 def _checked_input(path: Path, agent: Agent, input_data: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,8 @@ A STORE is a file (`runs.db`) or a PostgreSQL URL (`postgresql://user:pass@host/
 with --db (or as replay's argument) or in $JIANMU_DB; messages never show a password.
 
 Exit status: 0 success, 1 the run failed (or stopped unfinished), 2 bad input, 128 + N a
-signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the run recorded as interrupted, studio/stopping.py).
+signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE when the output's reader has gone: the run
+recorded as interrupted, studio/stopping.py).
 Bad input is one line on stderr; `--debug` shows the traceback as well.
 """
 
@@ -38,6 +39,7 @@ from pathlib import Path
 from runtime.agent import stopped_by
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
+from runtime.engine.user_code import described
 from runtime.extras import MissingExtra
 from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
@@ -73,6 +75,16 @@ def _tick_count(text: str) -> int:
     if count < 0:
         raise argparse.ArgumentTypeError(f"a number of ticks is 0 or more, not {count}")
     return count
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"a number of seconds is 0 or more, not {text}")
+    return seconds
 
 
 def _where_things_live() -> str:
@@ -135,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="where the debug server listens (default 127.0.0.1:7777; port 0: any free one)")
     serve.add_argument("--db", metavar="STORE", help=f"record checkpoints into this {STORE_HELP} "
                        "(default: $JIANMU_DB, else the studio's default file): the attached timeline")
-    serve.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    serve.add_argument("--wait", type=_seconds, default=300.0, metavar="SECONDS",
                        help="wait this long for a studio to attach before the run starts (default 300)")
     attach = sub.add_parser("attach", help="open the studio on an agent running in another process")
     attach.add_argument("address", help="host:port of the agent's debug server (Agent.run(debug=...))")
@@ -183,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(args.debug)
     try:
         if args.command == "samples":
-            print(samples.listing())
+            stopping.say(samples.listing())
             return 0
         if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
             args.tree = samples.tree_target(args.tree)
@@ -205,14 +217,26 @@ def main(argv: list[str] | None = None) -> int:
         return open_studio(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
             TelemetryError, ApprovalError) as exc:
-        if args.debug:
-            traceback.print_exception(exc)
-        print(f"jianmu-studio: {terminal_line(exc)}", file=sys.stderr)
-        return 2
+        return _said(args, exc, str(exc), 2)
     except stopping.Stopped as exc:  # a signal while a tree loaded, outside stopping.run
         return stopping.exit_status(exc.signum)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        if exc.filename is None:
+            return _said(args, exc, f"unexpected {described(exc)} (--debug shows the traceback)", 1)
+        # a path given that the system refuses (a name too long, no permission): bad input
+        return _said(args, exc, f"{exc.filename}: {exc.strerror or exc}", 2)
+    except Exception as exc:  # a failure no check foresaw (a bug): still one line, the traceback with --debug
+        return _said(args, exc, f"unexpected {described(exc)} (--debug shows the traceback)", 1)
+
+
+def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) -> int:
+    """Say why the command failed in one line (after the traceback, with --debug); its exit status."""
+    if args.debug:
+        traceback.print_exception(exc)
+    print(f"jianmu-studio: {terminal_line(line)}", file=sys.stderr)
+    return status
 
 
 def _store_of(args: argparse.Namespace) -> str | None:
@@ -240,7 +264,7 @@ def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> b
         else:
             session.deny(request.id, reason)
         answered = True
-        print(headless.decision_line(request, approved, reason, as_json), flush=True)
+        stopping.say(headless.decision_line(request, approved, reason, as_json))
     return answered
 
 
@@ -268,13 +292,12 @@ async def run_headless(args: argparse.Namespace) -> int:
         print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
     if args.bindings is not None:
         if not args.bindings.is_file():
-            raise UsageError(f"{args.bindings}: no such bindings file")
+            what = "not a regular file" if os.path.lexists(args.bindings) else "no such bindings file"
+            raise UsageError(f"{args.bindings}: {what}")
         problems = session.apply_bindings_file(args.bindings)
         if problems:
             raise UsageError(problems[0])
-    out = sys.stdout
-    session.add_listener(lambda kind, data: print(headless.tick_line(data, args.json), file=out, flush=True)
-                         if kind == "tick" else None)
+    session.add_listener(lambda kind, data: stopping.say(headless.tick_line(data, args.json)) if kind == "tick" else None)
     try:
         stop = await session.continue_(max_ticks=args.max_ticks)
         while stop.kind == "suspended" and _answer_approvals(session, rules, args.json):
@@ -301,13 +324,13 @@ async def run_headless(args: argparse.Namespace) -> int:
                "error": error, "ticks": session.tick, "tokens": _tokens(session), "run_id": session.run_id,
                "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
     if args.json:
-        print(json.dumps({"summary": summary}), file=out)
+        stopping.say(json.dumps({"summary": summary}))
     else:
         tokens = "?" if summary["tokens"] is None else summary["tokens"]
-        print(terminal_line(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
-                            f"({stop.message}; {result.termination_reason})"), file=out)
+        stopping.say(terminal_line(f"{summary['status']} after {summary['ticks']} ticks, {tokens} tokens "
+                                   f"({stop.message}; {result.termination_reason})"))
         if result.final_answer:
-            print(f"final answer: {terminal_line(result.final_answer)}", file=out)
+            stopping.say(f"final answer: {terminal_line(result.final_answer)}")
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
         print(f"jianmu-studio: {terminal_line(failure.headline if failure else error)}", file=sys.stderr)
     for request in waiting:
@@ -427,9 +450,9 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--at {args.at}: cannot listen there ({exc.strerror or exc})") from exc
     finally:
         store.close()
-    print(terminal_line(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}"))
+    stopping.say(terminal_line(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}"))
     if result.final_answer:
-        print(f"final answer: {terminal_line(result.final_answer)}")
+        stopping.say(f"final answer: {terminal_line(result.final_answer)}")
     return 0 if result.ok else 1
 
 

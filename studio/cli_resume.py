@@ -62,7 +62,7 @@ async def resume(args: argparse.Namespace) -> int:
         for note in tree.notes:
             print(f"jianmu-studio: {terminal_line(note)}", file=sys.stderr)
         agent.runner = agent.make_runner(checkpointer=store)
-        agent.runner.add_tick_hook(after=lambda _, report: print(headless.tick_line(report, args.json), flush=True))
+        agent.runner.add_tick_hook(after=lambda _, report: stopping.say(headless.tick_line(report, args.json)))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
         result = await agent.resume(store, run_id, approve=rules.approve, deny=rules.deny)
         failure = agent.failure(agent.runner)
@@ -72,12 +72,12 @@ async def resume(args: argparse.Namespace) -> int:
                    "ticks": agent.runner.tick_count, "run_id": run_id,
                    "waiting_for_approval": [{"id": r.id, "tool": r.tool, "arguments": r.arguments} for r in waiting]}
         if args.json:
-            print(json.dumps({"summary": summary}))
+            stopping.say(json.dumps({"summary": summary}))
         else:
-            print(terminal_line(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); "
-                                f"run {run_id} recorded in {display_name(store.location)}"))
+            stopping.say(terminal_line(f"{summary['status']} at tick {summary['ticks']} ({result.termination_reason}); "
+                                       f"run {run_id} recorded in {display_name(store.location)}"))
             if result.final_answer:
-                print(f"final answer: {terminal_line(result.final_answer)}")
+                stopping.say(f"final answer: {terminal_line(result.final_answer)}")
         if failure is not None:
             print(f"jianmu-studio: {terminal_line(failure.headline)}", file=sys.stderr)
         for request in waiting:
@@ -102,8 +102,8 @@ def _only_waiting(store) -> str:
 def _say_decided(request: ApprovalRequest, as_json: bool) -> None:
     if request.resolved:
         approved = request.status is ApprovalStatus.APPROVED
-        print(headless.decision_line(request, approved, "" if approved else request.decision_reason or "", as_json),
-              flush=True)
+        stopping.say(headless.decision_line(request, approved, "" if approved else request.decision_reason or "",
+                                            as_json))
 
 
 __all__ = ["COMMAND", "add_parser", "resume"]

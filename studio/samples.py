@@ -9,6 +9,7 @@ listing them runs nothing.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def samples() -> list[Sample]:
 def tree_target(given: str) -> str:
     """The tree a command opens: a sample's file when `given` is a bare name and no file here, else `given`
     (a path, or `path.py:function`, which the loader checks)."""
-    if Path(given).exists() or not given.isidentifier():
+    if not given.isidentifier() or os.path.lexists(given):  # lexists: a path too long to stat is the loader's to name
         return given
     for sample in samples():
         if sample.name == given:

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from runtime.agent import interrupt
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
 
 
 def exit_status(signum: int) -> int:
@@ -77,15 +80,19 @@ def on_signals(stop: Callable[[int], Any]) -> Iterator[None]:
 def run(main: Coroutine[Any, Any, int]) -> int:
     """`asyncio.run(main)`, which a signal cancels (its name the reason): main's exit status, or 128 + the
     signal's number."""
+    global _stop
     received: list[int] = []
 
     async def guarded() -> int:
+        global _stop
         task = asyncio.current_task()
 
         def cancel(signum: int) -> None:
-            received.append(signum)
-            task.cancel(signal.Signals(signum).name)
+            if not received:
+                received.append(signum)
+                task.cancel(signal.Signals(signum).name)
 
+        _stop = cancel
         with on_signals(cancel):
             return await main
 
@@ -96,7 +103,21 @@ def run(main: Coroutine[Any, Any, int]) -> int:
     except (asyncio.CancelledError, KeyboardInterrupt):
         if not received:
             raise
+    finally:
+        _stop = None
     return exit_status(received[0]) if received else status
+
+
+def say(text: str) -> None:
+    """Print a line of a command's output. Once its reader is gone (`run TREE | head -1`), the command
+    stops as SIGPIPE stops a program that does not catch it: the run recorded as interrupted by
+    SIGPIPE, exit status 141, nothing said, and what else it would print goes nowhere."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own last flush too
+        if _stop is not None:
+            _stop(signal.SIGPIPE)
 
 
 async def interrupt_session(session: Any, why: str) -> None:
@@ -109,4 +130,4 @@ async def interrupt_session(session: Any, why: str) -> None:
     await session.agent.close()
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "interrupt_session", "on_signals", "run", "user_code"]
+__all__ = ["SIGNALS", "Stopped", "exit_status", "interrupt_session", "on_signals", "run", "say", "user_code"]

@@ -15,9 +15,9 @@ import json
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from .protocol import PROTOCOL_VERSION, encode, parse_address
+from .protocol import PROTOCOL_VERSION, encode, parse_address, utf8
 
 
 class DebugError(Exception):
@@ -42,24 +42,37 @@ class DebugClient:
     @classmethod
     async def connect(cls, address: str, token: str, *, heartbeat: float = 10.0,
                       client: str = "jianmu", hold_end: bool = False) -> DebugClient:
-        """Connect and say hello; raises `DebugError` (refused) or `OSError` (nobody listening).
-        `hold_end`: the run, once finished, waits for this client to continue or leave (to be replayed,
-        forked or read) instead of returning to its caller at once."""
+        """Connect and say hello; raises `DebugError` (refused, or not a debug server: an HTTP server,
+        a peer that sends no welcome within `heartbeat` seconds or something else than one) or `OSError`
+        (nobody listening). `hold_end`: the run, once finished, waits for this client to continue or
+        leave (to be replayed, forked or read) instead of returning to its caller at once."""
         host, port = parse_address(address)
         host = f"[{host}]" if ":" in host else host
         ping = max(heartbeat / 2, 0.05)
-        ws = await connect(f"ws://{host}:{port}", max_size=None, ping_interval=ping, ping_timeout=ping,
-                           open_timeout=heartbeat)
-        await ws.send(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
-                              "client": client,
-                              "hold_end": hold_end}))
         try:
-            reply = json.loads(await ws.recv())
-        except ConnectionClosed:
-            raise DebugError("closed", "the debug server closed the connection") from None
+            ws = await connect(f"ws://{host}:{port}", max_size=None, ping_interval=ping, ping_timeout=ping,
+                               open_timeout=heartbeat, close_timeout=ping)
+        except ValueError as exc:  # a host no resolver takes (a bad IPv6 address, a label too long)
+            raise ValueError(f"debug address {address!r}: {exc}") from None
+        except InvalidHandshake as exc:
+            raise DebugError("handshake", f"not a debug server (the WebSocket handshake failed: {exc})") from None
+        except TimeoutError:
+            raise DebugError("timeout", f"no WebSocket handshake within {heartbeat}s: not a debug server") from None
+        try:
+            await ws.send(utf8(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
+                                        "client": client, "hold_end": hold_end})), text=True)
+            reply = _message(await asyncio.wait_for(ws.recv(), heartbeat))
+        except TimeoutError:
+            await ws.close()
+            raise DebugError("timeout", f"no welcome within {heartbeat}s of the hello: not a debug server") from None
+        except ConnectionClosed as exc:
+            raise DebugError("closed", f"the debug server closed the connection{_why(exc)}") from None
+        except DebugError:
+            await ws.close()
+            raise
         if reply.get("type") != "welcome":
             await ws.close()
-            raise DebugError(reply.get("code", "refused"), reply.get("message", "refused"))
+            raise DebugError(str(reply.get("code", "refused")), str(reply.get("message", "refused")))
         return cls(ws, reply)
 
     async def request(self, message_type: str, **fields: Any) -> dict[str, Any]:
@@ -70,13 +83,13 @@ class DebugClient:
         request_id = next(self._ids)
         answer = self._waiting[request_id] = asyncio.get_running_loop().create_future()
         try:
-            await self.ws.send(encode({"type": message_type, "id": request_id, **fields}))
+            await self.ws.send(utf8(encode({"type": message_type, "id": request_id, **fields})), text=True)
         except ConnectionClosed:
             self._waiting.pop(request_id, None)
             raise DebugError("closed", "the debug connection is closed") from None
         reply, before = await answer
         if reply["type"] == "error":
-            raise DebugError(reply["code"], reply["message"])
+            raise DebugError(str(reply.get("code", "error")), str(reply.get("message", "refused")))
         return reply, before
 
     async def next_message(self) -> dict[str, Any] | None:
@@ -91,23 +104,49 @@ class DebugClient:
         await asyncio.gather(self._reader, return_exceptions=True)
 
     async def _read(self) -> None:
+        closed = DebugError("closed", "the debug connection closed")
         try:
             async for text in self.ws:
-                message = json.loads(text)
-                answer = self._waiting.pop(message.get("re"), None) if "re" in message else None
+                message = _message(text)
+                re = message.get("re")
+                answer = self._waiting.pop(re, None) if isinstance(re, int) else None
                 if answer is not None:
                     answer.set_result((message, self.received))
                 else:
                     self.received += 1
                     self._messages.put_nowait(message)
-        except ConnectionClosed:
-            pass
+        except ConnectionClosed as exc:
+            closed = DebugError("closed", f"the debug connection closed{_why(exc)}")
+        except DebugError as exc:  # a server that breaks the protocol is left
+            closed = exc
+            await self.ws.close(1002, "protocol error")
         finally:
             for answer in self._waiting.values():
                 if not answer.done():
-                    answer.set_exception(DebugError("closed", "the debug connection closed"))
+                    answer.set_exception(closed)
             self._waiting.clear()
             self._messages.put_nowait(None)
+
+
+def _message(text: str | bytes) -> dict[str, Any]:
+    """A server message: a JSON object with a string `type`; anything else is a `DebugError`."""
+    try:
+        message = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DebugError("bad_message", f"the server sent something not JSON ({exc}): not a debug server") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise DebugError("bad_message", f"the server sent a JSON {type(message).__name__}, not a protocol message "
+                                        "(an object with a type): not a debug server")
+    return message
+
+
+def _why(closed: ConnectionClosed) -> str:
+    """The close code and reason the server gave, if any (1011: it failed); the reason quoted, as a peer
+    may put anything there."""
+    frame = closed.rcvd
+    if frame is None:
+        return ""
+    return f" (code {frame.code}{f': {frame.reason!r}' if frame.reason else ''})"
 
 
 __all__ = ["DebugClient", "DebugError"]

@@ -89,6 +89,16 @@ def encode(message: dict[str, Any]) -> str:
         return json.dumps(message, default=_jsonable, separators=(",", ":"))
 
 
+def utf8(text: str) -> bytes:
+    """A message's text frame, for `send(..., text=True)`. A lone surrogate (a string a client or a tool
+    wrote into the state, a token from a command line that is not UTF-8) has no UTF-8: such a message
+    goes with JSON's `\\ud800` escape instead, rather than the connection closing on it."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text), separators=(",", ":")).encode()
+
+
 def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=repr)
 

@@ -43,6 +43,7 @@ from .protocol import (
     error,
     parse_address,
     parse_request,
+    utf8,
 )
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ def _resolve_token(token: str | None) -> tuple[str, bool]:
     if fresh:
         _generated_token = secrets.token_urlsafe(18)
     return _generated_token, fresh
+
+
+def _bytes(token: str) -> bytes:
+    """A token as compared: any string JSON can carry, a lone surrogate (`"\\ud800"`) too, has bytes."""
+    return token.encode("utf-8", "surrogatepass")
 
 
 def _is_loopback(host: str) -> bool:
@@ -191,8 +197,8 @@ class DebugServer:
         log.info("debug client %s attached", peer)
         sender = asyncio.create_task(self._send_loop(ws, controller))
         try:
-            await ws.send(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
-                                  "heartbeat": self.heartbeat, **picture}))
+            await ws.send(utf8(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
+                                        "heartbeat": self.heartbeat, **picture})), text=True)
             async for text in ws:
                 self._answer(controller, text)
         except ConnectionClosed:
@@ -225,7 +231,7 @@ class DebugServer:
                                                   f"this server speaks {PROTOCOL_VERSION}", re)))
             return None
         token = hello["token"]
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+        if not isinstance(token, str) or not hmac.compare_digest(_bytes(token), _bytes(self.token)):
             log.warning("debug client %s refused: %s", peer, "wrong token" if token else "no token")
             await ws.send(encode(error("auth", "wrong or missing token", re)))
             return None
@@ -267,11 +273,11 @@ class DebugServer:
                 self._urgent.clear()
                 started = time.perf_counter()
                 controller.seal()
-                texts = [encode(message) for message in outbox]
+                texts = [utf8(encode(message)) for message in outbox]
                 outbox.clear()
                 wait = max(FLUSH_INTERVAL, (time.perf_counter() - started) * (1 / SEND_SHARE - 1))
                 for text in texts:
-                    await ws.send(text)
+                    await ws.send(text, text=True)
                 if not self._ready.is_set():
                     self._idle.set()
         except ConnectionClosed:

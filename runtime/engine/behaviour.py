@@ -28,6 +28,7 @@ from ..state import StateManager, normalize_namespace
 from ..urls import masked_url
 from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
+from .user_code import FAILURES, described, failure
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class NodeError:
 def report_node_error(node: py_trees.behaviour.Behaviour, path: str, exc: BaseException, bus: Any) -> Status:
     """Record `exc` on the node, publish `node.error`, and return FAILURE."""
     text = masked_url("".join(traceback.format_exception(exc)))  # recorded and shown: no URL's password
-    error = masked_url(f"{type(exc).__name__}: {exc}")
+    error = masked_url(described(exc))
     node.last_error = NodeError(bus.tick if bus is not None else 0, error, text)
     log.debug("node %s failed: %s", path, error)
     if bus is not None:
@@ -69,8 +70,8 @@ def tick_leaf(node: py_trees.behaviour.Behaviour,
         new_status = node.update()
         if new_status not in _STATUSES:
             raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
-    except Exception as exc:
-        new_status = fail(node, exc)
+    except FAILURES as exc:  # sys.exit() in a node is its failure (runtime.engine.user_code)
+        new_status = fail(node, failure(exc))
     if new_status != Status.RUNNING:
         _stop_leaf(node, new_status)
     node.status = new_status
@@ -291,7 +292,10 @@ class AsyncBehaviour(Behaviour):
 
     async def _run_update_async(self, activation: int) -> Status:
         _ACTIVATION.set((id(self), activation))
-        return await self.update_async()
+        try:
+            return await self.update_async()
+        except (SystemExit, KeyboardInterrupt) as exc:  # out of the task, either would stop the event loop
+            raise failure(exc) from exc
 
     def finished_work(self) -> Status | None:
         """What its work returned if it finished after the node's last tick (the node RUNNING until its
@@ -377,8 +381,8 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
             new_status = self.update()
             if new_status not in _STATUSES:
                 raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
-        except Exception as exc:
-            new_status = self._fail(exc)
+        except FAILURES as exc:
+            new_status = self._fail(failure(exc))
         if new_status != Status.RUNNING:
             self.stop(new_status)
         self.status = new_status
@@ -388,8 +392,8 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
         """`initialise()`; False when it raised (the node is then FAILURE, with the error)."""
         try:
             self.initialise()
-        except Exception as exc:
-            self._fail(exc)
+        except FAILURES as exc:
+            self._fail(failure(exc))
             self.stop(Status.FAILURE)
             return False
         return True

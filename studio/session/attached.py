@@ -170,9 +170,15 @@ class RemoteSession:
 
     @classmethod
     async def connect(cls, address: str, token: str, *, heartbeat: float = 10.0) -> RemoteSession:
-        """Attach to a debug server; raises `DebugError` (refused) or `OSError` (nobody there)."""
+        """Attach to a debug server; raises `DebugError` (refused, or a welcome it cannot read) or `OSError`
+        (nobody there)."""
         client = await DebugClient.connect(address, token, heartbeat=heartbeat, client="jianmu-studio", hold_end=True)
-        return cls(client, address)
+        try:
+            return cls(client, address)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a peer's welcome, not the protocol's
+            await client.close()
+            raise DebugError("bad_welcome", f"a welcome this studio cannot read ({type(exc).__name__}: {exc}): "
+                                            "not a jianmu debug server") from exc
 
     async def close(self) -> None:
         await self.client.close()

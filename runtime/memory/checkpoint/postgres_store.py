@@ -33,6 +33,8 @@ from .store import StoreError
 
 SCHEMA = "jianmu"
 CHANNEL = "jianmu_checkpoints"
+CONNECT_TIMEOUT = 10  # seconds to connect, unless the URL (connect_timeout) or $PGCONNECT_TIMEOUT says: libpq's
+# own default is to wait forever, and an address that accepts TCP but never answers would hang every command
 _SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key: one process creates the tables
 
 _TABLES = """
@@ -131,6 +133,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         parts = self._parts(url)
         self._secrets = [s for s in (parts.get("password"), os.environ.get("PGPASSWORD"), *url_secrets(url)) if s]
         self._options = f"{parts.get('options') or os.environ.get('PGOPTIONS', '')} -c search_path={SCHEMA}".strip()
+        timeout_given = parts.get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
+        self._timeout = {} if timeout_given else {"connect_timeout": CONNECT_TIMEOUT}
         self._listener: psycopg.Connection | None = None
         self._conn = _Connection(self._connect())
         with self._guard():
@@ -147,7 +151,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         """A connection whose search path names the store's schema from its start (the URL's or
         $PGOPTIONS's own options kept), not set by a statement: a round trip less to open."""
         try:
-            raw = psycopg.connect(self._url, autocommit=True, options=self._options)
+            raw = psycopg.connect(self._url, autocommit=True, options=self._options, **self._timeout)
         except psycopg.Error as exc:
             raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
         raw.adapters.register_dumper(int, Int8Dumper)  # every id a bigint: a statement prepared once fits all

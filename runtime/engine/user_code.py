@@ -1,0 +1,37 @@
+"""What code the user wrote (a node's update, a tool) raising means: that code failed.
+
+`sys.exit()` or a `KeyboardInterrupt` raised by a node or a tool is that node's or tool's failure,
+named as such, never the end of the process hosting the run (the studio, `run`, a service). The
+user's own Ctrl-C never arrives as an exception inside user code: it cancels the run's task
+(`asyncio.run`, studio/stopping.py). Caught as it is raised, before it leaves the user's code:
+a task whose coroutine raises either one stops the whole event loop.
+"""
+
+from __future__ import annotations
+
+FAILURES = (Exception, SystemExit, KeyboardInterrupt)  # what `except` catches around user code
+
+
+class UserExit(Exception):
+    """SystemExit or KeyboardInterrupt raised by user code, carried on as an ordinary failure."""
+
+    def __init__(self, raised: SystemExit | KeyboardInterrupt):
+        super().__init__(described(raised))
+        self.__cause__ = raised
+
+
+def failure(exc: BaseException) -> Exception:
+    """`exc` as a failure an `except Exception` handles: itself, or a `UserExit` naming it."""
+    return exc if isinstance(exc, Exception) else UserExit(exc)
+
+
+def described(exc: BaseException) -> str:
+    """One line naming the exception: its type and message; `sys.exit(code)` for a SystemExit."""
+    if isinstance(exc, UserExit):
+        return str(exc)
+    if isinstance(exc, SystemExit):
+        return f"SystemExit (sys.exit({exc.code!r}))"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+__all__ = ["FAILURES", "UserExit", "described", "failure"]
