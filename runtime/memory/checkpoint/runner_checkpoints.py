@@ -42,7 +42,7 @@ import functools
 import itertools
 import re
 import time
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 from py_trees.composites import Composite
@@ -177,11 +177,8 @@ class RunnerCheckpoints:
 
     # -- saving ----------------------------------------------------------------------
     def after_tick(self, report: TickReport) -> None:
-        if self._packed is None:  # (a packed save reads every status, and the composites' positions)
-            self._touched.update(dict.fromkeys(report.changed))
-            # a composite's current child follows from its children's statuses: it can move only
-            # when one of them changed, so a tick costs what it changed, not what it visited
-            self._touched.update(dict.fromkeys(path.rpartition("/")[0] for path in report.changed))
+        if self._packed is None:  # (a packed save finds what changed in the runner's statuses)
+            self._touched.update(_touched(report.changed))
         self.save(Source.LOOP, tick=report)
         take = getattr(self.runner.context.io_recorder, "take_divergence", None)
         divergence = take() if take is not None else None
@@ -208,30 +205,34 @@ class RunnerCheckpoints:
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         changed = tick.changed if tick is not None else {}
-        packed = before = None
-        if self._packed is not None:  # a large tree: every status packed, every composite's position
+        packing = self._packed.encode(runner.status_lists()[1], fresh, full, changed) if self._packed else None
+        every = packing is not None and (packing.places is None or len(packing.places) * 4 > len(self._tree.paths))
+        if every:  # a new line, or many changed: every composite's position (not each changed path's parent)
             captured = runner.capture(statuses=False)
-            packed, derived, before = self._packed.encode(runner.status_lists()[1], fresh, full, changed)
+        elif packing is not None:  # the few nodes changed since the last save, and their parents
+            captured = runner.capture(_touched(map(self._tree.paths.__getitem__, packing.places)))
         else:
             captured = runner.capture(None if fresh else self._touched)
         self._touched = {}
         host = len(captured.statuses)
         agents = self._agents.capture(captured)  # their statuses after the host's
-        if self._packed is not None:
-            statuses = self._others_delta(dict(itertools.islice(captured.statuses.items(), host, None)), fresh)
+        touched = captured.statuses.keys() | self._composites if every else captured.statuses.keys()
+        if packing is not None:
+            others = dict(itertools.islice(captured.statuses.items(), host, None))
+            statuses, derived = self._others_delta(others, fresh), packing.derived
         else:
             statuses, derived = self._status_delta(captured, fresh, changed)
-        touched = captured.statuses.keys() | self._composites if self._packed is not None else captured.statuses.keys()
         resume = self._resume_delta(captured, fresh, agents, touched)
         if full and not fresh:  # bounds the chain: the picture the deltas kept, not the tree walked again
-            statuses, resume, derived = self._statuses, dict(self._resume), derived and packed is not None
+            statuses, resume, derived = self._statuses, dict(self._resume), derived and packing is not None
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=statuses, resume=resume,
-            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived, before), tree=self._tree,
-            returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full), packed=packed)
+            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived, packing and packing.before), tree=self._tree,
+            returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full),
+            packed=packing and packing.runs)
         record.state = self._state_delta(full, record.chunks)
         try:
             checkpoint_id = self.store.save(record, self._events)
@@ -512,6 +513,14 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+def _touched(changed: Iterable[str]) -> dict[str, None]:
+    """The nodes whose status or position may have changed: those whose status did, and their
+    parents. A composite's current child follows from its children's statuses: it can move only
+    when one of them changed, so a save costs what changed, not what the tick visited."""
+    changed = dict.fromkeys(changed)
+    return {**changed, **dict.fromkeys(path.rpartition("/")[0] for path in changed)}
 
 
 def _own(namespace: str) -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import attrgetter, itemgetter
-from typing import Any
+from itertools import compress
+from operator import attrgetter, is_not, itemgetter
+from typing import Any, NamedTuple
 
 from py_trees.common import Status
 
@@ -69,33 +70,62 @@ def changed_places(old: str, new: str) -> list[int]:
     return [i for m in re.finditer(rb"[^\x00]+", xor) for i in range(m.start(), m.end())]
 
 
-def _matches(old: str, new: str, paths: Sequence[str], changed: Mapping[str, tuple[Status, Status]]) -> bool:
-    """Whether a tick's `changed` (in the tree's order) are the first changes from `old` to `new`, each
-    from its old letter: then a reader rebuilds its `node.status` events from the packings alone."""
-    places = changed_places(old, new)[:len(changed)]
+def _matches(old: str, places: list[int], paths: Sequence[str], changed: Mapping[str, tuple[Status, Status]]) -> bool:
+    """Whether a tick's `changed` (in the tree's order) are the changes at `places` of the packing `old`,
+    each from its old letter: then a reader rebuilds its `node.status` events from the packings alone."""
     return (len(places) == len(changed) and list(map(paths.__getitem__, places)) == list(changed)
             and "".join(map(old.__getitem__, places)) == pack(map(_OLD, changed.values())))
 
 
+def _spliced(old: str, places: list[int], statuses: Sequence[Status]) -> str:
+    """`old` with the letters at `places` those of `statuses` now (all packed again when many changed)."""
+    if len(places) * 8 > len(old):
+        return pack(statuses)
+    letters = bytearray(old.encode())
+    for i in places:
+        letters[i] = ord(_CODE_OF_VALUE[statuses[i]._value_])
+    return letters.decode()
+
+
+class Packing(NamedTuple):
+    """What a record stores of a large tree's statuses (`PackedWriter.encode`)."""
+
+    runs: list[list[Any]]  # the runs that differ from the previous record's (a full record's: from every node INVALID)
+    derived: bool  # the tick's `changed` are its changes (else the record lists them)
+    before: list[list[Any]] | None  # a full record's, whose changes they are: the runs that give the packing before it
+    places: list[int] | None  # the places that changed since the line's previous record (None: a new line)
+
+
 class PackedWriter:
-    """Packs a large tree's statuses for one line of checkpoints, each record against the one before."""
+    """Packs a large tree's statuses for one line of checkpoints, each record against the one before.
+
+    The statuses come as the runner's list of them (`status_lists`), which it replaces and never
+    changes: the places that changed since the last record are those where the two lists hold
+    other members, found in C (3 ms at 110,000 nodes), and only those letters are written again
+    (a static tree's save costs no pass over its nodes in Python)."""
 
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = paths  # the tree's (`TreePaths.paths`): the statuses packed are in their order
         self.packed: str | None = None  # as the last record stored them
+        self._statuses: Sequence[Status] = ()  # the list they were packed from
 
     def encode(self, statuses: Sequence[Status], fresh: bool, full: bool,
-               changed: Mapping[str, tuple[Status, Status]]) -> tuple[list[list[Any]], bool, list[list[Any]] | None]:
-        """A record's runs (`full`: against every node INVALID; `fresh`: a new line, nothing stored before);
-        whether the tick's `changed` are its changes (else the record lists them); and for a full record
-        whose changes they are, the runs that give the packing before it (its telemetry's `o`)."""
+               changed: Mapping[str, tuple[Status, Status]]) -> Packing:
+        """A record's packing (`full`: stated against every node INVALID; `fresh`: a new line, nothing
+        stored before it)."""
         if len(statuses) != len(self.paths):
             raise ValueError(f"{len(statuses)} statuses for a tree of {len(self.paths)} nodes")
         old = None if fresh else self.packed
-        new = self.packed = pack(statuses)
-        derived = not changed if old is None else _matches(old, new, self.paths, changed)
+        if old is None:
+            places, new = None, pack(statuses)
+        else:
+            places = [] if statuses is self._statuses else list(
+                compress(range(len(statuses)), map(is_not, self._statuses, statuses)))
+            new = _spliced(old, places, statuses) if places else old
+        self.packed, self._statuses = new, statuses
+        derived = not changed if old is None else _matches(old, places, self.paths, changed)
         before = runs(new, old) if full and old is not None and changed and derived else None
-        return runs(None if full else old, new), derived, before
+        return Packing(runs(None if full else old, new), derived, before, places)
 
 
 class ChainStatuses:
@@ -142,4 +172,4 @@ class ChainStatuses:
         return out
 
 
-__all__ = ["ChainStatuses", "PackedWriter", "applied", "changed_places", "pack", "runs"]
+__all__ = ["ChainStatuses", "PackedWriter", "Packing", "applied", "changed_places", "pack", "runs"]
