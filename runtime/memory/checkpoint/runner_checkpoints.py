@@ -309,7 +309,12 @@ class RunnerCheckpoints:
         paths = captured.positions.keys() | captured.resume.keys() | self._models.keys()
         if not full:  # a touched composite with no current child now loses its saved position
             paths |= touched & old.keys()
+        positions, resumed, models = captured.positions, captured.resume, self._models
         for path in paths:
+            if not full and path not in resumed and path not in models and path in positions:
+                saved = old.get(path)  # a position as saved: no entry made (a large tree's composites, each save)
+                if saved is not None and len(saved) == 1 and saved.get("child") == positions[path]:
+                    continue
             entry = {}
             if path in captured.positions:
                 entry["child"] = captured.positions[path]
