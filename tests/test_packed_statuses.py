@@ -45,10 +45,11 @@ def test_a_chain_of_packed_records_reads_back_each_ticks_statuses(ticks):
     chain, before = ChainStatuses(), None
     for i, statuses in enumerate(ticks):
         packed = pack(statuses)
-        chain.add({"s": {}, "sp": runs(before, packed), **({"p": "paths:t"} if i == 0 else {})}, lambda key: paths)
+        record = {"s": {}, "sp": runs(before, packed), **({"p": "paths:t"} if i == 0 else {})}
+        changes = chain.add(record, lambda key: paths, len(paths))
         assert chain.statuses() == {p: s.value for p, s in zip(paths, statuses, strict=True)}
         old = ticks[i - 1] if i else [Status.INVALID] * 40
-        assert chain.changes() == [(p, a.value, b.value) for p, a, b in zip(paths, old, statuses, strict=True) if a != b]
+        assert changes == [(p, a.value, b.value) for p, a, b in zip(paths, old, statuses, strict=True) if a != b]
         before = packed
 
 

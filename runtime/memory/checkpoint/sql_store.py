@@ -844,15 +844,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             chains[base_id] = saved
             if len(chains) > _Streams.LIMIT:  # a large tree's statuses, kept for the chains still written
                 del chains[next(iter(chains))]
-            t = data.get("t")
-            changes = t.get("x") if t is not None else None
-            if changes is None and t is not None and "n" in t and "sp" not in data:  # (old values: before the record)
-                changes = [(p, saved.get(p), new) for p, new in itertools.islice(data["s"].items(), t["n"][2])]
-            saved.add(data, self._tree_paths)
-            if changes is None and t is not None and "n" in t:
-                changes = saved.changes()[:t["n"][2]]
-            if t is not None:
-                read.telemetry[checkpoint_id] = _rebuilt(run_id, tick, status, t, changes or ())
+            t = data.get("t") or {}
+            changes = saved.add(data, self._tree_paths, t["n"][2] if "n" in t and "x" not in t else 0)
+            if t:
+                read.telemetry[checkpoint_id] = _rebuilt(run_id, tick, status, t, t.get("x", changes))
         if rows:
             read.checkpoints_after = rows[-1][0]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, islice
 from operator import attrgetter, is_not, itemgetter
 from typing import Any, NamedTuple
 
@@ -137,8 +137,12 @@ class ChainStatuses:
         self.before = ""  # ... and as of the record before it
         self.others: dict[str, str] = {}  # statuses by path: an unpacked record's, or of nodes outside the tree
 
-    def add(self, data: dict[str, Any], tree_paths: Callable[[str], Sequence[str]]) -> None:
-        """Read one record's statuses."""
+    def add(self, data: dict[str, Any], tree_paths: Callable[[str], Sequence[str]],
+            changes: int = 0) -> list[tuple[str, str, str]]:
+        """Read one record's statuses; its first `changes` changes (path, old, new), what its tick's
+        `node.status` events are rebuilt from: a packed record's in the tree's order, another's in its own."""
+        found = [] if "sp" in data else [  # (the old statuses: those before this record)
+            (p, self.others.get(p, "INVALID"), new) for p, new in islice(data["s"].items(), changes)]
         if "p" in data:  # a full record of a large tree: every node INVALID unless it says otherwise
             self.paths = tree_paths(data["p"])
             self.packed, self.others = ("I" * len(self.paths) if "sp" in data else None), {}
@@ -153,15 +157,11 @@ class ChainStatuses:
             back = (data.get("t") or {}).get("o")
             if back is not None:  # a full record after a tick: what its tick changed from
                 self.before = applied(self.packed, back)
-
-    def changes(self) -> list[tuple[str, str, str]]:
-        """The last record's packed changes (path, old, new), in the tree's order."""
-        paths, old, new = self.paths, self.before, self.packed or ""
-        return [(paths[i], _VALUE_OF_CODE[old[i]], _VALUE_OF_CODE[new[i]]) for i in changed_places(old, new)]
-
-    def get(self, path: str) -> str:
-        """One node's status as of the last record, of an unpacked record's nodes (INVALID when unknown)."""
-        return self.others.get(path, "INVALID")
+            if changes:
+                paths, old, new = self.paths, self.before, self.packed
+                found = [(paths[i], _VALUE_OF_CODE[old[i]], _VALUE_OF_CODE[new[i]])
+                         for i in changed_places(old, new)[:changes]]
+        return found
 
     def statuses(self) -> dict[str, str]:
         """Path -> status value, the tree's in its order, then the others."""
