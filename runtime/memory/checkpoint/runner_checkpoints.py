@@ -6,10 +6,11 @@ save, resume data, and the events published since, all in one store transaction.
 tick's own telemetry is not taken as events (a large tree changes thousands of statuses
 a tick): the record says how the runner numbered it and the store rebuilds it from the
 status delta. A large tree's statuses (one with its paths stored once, `TreePaths`) are saved
-packed instead (`statuses.py`): every status read from the runner's lists as one letter a node,
-and the runs that differ from the previous save's, with every composite's position: a tick that
-changes each of 110,000 nodes saves in tens of milliseconds, not a mapping of every path. The first
-save after a fresh start, a restore or a fork captures the whole runner; the record is a full one again (the picture the deltas kept, not the tree walked
+packed instead (`statuses.py`): one letter a node, from the runner's status lists, and the runs
+that differ from the previous save's, with the positions of the changed nodes' parents (every
+composite's when many changed): a tick that changes each of 110,000 nodes saves in tens of
+milliseconds, not a mapping of every path. The first save after a fresh start, a restore or a
+fork captures the whole runner; the record is a full one again (the picture the deltas kept, not the tree walked
 again) once the deltas since the last full one add up to `CHAIN_SIZE` times its size, and at
 the latest every `full_every` saves: a restore parses a few full records' worth at most (a
 ReAct run's chains are about ten records long; a large tree whose ticks change little goes
@@ -230,8 +231,8 @@ class RunnerCheckpoints:
             base_id=None if full else self._base_id, tick=runner.tick_count, time=time.time(),
             status=status or runner.root.status.value, source=str(source), event_position=runner.event_bus.position,
             wake=captured.wake, statuses=statuses, resume=resume,
-            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived, packing and packing.before), tree=self._tree,
-            returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full),
+            state={}, bindings=self._bindings, telemetry=_telemetry(tick, derived, packing and packing.before),
+            tree=self._tree, returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full),
             packed=packing and packing.runs)
         record.state = self._state_delta(full, record.chunks)
         try:
