@@ -55,7 +55,7 @@ def applied(old: str, stored: Sequence[Sequence[Any]]) -> str:
     """`old` with a record's runs written over it; `ValueError` for a run outside it (damage)."""
     parts, at = [], 0
     for start, letters in stored:
-        if start < at or start + len(letters) > len(old) or not isinstance(letters, str):
+        if not isinstance(letters, str) or start < at or start + len(letters) > len(old):
             raise ValueError(f"packed statuses: a run at {start} of {len(letters)} outside {len(old)} nodes")
         parts += [old[at:start], letters]
         at = start + len(letters)
