@@ -79,16 +79,12 @@ def test_a_whole_capture_is_the_capture_of_every_path():
     assert whole.statuses["root/choose/inner/wakes"] == "RUNNING"
 
 
-def test_a_sparse_capture_leaves_invalid_out_and_loads_the_same():
+def test_a_capture_without_statuses_has_the_same_positions_and_the_lists_the_statuses():
     root = Sequence("root", memory=True, children=[Write("first"), Sequence("then", memory=True, children=[
         Wakes("wakes"), Write("last")])])
     runner = ReactiveRunner(root, State)
     asyncio.run(runner.step())
-    whole, sparse = runner.capture(), runner.capture(sparse=True)
-    assert sparse.statuses == {p: s for p, s in whole.statuses.items() if s != "INVALID"}
-    assert whole.statuses["root/then/last"] == "INVALID" and "root/then/last" not in sparse.statuses
-    assert sparse.positions == whole.positions
-    other = ReactiveRunner(Sequence("root", memory=True, children=[Write("first"), Sequence("then", memory=True, children=[
-        Wakes("wakes"), Write("last")])]), State)
-    other.load(sparse)
-    assert other.capture() == whole
+    whole, bare = runner.capture(), runner.capture(statuses=False)
+    assert bare.statuses == {} and (bare.positions, bare.resume) == (whole.positions, whole.resume)
+    paths, statuses = runner.status_lists()
+    assert {path: status.value for path, status in zip(paths, statuses, strict=True)} == whole.statuses

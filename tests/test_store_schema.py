@@ -1,4 +1,4 @@
-"""The SQL stores' schema: a store written with schema 3 or 4 is upgraded on open (only its indexes
+"""The SQL stores' schema: a store written with schema 3, 4 or 5 is upgraded on open (only its indexes
 change) and reads back the same; read-only, it is read as it is; PostgreSQL's list chunks, no longer
 unique by key, are checked on reading; a tool's result and the message carrying it are stored once."""
 
@@ -38,7 +38,9 @@ SCHEMA_3 = {
         ALTER TABLE events ADD PRIMARY KEY (id); ALTER TABLE io ADD PRIMARY KEY (id);
         DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, kind, node, round, idx)""",
 }
-OLDER = {3: SCHEMA_3, 4: SCHEMA_4}
+# What schema 5 had that 6 has not: nothing (6 adds a record form, packed statuses: tests/test_packed_statuses.py)
+SCHEMA_5 = {"sqlite": "", "postgres": ""}
+OLDER = {3: SCHEMA_3, 4: SCHEMA_4, 5: SCHEMA_5}
 
 
 def _observation(round: int) -> str:

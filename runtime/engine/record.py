@@ -120,13 +120,16 @@ class TickReport:
         return path in self.changed or path in self.transient
 
 
-def telemetry_record(tick: TickReport | None, *, derived: bool = False) -> dict[str, Any] | None:
+def telemetry_record(tick: TickReport | None, *, derived: bool = False,
+                     before: list | None = None) -> dict[str, Any] | None:
     """A tick's telemetry events in a few plain fields, from which `telemetry_events` rebuilds them: what a
     checkpoint stores of them, and what the debug server sends an attached studio instead of the events.
     `s` tick.started and `c` tick.completed [number, time, ...its payload], `r` the node.returned
     block [first number, time, [[path, returned, end], ...]] (the unseen returns: few), `n` the
     node.status block [first number, time, count]; `x` the changes [path, old, new] unless `derived`
-    (a store whose record's status delta gives them). None for a tick whose telemetry was not numbered."""
+    (a store whose record's status delta gives them); `o` (`before`: a full record's packed statuses)
+    the runs that give the packing before it, which its changes are from. None for a tick whose
+    telemetry was not numbered."""
     telemetry = None if tick is None else tick.telemetry
     if telemetry is None:
         return None
@@ -139,6 +142,8 @@ def telemetry_record(tick: TickReport | None, *, derived: bool = False) -> dict[
         out["n"] = [*telemetry.statuses, len(tick.changed)]
         if not derived:
             out["x"] = [[p, old._value_, new._value_] for p, (old, new) in tick.changed.items()]
+        elif before is not None:
+            out["o"] = before
     return out
 
 

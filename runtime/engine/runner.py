@@ -677,20 +677,16 @@ class ReactiveRunner:
                 self._go_idle()
 
     # -- capture and load (the seam of runtime.memory.checkpoint) -------------------
-    def capture(self, paths: Iterable[str] | None = None, *, sparse: bool = False) -> RunnerState:
+    def capture(self, paths: Iterable[str] | None = None, *, statuses: bool = True) -> RunnerState:
         """The runner's own state now: statuses and composite positions of `paths` (every
         node when None: pass a tick's `changed` and `ticked` to capture only what it touched),
-        and the resume data of every node that keeps some (few nodes do). `sparse` (with every
-        node) leaves INVALID statuses out, as `load` reads them: a fresh 100,000-node tree's
-        capture in 10 ms, not 20."""
+        and the resume data of every node that keeps some (few nodes do). Without `statuses`
+        (every node), only positions and resume data: for a caller that reads the statuses as
+        lists (`status_lists`; a checkpointer packing a large tree's)."""
         nodes, composites = self.nodes, self._composites
         captured = RunnerState(self.tick_count, self.run_id, self.event_bus.position, self._wake.is_set())
         if paths is None:  # comprehensions, then the composites alone: 20 ms at 100,000 nodes, not 25
-            if sparse:
-                invalid = Status.INVALID
-                captured.statuses = {p: s._value_ for p, s in zip(self._order_paths, [n.status for n in self._order],
-                                                                  strict=True) if s is not invalid}
-            else:
+            if statuses:
                 captured.statuses = dict(zip(self._order_paths, [n.status._value_ for n in self._order], strict=True))
             selected = composites.items()
         else:

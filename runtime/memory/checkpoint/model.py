@@ -141,11 +141,14 @@ class CheckpointRecord:
     chunks: list[ListChunk] = field(default_factory=list)
     telemetry: dict[str, Any] | None = None  # a tick's: how to rebuild its telemetry events (see RunnerCheckpoints)
     size: int = 0  # set by the store's save(): the bytes of its encoded data (what a restore parses)
-    # the tree (a large one) the record names nodes in. A full record's `statuses` has no path outside
-    # it: INVALID may be left out of them (by the checkpointer, by the store), a reader puts it back for
+    # the tree (a large one) the record names nodes in. A full record's `statuses` (not `packed`) has no path
+    # outside it: INVALID may be left out of them (by the checkpointer, by the store), a reader puts it back for
     # the tree's other paths; `returns` may name nodes by their place in it (`returns.py`)
     tree: TreePaths | None = None
     returns: list[Any] | None = None  # its tick's returns, encoded (`returns.py`); None: not a tick's
+    # the statuses of `tree`'s paths, packed (`statuses.py`): the runs that differ from the chain's previous
+    # record (a full record's: from every node INVALID); `statuses` then holds only nodes outside the tree
+    packed: list[list[Any]] | None = None
 
     @property
     def full(self) -> bool:

@@ -20,9 +20,11 @@ What makes a store small:
   the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
   tick's event batch (schema 3).
 - A large tree's paths are stored once (`TreePaths`, `paths:<hash>` in `meta`, written when a
-  checkpointer attaches): its full records list only the statuses that are not INVALID, and
-  reading one puts INVALID back for the others. Records without `p` (a small tree's, an older
-  store's) list every status, and read as before.
+  checkpointer attaches): its records hold its statuses packed, one letter a node, as the runs
+  that differ from the previous record's (`sp`, schema 6, `statuses.py`). A schema-5 store's
+  full records (`p` without `sp`) list only the statuses that are not INVALID, its deltas map
+  paths to statuses; records without `p` (a small tree's) list every status. `ChainStatuses`
+  reads all of these, for every reader of a record's statuses.
 - A tick's returns (what each node returned, in order) are one entry of its record, `rt`,
   encoded against the previous record's (`returns.py`): no row per node. A record without it
   (an older store's) has no returns, and reads as before: the schema is unchanged.
@@ -59,11 +61,13 @@ from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
+from .statuses import ChainStatuses
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
-SCHEMA_VERSION = 5  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
+SCHEMA_VERSION = 6  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
 # items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
-# tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id))
+# tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id);
+# 6: a large tree's statuses packed, `sp`, which an older reader would not see: the tables are the same)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
@@ -182,7 +186,7 @@ class EventsRead:
     checkpoints_after: int = 0  # id of the last checkpoint row read for telemetry
     event_streams: dict[int, Any] = field(default_factory=dict)  # stream (its first row id) -> its inflater
     checkpoint_streams: dict[int, Any] = field(default_factory=dict)
-    chains: dict[int, dict[str, str]] = field(default_factory=dict)  # base id -> statuses as of its last record read
+    chains: dict[int, ChainStatuses] = field(default_factory=dict)  # base id -> statuses as of its last record read
     telemetry: dict[int, list[RuntimeEvent]] = field(default_factory=dict)  # checkpoint id -> its tick's telemetry
 
 
@@ -280,8 +284,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _upgrade(self, conn: Any, version: int) -> None:
         """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
-        to 4 only drops and narrows indexes, 4 to 5 adds a record form the old rows do not use: the
-        rows are read the same either way."""
+        to 4 only drops and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not
+        use: the rows are read the same either way."""
         for step in range(version, SCHEMA_VERSION):
             for statement in filter(str.strip, self._UPGRADES[step].split(";")):
                 conn.execute(statement)
@@ -508,10 +512,11 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
         tree = record.tree if record.full else None
         statuses = record.statuses
-        if tree is not None:  # a large tree's full record: the statuses not INVALID (the tree's paths give the rest)
-            statuses = {p: s for p, s in statuses.items() if s != "INVALID"}
+        if tree is not None and record.packed is None:  # a large tree's full record: the statuses not INVALID
+            statuses = {p: s for p, s in statuses.items() if s != "INVALID"}  # (the tree's paths give the rest)
         data = dumpb({"s": statuses, "r": record.resume, "st": record.state, "b": record.bindings,
                       "w": record.wake, "t": record.telemetry, **({"p": tree.key} if tree is not None else {}),
+                      **({"sp": record.packed} if record.packed is not None else {}),
                       **({"rt": record.returns} if record.returns is not None else {})})
         record.size = len(data)
 
@@ -689,16 +694,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 if rows or conn.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone():
                     raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt (no chain to read)")
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
-        statuses: dict[str, str] = {}
+        statuses = ChainStatuses()
         resume: dict[str, Any] = {}
         entries: dict[str, dict[str, list]] = {}
         returns = ReturnsReader()
         data: dict[str, Any] = {}
         for data in self._inflate(((r[0], r[-2], r[-1]) for r in rows), "checkpoint"):
             returns.add(data.get("rt"))
-            if "p" in data:  # a large tree's full record: INVALID wherever it lists no status
-                statuses = dict.fromkeys(self._tree_paths(data["p"]), "INVALID")
-            statuses.update(data["s"])
+            statuses.add(data, self._tree_paths)
             for path, value in data["r"].items():
                 if value is None:
                     resume.pop(path, None)
@@ -724,7 +727,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     lists.setdefault(ns, {})[key] = entry[1:]
                     if read_lists:
                         state[ns][key] = self.read_list(entry[1], entry[2])
-        return Checkpoint(*rows[-1][:-2], statuses=statuses, resume=resume, state=state,
+        return Checkpoint(*rows[-1][:-2], statuses=statuses.statuses(), resume=resume, state=state,
                           bindings=data["b"], wake=data["w"], lists=lists, returns=returns.returns(self._tree_paths))
 
     def _infos(self, where: str, params: tuple, order: str = "id") -> list[CheckpointInfo]:
@@ -839,29 +842,26 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         for (checkpoint_id, base_id, tick, status, _, _), data in zip(rows, records, strict=True):
             saved = chains.pop(base_id, None)
             if saved is None:  # a new chain, or one let go: its earlier records give its statuses
-                saved = {} if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
+                saved = ChainStatuses() if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
             chains[base_id] = saved
             if len(chains) > _Streams.LIMIT:  # a large tree's statuses, kept for the chains still written
                 del chains[next(iter(chains))]
-            delta, t = data["s"], data.get("t")
-            if t is not None:
-                changes = t.get("x")
-                if changes is None and "n" in t:
-                    changes = [(p, saved.get(p, "INVALID"), new) for p, new in itertools.islice(delta.items(), t["n"][2])]
-                read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, changes or ())
-            saved.update(delta)
+            t = data.get("t") or {}
+            changes = saved.add(data, self._tree_paths, t["n"][2] if "n" in t and "x" not in t else 0)
+            if t:
+                read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, t.get("x", changes))
         if rows:
             read.checkpoints_after = rows[-1][0]
 
-    def _chain_statuses(self, base_id: int, before: int) -> dict[str, str]:
+    def _chain_statuses(self, base_id: int, before: int) -> ChainStatuses:
         """The statuses of chain `base_id` as of its records before `before` (each of its streams
         starts at or after its full record, so they inflate from there)."""
         with self._guard() as conn:
             rows = conn.execute("SELECT id, stream, data FROM checkpoints WHERE base_id = ? AND id < ? ORDER BY id",
                                 (base_id, before)).fetchall()
-        saved: dict[str, str] = {}
+        saved = ChainStatuses()
         for data in self._inflate(rows, "checkpoint"):
-            saved.update(data["s"])
+            saved.add(data, self._tree_paths)
         return saved
 
     def _item(self, conn: Any, item_id: int) -> Any:
