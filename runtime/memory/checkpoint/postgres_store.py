@@ -27,6 +27,7 @@ from psycopg import conninfo
 from psycopg.types.numeric import Int8Dumper
 
 from .liveness import WRITERS_TABLE
+from .sql_plan import Plan, Query
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
@@ -102,12 +103,6 @@ class _Connection:
 
     def execute(self, sql: str, params: tuple = ()) -> psycopg.Cursor:
         return self.raw.execute(_dialect(sql), params)
-
-    def executemany(self, sql: str, rows: list[tuple]) -> None:
-        """Row by row (a save writes a few list chunks at most): psycopg's `executemany` runs a
-        pipeline, whose loss with the connection it logs besides the error we report."""
-        for row in rows:
-            self.raw.execute(_dialect(sql), row)
 
     def close(self) -> None:
         self.raw.close()
@@ -227,8 +222,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     def _usable(self) -> bool:
         return not (self._conn.raw.broken or self._conn.raw.closed)
 
-    def _announce(self, conn: _Connection, run_id: str) -> None:
-        conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+    def _announce(self, run_id: str) -> Plan[None]:
+        yield Query("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
 
     def wait_for_change(self, timeout: float) -> bool:
         """Waits for a `NOTIFY` on the channel saves announce on (its own connection, opened

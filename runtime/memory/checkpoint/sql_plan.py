@@ -1,0 +1,60 @@
+"""Writes as plans: the shared SQL code yields the statements it wants run, an executor runs them.
+
+A write of the SQL stores (`sql_store.py`) is a generator of `Query`s: it yields a statement
+and is sent back what it asked for (a row, the rows, the count of rows changed, or nothing);
+a statement that fails is thrown into it (so it rolls back). The synchronous stores drive it
+over their DB-API connection (`run`); the asyncio PostgreSQL store drives the same plan over
+psycopg's async connection in pipeline mode (`postgres_async.py`). So the statements and the
+rows they write are built in one place, and each executor is a few lines. In a pipeline a
+statement whose result nobody asked for is not waited for: it goes to the server with the next
+one that is, so a save costs the round trips of the results it reads, not one per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+NOTHING, DONE, ONE, ALL, COUNT = "", "done", "one", "all", "count"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A statement (`?` placeholders) and what its plan wants back: NOTHING (it need not have run
+    yet), DONE (it has run: a COMMIT), ONE row or None, ALL rows, or the COUNT of rows it changed."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    want: str = NOTHING
+
+
+Plan = Generator[Query, Any, T]
+
+
+def answer(cursor: Any, want: str) -> Any:
+    """What `want` asks of a DB-API cursor that has run its statement."""
+    if want == ONE:
+        return cursor.fetchone()
+    if want == ALL:
+        return cursor.fetchall()
+    return cursor.rowcount if want == COUNT else None
+
+
+def run(plan: Plan[T], execute: Callable[[str, Sequence[Any]], Any]) -> T:
+    """Drive `plan` with a synchronous `execute(sql, params)` (a DB-API connection's)."""
+    send, value = plan.send, None
+    while True:
+        try:
+            query = send(value)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            value, send = answer(execute(query.sql, query.params), query.want), plan.send
+        except BaseException as exc:  # into the plan: it rolls back, and raises it again
+            value, send = exc, plan.throw
+
+
+__all__ = ["ALL", "COUNT", "DONE", "NOTHING", "ONE", "Plan", "Query", "answer", "run"]
