@@ -142,9 +142,12 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         try:
             raw = psycopg.connect(self._url, autocommit=True, options=self._options)
         except psycopg.Error as exc:
-            raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
+            raise self._unconnected(exc) from None
         raw.adapters.register_dumper(int, Int8Dumper)  # every id a bigint: a statement prepared once fits all
         return raw
+
+    def _unconnected(self, exc: psycopg.Error) -> StoreError:
+        return StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})")
 
     @contextmanager
     def _guard(self) -> Iterator[Any]:
@@ -209,8 +212,10 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             text = text.replace(secret, "***")
         return text
 
-    def _explain(self, exc: Exception) -> str:
-        if self._conn.raw.broken or self._conn.raw.closed:
+    def _explain(self, exc: Exception, raw: psycopg.BaseConnection | None = None) -> str:
+        """One line for `exc`, met on `raw` (this store's own connection when None)."""
+        raw = self._conn.raw if raw is None else raw
+        if raw.broken or raw.closed:
             return f"{self.location}: lost the connection to the PostgreSQL server ({self._first_line(exc)})"
         return f"{self.location}: {self._first_line(exc)}"
 

@@ -43,18 +43,40 @@ def answer(cursor: Any, want: str) -> Any:
     return cursor.rowcount if want == COUNT else None
 
 
+class Stepping:
+    """A plan being driven: `query()` is the next statement (None once the plan returned its
+    `result`); `answered` sends it what its statement gave, `failed` throws the statement's error
+    in (the plan rolls back, and raises it again out of the next `query()`)."""
+
+    def __init__(self, plan: Plan[Any]):
+        self._plan = plan
+        self._next: Callable[[Any], Query] = plan.send
+        self._value: Any = None
+        self.result: Any = None
+
+    def query(self) -> Query | None:
+        try:
+            return self._next(self._value)
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
+
+    def answered(self, value: Any) -> None:
+        self._next, self._value = self._plan.send, value
+
+    def failed(self, exc: BaseException) -> None:
+        self._next, self._value = self._plan.throw, exc
+
+
 def run(plan: Plan[T], execute: Callable[[str, Sequence[Any]], Any]) -> T:
     """Drive `plan` with a synchronous `execute(sql, params)` (a DB-API connection's)."""
-    send, value = plan.send, None
-    while True:
+    stepping = Stepping(plan)
+    while (query := stepping.query()) is not None:
         try:
-            query = send(value)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            value, send = answer(execute(query.sql, query.params), query.want), plan.send
-        except BaseException as exc:  # into the plan: it rolls back, and raises it again
-            value, send = exc, plan.throw
+            stepping.answered(answer(execute(query.sql, query.params), query.want))
+        except BaseException as exc:
+            stepping.failed(exc)
+    return stepping.result
 
 
-__all__ = ["ALL", "COUNT", "DONE", "NOTHING", "ONE", "Plan", "Query", "answer", "run"]
+__all__ = ["ALL", "COUNT", "DONE", "NOTHING", "ONE", "Plan", "Query", "Stepping", "answer", "run"]

@@ -535,7 +535,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return self._run(self.saving(record, events))
 
     def saving(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Plan[int]:
-        """The plan of `save` (the asyncio store runs it over its own connections)."""
+        """The plan of `save`, the record encoded now: the asyncio store may run the plan later, when
+        the picture the record was taken from has moved on."""
         tree = record.tree if record.full else None
         statuses = record.statuses
         if tree is not None:  # a large tree's full record: the statuses not INVALID (the tree's paths give the rest)
@@ -567,11 +568,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             yield from self._announce(record.run_id)
             return checkpoint_id
 
-        checkpoint_id = yield from self._transacting(write)
-        self._noted.add(record.run_id)
-        if record.tree is not None and record.tree.key not in self._trees:
-            self._keep_tree(record.tree.key, record.tree.paths)
-        return checkpoint_id
+        def plan() -> Plan[int]:
+            checkpoint_id = yield from self._transacting(write)
+            self._noted.add(record.run_id)
+            if record.tree is not None and record.tree.key not in self._trees:
+                self._keep_tree(record.tree.key, record.tree.paths)
+            return checkpoint_id
+
+        return plan()
 
     def save_tree(self, tree: TreePaths) -> None:
         """Store a large tree's paths ahead of its first full record (a checkpointer attaching
