@@ -242,12 +242,9 @@ class RunnerCheckpoints:
         """The record taken now (the runner as it is after this tick), written once the write in
         flight before it is done (its id is this one's parent)."""
         record, events = self._record(source, status, tick)
-        line, failures, saving = self._line, self._failures, self.store.save_async(record, events)  # (encoded now)
+        line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
 
         async def write() -> int:
-            if failures != self._failures:  # an earlier write failed: this record's deltas build on it
-                saving.close()
-                raise self._unsaved(record, StoreError("an earlier checkpoint of the run was not written"))
             record.parent_id = self.head
             if record.base_id == _UNWRITTEN:  # its full record was written since
                 record.base_id = line.id
@@ -258,28 +255,34 @@ class RunnerCheckpoints:
             self._saved(record, checkpoint_id, line)
             return checkpoint_id
 
-        return self._later(events, write)
+        return self._later(events, write, saving.close)
 
     def _flush_later(self) -> None:
         if self._events:
             events, self._events = self._events, []
             self._later(events, lambda: self.store.add_events_async(events))
 
-    def _later(self, events: list[tuple[str, RuntimeEvent]], write: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
-        """Start `write` once the write in flight before it is done (its failure is its own); if this
-        one fails, `events` (what it was to write of the run's events) are kept for the next save,
-        and the run stops at its next tick (`_failed`)."""
-        previous = self._flying[-1] if self._flying else None
+    def _later(self, events: list[tuple[str, RuntimeEvent]], write: Callable[[], Awaitable[T]],
+               void: Callable[[], None] | None = None) -> asyncio.Future[T]:
+        """Start `write` once the write in flight before it is done; if this one fails, `events` (what
+        it was to write of the run's events) are kept for the next save, and the run stops at its next
+        tick (`_failed`). A checkpoint's write (`void` given: drops it) taken before an earlier write
+        failed is not written (its deltas build on that one) and raises, its events kept."""
+        previous, failures = (self._flying[-1] if self._flying else None), self._failures
 
         async def follow() -> T:
             if previous is not None:
                 with contextlib.suppress(StoreError):
                     await previous
+            if void is not None and failures != self._failures:
+                void()
+                self._events[:0] = events
+                raise StoreError("not written: an earlier checkpoint of the run was not")
             try:
                 return await write()
             except StoreError as exc:
                 self._events[:0] = events
-                self._unwritten, self._failed = True, exc
+                self._unwritten, self._failed = True, self._failed or exc  # (the first says why)
                 raise
 
         task = asyncio.ensure_future(follow())
