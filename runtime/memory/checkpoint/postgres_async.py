@@ -1,11 +1,9 @@
 """`AsyncPostgresCheckpointStore`: the PostgreSQL store whose writes a runner awaits.
 
 What a run writes while it runs (each tick's checkpoint and events, the model and tool calls it
-records, the events that end it) goes over psycopg's async connections in pipeline mode: while a
-save is on the wire the event loop runs the other runs' ticks, and a save waits only for the
-results it reads (a statement nobody reads goes with the next one that is read, or the COMMIT).
-The statements and rows are the synchronous store's own plans (`sql_plan.py`), driven here by
-`run_async`. Reads, and what a studio or a script writes, go over the synchronous connection
+records, the events that end it) goes over psycopg's async connections: while a save is on the
+wire the event loop runs the other runs' ticks. The statements and rows are the synchronous
+store's own plans (`sql_plan.py`), driven here by `run_async`. Reads, and what a studio or a script writes, go over the synchronous connection
 this store inherits, so it is a whole `CheckpointStore` for them as well.
 
 The saves of different runs go over up to `connections` connections at once, opened on first use
@@ -25,21 +23,20 @@ from psycopg.types.numeric import Int8Dumper
 from ...engine.events import RuntimeEvent
 from .model import CheckpointRecord, ListChunk
 from .postgres_store import PostgresCheckpointStore, _dialect
-from .sql_plan import ALL, COUNT, DONE, ONE, Plan, Stepping
+from .sql_plan import ALL, COUNT, ONE, Plan, Stepping
 from .store import IORecord, StoreError
 
 T = TypeVar("T")
 
 
-async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection, pipeline: psycopg.AsyncPipeline) -> T:
-    """Drive `plan` over an async connection in pipeline mode: a statement is sent at once, and
-    waited for only when the plan reads its result or needs it done (DONE, COUNT)."""
+async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
+    """Drive `plan` over an async connection: the event loop runs other work while each statement
+    is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
+    socket that is always writable, which here cost more CPU than the round trips it saved.)"""
     stepping = Stepping(plan)
     while (query := stepping.query()) is not None:
         try:
             cursor = await conn.execute(_dialect(query.sql), query.params)
-            if query.want in (DONE, COUNT):
-                await pipeline.sync()
             stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
                               if query.want == ALL else cursor.rowcount if query.want == COUNT else None)
         except BaseException as exc:
@@ -80,8 +77,7 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
         async with self._slots:
             conn = self._idle.pop() if self._idle else await self._connect_async()
             try:
-                async with conn.pipeline() as pipeline:
-                    return await run_async(plan, conn, pipeline)
+                return await run_async(plan, conn)
             except psycopg.Error as exc:
                 raise StoreError(self._explain(exc, conn)) from None
             finally:

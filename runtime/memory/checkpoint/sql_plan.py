@@ -4,10 +4,8 @@ A write of the SQL stores (`sql_store.py`) is a generator of `Query`s: it yields
 and is sent back what it asked for (a row, the rows, the count of rows changed, or nothing);
 a statement that fails is thrown into it (so it rolls back). The synchronous stores drive it
 over their DB-API connection (`run`); the asyncio PostgreSQL store drives the same plan over
-psycopg's async connection in pipeline mode (`postgres_async.py`). So the statements and the
-rows they write are built in one place, and each executor is a few lines. In a pipeline a
-statement whose result nobody asked for is not waited for: it goes to the server with the next
-one that is, so a save costs the round trips of the results it reads, not one per row.
+psycopg's async connections (`postgres_async.py`). So the statements and the rows they write
+are built in one place, and each executor is a few lines.
 """
 
 from __future__ import annotations
@@ -18,13 +16,13 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-NOTHING, DONE, ONE, ALL, COUNT = "", "done", "one", "all", "count"
+NOTHING, ONE, ALL, COUNT = "", "one", "all", "count"
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """A statement (`?` placeholders) and what its plan wants back: NOTHING (it need not have run
-    yet), DONE (it has run: a COMMIT), ONE row or None, ALL rows, or the COUNT of rows it changed."""
+    """A statement (`?` placeholders) and what its plan wants back: NOTHING, ONE row (or None),
+    ALL rows, or the COUNT of rows it changed."""
 
     sql: str
     params: Sequence[Any] = ()
@@ -79,4 +77,4 @@ def run(plan: Plan[T], execute: Callable[[str, Sequence[Any]], Any]) -> T:
     return stepping.result
 
 
-__all__ = ["ALL", "COUNT", "DONE", "NOTHING", "ONE", "Plan", "Query", "Stepping", "answer", "run"]
+__all__ = ["ALL", "COUNT", "NOTHING", "ONE", "Plan", "Query", "Stepping", "answer", "run"]

@@ -58,7 +58,7 @@ from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
-from .sql_plan import ALL, COUNT, DONE, ONE, Plan, Query, run
+from .sql_plan import ALL, COUNT, ONE, Plan, Query, run
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
 SCHEMA_VERSION = 5  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
@@ -328,12 +328,12 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             yield Query(self._BEGIN)
             try:
                 result = yield from body(tx)
-                yield Query("COMMIT", want=DONE)
+                yield Query("COMMIT")
             except GeneratorExit:
                 raise
             except BaseException as exc:
                 with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
-                    yield Query("ROLLBACK", want=DONE)
+                    yield Query("ROLLBACK")
                 if isinstance(exc, self._RETRY) and attempt < 5:
                     continue
                 raise
