@@ -41,6 +41,7 @@ TASK = "Look everything up."
 # the tool's 1 KB answers made once, not at each call (6 ms each: a stall of the workload's own)
 observation = checkpoint_growth.observation = functools.lru_cache(checkpoint_growth.observation)
 CONNECTIONS = 8  # each side's connections to the server in one process
+PUBLIC = "-c search_path=public"  # LangGraph's tables, not this project's (schema jianmu, the user's own name)
 
 
 class LagProbe:
@@ -84,7 +85,7 @@ async def langgraph_async(url: str, runs: int, rounds: int) -> dict:
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": PUBLIC}
     async with AsyncConnectionPool(url, min_size=CONNECTIONS, max_size=CONNECTIONS, kwargs=kwargs) as pool:
         saver = AsyncPostgresSaver(pool)
         await saver.setup()
@@ -117,7 +118,7 @@ def writer(kind: str, url: str, go: str, rounds: int) -> None:
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
-    with psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+    with psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=PUBLIC) as conn:
         agent = langgraph_peer._agent(script(rounds), observation, PostgresSaver(conn))
         print("ready", flush=True)
         while not os.path.exists(go):
@@ -149,7 +150,7 @@ def _setup_langgraph(url: str) -> None:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, options=PUBLIC) as conn:
         PostgresSaver(conn).setup()
 
 

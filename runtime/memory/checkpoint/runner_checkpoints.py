@@ -333,7 +333,7 @@ class RunnerCheckpoints:
             self._suspended_at = checkpoint_id
         if record.full:
             line.id = checkpoint_id
-            if line is self._line:  # (not a line since replaced by a newer full record taken)
+            if line is self._line and self._base_id == _UNWRITTEN:  # (not replaced since, nor a full one asked for)
                 self._base_id, self._full_bytes = checkpoint_id, record.size
         else:
             self._chain_bytes += record.size
