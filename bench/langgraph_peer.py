@@ -35,7 +35,7 @@ def _agent(script: list[dict], observe: Callable[[int], str], checkpointer=None)
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.tools import tool as lc_tool
+    from langchain_core.tools import StructuredTool
     from langgraph.prebuilt import create_react_agent
 
     class Scripted(BaseChatModel):
@@ -55,10 +55,14 @@ def _agent(script: list[dict], observe: Callable[[int], str], checkpointer=None)
                      for c in step.get("tool_calls", [])]
             return ChatResult(generations=[ChatGeneration(message=AIMessage(step["content"], tool_calls=calls))])
 
-    @lc_tool
-    def lookup(round: int) -> str:
-        """Return the observation for a round."""
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+            return self._generate(messages)  # (by default LangChain would run it in a thread)
+
+    async def alookup(round: int) -> str:
         return observe(round)
+
+    lookup = StructuredTool.from_function(lambda round: observe(round), coroutine=alookup, name="lookup",
+                                          description="Return the observation for a round.")
 
     with warnings.catch_warnings():  # create_react_agent is deprecated in favour of langchain's
         warnings.simplefilter("ignore")

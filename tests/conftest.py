@@ -4,7 +4,7 @@ the cache directory: each test points all three at temporary folders of its own.
 
 Store contract tests run once per kind of store: `store` is an open store in memory, in an
 SQLite file or in a database of a throw-away PostgreSQL server (`postgres_server.py`, which
-skips with the reason when this machine cannot start one); `store_name` names a new
+skips with the reason when this machine cannot start one), synchronous or asyncio; `store_name` names a new
 persistent one (a file or a URL) for tests that reopen it. `server` is a loopback
 OpenAI-compatible server (`openai_server.py`) for the model client's tests."""
 
@@ -47,12 +47,12 @@ def store_name(request, tmp_path):
     return str(tmp_path / "s.db")
 
 
-@pytest.fixture(params=["memory", *PERSISTENT])
+@pytest.fixture(params=["memory", *PERSISTENT, "postgres-async"])
 def store(request, tmp_path):
     if request.param == "memory":
         made = InMemoryCheckpointStore()
-    elif request.param == "postgres":
-        made = open_store(request.getfixturevalue("postgres_url"))
+    elif request.param.startswith("postgres"):  # postgres-async: the store whose writes a runner awaits
+        made = open_store(request.getfixturevalue("postgres_url"), asynchronous=request.param == "postgres-async")
     else:
         made = open_store(tmp_path / "s.db")
     yield made

@@ -72,8 +72,8 @@ def test_a_failed_save_leaves_every_later_checkpoint_and_event_readable(store_na
     second = store.save(_record(2, first, first), [_event(2)])
     original = store._write_events
 
-    def failing(conn, streams, events, *marker):
-        original(conn, streams, events, *marker)
+    def failing(tx, events, *marker):
+        yield from original(tx, events, *marker)
         raise store._DRIVER_ERROR("disk I/O error")
 
     monkeypatch.setattr(store, "_write_events", failing)

@@ -14,7 +14,7 @@ sits below the runner: it names the runner only in words, never by import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +37,9 @@ class RunnerState:
 class TickRecorder(Protocol):
     """What a runner calls on its checkpointer."""
 
-    def after_tick(self, report: TickReport) -> None: ...
+    def after_tick(self, report: TickReport) -> Awaitable[None] | None:
+        """Record the tick; an awaitable (a write in flight) is awaited by the runner before it goes on.
+        A recorder may also have `async settle()`, awaited as a run ends (its last writes land)."""
 
     def restore(self, checkpoint_id: int) -> None: ...
 

@@ -453,7 +453,14 @@ class ReactiveRunner:
         if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
             finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
             self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
+        await self._settle()  # a step returns with its tick stored
         return report
+
+    async def _settle(self) -> None:
+        """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends)."""
+        settle = getattr(self.checkpoints, "settle", None)
+        if settle is not None:
+            await settle()
 
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
@@ -469,11 +476,13 @@ class ReactiveRunner:
         if self._into:
             self._into = False
             self._sync_boundaries()
-        if self.checkpoints is not None:
-            self.checkpoints.after_tick(report)
+        if self.checkpoints is not None and (saving := self.checkpoints.after_tick(report)) is not None:
+            await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
-        if self._after_hooks and (held := self._call_hooks(self._after_hooks, self, report)):
-            await held
+        if self._after_hooks:
+            await self._settle()  # a hook sees the tick stored
+            if held := self._call_hooks(self._after_hooks, self, report):
+                await held
         if self._finish_hooks and report.status in _FINISHED and (
                 held := self._call_hooks(self._finish_hooks, self, report.status)):
             await held
@@ -673,8 +682,11 @@ class ReactiveRunner:
             bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": f"{type(exc).__name__}: {exc}"})
             raise
         finally:
-            if not was_live:
-                self._go_idle()
+            try:
+                await self._settle()
+            finally:
+                if not was_live:
+                    self._go_idle()
 
     # -- capture and load (the seam of runtime.memory.checkpoint) -------------------
     def capture(self, paths: Iterable[str] | None = None, *, statuses: bool = True) -> RunnerState:

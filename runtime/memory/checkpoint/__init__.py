@@ -1,6 +1,6 @@
 """Checkpoints of a run, the stores that keep them, recorded I/O, traces and the recovery facade.
 
-`PostgresCheckpointStore` is imported on first use (its driver, psycopg, is ~13 MB)."""
+`PostgresCheckpointStore` (and `AsyncPostgresCheckpointStore`, whose writes a runner awaits) is imported on first use (its driver, psycopg, is ~13 MB)."""
 
 from ...engine.recovery import EFFECTS_KEY, CheckpointRecoveryFacade
 from ...extras import require
@@ -22,11 +22,17 @@ def __getattr__(name: str):
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore
+    if name == "AsyncPostgresCheckpointStore":
+        require("postgres", "psycopg")
+        from .postgres_async import AsyncPostgresCheckpointStore
+
+        return AsyncPostgresCheckpointStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "EFFECTS_KEY",
+    "AsyncPostgresCheckpointStore",
     "FIELDS_OF_A_TRACE_LINE",
     "SCHEMA_VERSION",
     "TRACE_SCHEMA_VERSION",

@@ -124,15 +124,22 @@ class IORecorder:
             self._landed(request)
             if provider is not None:
                 request[POSITION_AFTER] = provider.dump_resume_state()
-            self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request,
-                                       error=_error_record(exc)), chunks)
+            await self._put(IORecord(self.run_id, self.branch, kind, node, round, index, request,
+                                     error=_error_record(exc)), chunks)
             raise
         self._landed(request)
         if provider is not None:
             request[POSITION_AFTER] = provider.dump_resume_state()
-        self.store.put_io(IORecord(self.run_id, self.branch, kind, node, round, index, request, dump(result)),
-                          chunks)
+        await self._put(IORecord(self.run_id, self.branch, kind, node, round, index, request, dump(result)), chunks)
         return result
+
+    async def _put(self, record: IORecord, chunks: list) -> None:
+        """Into an asyncio store, awaited (the event loop runs on meanwhile)."""
+        put_async = getattr(self.store, "put_io_async", None)
+        if put_async is not None:
+            await put_async(record, chunks)
+        else:
+            self.store.put_io(record, chunks)
 
     async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
                          call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:

@@ -42,12 +42,18 @@ def _named(name: str | Path) -> str:
     return str(name)
 
 
-def open_store(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
+def open_store(name: str | Path, *, create: bool = True, asynchronous: bool = False) -> SQLCheckpointStore:
     """The store `name` names; raises `StoreError` (one line, no password) when it cannot be opened.
-    With `create=False` a store that does not exist yet is refused instead of created."""
+    With `create=False` a store that does not exist yet is refused instead of created. With
+    `asynchronous`, a PostgreSQL store is the one whose writes a runner awaits (many runs in one
+    event loop); an SQLite file's saves are short synchronous commits either way."""
     name = _named(name)
     if is_postgres_url(name):
         require("postgres", "psycopg")
+        if asynchronous:
+            from .postgres_async import AsyncPostgresCheckpointStore
+
+            return AsyncPostgresCheckpointStore(name, create=create)
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore(name, create=create)

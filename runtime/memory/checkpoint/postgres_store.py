@@ -28,6 +28,7 @@ from psycopg.types.numeric import Int8Dumper
 
 from ...urls import masked_url, url_secrets
 from .liveness import WRITERS_TABLE
+from .sql_plan import Plan, Query
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .store import StoreError
 
@@ -107,12 +108,6 @@ class _Connection:
     def execute(self, sql: str, params: tuple = ()) -> psycopg.Cursor:
         return self.raw.execute(_dialect(sql), params)
 
-    def executemany(self, sql: str, rows: list[tuple]) -> None:
-        """Row by row (a save writes a few list chunks at most): psycopg's `executemany` runs a
-        pipeline, whose loss with the connection it logs besides the error we report."""
-        for row in rows:
-            self.raw.execute(_dialect(sql), row)
-
     def close(self) -> None:
         self.raw.close()
 
@@ -153,9 +148,12 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         try:
             raw = psycopg.connect(self._url, autocommit=True, options=self._options, **self._timeout)
         except psycopg.Error as exc:
-            raise StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})") from None
+            raise self._unconnected(exc) from None
         raw.adapters.register_dumper(int, Int8Dumper)  # every id a bigint: a statement prepared once fits all
         return raw
+
+    def _unconnected(self, exc: psycopg.Error) -> StoreError:
+        return StoreError(f"{self.location}: cannot connect ({self._first_line(exc)})")
 
     @contextmanager
     def _guard(self) -> Iterator[Any]:
@@ -226,8 +224,10 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             text = text.replace(secret, "***")
         return masked_url(text)  # a URL the driver could not read, quoted with what it holds
 
-    def _explain(self, exc: Exception) -> str:
-        if self._conn.raw.broken or self._conn.raw.closed:
+    def _explain(self, exc: Exception, raw: psycopg.BaseConnection | None = None) -> str:
+        """One line for `exc`, met on `raw` (this store's own connection when None)."""
+        raw = self._conn.raw if raw is None else raw
+        if raw.broken or raw.closed:
             return f"{self.location}: lost the connection to the PostgreSQL server ({self._first_line(exc)})"
         return f"{self.location}: {self._first_line(exc)}"
 
@@ -239,8 +239,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     def _usable(self) -> bool:
         return not (self._conn.raw.broken or self._conn.raw.closed)
 
-    def _announce(self, conn: _Connection, run_id: str) -> None:
-        conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+    def _announce(self, run_id: str) -> Plan[None]:
+        yield Query("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
 
     def wait_for_change(self, timeout: float) -> bool:
         """Waits for a `NOTIFY` on the channel saves announce on (its own connection, opened

@@ -38,13 +38,15 @@ it: `runtime.memory.checkpoint.agents`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Set
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Set
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from py_trees.composites import Composite
 
@@ -69,7 +71,28 @@ CHAIN_SIZE = 4  # a full record again once the deltas since the last one are thi
 DECODED_LISTS = 16  # stored lists kept decoded and validated, for restores that read them again
 _FLUSH_ON = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_SUSPENDED})
 TREE_PATHS_FROM = 1_000  # nodes: a tree this large has its paths stored once, its full records leave INVALID out
+IN_FLIGHT = 2  # writes an asyncio store has on the wire before the runner awaits the oldest
 SPILL_EVENTS = 2_000  # events held before they are written ahead of their tick's checkpoint (memory stays bounded)
+_UNWRITTEN = 0  # the base id of a line whose full record is taken but not yet written (an asyncio store's)
+T = TypeVar("T")
+
+
+class _Line:
+    """A line of checkpoints: the id of its full record, once written (an asyncio store's deltas
+    may be taken before it is)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self) -> None:
+        self.id: int | None = None
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class RunnerCheckpoints:
@@ -81,6 +104,7 @@ class RunnerCheckpoints:
         self.head: int | None = None  # the last checkpoint of this runner's timeline
         self._run_id: str | None = None
         self._base_id: int | None = None
+        self._line = _Line()  # the line the next delta builds on
         self._since_full = 0
         self._full_bytes = 0  # the size of the last full record, and of the deltas since
         self._chain_bytes = 0
@@ -102,6 +126,10 @@ class RunnerCheckpoints:
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
         self._suspended_at: int | None = None  # the checkpoint that records the run's suspension, while it is the head
         self._agents = AgentCheckpoints(runner)  # its swarm's agents, recorded with it
+        self._awaited = callable(getattr(store, "save_async", None))  # an asyncio store: a runner awaits its writes
+        self._flying: deque[asyncio.Future] = deque()  # its writes in flight, oldest first: each starts after the last
+        self._failures = 0  # writes that failed: a record taken before one is void (its deltas build on it)
+        self._failed: StoreError | None = None  # why the last write failed, for the run to stop on
         runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY)  # rebuilt from the records
         if runner.context.io_recorder is None:
             from .io import IORecorder
@@ -119,20 +147,22 @@ class RunnerCheckpoints:
         try:
             if event.type == EventType.RUN_STARTED and event.payload.get("fresh"):
                 self._events.append(("main", event))
-                self.save(Source.INPUT)
+                self._write(Source.INPUT)
                 return
             self._events.append((self.branch, event))
             if event.type == EventType.BINDING_CHANGED and event.node is not None:
                 self._binding_changed(event.node)
             if event.type == EventType.RUN_SUSPENDED and self._suspended_at != self.head:
-                self.save(Source.SUSPEND)
-                self._suspended_at = self.head
+                self._write(Source.SUSPEND)
                 return
             if event.type == EventType.RUN_FAILED and event.payload.get("status") == INTERRUPTED:
-                self.save(Source.INTERRUPT, status=INTERRUPTED)
+                self._write(Source.INTERRUPT, status=INTERRUPTED)
                 return
             if event.type in _FLUSH_ON or (len(self._events) >= SPILL_EVENTS and not self._unwritten):
-                self.flush()
+                if self._awaited and _in_loop():
+                    self._flush_later()
+                else:
+                    self.flush()
         except StoreError:  # kept: the next save() writes them, or raises why it cannot and stops the run
             self._unwritten = True
 
@@ -178,14 +208,104 @@ class RunnerCheckpoints:
                 raise
 
     # -- saving ----------------------------------------------------------------------
-    def after_tick(self, report: TickReport) -> None:
+    def after_tick(self, report: TickReport) -> Awaitable[None] | None:
+        """Save the tick. Into an asyncio store the write goes on the wire behind those in flight and
+        the next tick comes at once, as after a synchronous save, while at most `IN_FLIGHT` writes are;
+        beyond that, returns the oldest for the runner to await (it yields the loop meanwhile)."""
         if self._packed is None:  # (a packed save finds what changed in the runner's statuses)
             self._touched.update(_touched(report.changed))
+        if self._awaited and _in_loop():
+            self._raise_failed()
+            self._save_later(Source.LOOP, None, report)
+            self._check_divergence()
+            return self._oldest() if len(self._flying) > IN_FLIGHT else None
         self.save(Source.LOOP, tick=report)
+        self._check_divergence()
+        return None
+
+    async def _oldest(self) -> None:
+        with contextlib.suppress(StoreError):  # (raised below, once)
+            await self._flying[0]
+        self._raise_failed()
+
+    def _raise_failed(self) -> None:
+        """A write that failed stops the run, as a synchronous save that raised would have."""
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _check_divergence(self) -> None:
         take = getattr(self.runner.context.io_recorder, "take_divergence", None)
         divergence = take() if take is not None else None
         if divergence is not None:  # a strict replay met a request it never recorded: stop the run
             raise divergence
+
+    def _write(self, source: str, status: str | None = None) -> None:
+        """Save now, or (an asyncio store, in its event loop) start the save after the write in flight."""
+        if self._awaited and _in_loop():
+            self._save_later(source, status, None)
+        else:
+            self.save(source, status)
+
+    def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
+        """The record taken now (the runner as it is after this tick), written once the write in
+        flight before it is done (its id is this one's parent)."""
+        record, events = self._record(source, status, tick)
+        line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
+
+        async def write() -> int:
+            record.parent_id = self.head
+            if record.base_id == _UNWRITTEN:  # its full record was written since
+                record.base_id = line.id
+            try:
+                checkpoint_id = await saving
+            except StoreError as exc:
+                raise self._unsaved(record, exc) from exc
+            self._saved(record, checkpoint_id, line)
+            return checkpoint_id
+
+        return self._later(events, write, saving.close)
+
+    def _flush_later(self) -> None:
+        if self._events:
+            events, self._events = self._events, []
+            self._later(events, lambda: self.store.add_events_async(events))
+
+    def _later(self, events: list[tuple[str, RuntimeEvent]], write: Callable[[], Awaitable[T]],
+               void: Callable[[], None] | None = None) -> asyncio.Future[T]:
+        """Start `write` once the write in flight before it is done; if this one fails, `events` (what
+        it was to write of the run's events) are kept for the next save, and the run stops at its next
+        tick (`_failed`). A checkpoint's write (`void` given: drops it) taken before an earlier write
+        failed is not written (its deltas build on that one) and raises, its events kept."""
+        previous, failures = (self._flying[-1] if self._flying else None), self._failures
+
+        async def follow() -> T:
+            if previous is not None:
+                with contextlib.suppress(StoreError):
+                    await previous
+            if void is not None and failures != self._failures:
+                void()
+                self._events[:0] = events
+                raise StoreError("not written: an earlier checkpoint of the run was not")
+            try:
+                return await write()
+            except StoreError as exc:
+                self._events[:0] = events
+                self._unwritten, self._failed = True, self._failed or exc  # (the first says why)
+                raise
+
+        task = asyncio.ensure_future(follow())
+        self._flying.append(task)
+        task.add_done_callback(self._flying.remove)
+        return task
+
+    async def settle(self) -> None:
+        """Wait for the writes in flight (the last ticks' checkpoints, and those a run ends with);
+        `StoreError` if one failed."""
+        while self._flying:
+            with contextlib.suppress(StoreError):
+                await self._flying[-1]
+        self._raise_failed()
 
     def _start_session(self, run_id: str | None, branch: str, parent: int | None) -> None:
         """A new line of checkpoints: the next save is full and lists get fresh ids."""
@@ -200,6 +320,36 @@ class RunnerCheckpoints:
         """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
         returns its id. A store that cannot write it raises `StoreError`: the run must stop.
         After a tick (`tick`: its report) the record also says how its telemetry was numbered."""
+        record, events = self._record(source, status, tick)
+        try:
+            checkpoint_id = self.store.save(record, events)
+        except StoreError as exc:
+            self._events[:0] = events
+            raise self._unsaved(record, exc) from exc
+        self._saved(record, checkpoint_id, self._line)
+        return checkpoint_id
+
+    def _unsaved(self, record: CheckpointRecord, exc: StoreError) -> StoreError:
+        """The deltas just taken were never stored: the next save starts afresh, full."""
+        self._failures += 1
+        self._start_session(self._run_id, self.branch, self.head)
+        return StoreError(f"checkpoint of tick {record.tick} not written: {exc}")
+
+    def _saved(self, record: CheckpointRecord, checkpoint_id: int, line: _Line) -> None:
+        self._unwritten = False
+        self.head = checkpoint_id
+        if record.source == Source.SUSPEND:
+            self._suspended_at = checkpoint_id
+        if record.full:
+            line.id = checkpoint_id
+            if line is self._line and self._base_id == _UNWRITTEN:  # (not replaced since, nor a full one asked for)
+                self._base_id, self._full_bytes = checkpoint_id, record.size
+        else:
+            self._chain_bytes += record.size
+
+    def _record(self, source: str, status: str | None,
+                tick: TickReport | None) -> tuple[CheckpointRecord, list[tuple[str, RuntimeEvent]]]:
+        """The record of the runner as it is now, and the events it takes along."""
         runner = self.runner
         if runner.run_id != self._run_id:
             self._start_session(runner.run_id, "main", None)
@@ -237,19 +387,12 @@ class RunnerCheckpoints:
             returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full),
             packed=packing and packing.runs)
         record.state = self._state_delta(full, record.chunks)
-        try:
-            checkpoint_id = self.store.save(record, self._events)
-        except StoreError as exc:  # the deltas just taken were never stored: the next save starts afresh, full
-            self._start_session(self._run_id, self.branch, self.head)
-            raise StoreError(f"checkpoint of tick {record.tick} not written: {exc}") from exc
-        self._events, self._unwritten = [], False
-        self.head = checkpoint_id
-        if full:
-            self._base_id, self._since_full, self._full_bytes, self._chain_bytes = checkpoint_id, 0, record.size, 0
+        if full:  # a new line (its id once written: a record taken meanwhile is a delta of it)
+            self._line, self._base_id, self._since_full, self._chain_bytes = _Line(), _UNWRITTEN, 0, 0
         else:
             self._since_full += 1
-            self._chain_bytes += record.size
-        return checkpoint_id
+        events, self._events = self._events, []
+        return record, events
 
     def _index(self) -> None:
         nodes = self.runner.nodes

@@ -51,7 +51,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic_core import from_json
 
@@ -61,6 +61,7 @@ from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
+from .sql_plan import ALL, COUNT, ONE, Plan, Query, run
 from .statuses import ChainStatuses
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
@@ -83,6 +84,24 @@ CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BE
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
             EventType.RUN_SUSPENDED: "suspended"}
 _LIFECYCLE = frozenset({EventType.RUN_STARTED, EventType.APPROVAL_RESOLVED, *_ENDINGS})
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Tx:
+    """What one write transaction added, known to the store object once it commits: items by
+    content hash, the deflate streams it continued, the runs its writer claimed."""
+
+    items: dict[bytes, int] = field(default_factory=dict)
+    streams: dict[Any, tuple[int, Any]] = field(default_factory=dict)
+    claiming: set[str] = field(default_factory=set)
+
+
+def _statements(*queries: Query) -> Plan[None]:
+    """A plan of statements whose results nobody reads."""
+    yield from queries
 
 
 def _decoding(method):
@@ -241,8 +260,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
         self._writers_table = True  # False: an older store opened read-only, which has none
         self._writer_id: str | None = None  # this object's row of `writers`, once it writes a run
-        self._claimed: set[str] = set()  # runs this object's writer has claimed (`_claiming`: in this transaction)
-        self._claiming: set[str] = set()
+        self._claimed: set[str] = set()  # runs this object's writer has claimed (`_Tx.claiming`: in a transaction)
         self._beaten = 0.0  # (monotonic) when this writer last said it is alive
         self._trees: dict[str, Iterable[str]] = {}  # meta key -> a large tree's paths (`TreePaths`), the newest last
 
@@ -257,7 +275,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """The item columns `_INSERT_ITEM` takes after the hash."""
 
     @abstractmethod
-    def _announce(self, conn: Any, run_id: str) -> None:
+    def _announce(self, run_id: str) -> Plan[None]:
         """Tell followers that run `run_id` has a new checkpoint (inside the saving transaction)."""
 
     @abstractmethod
@@ -300,30 +318,37 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             except self._DRIVER_ERROR as exc:
                 raise StoreError(self._explain(exc)) from None
 
-    def _transaction(self, body: Callable[[Any, dict, dict], Any]) -> Any:
-        """Run `body(connection, items added, streams continued)` in one transaction (again after
-        a deadlock); what it added is known to this object once committed."""
+    def _run(self, plan: Plan[T]) -> T:
+        """Run a write's plan over this store's own connection (`sql_plan.run`)."""
         with self._guard() as conn:
-            for attempt in itertools.count(1):
-                items: dict[bytes, int] = {}
-                streams: dict[Any, tuple[int, Any]] = {}
-                conn.execute(self._BEGIN)
-                try:
-                    result = body(conn, items, streams)
-                    conn.execute("COMMIT")
-                except BaseException as exc:
-                    self._rollback(conn)
-                    self._claiming.clear()
-                    if isinstance(exc, self._RETRY) and attempt < 5:
-                        continue
-                    raise
-                self._items.update(items)
-                self._streams.keep(streams)
-                if self._claiming:
-                    self._claimed |= self._claiming
-                    self._claiming.clear()
-                    heartbeats.add(self)
-                return result
+            return run(plan, conn.execute)
+
+    def _transaction(self, body: Callable[[_Tx], Plan[T]]) -> T:
+        return self._run(self._transacting(body))
+
+    def _transacting(self, body: Callable[[_Tx], Plan[T]]) -> Plan[T]:
+        """The plan of `body(transaction)` in one transaction (again after a deadlock); what it
+        added (items, streams, runs claimed) is known to this object once committed."""
+        for attempt in itertools.count(1):
+            tx = _Tx()
+            yield Query(self._BEGIN)
+            try:
+                result = yield from body(tx)
+                yield Query("COMMIT")
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
+                    yield Query("ROLLBACK")
+                if isinstance(exc, self._RETRY) and attempt < 5:
+                    continue
+                raise
+            self._items.update(tx.items)
+            self._streams.keep(tx.streams)
+            if tx.claiming:
+                self._claimed |= tx.claiming
+                heartbeats.add(self)
+            return result
 
     def _rollback(self, conn: Any) -> None:
         with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
@@ -335,7 +360,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             self._conn.close()
 
     # -- writing -------------------------------------------------------------------
-    def _item_ids(self, conn: Any, texts: Iterable[str], added: dict[bytes, int]) -> list[int]:
+    def _item_ids(self, texts: Iterable[str], added: dict[bytes, int]) -> Plan[list[int]]:
         """The ids of items (JSON texts), storing those not stored yet. Many items this object
         does not know (a restored history written again, by a new process) are looked up in
         one query first: they are most likely stored, and each insert would deflate its item."""
@@ -344,35 +369,36 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         unknown = [key for key in dict.fromkeys(keys) if key not in self._items and key not in added]
         for start in range(0, len(unknown) if len(unknown) >= _LOOKUP else 0, _LOOKUP_MAX):
             batch = unknown[start:start + _LOOKUP_MAX]
-            added.update(conn.execute(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(batch))})",
-                                      batch).fetchall())
+            added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(batch))})",
+                                      batch, ALL)))
         ids = []
         for text, key in zip(texts, keys, strict=True):
             item_id = self._items.get(key) or added.get(key)
             if item_id is None:
                 stored = _spliced(text, lambda part: self._items.get(part) or added.get(part))
-                row = conn.execute(self._INSERT_ITEM, (key, *self._item_values(stored))).fetchone()
+                row = yield Query(self._INSERT_ITEM, (key, *self._item_values(stored)), ONE)
                 if row is None:  # stored by another store object
-                    row = conn.execute("SELECT id FROM items WHERE hash = ?", (key,)).fetchone()
+                    row = yield Query("SELECT id FROM items WHERE hash = ?", (key,), ONE)
                 item_id = added[key] = row[0]
             ids.append(item_id)
         return ids
 
-    def _write_chunks(self, conn: Any, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> None:
-        conn.executemany("INSERT INTO chunks VALUES (?, ?, ?)", [
-            (chunk.list_id, chunk.start, json.dumps(self._item_ids(conn, chunk.items, added))) for chunk in chunks])
+    def _write_chunks(self, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> Plan[None]:
+        for chunk in chunks:
+            ids = yield from self._item_ids(chunk.items, added)
+            yield Query("INSERT INTO chunks VALUES (?, ?, ?)", (chunk.list_id, chunk.start, json.dumps(ids)))
 
-    def _streamed(self, conn: Any, streams: dict, key: Any, sql: str, params: tuple,
-                  data: bytes, level: int = 6) -> tuple[int, tuple[int, Any]]:
+    def _streamed(self, streams: dict, key: Any, sql: str, params: tuple,
+                  data: bytes, level: int = 6) -> Plan[tuple[int, tuple[int, Any]]]:
         """Insert a row whose last two columns are (stream, data), continuing the stream `key`
         (None: a new one, at `level`); returns the row id and the stream, for the caller to keep
         under the key its next row will continue."""
         stream, blob, compressor = self._streams.deflate(key, data, streams, level)
-        row_id = conn.execute(sql + " RETURNING id", (*params, stream, blob)).fetchone()[0]
+        row_id = (yield Query(sql + " RETURNING id", (*params, stream, blob), ONE))[0]
         return row_id, (stream or row_id, compressor)
 
-    def _write_events(self, conn: Any, streams: dict, events: Sequence[tuple[str, RuntimeEvent]],
-                      tick_of: CheckpointRecord | None = None, checkpoint_id: int = 0) -> None:
+    def _write_events(self, tx: _Tx, events: Sequence[tuple[str, RuntimeEvent]],
+                      tick_of: CheckpointRecord | None = None, checkpoint_id: int = 0) -> Plan[None]:
         """Event batches, a run's stream continued; `tick_of` a record whose tick's telemetry is
         rebuilt on reading: `[checkpoint id]` ends its batch, so the events go where they happened."""
         groups = [(key, [event for _, event in group])
@@ -387,21 +413,23 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 rows.append([checkpoint_id])
             data = dumpb(rows)
             key = ("events", run_id)
-            _, streams[key] = self._streamed(conn, streams, key, "INSERT INTO events (run_id, branch, stream, data) "
-                                             "VALUES (?, ?, ?, ?)", (run_id, branch), data)
-            self._note_run(conn, run_id, batch)
-            self._announce(conn, run_id)  # a run's last events (how it ended) come without a checkpoint
+            _, tx.streams[key] = yield from self._streamed(
+                tx.streams, key, "INSERT INTO events (run_id, branch, stream, data) VALUES (?, ?, ?, ?)",
+                (run_id, branch), data)
+            yield from self._note_run(tx, run_id, batch)
+            yield from self._announce(run_id)  # a run's last events (how it ended) come without a checkpoint
 
-    def _note_run(self, conn: Any, run_id: str, batch: Sequence[RuntimeEvent], first_time: float | None = None) -> None:
+    def _note_run(self, tx: _Tx, run_id: str, batch: Sequence[RuntimeEvent],
+                  first_time: float | None = None) -> Plan[None]:
         """Keep `run:<id>` up to date: where it first ran (host, pid, from its first checkpoint or its
         run.started, whichever is stored first) and since when, which writer writes it now (this
         object's, from its first write of the run), and how it ended (run.* events; an approval
         resolved ends a suspension: a studio steps on without a run.started)."""
         lifecycle = [e for e in batch if e.type in _LIFECYCLE]
-        claim = run_id not in self._claimed and run_id not in self._claiming
+        claim = run_id not in self._claimed and run_id not in tx.claiming
         if not lifecycle and first_time is None and not claim:
             return
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
+        row = yield Query("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",), ONE)
         meta = run_facts(row[0] if row else None)
         started = [first_time] if first_time is not None else []
         started += [e.time for e in lifecycle if e.type == EventType.RUN_STARTED]
@@ -411,29 +439,29 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             meta.setdefault("host", me.host)
             meta.setdefault("pid", me.pid)
         if claim:
-            meta["writer"] = self._claim(conn)
+            meta["writer"] = yield from self._claim()
             meta.pop("released", None)
-            self._claiming.add(run_id)
+            tx.claiming.add(run_id)
         for event in lifecycle:
             ended = _ENDINGS.get(event.type)
             if event.type != EventType.APPROVAL_RESOLVED or meta.get("ended") == "suspended":
                 meta.update(ended=ended, ended_at=event.time if ended else None)
-        self._put_meta(conn, f"run:{run_id}", json.dumps(meta))
+        yield self._put_meta(f"run:{run_id}", json.dumps(meta))
 
-    def _claim(self, conn: Any) -> str:
+    def _claim(self) -> Plan[str]:
         """This object's writer row (written with its first claim, its heartbeat with each), for a run
         to name as its writer."""
         if self._writer_id is None:
             self._writer_id = os.urandom(8).hex()
         me, now = this_process(), time.time()
-        conn.execute(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
-                     "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
-                     (self._writer_id, me.host, me.machine, me.pid, me.start, now, now))
+        yield Query(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
+                    "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
+                    (self._writer_id, me.host, me.machine, me.pid, me.start, now, now))
         self._beaten = time.monotonic()
         return self._writer_id
 
-    def _beat(self, conn: Any) -> None:
-        conn.execute("UPDATE writers SET seen = ? WHERE id = ?", (time.time(), self._writer_id))
+    def _beat(self) -> Plan[None]:
+        yield Query("UPDATE writers SET seen = ? WHERE id = ?", (time.time(), self._writer_id))
         self._beaten = time.monotonic()
 
     def beat(self, interval: float) -> None:
@@ -442,7 +470,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         if self._writer_id is None or time.monotonic() - self._beaten < interval / 2:
             return
         with contextlib.suppress(StoreError):
-            self._transaction(lambda conn, _, __: self._beat(conn))
+            self._transaction(lambda _: self._beat())
 
     def release(self, run_id: str) -> None:
         """This writer leaves `run_id` unfinished for good (a studio restarted onto a new run): it is
@@ -451,11 +479,11 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         if run_id not in self._claimed:
             return
 
-        def write(conn: Any, _: dict, __: dict) -> None:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",)).fetchone()
+        def write(_: _Tx) -> Plan[None]:
+            row = yield Query("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",), ONE)
             meta = run_facts(row[0] if row else None)
             if not meta.get("ended"):
-                self._put_meta(conn, f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
+                yield self._put_meta(f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
 
         with contextlib.suppress(StoreError):
             self._transaction(write)
@@ -469,14 +497,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         key = f"run:{run_id}"
         facts = {k: v for k, v in run_facts(seen).items() if k not in ("ended", "ended_at", "released")}
 
-        def write(conn: Any, _: dict, __: dict) -> bool:
-            value = json.dumps({**facts, "writer": self._claim(conn)})
-            taken = conn.execute("UPDATE meta SET value = ? WHERE key = ? AND value = ?", (value, key, seen)) \
-                if seen is not None else conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                                                      (key, value))
-            if taken.rowcount != 1:
+        def write(tx: _Tx) -> Plan[bool]:
+            value = json.dumps({**facts, "writer": (yield from self._claim())})
+            taken = yield (Query("UPDATE meta SET value = ? WHERE key = ? AND value = ?", (value, key, seen), COUNT)
+                           if seen is not None else
+                           Query("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value), COUNT))
+            if taken != 1:
                 return False
-            self._claiming.add(run_id)
+            tx.claiming.add(run_id)
             return True
 
         return self._transaction(write)
@@ -495,8 +523,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             return
         now = time.time()
         with contextlib.suppress(StoreError):
-            self._transaction(lambda conn, _, __: conn.execute(
-                "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, self._writer_id)))
+            self._transaction(lambda _: _statements(Query(
+                "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, self._writer_id))))
         self._writer_id = None
         self._claimed.clear()
 
@@ -505,11 +533,16 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return True
 
     @staticmethod
-    def _put_meta(conn: Any, key: str, value: str) -> None:
-        conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    def _put_meta(key: str, value: str) -> Query:
+        return Query("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                      (key, value))
 
     def save(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> int:
+        return self._run(self.saving(record, events))
+
+    def saving(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Plan[int]:
+        """The plan of `save`, the record encoded now: the asyncio store may run the plan later, when
+        the picture the record was taken from has moved on."""
         tree = record.tree if record.full else None
         statuses = record.statuses
         if tree is not None and record.packed is None:  # a large tree's full record: the statuses not INVALID
@@ -520,45 +553,48 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                       **({"rt": record.returns} if record.returns is not None else {})})
         record.size = len(data)
 
-        def write(conn: Any, items: dict, streams: dict) -> int:
-            self._write_chunks(conn, record.chunks, items)
+        def write(tx: _Tx) -> Plan[int]:
+            yield from self._write_chunks(record.chunks, tx.items)
             if record.tree is not None:  # (a full record's statuses, or its returns, may name its nodes by it)
-                self._write_tree(conn, record.tree)
-            checkpoint_id, stream = self._streamed(
-                conn, streams, None if record.full else ("chain", record.base_id),
+                yield from self._write_tree(record.tree)
+            checkpoint_id, stream = yield from self._streamed(
+                tx.streams, None if record.full else ("chain", record.base_id),
                 "INSERT INTO checkpoints (run_id, branch, parent_id, base_id, tick, time, status, source, "
                 "event_position, stream, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.run_id, record.branch, record.parent_id, record.base_id, record.tick, record.time,
                  record.status, record.source, record.event_position), data, _CHAIN_LEVEL)
             if record.full:
-                conn.execute("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
-            streams[("chain", record.base_id or checkpoint_id)] = stream
+                yield Query("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
+            tx.streams[("chain", record.base_id or checkpoint_id)] = stream
             if record.run_id not in self._noted:
-                self._note_run(conn, record.run_id, (), first_time=record.time)
+                yield from self._note_run(tx, record.run_id, (), first_time=record.time)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
-                self._beat(conn)
+                yield from self._beat()
             ticked = record if record.telemetry is not None else None
-            self._write_events(conn, streams, events, ticked, checkpoint_id)
-            self._announce(conn, record.run_id)
+            yield from self._write_events(tx, events, ticked, checkpoint_id)
+            yield from self._announce(record.run_id)
             return checkpoint_id
 
-        checkpoint_id = self._transaction(write)
-        self._noted.add(record.run_id)
-        if record.tree is not None and record.tree.key not in self._trees:
-            self._keep_tree(record.tree.key, record.tree.paths)
-        return checkpoint_id
+        def plan() -> Plan[int]:
+            checkpoint_id = yield from self._transacting(write)
+            self._noted.add(record.run_id)
+            if record.tree is not None and record.tree.key not in self._trees:
+                self._keep_tree(record.tree.key, record.tree.paths)
+            return checkpoint_id
+
+        return plan()
 
     def save_tree(self, tree: TreePaths) -> None:
         """Store a large tree's paths ahead of its first full record (a checkpointer attaching
         to it), so the run's first save does not write them (3 MB at 100,000 nodes)."""
         if tree.key not in self._trees:
-            self._transaction(lambda conn, _, __: self._write_tree(conn, tree))
+            self._transaction(lambda _: self._write_tree(tree))
             self._keep_tree(tree.key, tree.paths)
 
-    def _write_tree(self, conn: Any, tree: TreePaths) -> None:
+    def _write_tree(self, tree: TreePaths) -> Plan[None]:
         """Its paths, unless stored already (by this object, or before: a store reopened)."""
-        if tree.key not in self._trees and not conn.execute("SELECT 1 FROM meta WHERE key = ?", (tree.key,)).fetchone():
-            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (tree.key, tree.text))
+        if tree.key not in self._trees and not (yield Query("SELECT 1 FROM meta WHERE key = ?", (tree.key,), ONE)):
+            yield Query("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (tree.key, tree.text))
 
     def _keep_tree(self, key: str, paths: Iterable[str]) -> None:
         with self._lock:  # (a reader's thread may keep one too)
@@ -578,39 +614,46 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return paths
 
     def add_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
-        if events:
-            self._transaction(lambda conn, _, streams: self._write_events(conn, streams, events))
+        self._run(self.adding_events(events))
 
-    def _pack(self, conn: Any, value: Any, added: dict[bytes, int]) -> str:
+    def adding_events(self, events: Sequence[tuple[str, RuntimeEvent]]) -> Plan[None]:
+        """The plan of `add_events`."""
+        if events:
+            yield from self._transacting(lambda tx: self._write_events(tx, events))
+
+    def _pack(self, value: Any, added: dict[bytes, int]) -> Plan[str]:
         """JSON `[value, refs]` of a recorded value whose big parts are items: refs is the item id
         of the whole value (then value is null) or {key: item id} for big values of a dict."""
         if isinstance(value, dict):
             texts = {key: dumps(part) for key, part in value.items()}
             big = [key for key, text in texts.items() if len(text) >= _BIG]
-            ids = self._item_ids(conn, (texts[key] for key in big), added)
+            ids = yield from self._item_ids((texts[key] for key in big), added)
             return dumps([{key: None if key in big else part for key, part in value.items()},
                           dict(zip(big, ids, strict=True))])
         text = dumps(value)
         if len(text) >= _BIG:
-            return dumps([None, self._item_ids(conn, [text], added)[0]])
+            return dumps([None, (yield from self._item_ids([text], added))[0]])
         return dumps([value, {}])
 
     def put_io(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
-        def write(conn: Any, items: dict, _: dict) -> None:
-            self._write_chunks(conn, chunks, items)
-            conn.execute(
-                "INSERT INTO io (run_id, branch, kind, node, round, idx, request, response, error, time) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.run_id, record.branch, record.kind, record.node, record.round, record.index,
-                 self._pack(conn, record.request, items),
-                 None if record.response is None else self._pack(conn, record.response, items),
-                 None if record.error is None else dumps(record.error), time.time()))
+        self._run(self.putting_io(record, chunks))
 
-        self._transaction(write)
+    def putting_io(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> Plan[None]:
+        """The plan of `put_io`."""
+        def write(tx: _Tx) -> Plan[None]:
+            yield from self._write_chunks(chunks, tx.items)
+            request = yield from self._pack(record.request, tx.items)
+            response = None if record.response is None else (yield from self._pack(record.response, tx.items))
+            yield Query("INSERT INTO io (run_id, branch, kind, node, round, idx, request, response, error, time) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (record.run_id, record.branch, record.kind, record.node, record.round, record.index,
+                         request, response, None if record.error is None else dumps(record.error), time.time()))
+
+        yield from self._transacting(write)
 
     def set_meta(self, key: str, value: str) -> None:
         """Remember a fact about the store's runs (for example which tree file a run came from)."""
-        self._transaction(lambda conn, _, __: self._put_meta(conn, key, value))
+        self._transaction(lambda _: _statements(self._put_meta(key, value)))
 
     # -- reading -------------------------------------------------------------------
     def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str,

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .liveness import WRITERS_TABLE
+from .sql_plan import Plan
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
 from .store import StoreError
 
@@ -173,8 +174,9 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
     def _item_values(text: str) -> tuple[str | bytes]:
         return (_item_data(text),)
 
-    def _announce(self, conn: sqlite3.Connection, run_id: str) -> None:
+    def _announce(self, run_id: str) -> Plan[None]:
         """Nothing to send: followers see the commit in `data_version` (`wait_for_change`)."""
+        yield from ()
 
     def _data_version(self) -> int:
         with self._guard() as conn:

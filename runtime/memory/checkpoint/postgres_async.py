@@ -1,0 +1,113 @@
+"""`AsyncPostgresCheckpointStore`: the PostgreSQL store whose writes a runner awaits.
+
+What a run writes while it runs (each tick's checkpoint and events, the model and tool calls it
+records, the events that end it) goes over psycopg's async connections: while a save is on the
+wire the event loop runs the other runs' ticks. The statements and rows are the synchronous
+store's own plans (`sql_plan.py`), driven here by `run_async`. Reads, and what a studio or a script writes, go over the synchronous connection
+this store inherits, so it is a whole `CheckpointStore` for them as well.
+
+The saves of different runs go over up to `connections` connections at once, opened on first use
+in the running event loop; the saves of one run come one after another (its runner awaits each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+import psycopg
+from psycopg.types.numeric import Int8Dumper
+
+from ...engine.events import RuntimeEvent
+from .model import CheckpointRecord, ListChunk
+from .postgres_store import PostgresCheckpointStore, _dialect
+from .sql_plan import ALL, COUNT, ONE, Plan, Stepping
+from .store import IORecord, StoreError
+
+T = TypeVar("T")
+
+
+async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
+    """Drive `plan` over an async connection: the event loop runs other work while each statement
+    is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
+    socket that is always writable, which here cost more CPU than the round trips it saved.)"""
+    stepping = Stepping(plan)
+    while (query := stepping.query()) is not None:
+        try:
+            cursor = await conn.execute(_dialect(query.sql), query.params)
+            stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
+                              if query.want == ALL else cursor.rowcount if query.want == COUNT else None)
+        except BaseException as exc:
+            stepping.failed(exc)
+    return stepping.result
+
+
+class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
+    """`PostgresCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a
+    runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop."""
+
+    def __init__(self, url: str, *, create: bool = True, connections: int = 8):
+        super().__init__(url, create=create)
+        self._size = connections
+        self._idle: list[psycopg.AsyncConnection] = []
+        self._opened: set[psycopg.AsyncConnection] = set()
+        self._slots = asyncio.Semaphore(connections)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
+        """The record encoded now (the runner's picture moves on), written when awaited: its
+        `parent_id` and `base_id` may be set until then."""
+        return self._run_async(self.saving(record, events))
+
+    async def add_events_async(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
+        await self._run_async(self.adding_events(events))
+
+    async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
+        await self._run_async(self.putting_io(record, chunks))
+
+    async def _run_async(self, plan: Plan[T]) -> T:
+        """Run `plan` over one of this event loop's connections: an idle one, else a new one while
+        fewer than `connections` are open, else the first given back."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # (another event loop: the last one's connections cannot serve it)
+            self._drop_connections()
+            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
+        async with self._slots:
+            conn = self._idle.pop() if self._idle else await self._connect_async()
+            try:
+                return await run_async(plan, conn)
+            except psycopg.Error as exc:
+                raise StoreError(self._explain(exc, conn)) from None
+            finally:
+                if conn.broken or conn.closed:  # lost: the next write connects again
+                    self._opened.discard(conn)
+                    conn.pgconn.finish()
+                elif conn in self._opened:
+                    self._idle.append(conn)
+
+    async def _connect_async(self) -> psycopg.AsyncConnection:
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True, options=self._options,
+                                                          **self._timeout)
+        except psycopg.Error as exc:
+            raise self._unconnected(exc) from None
+        conn.adapters.register_dumper(int, Int8Dumper)  # as the synchronous connection's
+        self._opened.add(conn)
+        return conn
+
+    def _drop_connections(self) -> None:
+        """Close the async connections at once (no event loop needed: libpq closes them)."""
+        for conn in self._opened:
+            with contextlib.suppress(Exception):
+                conn.pgconn.finish()
+        self._opened.clear()
+        self._idle.clear()
+
+    def close(self) -> None:
+        self._drop_connections()
+        super().close()
+
+
+__all__ = ["AsyncPostgresCheckpointStore", "run_async"]

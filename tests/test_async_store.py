@@ -1,0 +1,115 @@
+"""The asyncio PostgreSQL store (issue #34 point 1) on a real (throw-away) server: its saves leave
+the event loop to other coroutines, a run recording into it stores every tick as the synchronous
+store does, and a lost connection stops the run in one line. (Its contract is the store suite's,
+`store` in conftest.py; how long the loop waits is bench/many_runs.py's figure, never a test's.)"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from postgres_server import PASSWORD
+from py_trees.common import Status
+from pydantic import BaseModel
+
+from runtime.engine.runner import ReactiveRunner
+from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
+from runtime.node import Node
+
+
+class Counted(BaseModel):
+    n: int = 0
+
+
+class CountTo(Node):
+    """RUNNING until it has counted to `last`, one a tick; its state write wakes the next tick,
+    so the run never waits for anything: with a synchronous store it never leaves the loop."""
+
+    def __init__(self, last: int):
+        super().__init__(name="count")
+        self.last = last
+
+    def update(self) -> Status:
+        n = self.read_state("n") + 1
+        self.write_state({"n": n})
+        return Status.SUCCESS if n >= self.last else Status.RUNNING
+
+
+def _record(tick: int) -> CheckpointRecord:
+    return CheckpointRecord(run_id="r", branch="main", parent_id=None, base_id=None, tick=tick, time=time.time(),
+                            status="RUNNING", source="loop", event_position=0, wake=False,
+                            statuses={"count": "RUNNING"}, resume={}, state={"": {"n": ["v", tick]}})
+
+
+@pytest.fixture
+def store(postgres_url):
+    made = open_store(postgres_url, asynchronous=True)
+    yield made
+    made.close()
+
+
+async def test_a_save_lets_other_coroutines_run_while_it_is_on_the_wire(store):
+    order = []
+
+    async def save():
+        checkpoint_id = await store.save_async(_record(1))
+        order.append(("saved", checkpoint_id))
+
+    async def other():
+        order.append("other ran")
+
+    await asyncio.gather(save(), other())  # the save starts first: a blocking one would end first too
+    assert order[0] == "other ran" and order[1][0] == "saved"
+    assert store.get(order[1][1]).state == {"": {"n": 1}}
+
+
+async def test_a_recording_run_leaves_the_loop_to_other_coroutines_and_stores_every_tick(store):
+    runner = ReactiveRunner(CountTo(40), Counted, checkpointer=store)
+    seen_at: set[int] = set()
+
+    async def other():
+        while True:
+            seen_at.add(runner.tick_count)
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    assert await runner.run() == Status.SUCCESS
+    watcher.cancel()
+    assert len(seen_at - {0, 40}) > 1  # it ran between the run's ticks, not only before and after
+    infos = store.list(runner.run_id)  # every tick stored once run() returned, each a child of the one before
+    assert [c.tick for c in infos] == list(range(41))
+    assert [c.parent_id for c in infos] == [None, *(c.id for c in infos[:-1])]
+    assert store.get(infos[-1].id).state == {"": {"n": 40}}
+    assert store.runs(runner.run_id)[0].ended == "completed"
+
+
+async def test_many_runs_in_one_loop_record_into_one_store_at_once(store):
+    runners = [ReactiveRunner(CountTo(15), Counted, checkpointer=store) for _ in range(12)]
+    assert await asyncio.gather(*(r.run() for r in runners)) == [Status.SUCCESS] * 12
+    for runner in runners:
+        assert [c.tick for c in store.list(runner.run_id)] == list(range(16))
+        assert store.get(store.latest(runner.run_id).id).state == {"": {"n": 15}}
+
+
+async def test_a_run_whose_connection_is_lost_stops_in_one_line_and_the_next_run_records(store, postgres_url):
+    runner = ReactiveRunner(CountTo(10**9), Counted, checkpointer=store)
+
+    async def kill_the_connections():
+        while runner.tick_count < 20:
+            await asyncio.sleep(0)
+        with store._guard() as conn:  # every other backend of the database: the async store's connections
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+    killer = asyncio.create_task(kill_the_connections())
+    with pytest.raises(StoreError) as raised:
+        await runner.run()
+    await killer
+    message = str(raised.value)
+    assert message.startswith("checkpoint of tick") and "\n" not in message
+    assert "lost the connection to the PostgreSQL server" in message and PASSWORD not in message
+    again = ReactiveRunner(CountTo(3), Counted, checkpointer=store)
+    assert await again.run() == Status.SUCCESS
+    assert [c.tick for c in store.list(again.run_id)] == [0, 1, 2, 3]
