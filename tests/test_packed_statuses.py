@@ -89,14 +89,20 @@ async def recorded(store, ticks: int = 9, full_every: int = 3):
     seen: list = []
     bus.subscribe(lambda event: seen.append((runner.checkpoints.branch, event)))
     saved: dict[int, dict[str, str]] = {}
-    save = runner.checkpoints.save
+    taken: dict[int, dict[str, str]] = {}  # a record's statuses when it was taken (an asyncio store writes it later)
+    checkpoints = runner.checkpoints
+    record_of, noted = checkpoints._record, checkpoints._saved
 
-    def remembered(*args, **kwargs) -> int:
-        checkpoint_id = save(*args, **kwargs)
-        saved[checkpoint_id] = {path: status.value for path, status in runner.statuses().items()}
-        return checkpoint_id
+    def record(*args):
+        record, events = record_of(*args)
+        taken[id(record)] = {path: status.value for path, status in runner.statuses().items()}
+        return record, events
 
-    runner.checkpoints.save = remembered
+    def written(record, checkpoint_id: int, line) -> None:
+        saved[checkpoint_id] = taken.pop(id(record))
+        noted(record, checkpoint_id, line)
+
+    checkpoints._record, checkpoints._saved = record, written
     runner.start_fresh()
     await ticked(runner, ticks)
     return runner, saved, seen
