@@ -14,15 +14,13 @@ from typing import Any
 
 import py_trees
 
+from .tree import TreeShapeError
+
 MAX_DEPTH = 200
 """Levels below the root: a tick nests a generator frame or more per level, and Python's stack holds
 about a thousand (a real agent's tree is a dozen deep)."""
 
 _END = object()
-
-
-class TreeShapeError(ValueError):
-    """A root that is not a tree; `str()` is the one line to show."""
 
 
 def _path(line: list[Any]) -> str:

@@ -14,7 +14,8 @@ import py_trees
 
 
 class TreeShapeError(ValueError):
-    """A tree whose nodes cannot each be named by a path of their own."""
+    """A root that is not a tree (`shape.check_shape`), or whose nodes cannot each be named by a path
+    of their own; `str()` is the one line to show."""
 
 
 def iter_paths(root: py_trees.behaviour.Behaviour, prefix: str = "") -> Iterator[tuple[py_trees.behaviour.Behaviour, str]]:
