@@ -458,9 +458,13 @@ class ReactiveRunner:
 
     async def _settle(self) -> None:
         """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends)."""
+        if (settling := self._settling()) is not None:
+            await settling
+
+    def _settling(self) -> Awaitable[None] | None:
+        """The checkpointer's writes in flight to wait for; None when there are none (no coroutine a tick)."""
         settle = getattr(self.checkpoints, "settle", None)
-        if settle is not None:
-            await settle()
+        return settle() if settle is not None else None
 
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
@@ -480,7 +484,8 @@ class ReactiveRunner:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
-            await self._settle()  # a hook sees the tick stored
+            if (settling := self._settling()) is not None:  # a hook sees the tick stored
+                await settling
             if held := self._call_hooks(self._after_hooks, self, report):
                 await held
         if self._finish_hooks and report.status in _FINISHED and (

@@ -299,9 +299,16 @@ class RunnerCheckpoints:
         task.add_done_callback(self._flying.remove)
         return task
 
-    async def settle(self) -> None:
-        """Wait for the writes in flight (the last ticks' checkpoints, and those a run ends with);
-        `StoreError` if one failed."""
+    def settle(self) -> Awaitable[None] | None:
+        """What waits for the writes in flight (the last ticks' checkpoints, and those a run ends with),
+        or None when there are none (a synchronous store's: a tick awaits nothing); `StoreError` if
+        one failed."""
+        if not self._flying:
+            self._raise_failed()
+            return None
+        return self._settled()
+
+    async def _settled(self) -> None:
         while self._flying:
             with contextlib.suppress(StoreError):
                 await self._flying[-1]
