@@ -235,7 +235,7 @@ def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) 
     """Say why the command failed in one line (after the traceback, with --debug); its exit status."""
     if args.debug:
         traceback.print_exception(exc)
-    print(f"jianmu-studio: {terminal_line(line)}", file=sys.stderr)
+    stopping.complain(line)
     return status
 
 
@@ -289,7 +289,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
     session = _load(args)
     for warning in session.breakpoint_warnings:
-        print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
+        stopping.complain(warning)
     if args.bindings is not None:
         if not args.bindings.is_file():
             what = "not a regular file" if os.path.lexists(args.bindings) else "no such bindings file"
@@ -309,11 +309,11 @@ async def run_headless(args: argparse.Namespace) -> int:
     unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
-        print(f"jianmu-studio: the run stopped: {terminal_line(unrecorded)}", file=sys.stderr, flush=True)
-        print(f"jianmu-studio: {terminal_line(_record_end(session, unrecorded))}", file=sys.stderr, flush=True)
+        stopping.complain(f"the run stopped: {unrecorded}")
+        stopping.complain(_record_end(session, unrecorded))
     if stop.kind == "breakpoint":  # saved by the studio for this tree: a headless run holds there too
-        print(terminal_line(f"jianmu-studio: stopped at a breakpoint saved by the studio ({stop.message}, kept in "
-                            f"{session.breakpoints_file}): remove it in the studio to run through"), file=sys.stderr)
+        stopping.complain(f"stopped at a breakpoint saved by the studio ({stop.message}, kept in "
+                          f"{session.breakpoints_file}): remove it in the studio to run through")
     waiting = session.pending_approvals() if stop.kind == "suspended" else []
     result = session.agent.result_from(session.runner)
     failure = session.failure
@@ -332,7 +332,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         if result.final_answer:
             stopping.say(f"final answer: {terminal_line(result.final_answer)}")
     if error and error != unrecorded:  # a stop that could not be recorded has said so already
-        print(f"jianmu-studio: {terminal_line(failure.headline if failure else error)}", file=sys.stderr)
+        stopping.complain(failure.headline if failure else error)
     for request in waiting:
         print(headless.waiting_line(request), file=sys.stderr)
     trace_failed = args.trace is not None and not _write_trace(session, args.trace)
@@ -347,8 +347,8 @@ def _write_trace(session: DebugSession, path: Path) -> bool:
             count = export_run(session.store, session.run_id, out_file)
     except (OSError, StoreError) as exc:  # a full disk, the store gone
         reason = exc if isinstance(exc, StoreError) else (exc.strerror or exc)
-        print(terminal_line(f"jianmu-studio: trace not written to {path}: {reason} (the run's events are in "
-                            f"{session.store.location}: python -m runtime.memory.checkpoint export)"), file=sys.stderr)
+        stopping.complain(f"trace not written to {path}: {reason} (the run's events are in "
+                          f"{session.store.location}: python -m runtime.memory.checkpoint export)")
         return False
     print(terminal_line(f"trace: {count} events written to {path}"), file=sys.stderr)
     return True
@@ -387,7 +387,7 @@ def open_studio(args: argparse.Namespace) -> int:
     with startup.paused():  # no collections until the first frame (studio/startup.py)
         session = _load(args)
         for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
-            print(f"jianmu-studio: {terminal_line(warning)}", file=sys.stderr)
+            stopping.complain(warning)
         from .app import StudioApp
 
         app = StudioApp(session)

@@ -60,7 +60,7 @@ async def resume(args: argparse.Namespace) -> int:
             tree = tree_for_run(store, run_id, args.tree)  # ends the command
             agent = tree.build()
         for note in tree.notes:
-            print(f"jianmu-studio: {terminal_line(note)}", file=sys.stderr)
+            stopping.complain(note)
         agent.runner = agent.make_runner(checkpointer=store)
         agent.runner.add_tick_hook(after=lambda _, report: stopping.say(headless.tick_line(report, args.json)))
         agent.context.approval_manager.on_change(lambda request: _say_decided(request, args.json))
@@ -79,7 +79,7 @@ async def resume(args: argparse.Namespace) -> int:
             if result.final_answer:
                 stopping.say(f"final answer: {terminal_line(result.final_answer)}")
         if failure is not None:
-            print(f"jianmu-studio: {terminal_line(failure.headline)}", file=sys.stderr)
+            stopping.complain(failure.headline)
         for request in waiting:
             print(headless.waiting_line(request), file=sys.stderr)
         return 0 if result.status == Status.SUCCESS and failure is None else 1

@@ -12,6 +12,8 @@ import sys
 
 from runtime.memory.checkpoint import open_store
 
+from . import stopping
+
 
 def export_otlp(args: argparse.Namespace) -> int:
     """Bad input raises (`StoreError`, `TelemetryError`, `MissingExtra`: one line each); a refused trace is 1."""
@@ -22,7 +24,7 @@ def export_otlp(args: argparse.Namespace) -> int:
     try:
         count = export_recorded_run(store, args.run_id)
     except NotSent as exc:
-        print(f"jianmu-studio: {exc}", file=sys.stderr)
+        stopping.complain(exc)
         return 1
     finally:
         store.close()

@@ -25,6 +25,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from runtime.agent import interrupt
+from runtime.terminal import terminal_line
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
@@ -106,6 +107,13 @@ def run(main: Coroutine[Any, Any, int]) -> int:
     finally:
         _stop = None
     return exit_status(received[0]) if received else status
+
+
+def complain(line: object) -> None:
+    """Say on stderr, in the CLI's one-line form, what went wrong or needs the user's eye: the line
+    is data (a node's name, a server's message), so anything in it that would act on a terminal is
+    shown as its escape (`runtime.terminal`)."""
+    print(f"jianmu-studio: {terminal_line(line)}", file=sys.stderr, flush=True)
 
 
 def say(text: str) -> None:
