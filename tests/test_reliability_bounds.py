@@ -33,6 +33,8 @@ EXPENSIVE = {
     "len('%-+#099999999.3e' % 2) > 0": "'%' would build more than 1,000,000 items",
     "len(b'%99999999s' % b'') > 0": "'%' would build more than 1,000,000 items",
     "len('%s%%%99999999x' % ['a']) > 0": "'%' would build more than 1,000,000 items",
+    "len('%d %99999999d' % (1, 2)) > 0": "'%' would build more than 1,000,000 items",  # a tuple written there
+    "len((0, 1) * 999999) > 0": "'*' would build more than 1,000,000 items",
     "1+" * 5000 + "1": "expression of 10,001 characters",
     "1+" * 400 + "1": "nested too deeply",
     "-" * 900 + "1": "nested too deeply",
@@ -103,7 +105,9 @@ def test_formats_of_ordinary_widths_still_evaluate():
 
     snapshot = {"": {"pair": (3.14159, 7), "widths": (6, 2)}}
     for expression in ("'%5.2f|%d|%%' % pair == ' 3.14|7|%'", "'%*d' % widths == '     2'",
-                       "len('%-8s|' % 'ab') == 9", "'%s' % 'x' == 'x'"):
+                       "len('%-8s|' % 'ab') == 9", "'%s' % 'x' == 'x'",
+                       # a tuple written in the condition is a tuple, as in Python: a format's arguments
+                       "'%d of %d' % (2, widths[0]) == '2 of 6'", "pair == (3.14159, 7)", "2 in (1, 2)"):
         assert Condition(expression).evaluate(snapshot) is True, expression
 
 

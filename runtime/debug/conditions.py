@@ -137,8 +137,10 @@ class Condition:
                 return True
             case ast.Call(func=ast.Name(id=name), args=args):
                 return call(name, _FUNCTIONS[name], [self._eval(a, scope) for a in args])
-            case ast.List(elts=elts) | ast.Tuple(elts=elts):
+            case ast.List(elts=elts):
                 return [self._eval(e, scope) for e in elts]
+            case ast.Tuple(elts=elts):  # a tuple stays one: `'%d %d' % (a, b)`, `x in (1, 2)`, `t == (1, 2)`
+                return tuple(self._eval(e, scope) for e in elts)
         raise ConditionError(f"condition {self.source!r}: cannot evaluate {type(node).__name__}")
 
 
