@@ -10,6 +10,14 @@ And it ends when the terminal is gone (a closed tmux or ssh session: reads give 
 Textual's thread then spins on a terminal that is always readable, and its stop, which writes to
 that terminal before telling the thread to end, fails quietly: the studio never exited and took a
 core. Otherwise Textual 8.2's `LinuxDriver.run_input_thread`.
+
+And the studio's exit never waits on a terminal that is gone. When a terminal hangs up the kernel
+sends SIGCONT with SIGHUP, and Textual's driver answers any SIGCONT by starting application mode
+again, a second output thread included; that thread died at its first write to the dead terminal,
+and the exit, queueing its last writes behind the thirty its queue holds, waited for it forever (a
+closed tmux session under load left the studio asleep, its heartbeats saying the run was alive).
+Here SIGCONT resumes only what a SIGTSTP suspended, and writes to a terminal that is gone are
+dropped, so the output thread drains its queue to the end.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import os
 import selectors
 from codecs import getincrementaldecoder
+from typing import Any, TextIO
 
 from textual._loop import loop_last
 from textual._parser import ParseError
@@ -27,7 +36,46 @@ from textual.drivers.linux_driver import LinuxDriver
 IDLE_WAIT = 0.1  # s: Textual's own, when no escape byte waits (the thread checks for exit this often)
 
 
+class _TerminalOutput:
+    """The terminal as the output thread writes to it: once it is gone, writes go nowhere."""
+
+    def __init__(self, file: TextIO) -> None:
+        self._file = file
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if not self.gone:
+            try:
+                self._file.write(text)
+            except OSError:  # EIO: hung up
+                self.gone = True
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._file.flush()
+            except OSError:
+                self.gone = True
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+
 class StudioDriver(LinuxDriver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._file = _TerminalOutput(self._file)
+        self._suspended = False  # by a SIGTSTP (ctrl+z), until the SIGCONT that resumes it
+
+    def _sigtstp_application(self, *args: Any) -> None:
+        self._suspended = self._auto_restart
+        super()._sigtstp_application(*args)
+
+    def _sigcont_application(self, *args: Any) -> None:
+        if self._suspended:  # not the SIGCONT a hangup sends, nor a stray `kill -CONT`
+            self._suspended = False
+            super()._sigcont_application(*args)
+
     def run_input_thread(self) -> None:
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)
