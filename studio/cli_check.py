@@ -82,7 +82,8 @@ def export(args: argparse.Namespace) -> int:
         from .export_otlp import export_otlp
 
         return export_otlp(args)
-    store = open_store(args.store, create=False)
+    with stopping.connecting(args.store):
+        store = open_store(args.store, create=False)
     try:
         count = export_run_file(store, args.run_id, args.output, force=args.force)
         branches = ", ".join(store.branches(args.run_id))
@@ -97,9 +98,11 @@ def diff(args: argparse.Namespace) -> int:
     for given, what in ((args.runs, "--run"), (args.branches, "--branch")):
         if len(given) > 2:
             raise StoreError(f"diff: {what} names A's then B's: give it once or twice, not {len(given)} times")
-    stores = [open_store(names[0], create=False)]
+    with stopping.connecting(names[0]):
+        stores = [open_store(names[0], create=False)]
     try:
-        stores.append(stores[0] if names[1] == names[0] else open_store(names[1], create=False))
+        with stopping.connecting(names[1]):
+            stores.append(stores[0] if names[1] == names[0] else open_store(names[1], create=False))
         sides = [Side(store, _run_of(store, args.runs, i), _pick(args.branches, i, "main"), label)
                  for i, (store, label) in enumerate(zip(stores, ("A", "B"), strict=True))]
         if (names[0], sides[0].run_id, sides[0].branch) == (names[1], sides[1].run_id, sides[1].branch):
@@ -147,7 +150,9 @@ def import_(args: argparse.Namespace) -> int:
     from .session import default_db_path
     from .session import open_store as open_or_create
 
-    store = open_or_create(chosen_store(args.into, default_db_path()))
+    name = chosen_store(args.into, default_db_path())
+    with stopping.connecting(name):
+        store = open_or_create(name)
     try:
         runs = import_run_file(args.runfile, store)
     finally:
@@ -157,7 +162,8 @@ def import_(args: argparse.Namespace) -> int:
 
 
 async def check(args: argparse.Namespace) -> int:
-    store = open_store(args.recording, create=False)
+    with stopping.connecting(args.recording):
+        store = open_store(args.recording, create=False)
     try:
         runs = [args.run_id] if args.run_id else [run.run_id for run in store.runs()]
         if not runs:

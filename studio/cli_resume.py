@@ -53,7 +53,9 @@ async def resume(args: argparse.Namespace) -> int:
     rules = headless.answers(args)
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
-    store = open_store(args.store if args.store is not None else args.db or default_store(), create=False)
+    name = args.store if args.store is not None else args.db or default_store()
+    with stopping.connecting(name):
+        store = open_store(name, create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
         with stopping.user_code():  # the tree's import and build() (tree_for_run builds it once): a Ctrl-C there

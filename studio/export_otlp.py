@@ -12,13 +12,16 @@ import sys
 
 from runtime.memory.checkpoint import open_store
 
+from . import stopping
+
 
 def export_otlp(args: argparse.Namespace) -> int:
     """Bad input raises (`StoreError`, `TelemetryError`, `MissingExtra`: one line each); a refused trace is 1."""
     from runtime.telemetry.recorded import NotSent, export_recorded_run, exporter_from_environment
 
     exporter_from_environment()  # where to, and [otel], before the store is read
-    store = open_store(args.store, create=False)
+    with stopping.connecting(args.store):
+        store = open_store(args.store, create=False)
     try:
         count = export_recorded_run(store, args.run_id)
     except NotSent as exc:
