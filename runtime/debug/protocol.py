@@ -23,6 +23,7 @@ PROTOCOL_VERSION = 6  # 2: step_into, the timeline, model_io; 3: hold_end, earli
 # 6: a tick's telemetry as numbers (`ticks`), NaN as a string
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
+MAX_SERVER_FRAME = 64 << 20  # a server message above this makes the client close the connection (1009)
 DEFAULT_PORT = 7777
 DEFAULT_HEARTBEAT = 10.0  # seconds without a pong before a client is dropped and the agent released
 
@@ -157,6 +158,6 @@ def parse_address(address: str | int) -> tuple[str, int]:
     return host, number
 
 
-__all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "PROTOCOL_VERSION", "REQUESTS",
+__all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "MAX_SERVER_FRAME", "PROTOCOL_VERSION", "REQUESTS",
            "ProtocolError", "encode", "error", "parse_address", "parse_request", "record_json", "record_of",
            "returns_json", "returns_of"]
