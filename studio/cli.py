@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("store", nargs="?", metavar="STORE",
                         help=f"{STORE_HELP} (or --db; default: $JIANMU_DB, else the studio's default file)")
     replay.add_argument("--db", metavar="STORE", help="the same as STORE")
-    replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
+    replay.add_argument("--run", dest="run_id", type=headless.run_id, help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
                                        "(a run written by a service, not by jianmu-studio)")
     serve = sub.add_parser("serve", help="run a tree with the debug server on, for `attach` from elsewhere",

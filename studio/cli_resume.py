@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                                  "before) and go on with it here")
     resume.add_argument("store", nargs="?", metavar="STORE",
                         help=f"{store_help} (default: $JIANMU_DB, else the studio's default file)")
-    resume.add_argument("--run", dest="run_id", help="the run (default: the store's only run that waits)")
+    resume.add_argument("--run", dest="run_id", type=headless.run_id, help="the run (default: the store's only run that waits)")
     resume.add_argument("--tree", help="the run's tree file, when the store has none recorded for it")
     resume.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     headless.add_approval_flags(resume)

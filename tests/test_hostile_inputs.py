@@ -286,3 +286,11 @@ async def test_a_peer_that_accepts_and_never_answers_the_handshake_is_given_up_a
             await asyncio.wait_for(DebugClient.connect(f"127.0.0.1:{silent.getsockname()[1]}", "t", heartbeat=0.5), 30)
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize("args", [("replay",), ("resume", "--approve", "all"), ("check",), ("export", "-o", "x.jianmu"),
+                                  ("diff",)])
+def test_an_empty_run_id_is_refused_not_read_as_no_run_given(tmp_path, args):
+    """`--run "$RUN"` with RUN unset must not pick a run (resume would answer the only one waiting)."""
+    store = str(tmp_path / "s.db")
+    one_line(cli(args[0], store, "--run", "", *args[1:]), "argument --run: an empty run id ('')")

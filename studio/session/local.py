@@ -828,10 +828,10 @@ class DebugSession:
             data = read_json(path)
         except ValueError as exc:
             return [f"{exc}; ignored"]
-        if data is None:
+        if data is None and not path.is_file():  # (none saved; a file holding JSON null is said below)
             return []
         if not isinstance(data, dict):
-            return [f"{path}: not an object of node paths ({type(data).__name__}); ignored"]
+            return [f"{path}: not an object of node paths ({'null' if data is None else type(data).__name__}); ignored"]
         warnings = []
         for node_path, ports in data.items():
             if not isinstance(ports, dict):
