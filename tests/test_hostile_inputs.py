@@ -149,6 +149,29 @@ async def test_a_lone_surrogate_as_the_token_is_refused_as_a_wrong_token():
     assert "refused: wrong token" in log and "Traceback" not in log
 
 
+async def test_every_request_is_answered_even_one_refused_before_it_is_read_and_the_session_goes_on():
+    """A request of an unknown type or missing a field is answered with its id (a client waits for that
+    id); JSON nested too deeply to parse is `bad_json`, not an internal error with a traceback."""
+    async with agent_process(wait=30) as target:
+        host, port = target.address.split(":")
+        async with connect(f"ws://{host}:{port}") as ws:
+            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            await ws.send(json.dumps({"type": "frobnicate", "id": 1}))
+            await ws.send(json.dumps({"type": "edit_state", "id": 2}))
+            await ws.send('{"type": "ping", "id": 3, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+            await ws.send(json.dumps({"type": "ping", "id": 4}))
+            answers: dict = {}
+            while 4 not in answers:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if message["type"] in ("ok", "error"):
+                    answers[message.get("re")] = message
+        assert (answers[1]["code"], answers[2]["code"]) == ("unknown_type", "bad_message")
+        assert answers[None] == {"type": "error", "code": "bad_json", "message": "JSON nested too deeply to read"}
+        assert answers[4]["type"] == "ok"
+    assert "Traceback" not in "".join(target.stderr)
+
+
 # -- PostgreSQL: an address that accepts and never answers ----------------------------------------------
 
 def test_a_postgresql_address_that_accepts_and_never_answers_is_given_up_after_the_connect_timeout(monkeypatch):
