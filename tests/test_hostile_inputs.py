@@ -317,3 +317,12 @@ def test_an_empty_run_id_is_refused_not_read_as_no_run_given(tmp_path, args):
     """`--run "$RUN"` with RUN unset must not pick a run (resume would answer the only one waiting)."""
     store = str(tmp_path / "s.db")
     one_line(cli(args[0], store, "--run", "", *args[1:]), "argument --run: an empty run id ('')")
+
+
+@pytest.mark.parametrize("where", ["import", "build"])
+def test_a_tree_raising_a_baseexception_of_its_own_is_one_line(tmp_path, where):
+    """Not only sys.exit and KeyboardInterrupt: any BaseException a tree's code raises is its failure."""
+    tree = tmp_path / "odd.py"
+    raising = "class Odd(BaseException):\n    pass\n\n"
+    tree.write_text(raising + ("raise Odd('at import')\n" if where == "import" else "def build():\n    raise Odd('in build')\n"))
+    one_line(cli("run", str(tree), "--db", str(tmp_path / "s.db")), f"{tree}: ", "Odd: ")
