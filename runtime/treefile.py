@@ -24,6 +24,7 @@ from .engine.tree import TreeShapeError, iter_paths
 from .engine.user_code import described
 from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
+from .signals import Stopped
 from .state import StateKeys, StateManager, StateValidationError
 
 
@@ -73,7 +74,9 @@ def load_tree(target: str | Path) -> LoadedTree:
     except SyntaxError as exc:
         where = f"{path}:{exc.lineno}" if exc.lineno is not None else str(path)  # a NUL byte has no line
         raise TreeLoadError(f"{where}: syntax error: {exc.msg}") from exc
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a tree file never ends the studio
+    except Stopped:  # a signal while the import held the thread: the command ends (runtime/signals.py)
+        raise
+    except BaseException as exc:  # a tree file never ends the studio, whatever it raises (a BaseException of its own)
         raise TreeLoadError(f"{path}: import failed: {_raised(exc)}") from exc
     builder = getattr(module, function, None)
     if builder is None:
@@ -82,7 +85,9 @@ def load_tree(target: str | Path) -> LoadedTree:
         raise TreeLoadError(f"{path}: {function} is not a function")
     try:
         agent = builder()
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+    except Stopped:
+        raise
+    except BaseException as exc:
         raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")

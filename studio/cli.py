@@ -45,13 +45,15 @@ from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
 from runtime.memory.checkpoint.store import CheckpointError
+from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
 
 from . import cli_check, cli_resume, headless, logs, samples, startup, stopping, web
-from .loader import TreeLoadError
+from .loader import TreeLoadError, load_tree
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
+from .session import open_store as open_session_store
 
 STORE_HELP = "checkpoint store: FILE.db or postgresql://user:password@host/db"
 
@@ -137,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("store", nargs="?", metavar="STORE",
                         help=f"{STORE_HELP} (or --db; default: $JIANMU_DB, else the studio's default file)")
     replay.add_argument("--db", metavar="STORE", help="the same as STORE")
-    replay.add_argument("--run", dest="run_id", help="run id (default: pick one from the store's runs)")
+    replay.add_argument("--run", dest="run_id", type=headless.run_id, help="run id (default: pick one from the store's runs)")
     replay.add_argument("--tree", help="the run's tree file, when the store has none recorded for it "
                                        "(a run written by a service, not by jianmu-studio)")
     serve = sub.add_parser("serve", help="run a tree with the debug server on, for `attach` from elsewhere",
@@ -194,32 +196,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logs.configure(args.debug)
     try:
-        if args.command == "samples":
-            stopping.say(samples.listing())
-            return 0
-        if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
-            args.tree = samples.tree_target(args.tree)
-        args.db = _store_of(args)
-        if args.command == "run":
-            return stopping.run(run_headless(args))
-        if args.command == "replay":
-            return open_recorded(args)
-        if args.command == cli_resume.COMMAND:
-            return stopping.run(cli_resume.resume(args))
-        if args.command == "attach":
-            return asyncio.run(attach(args))
-        if args.command == "serve":
-            return stopping.run(serve(args))
-        if args.command == "web":
-            return web.serve(args, UsageError)
-        if args.command in cli_check.COMMANDS:
-            return cli_check.run(args)
-        return open_studio(args)
+        with signals_raise():  # a signal ends the command's synchronous work at once (its event loop's: the loop)
+            return _command(args)
     except (TreeLoadError, UsageError, OutputPathError, StoreError, CheckpointError, MissingExtra,
             TelemetryError, ApprovalError) as exc:
         return _said(args, exc, str(exc), 2)
-    except stopping.Stopped as exc:  # a signal while a tree loaded, outside stopping.run
-        return stopping.exit_status(exc.signum)
+    except stopping.Stopped as exc:  # a signal while a tree loaded or a store connected, outside stopping.run
+        return stopping.stopped(exc)
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
@@ -229,6 +212,30 @@ def main(argv: list[str] | None = None) -> int:
         return _said(args, exc, f"{exc.filename}: {exc.strerror or exc}", 2)
     except Exception as exc:  # a failure no check foresaw (a bug): still one line, the traceback with --debug
         return _said(args, exc, f"unexpected {described(exc)} (--debug shows the traceback)", 1)
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "samples":
+        stopping.say(samples.listing())
+        return 0
+    if getattr(args, "tree", None) and args.command != "replay":  # a sample by name, e.g. `run react_calculator`
+        args.tree = samples.tree_target(args.tree)
+    args.db = _store_of(args)
+    if args.command == "run":
+        return stopping.run(run_headless(args))
+    if args.command == "replay":
+        return open_recorded(args)
+    if args.command == cli_resume.COMMAND:
+        return stopping.run(cli_resume.resume(args))
+    if args.command == "attach":
+        return asyncio.run(attach(args))
+    if args.command == "serve":
+        return stopping.run(serve(args))
+    if args.command == "web":
+        return web.serve(args, UsageError)
+    if args.command in cli_check.COMMANDS:
+        return cli_check.run(args)
+    return open_studio(args)
 
 
 def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) -> int:
@@ -272,7 +279,12 @@ def _load(args: argparse.Namespace) -> DebugSession:
     """The session a run or the studio records into: its store must be writable."""
     try:
         with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
-            session = DebugSession.load(args.tree, db=args.db)
+            loaded = load_tree(args.tree)
+        db = args.db or default_store()
+        with stopping.connecting(db):  # a PostgreSQL server that never answers: a Ctrl-C ends the wait
+            store = open_session_store(db)
+        with stopping.user_code():
+            session = DebugSession(loaded, store=store)
     except StoreError as exc:
         raise UsageError(str(exc)) from exc
     except OSError as exc:  # the store's folder cannot be created
@@ -401,7 +413,9 @@ def open_recorded(args: argparse.Namespace) -> int:
         run_id = args.run_id or _pick_run(args.db)
         if run_id is None:
             return 0
-        session = DebugSession.open_recorded(args.db, run_id, tree=args.tree)
+        with stopping.connecting(args.db):
+            store = open_store(args.db, create=False)
+        session = DebugSession.open_recorded(store, run_id, tree=args.tree)
     except (StoreError, EditError) as exc:
         raise UsageError(str(exc)) from exc
     from .app import StudioApp
@@ -413,7 +427,8 @@ def open_recorded(args: argparse.Namespace) -> int:
 
 def _pick_run(name: str) -> str | None:
     """The only run of a store, or the one picked from its runs (None: none picked)."""
-    store = open_store(name, create=False)
+    with stopping.connecting(name):
+        store = open_store(name, create=False)
     try:
         runs = store.runs()
         if not runs:
@@ -432,11 +447,10 @@ async def serve(args: argparse.Namespace) -> int:
     `attach` connects to. The server prints its address and token on stderr; the outcome is one line."""
     from runtime.engine import EventType
 
-    from .loader import load_tree
-
     with stopping.user_code():
         loaded = load_tree(args.tree)
-    store = open_store(args.db or str(default_store()))
+    with stopping.connecting(args.db or default_store()):
+        store = open_store(args.db or str(default_store()))
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
     agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),

@@ -26,7 +26,7 @@ from runtime.memory.checkpoint.runfile import SUFFIX, export_run_file, import_ru
 from runtime.terminal import terminal_line
 from runtime.treefile import TreeLoadError
 
-from . import stopping
+from . import headless, stopping
 
 COMMANDS = ("check", "diff", "export", "import")
 SHOWN_PER_TICK = 6  # differences a diff lists per tick (the count of the rest is said)
@@ -37,7 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.Argument
     check = sub.add_parser("check", parents=parents,
                            help="re-run a tree against a recorded run, offline: exit 1 where it parts from it")
     check.add_argument("recording", metavar="RECORDING", help=RECORDING_HELP)
-    check.add_argument("--run", dest="run_id", help="the run to check (default: every run in RECORDING)")
+    check.add_argument("--run", dest="run_id", type=headless.run_id, help="the run to check (default: every run in RECORDING)")
     check.add_argument("--branch", default="main", help="the branch to check (default main)")
     check.add_argument("--tree", help="check this tree file instead of the one the run was recorded with")
     check.add_argument("--tools", choices=("recorded", "live"), default="recorded",
@@ -46,7 +46,7 @@ def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.Argument
                           "tick by tick: exit 1 when they differ (times and ids aside)")
     diff.add_argument("a", metavar="A", help=RECORDING_HELP)
     diff.add_argument("b", metavar="B", nargs="?", help="another one (default: A again, for two runs or branches of it)")
-    diff.add_argument("--run", dest="runs", action="append", default=[], metavar="ID",
+    diff.add_argument("--run", dest="runs", type=headless.run_id, action="append", default=[], metavar="ID",
                       help="the run (once: on both sides; twice: A's, then B's; default: each store's only run)")
     diff.add_argument("--branch", dest="branches", action="append", default=[], metavar="BRANCH",
                       help="the branch (once: on both sides; twice: A's, then B's; default main)")
@@ -54,7 +54,7 @@ def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.Argument
                             "its branches, events and recorded I/O, and its tree file's text; or send it "
                             "as an OpenTelemetry trace (--otlp)")
     export.add_argument("store", metavar="STORE", help="FILE.db or postgresql://…")
-    export.add_argument("--run", dest="run_id", required=True)
+    export.add_argument("--run", dest="run_id", type=headless.run_id, required=True)
     where = export.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar=f"FILE{SUFFIX}")
     where.add_argument("--otlp", action="store_true",
@@ -82,7 +82,8 @@ def export(args: argparse.Namespace) -> int:
         from .export_otlp import export_otlp
 
         return export_otlp(args)
-    store = open_store(args.store, create=False)
+    with stopping.connecting(args.store):
+        store = open_store(args.store, create=False)
     try:
         count = export_run_file(store, args.run_id, args.output, force=args.force)
         branches = ", ".join(store.branches(args.run_id))
@@ -97,9 +98,11 @@ def diff(args: argparse.Namespace) -> int:
     for given, what in ((args.runs, "--run"), (args.branches, "--branch")):
         if len(given) > 2:
             raise StoreError(f"diff: {what} names A's then B's: give it once or twice, not {len(given)} times")
-    stores = [open_store(names[0], create=False)]
+    with stopping.connecting(names[0]):
+        stores = [open_store(names[0], create=False)]
     try:
-        stores.append(stores[0] if names[1] == names[0] else open_store(names[1], create=False))
+        with stopping.connecting(names[1]):
+            stores.append(stores[0] if names[1] == names[0] else open_store(names[1], create=False))
         sides = [Side(store, _run_of(store, args.runs, i), _pick(args.branches, i, "main"), label)
                  for i, (store, label) in enumerate(zip(stores, ("A", "B"), strict=True))]
         if (names[0], sides[0].run_id, sides[0].branch) == (names[1], sides[1].run_id, sides[1].branch):
@@ -147,7 +150,9 @@ def import_(args: argparse.Namespace) -> int:
     from .session import default_db_path
     from .session import open_store as open_or_create
 
-    store = open_or_create(chosen_store(args.into, default_db_path()))
+    name = chosen_store(args.into, default_db_path())
+    with stopping.connecting(name):
+        store = open_or_create(name)
     try:
         runs = import_run_file(args.runfile, store)
     finally:
@@ -157,7 +162,8 @@ def import_(args: argparse.Namespace) -> int:
 
 
 async def check(args: argparse.Namespace) -> int:
-    store = open_store(args.recording, create=False)
+    with stopping.connecting(args.recording):
+        store = open_store(args.recording, create=False)
     try:
         runs = [args.run_id] if args.run_id else [run.run_id for run in store.runs()]
         if not runs:

@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                                  "before) and go on with it here")
     resume.add_argument("store", nargs="?", metavar="STORE",
                         help=f"{store_help} (default: $JIANMU_DB, else the studio's default file)")
-    resume.add_argument("--run", dest="run_id", help="the run (default: the store's only run that waits)")
+    resume.add_argument("--run", dest="run_id", type=headless.run_id, help="the run (default: the store's only run that waits)")
     resume.add_argument("--tree", help="the run's tree file, when the store has none recorded for it")
     resume.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     headless.add_approval_flags(resume)
@@ -53,7 +53,9 @@ async def resume(args: argparse.Namespace) -> int:
     rules = headless.answers(args)
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
-    store = open_store(args.store if args.store is not None else args.db or default_store(), create=False)
+    name = args.store if args.store is not None else args.db or default_store()
+    with stopping.connecting(name):
+        store = open_store(name, create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
         with stopping.user_code():  # the tree's import and build() (tree_for_run builds it once): a Ctrl-C there

@@ -20,7 +20,8 @@ def export_otlp(args: argparse.Namespace) -> int:
     from runtime.telemetry.recorded import NotSent, export_recorded_run, exporter_from_environment
 
     exporter_from_environment()  # where to, and [otel], before the store is read
-    store = open_store(args.store, create=False)
+    with stopping.connecting(args.store):
+        store = open_store(args.store, create=False)
     try:
         count = export_recorded_run(store, args.run_id)
     except NotSent as exc:

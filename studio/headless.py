@@ -24,6 +24,14 @@ later, from any process. Answer from the command line:
 """
 
 
+def run_id(text: str) -> str:
+    """A `--run` value: an empty one (a variable that expanded to nothing) is refused, never read as "no
+    run given" (which picks a run: the only one waiting, every run, the picker)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"an empty run id ({text!r})")
+    return text
+
+
 def add_approval_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument("--approve", action="append", default=[], metavar="TOOL|ID|all",
                          help="approve pending calls of TOOL, the call ID, or every call (repeatable)")
@@ -66,5 +74,5 @@ def arguments_text(arguments: dict[str, Any], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["APPROVALS_HELP", "add_approval_flags", "answers", "arguments_text", "decision_line", "tick_line",
-           "waiting_line"]
+__all__ = ["APPROVALS_HELP", "add_approval_flags", "answers", "arguments_text", "decision_line", "run_id",
+           "tick_line", "waiting_line"]

@@ -8,10 +8,11 @@ is cancelled, and its MCP servers are stopped with their process groups. The com
 with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP), without a traceback. A
 second signal while that happens is ignored: stopping is bounded (an MCP server gets a few seconds).
 
-A tree's import and its `build()` are user code that holds the thread: the loop cannot run its
-handlers then, and the tree loader turns whatever the code raises into a line about the tree. While
-such code runs (`user_code()`), a signal raises `Stopped` in it instead, which the loader lets
-through: the command ends at once, with the same exit status.
+A tree's import and its `build()` are user code that holds the thread, and so is a store's connect to a
+PostgreSQL server that does not answer: the loop cannot run its handlers then. While such work runs
+(`user_code()`, `connecting()`), a signal raises `Stopped` in it instead (runtime/signals.py), which the
+tree loader lets through: the command ends at once, with the same exit status; a connect stopped so is
+said in one line naming the store.
 """
 
 from __future__ import annotations
@@ -22,40 +23,33 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
 from runtime.agent import interrupt
+from runtime.memory.checkpoint.naming import display_name
+from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise
 from runtime.terminal import terminal_line
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
 
 
-def exit_status(signum: int) -> int:
-    return 128 + signum
-
-
-class Stopped(BaseException):
-    """A signal that arrived while user code held the thread; not an error of that code."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def user_code() -> Iterator[None]:
+def user_code() -> contextlib.AbstractContextManager[None]:
     """While synchronous user code runs (a tree's import, its `build()`), a signal raises `Stopped` in it."""
+    return signals_raise()
 
-    def raise_stopped(signum: int, _frame: Any) -> None:
-        raise Stopped(signum)
 
-    previous = {signum: signal.signal(signum, raise_stopped) for signum in SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+def connecting(store: str | Path) -> contextlib.AbstractContextManager[None]:
+    """While a store named on the command line is opened, a signal raises `Stopped` naming it (a PostgreSQL
+    server that accepts the connection and never answers holds the thread for the connect's timeout)."""
+    return signals_raise(f"{display_name(store)}: connecting")
+
+
+def stopped(exc: Stopped) -> int:
+    """The exit status of a command a signal stopped in synchronous work; what it stopped said in one line."""
+    if exc.line() is not None:
+        complain(exc.line())
+    return exit_status(exc.signum)
 
 
 @contextlib.contextmanager
@@ -99,8 +93,8 @@ def run(main: Coroutine[Any, Any, int]) -> int:
 
     try:
         status = asyncio.run(guarded())
-    except Stopped as exc:  # in a tree's import or build(), before anything ran (studio/loader.py)
-        return exit_status(exc.signum)
+    except Stopped as exc:  # in a tree's import or build() or a store's connect, before anything ran
+        return stopped(exc)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if not received:
             raise
@@ -138,4 +132,5 @@ async def interrupt_session(session: Any, why: str) -> None:
     await session.agent.close()
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "interrupt_session", "on_signals", "run", "say", "user_code"]
+__all__ = ["SIGNALS", "Stopped", "connecting", "exit_status", "interrupt_session", "on_signals", "run", "say", "stopped",
+           "user_code"]

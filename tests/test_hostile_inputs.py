@@ -149,6 +149,29 @@ async def test_a_lone_surrogate_as_the_token_is_refused_as_a_wrong_token():
     assert "refused: wrong token" in log and "Traceback" not in log
 
 
+async def test_every_request_is_answered_even_one_refused_before_it_is_read_and_the_session_goes_on():
+    """A request of an unknown type or missing a field is answered with its id (a client waits for that
+    id); JSON nested too deeply to parse is `bad_json`, not an internal error with a traceback."""
+    async with agent_process(wait=30) as target:
+        host, port = target.address.split(":")
+        async with connect(f"ws://{host}:{port}") as ws:
+            await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            await ws.send(json.dumps({"type": "frobnicate", "id": 1}))
+            await ws.send(json.dumps({"type": "edit_state", "id": 2}))
+            await ws.send('{"type": "ping", "id": 3, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+            await ws.send(json.dumps({"type": "ping", "id": 4}))
+            answers: dict = {}
+            while 4 not in answers:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if message["type"] in ("ok", "error"):
+                    answers[message.get("re")] = message
+        assert (answers[1]["code"], answers[2]["code"]) == ("unknown_type", "bad_message")
+        assert answers[None] == {"type": "error", "code": "bad_json", "message": "JSON nested too deeply to read"}
+        assert answers[4]["type"] == "ok"
+    assert "Traceback" not in "".join(target.stderr)
+
+
 # -- PostgreSQL: an address that accepts and never answers ----------------------------------------------
 
 def test_a_postgresql_address_that_accepts_and_never_answers_is_given_up_after_the_connect_timeout(monkeypatch):
@@ -286,3 +309,20 @@ async def test_a_peer_that_accepts_and_never_answers_the_handshake_is_given_up_a
             await asyncio.wait_for(DebugClient.connect(f"127.0.0.1:{silent.getsockname()[1]}", "t", heartbeat=0.5), 30)
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize("args", [("replay",), ("resume", "--approve", "all"), ("check",), ("export", "-o", "x.jianmu"),
+                                  ("diff",)])
+def test_an_empty_run_id_is_refused_not_read_as_no_run_given(tmp_path, args):
+    """`--run "$RUN"` with RUN unset must not pick a run (resume would answer the only one waiting)."""
+    store = str(tmp_path / "s.db")
+    one_line(cli(args[0], store, "--run", "", *args[1:]), "argument --run: an empty run id ('')")
+
+
+@pytest.mark.parametrize("where", ["import", "build"])
+def test_a_tree_raising_a_baseexception_of_its_own_is_one_line(tmp_path, where):
+    """Not only sys.exit and KeyboardInterrupt: any BaseException a tree's code raises is its failure."""
+    tree = tmp_path / "odd.py"
+    raising = "class Odd(BaseException):\n    pass\n\n"
+    tree.write_text(raising + ("raise Odd('at import')\n" if where == "import" else "def build():\n    raise Odd('in build')\n"))
+    one_line(cli("run", str(tree), "--db", str(tmp_path / "s.db")), f"{tree}: ", "Odd: ")

@@ -94,7 +94,7 @@ def test_a_malformed_bindings_file_is_a_warning_and_the_tree_still_opens(tmp_pat
     tree = tmp_path / "pipeline.py"
     shutil.copy(TREE, tree)
     for content in ("[1, 2]", '{"TextPipeline/Normalize": 5}', '{"TextPipeline/Normalize": {"inputs": [1]}}',
-                    '{"TextPipeline/Normalize": {"inputs": {"source_text": 7}}}', "{not json", "\udcff"):
+                    '{"TextPipeline/Normalize": {"inputs": {"source_text": 7}}}', "{not json", "\udcff", "null"):
         session = DebugSession.load(str(tree), db=tmp_path / "s.db")
         session.bindings_file.parent.mkdir(exist_ok=True)  # kept beside the store (issue 11)
         session.bindings_file.write_bytes(content.encode("utf-8", "surrogateescape"))

@@ -23,6 +23,7 @@ PROTOCOL_VERSION = 6  # 2: step_into, the timeline, model_io; 3: hold_end, earli
 # 6: a tick's telemetry as numbers (`ticks`), NaN as a string
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
+MAX_SERVER_FRAME = 64 << 20  # a server message above this makes the client close the connection (1009)
 DEFAULT_PORT = 7777
 DEFAULT_HEARTBEAT = 10.0  # seconds without a pong before a client is dropped and the agent released
 
@@ -50,12 +51,14 @@ REQUESTS: dict[str, tuple[str, ...]] = {
 
 
 class ProtocolError(Exception):
-    """A message that cannot be served; `code` is one of the protocol's error codes."""
+    """A message that cannot be served; `code` is one of the protocol's error codes, `re` the message's
+    `id` when it had one (its answer echoes it: a refused request is answered too)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, re: Any = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.re = re
 
 
 def parse_request(text: str | bytes) -> dict[str, Any]:
@@ -66,14 +69,17 @@ def parse_request(text: str | bytes) -> dict[str, Any]:
         message = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProtocolError("bad_json", f"not JSON: {exc}") from None
+    except RecursionError:
+        raise ProtocolError("bad_json", "JSON nested too deeply to read") from None
+    re = message.get("id") if isinstance(message, dict) else None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
-        raise ProtocolError("bad_message", "a message is a JSON object with a string 'type'")
+        raise ProtocolError("bad_message", "a message is a JSON object with a string 'type'", re)
     kind = message["type"]
     if kind not in REQUESTS:
-        raise ProtocolError("unknown_type", f"unknown message type {kind!r}")
+        raise ProtocolError("unknown_type", f"unknown message type {kind!r}", re)
     missing = [name for name in REQUESTS[kind] if name not in message]
     if missing:
-        raise ProtocolError("bad_message", f"{kind}: missing field {missing[0]!r}")
+        raise ProtocolError("bad_message", f"{kind}: missing field {missing[0]!r}", re)
     return message
 
 
@@ -157,6 +163,6 @@ def parse_address(address: str | int) -> tuple[str, int]:
     return host, number
 
 
-__all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "PROTOCOL_VERSION", "REQUESTS",
+__all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "MAX_SERVER_FRAME", "PROTOCOL_VERSION", "REQUESTS",
            "ProtocolError", "encode", "error", "parse_address", "parse_request", "record_json", "record_of",
            "returns_json", "returns_of"]

@@ -220,7 +220,7 @@ class DebugServer:
         try:
             hello = parse_request(text)
         except ProtocolError as exc:
-            await ws.send(encode(error(exc.code, exc.message)))
+            await ws.send(encode(error(exc.code, exc.message, exc.re)))
             return None
         re = hello.get("id")
         if hello["type"] != "hello":
@@ -247,7 +247,7 @@ class DebugServer:
             re = message.get("id")
             result = controller.handle(message)
         except ProtocolError as exc:
-            controller.post(error(exc.code, exc.message, re))
+            controller.post(error(exc.code, exc.message, re if re is not None else exc.re))
             return
         except Exception as exc:  # a bug serving one request must not end the session or the run
             log.exception("debug request failed")

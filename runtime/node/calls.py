@@ -20,7 +20,8 @@ from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
 from ..tools import Tool, ToolError
 from ..tools.base import error_line
-from ..tools.observation import split_images
+from ..tools.bounds import capped
+from ..tools.observation import split_images, with_images
 
 ToolRunner = Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]
 """Runs a validated tool call in place of `tool.call(arguments)` (a sandbox, a remote worker)."""
@@ -76,7 +77,7 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
 
     async def call() -> str:
         try:
-            result = await (runner(tool, arguments) if runner is not None else tool.call(arguments))
+            result = await _within(runner(tool, arguments) if runner is not None else tool.call(arguments), tool)
         except ToolError:
             raise
         except asyncio.CancelledError as exc:
@@ -87,10 +88,11 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
         except FAILURES as exc:  # sys.exit() in a tool is its failure (runtime.engine.user_code)
             raise ToolError(f"tool '{tool.name}' failed: {described(exc)}") from exc
         try:
-            return Tool.format_result(result)
+            observation = Tool.format_result(result)
         except Exception as exc:  # bytes that are not UTF-8, a structure holding itself, a broken __str__
             raise ToolError(f"tool '{tool.name}' returned a value of type {type(result).__name__} that is "
                             f"neither text nor JSON: {error_line(exc)}") from exc
+        return _capped(observation, tool)
 
     recorder = _recorder(node)
     try:
@@ -105,6 +107,28 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
                                               "duration_ms": elapsed_ms(started),
                                               "observation": split_images(observation)[0][:500]})
     return observation
+
+
+async def _within(call: Awaitable[Any], tool: Tool) -> Any:
+    """`await call`, or a `ToolError` naming the tool once its `timeout` has run out (its own
+    TimeoutError, raised sooner, is its failure)."""
+    deadline = asyncio.timeout(tool.timeout)
+    try:
+        async with deadline:
+            return await call
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise
+        raise ToolError(f"tool '{tool.name}' gave no answer within {tool.timeout:g}s") from exc
+
+
+def _capped(observation: str, tool: Tool) -> str:
+    """The observation's text cut at the tool's `max_output_chars` (the images it carries kept whole)."""
+    text, images = split_images(observation)
+    if tool.max_output_chars is None or len(text) <= tool.max_output_chars:
+        return observation
+    text = capped(text, tool.max_output_chars, f"tool '{tool.name}'")
+    return with_images(text, images) if images else text
 
 
 def _stopping() -> bool:

@@ -7,8 +7,8 @@ instead of a traceback.
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import enum
 import functools
 import inspect
 import json
@@ -20,9 +20,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds, in_thread
 from runtime.tools.observation import CarryingImages, plain
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
+
+
+class Unset(enum.Enum):
+    UNSET = "unset"  # a bound not given: the class's (None means no bound)
+
+
+UNSET = Unset.UNSET
 
 
 class ToolError(Exception):
@@ -64,6 +72,11 @@ class Tool:
 
     `return_direct`: the tool's result is the agent's answer. When its call succeeds, the ReAct
     loop ends there (`ToolExecutor` writes `done` and `final_answer`), without another model call.
+
+    `timeout` (seconds, 60) and `max_output_chars` (100,000) bound a call: a call still running
+    then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
+    runtime/tools/bounds.py). `blocking=True` runs a synchronous function in a thread of its own,
+    which the timeout can leave behind; one that is not blocking holds the event loop while it runs.
     """
 
     name: str = ""
@@ -73,11 +86,14 @@ class Tool:
     effect_tags: frozenset[str] = frozenset()
     blocking: bool = False
     return_direct: bool = False
+    timeout: float | None = DEFAULT_CALL_TIMEOUT
+    max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS
 
     def __init__(self, func: Callable[..., Any] | None = None, *, name: str | None = None,
                  description: str | None = None, args_model: type[BaseModel] | None = None,
                  parallel_safe: bool | None = None, effect_tags: Iterable[str] | None = None,
-                 blocking: bool | None = None, return_direct: bool | None = None):
+                 blocking: bool | None = None, return_direct: bool | None = None,
+                 timeout: float | None | Unset = UNSET, max_output_chars: int | None | Unset = UNSET):
         self.func = func if func is not None else self.run
         self.name = name or self.name or getattr(func, "__name__", "")
         if not _VALID_NAME.match(self.name):
@@ -90,6 +106,9 @@ class Tool:
         self.parallel_safe = not self.effect_tags if declared is None else declared
         self.blocking = self.blocking if blocking is None else blocking
         self.return_direct = self.return_direct if return_direct is None else return_direct
+        self.timeout = self.timeout if timeout is UNSET else timeout
+        self.max_output_chars = self.max_output_chars if max_output_chars is UNSET else max_output_chars
+        checked_bounds(f"tool {self.name!r}", self.timeout, self.max_output_chars)
 
     def run(self, **kwargs: Any) -> Any:
         raise NotImplementedError(f"tool {self.name!r} has neither a function nor a run() method")
@@ -139,10 +158,10 @@ class Tool:
                                      tool=self.name, field=field) from None
 
     async def call(self, arguments: Mapping[str, Any]) -> Any:
-        """Validate, then run: blocking functions in a worker thread, coroutines awaited."""
+        """Validate, then run: blocking functions in a thread of their own, coroutines awaited."""
         kwargs = dict(self.validate(arguments))
         if self.blocking:
-            result = await asyncio.to_thread(self.func, **kwargs)
+            result = await in_thread(self.func, **kwargs)
         else:
             result = self.func(**kwargs)
         if inspect.isawaitable(result):
@@ -160,11 +179,13 @@ class Tool:
 
 def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, parallel_safe: bool | None = None,
-         effect_tags: Iterable[str] = (), blocking: bool = False, return_direct: bool = False) -> Any:
+         effect_tags: Iterable[str] = (), blocking: bool = False, return_direct: bool = False,
+         timeout: float | None = DEFAULT_CALL_TIMEOUT, max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS) -> Any:
     """Turn a typed function into a `Tool`; usable bare (`@tool`) or configured (`@tool(...)`)."""
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(f, name=name, description=description, parallel_safe=parallel_safe,
-                    effect_tags=effect_tags, blocking=blocking, return_direct=return_direct)
+                    effect_tags=effect_tags, blocking=blocking, return_direct=return_direct,
+                    timeout=timeout, max_output_chars=max_output_chars)
     return wrap if func is None else wrap(func)
 
 

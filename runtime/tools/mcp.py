@@ -52,7 +52,8 @@ from pydantic import BaseModel, ConfigDict
 
 from runtime.extras import check
 from runtime.tools.base import Tool, ToolError
-from runtime.tools.mcp_results import DEFAULT_MAX_OUTPUT_CHARS, observation
+from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
+from runtime.tools.mcp_results import observation
 from runtime.tools.provider import ToolProvider
 from runtime.tools.schema_check import check_arguments, schema_validator
 from runtime.urls import masked_url
@@ -89,12 +90,11 @@ class MCPToolProvider(ToolProvider):
                  url: str | None = None, headers: Mapping[str, str] | None = None, name: str | None = None,
                  transport: Transport | None = None, prefix: str = "",
                  max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
-                 call_timeout: float = 60.0, connect_timeout: float = 30.0):
+                 call_timeout: float = DEFAULT_CALL_TIMEOUT, connect_timeout: float = 30.0):
         if (command is None) == (url is None):
             raise ValueError("MCPToolProvider needs command= (a stdio server) or url= (an HTTP one), not both")
         check("mcp", "mcp", "jsonschema", *(["httpx2"] if url is not None else []))
-        if max_output_chars is not None and max_output_chars < 1:
-            raise ValueError(f"MCPToolProvider: max_output_chars must be >= 1 or None, not {max_output_chars}")
+        checked_bounds("MCPToolProvider", call_timeout, max_output_chars)
         self.command, self.args = command, list(args)
         self.env, self.cwd = (dict(env) if env is not None else None), cwd
         self.url, self.headers = url, dict(headers or {})
@@ -376,7 +376,8 @@ class MCPTool(Tool):
         annotations = spec.annotations
         super().__init__(name=name or _unique(_valid_name(provider, spec), set()),
                          description=spec.description or spec.title or f"{spec.name} (MCP server {provider.name})",
-                         parallel_safe=not _has_side_effects(annotations))
+                         parallel_safe=not _has_side_effects(annotations),
+                         timeout=None, max_output_chars=None)  # the provider's call_timeout and cap bound it
 
     def parameters(self) -> dict[str, Any]:
         params = copy.deepcopy(self.input_schema)

@@ -3,8 +3,8 @@
 Text blocks are joined; a resource is its text, or named when it is binary; an image block
 travels with the text as an image (`runtime.tools.observation`), so it reaches the model as
 an image part. Text longer than the provider's `max_output_chars` is cut there, with a marker
-saying how much was dropped: a server answering with a whole file must not send the whole
-file into every later model request.
+saying how much was dropped (runtime/tools/bounds.py, as every tool's): a server answering with
+a whole file must not send the whole file into every later model request.
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ from typing import TYPE_CHECKING
 
 from runtime.messages import ImagePart
 from runtime.tools.base import Tool, ToolError
+from runtime.tools.bounds import capped
 from runtime.tools.observation import with_images
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
-
-DEFAULT_MAX_OUTPUT_CHARS = 100_000
-"""About 25,000 tokens: what one tool call may put in front of the model."""
-
 
 def observation(result: CallToolResult, *, server: str, tool: str, max_chars: int | None) -> str:
     """The call's observation text (with its images), or a `ToolError` when the server reports one."""
@@ -36,15 +33,7 @@ def observation(result: CallToolResult, *, server: str, tool: str, max_chars: in
         raise ToolError(f"tool '{tool}' (MCP server {server}): {text or 'failed without a message'}")
     if not text and result.structured_content is not None:
         text = Tool.format_result(result.structured_content)
-    return with_images(capped(text, max_chars, server), images)
-
-
-def capped(text: str, max_chars: int | None, server: str) -> str:
-    """`text`, cut at `max_chars` with a marker naming what was dropped (None: never cut)."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    return (f"{text[:max_chars]}\n[... {len(text) - max_chars:,} of {len(text):,} characters dropped: MCP server "
-            f"{server} answered more than max_output_chars={max_chars:,}]")
+    return with_images(capped(text, max_chars, f"MCP server {server}"), images)
 
 
 def block_text(block: ContentBlock) -> str:
@@ -60,4 +49,4 @@ def block_text(block: ContentBlock) -> str:
     return f"[{block.type} {block.mime_type}]"
 
 
-__all__ = ["DEFAULT_MAX_OUTPUT_CHARS", "capped", "observation"]
+__all__ = ["observation"]

@@ -237,7 +237,9 @@ class RemoteSession:
                 self._say(f"debug server sent a message this studio cannot read ({type(exc).__name__}: {exc})")
         self._gone = True
         self._applied += 1
-        lost = f"{Liveness(ABANDONED, time.time())}: the debug connection was lost"  # (its keepalive held till now)
+        ended = self.client.ended  # why, when this side left it (a server message over the size limit, say)
+        why = f" ({ended.message})" if ended is not None and ended.code != "closed" else ""
+        lost = f"{Liveness(ABANDONED, time.time())}: the debug connection was lost{why}"  # (its keepalive held till now)
         self._stop(Stop("finished", (self.message if self._finished else lost) + self._replay_hint()))
 
     def _replay_hint(self) -> str:

@@ -144,15 +144,16 @@ class DebugSession:
         return cls(loaded, input_data=input_data, store=open_store(db) if db is not None else None)
 
     @classmethod
-    def open_recorded(cls, db: str | Path, run_id: str | None = None, *, tree: str | None = None) -> DebugSession:
+    def open_recorded(cls, db: str | Path | CheckpointStore, run_id: str | None = None, *,
+                      tree: str | None = None) -> DebugSession:
         """A recorded run from a store, shown at its last checkpoint, read-only until a replay or fork.
 
         The store remembers which tree file each run came from; that file is loaded (built,
         not run) so the tree pane has its shape, else the tree text kept with the run (a run
         file opened elsewhere); `tree` names it for a run recorded without one. Raises
-        `StoreError` / `TreeLoadError`.
+        `StoreError` / `TreeLoadError`. `db` may be the store itself, opened by the caller.
         """
-        store = open_checkpoint_store(db, create=False)
+        store = open_checkpoint_store(db, create=False) if isinstance(db, (str, Path)) else db
         runs = [run.run_id for run in store.runs()]
         if not runs:
             raise StoreError(f"{store.location}: holds no runs")
@@ -827,10 +828,10 @@ class DebugSession:
             data = read_json(path)
         except ValueError as exc:
             return [f"{exc}; ignored"]
-        if data is None:
+        if data is None and not path.is_file():  # (none saved; a file holding JSON null is said below)
             return []
         if not isinstance(data, dict):
-            return [f"{path}: not an object of node paths ({type(data).__name__}); ignored"]
+            return [f"{path}: not an object of node paths ({'null' if data is None else type(data).__name__}); ignored"]
         warnings = []
         for node_path, ports in data.items():
             if not isinstance(ports, dict):

@@ -11,7 +11,8 @@
 STORE is a file or a `postgresql://` URL, given as the argument or with --db, else taken
 from $JIANMU_DB. Bad input (a missing, corrupt, locked or newer store, an unknown run or
 checkpoint) gives one line on stderr (never a password) and exit status 2; `--debug`
-shows the traceback instead.
+shows the traceback instead. SIGINT, SIGTERM and SIGHUP end a command with 128 + N (one line
+naming the store when they stop its connect).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ...signals import Stopped, exit_status, signals_raise
 from ...terminal import terminal_line
 from .liveness import ABANDONED, SUSPENDED, run_liveness, when
-from .naming import chosen_store, open_store
+from .naming import chosen_store, display_name, open_store
 from .output import OutputPathError, check_output_path, replacing
 from .sql_store import SQLCheckpointStore
 from .store import CheckpointError, StoreError
@@ -100,7 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.set_defaults(func=_show)
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        with signals_raise():  # SIGTERM and SIGHUP end a command as Ctrl-C does: 128 + N, no traceback
+            return _run(args)
+    except Stopped as exc:
+        if exc.line() is not None:
+            print(f"error: {terminal_line(exc.line())}", file=sys.stderr)
+        return exit_status(exc.signum)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not complain either
@@ -114,7 +121,8 @@ def _run(args: argparse.Namespace) -> int:
         args.store = chosen_store(args.file or args.db)
         if args.store is None:
             raise StoreError("which store? give FILE.db or postgresql://… (or set $JIANMU_DB)")
-        store = open_store(args.store, create=False)
+        with signals_raise(f"{display_name(args.store)}: connecting"):  # a server that never answers holds it
+            store = open_store(args.store, create=False)
         try:
             args.func(store, args)
         finally:
