@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,8 +28,10 @@ from psycopg.types.numeric import Int8Dumper
 
 from ...urls import masked_url, url_secrets
 from .liveness import WRITERS_TABLE
+from .reserved_ids import ReservedIds
 from .sql_plan import Plan, Query
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
+from .statement_fusion import NOTIFY, fused
 from .store import StoreError
 
 SCHEMA = "jianmu"
@@ -120,9 +122,11 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     _ITEM_COLUMNS = "i.text, i.packed"
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
     _UPGRADES = _UPGRADES
+    _OWN_ID = "OVERRIDING SYSTEM VALUE "
 
     def __init__(self, url: str, *, create: bool = True):
         super().__init__()
+        self._reserved: dict[str, ReservedIds] = {}  # table -> its ids reserved ahead
         self.location = redacted(url)
         self._url = url
         parts = self._parts(url)
@@ -240,7 +244,20 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         return not (self._conn.raw.broken or self._conn.raw.closed)
 
     def _announce(self, run_id: str) -> Plan[None]:
-        yield Query("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+        yield Query(NOTIFY, (CHANNEL, run_id))
+
+    def _new_id(self, table: str) -> Plan[int]:
+        ids = self._reserved.get(table)
+        if ids is None:
+            ids = self._reserved[table] = ReservedIds(table)
+        return (yield from ids.take())
+
+    def _renew_ids(self) -> None:
+        for ids in self._reserved.values():
+            ids.renew()
+
+    def _fused(self, queries: Sequence[Query]) -> list[Query]:
+        return fused(queries)
 
     def wait_for_change(self, timeout: float) -> bool:
         """Waits for a `NOTIFY` on the channel saves announce on (its own connection, opened
