@@ -117,8 +117,7 @@ class _Connection:
 class PostgresCheckpointStore(SQLCheckpointStore):
     _DRIVER_ERROR = psycopg.Error
     _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
-    _INSERT_ITEM = ("INSERT INTO items (hash, text, packed) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING "
-                    "RETURNING id")
+    _ITEM_INSERT = "hash, text, packed"
     _ITEM_COLUMNS = "i.text, i.packed"
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
     _UPGRADES = _UPGRADES

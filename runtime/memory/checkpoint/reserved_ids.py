@@ -21,7 +21,7 @@ class ReservedIds:
 
     def __init__(self, table: str):
         self._reserve = Query(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) "
-                              "FROM generate_series(1, ?)", (BLOCK,), ALL)
+                              "FROM generate_series(1, ?)", (BLOCK,), ALL, alone=True)
         self._ids: list[int] = []  # reserved, not handed out: the greatest first
         self._last = 0  # the last handed out
         self._generation = 0  # renewals: a block asked for before the last one is not used

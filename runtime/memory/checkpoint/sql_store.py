@@ -247,7 +247,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     _RETRY: ClassVar[tuple[type[Exception], ...]] = ()  # errors after which a transaction is run again
     _BEGIN: ClassVar[str] = "BEGIN"
     _OWN_ID: ClassVar[str] = ""  # what an INSERT naming a row's id says before VALUES
-    _INSERT_ITEM: ClassVar[str]  # (hash, *item columns) -> RETURNING id
+    _ITEM_INSERT: ClassVar[str]  # the columns of `items` an insert gives: hash, then the item's
     _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
     _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
     _UPGRADES: ClassVar[dict[int, str]]  # schema version -> the statements that make it the next one
@@ -273,7 +273,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     @staticmethod
     @abstractmethod
     def _item_values(text: str) -> tuple[str | bytes | None, ...]:
-        """The item columns `_INSERT_ITEM` takes after the hash."""
+        """The item columns `_ITEM_INSERT` names after the hash."""
 
     @abstractmethod
     def _announce(self, run_id: str) -> Plan[None]:
@@ -333,7 +333,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         The statements whose results nobody reads wait, and go together (`_fused`) before the next
         one that is read, or at the end: a write that reads nothing back (a tick's save, its ids
-        reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT."""
+        reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT. A
+        statement that may run `alone` (storing items by content) goes ahead of them while no
+        transaction has begun: it reads none of what they write."""
         for attempt in itertools.count(1):
             tx = _Tx()
             steps, pending, begun = body(tx), [], False
@@ -350,10 +352,11 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                         pending.append(query)
                         send, value = steps.send, None
                         continue
-                    if not begun:
+                    if not begun and not query.alone:
                         yield Query(self._BEGIN)
                         begun = True
-                    yield from self._flush(pending)
+                    if begun:
+                        yield from self._flush(pending)
                     try:
                         send, value = steps.send, (yield query)
                     except GeneratorExit:
@@ -412,30 +415,61 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _item_ids(self, texts: Iterable[str], added: dict[bytes, int]) -> Plan[list[int]]:
         """The ids of items (JSON texts), storing those not stored yet. Many items this object
         does not know (a restored history written again, by a new process) are looked up in
-        one query first: they are most likely stored, and each insert would deflate its item."""
+        one query first: they are most likely stored, and each insert would deflate its item.
+        Those still unknown are inserted in one statement (and those another store object stored
+        meanwhile looked up in one more), before the transaction: an item is content, stored once,
+        and one the transaction then fails to point at is only unused."""
         texts = list(texts)
         keys = [_hash(text) for text in texts]
         unknown = [key for key in dict.fromkeys(keys) if key not in self._items and key not in added]
         for start in range(0, len(unknown) if len(unknown) >= _LOOKUP else 0, _LOOKUP_MAX):
             batch = unknown[start:start + _LOOKUP_MAX]
             added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(batch))})",
-                                      batch, ALL)))
-        ids = []
+                                      batch, ALL, alone=True)))
+        inserting: dict[bytes, tuple] = {}  # hash -> its item's columns, inserted together
+
+        def known(key: bytes) -> int | None:
+            return self._items.get(key) or added.get(key)
+
+        def spliceable(part: bytes) -> int | None:  # (an item being inserted: spliced in once it has its id)
+            waiting.extend([part] if part in inserting else [])
+            return known(part)
+
         for text, key in zip(texts, keys, strict=True):
-            item_id = self._items.get(key) or added.get(key)
-            if item_id is None:
-                stored = _spliced(text, lambda part: self._items.get(part) or added.get(part))
-                row = yield Query(self._INSERT_ITEM, (key, *self._item_values(stored)), ONE)
-                if row is None:  # stored by another store object
-                    row = yield Query("SELECT id FROM items WHERE hash = ?", (key,), ONE)
-                item_id = added[key] = row[0]
-            ids.append(item_id)
-        return ids
+            if known(key) is not None or key in inserting:
+                continue
+            if len(inserting) >= _LOOKUP_MAX:
+                yield from self._insert_items(inserting, added)
+            waiting: list[bytes] = []
+            stored = _spliced(text, spliceable)
+            if waiting:
+                yield from self._insert_items(inserting, added)
+                stored = _spliced(text, known)
+            inserting[key] = self._item_values(stored)
+        yield from self._insert_items(inserting, added)
+        return [known(key) for key in keys]
+
+    def _insert_items(self, inserting: dict[bytes, tuple], added: dict[bytes, int]) -> Plan[None]:
+        """Store the items of `inserting` (emptied) in one statement; their ids into `added`."""
+        if not inserting:
+            return
+        width = 1 + len(next(iter(inserting.values())))
+        rows = ", ".join([f"({', '.join('?' * width)})"] * len(inserting))
+        added.update((yield Query(f"INSERT INTO items ({self._ITEM_INSERT}) VALUES {rows} ON CONFLICT (hash) "
+                                  "DO NOTHING RETURNING hash, id",
+                                  [value for key, values in inserting.items() for value in (key, *values)],
+                                  ALL, alone=True)))
+        others = [key for key in inserting if key not in added]  # stored by another store object
+        if others:
+            added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(others))})",
+                                      others, ALL, alone=True)))
+        inserting.clear()
 
     def _write_chunks(self, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> Plan[None]:
-        for chunk in chunks:
-            ids = yield from self._item_ids(chunk.items, added)
-            yield Query("INSERT INTO chunks VALUES (?, ?, ?)", (chunk.list_id, chunk.start, json.dumps(ids)))
+        ids = iter((yield from self._item_ids((text for chunk in chunks for text in chunk.items), added)))
+        for chunk in chunks:  # (every item first, in one statement: the chunks then go with the rest)
+            yield Query("INSERT INTO chunks VALUES (?, ?, ?)",
+                        (chunk.list_id, chunk.start, json.dumps(list(itertools.islice(ids, len(chunk.items))))))
 
     def _streamed(self, streams: dict, key: Any, table: str, columns: str, params: tuple,
                   data: bytes, row_id: int | None, level: int = 6) -> Plan[tuple[int, tuple[int, Any]]]:
