@@ -4,8 +4,9 @@ The same records, encoding and queries as the SQLite store (`sql_store.py`), in 
 their own schema (`jianmu`) of a PostgreSQL database, created on first use under an advisory
 lock (ten writers may start at once) and versioned like the SQLite format: another
 version is refused in one line; a store already there at this version opens in one query.
-A save is one transaction that also `NOTIFY`s `jianmu_checkpoints` with the run id, so a
-studio following the run hears of each checkpoint as it commits. A writer whose connection
+A save is one transaction (a tick's: one statement, `statement_fusion.py`) that also `NOTIFY`s
+`jianmu_checkpoints` with the run id, so a studio following the run hears of each checkpoint as
+it commits. A writer whose connection
 is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
 the store connects again for what comes after (how the run ended).
 
@@ -122,6 +123,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
     _UPGRADES = _UPGRADES
     _OWN_ID = "OVERRIDING SYSTEM VALUE "
+    _ALONE_FIRST = True
 
     def __init__(self, url: str, *, create: bool = True):
         super().__init__()

@@ -247,6 +247,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     _RETRY: ClassVar[tuple[type[Exception], ...]] = ()  # errors after which a transaction is run again
     _BEGIN: ClassVar[str] = "BEGIN"
     _OWN_ID: ClassVar[str] = ""  # what an INSERT naming a row's id says before VALUES
+    _ALONE_FIRST: ClassVar[bool] = False  # a statement that may run `alone` goes before the transaction
+    # (a round trip less on a server; an SQLite file would commit it on its own: one commit more)
     _ITEM_INSERT: ClassVar[str]  # the columns of `items` an insert gives: hash, then the item's
     _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
     _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
@@ -333,9 +335,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
         The statements whose results nobody reads wait, and go together (`_fused`) before the next
         one that is read, or at the end: a write that reads nothing back (a tick's save, its ids
-        reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT. A
-        statement that may run `alone` (storing items by content) goes ahead of them while no
-        transaction has begun: it reads none of what they write."""
+        reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT. There
+        a statement that may run `alone` (storing items by content) goes ahead of them while no
+        transaction has begun (`_ALONE_FIRST`): it reads none of what they write."""
         for attempt in itertools.count(1):
             tx = _Tx()
             steps, pending, begun = body(tx), [], False
@@ -352,7 +354,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                         pending.append(query)
                         send, value = steps.send, None
                         continue
-                    if not begun and not query.alone:
+                    if not begun and not (query.alone and self._ALONE_FIRST):
                         yield Query(self._BEGIN)
                         begun = True
                     if begun:
@@ -364,8 +366,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     except BaseException as exc:  # (the body may catch it: an item inserted by another writer)
                         send, value = steps.throw, exc
                 fused = self._fused(pending)
-                if not begun and fused is not None and len(fused) == 1:
-                    yield fused[0]
+                if not begun and fused is not None and len(fused) <= 1:
+                    yield from fused  # one statement is its own transaction
                 else:
                     if not begun:
                         yield Query(self._BEGIN)
@@ -450,14 +452,15 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return [known(key) for key in keys]
 
     def _insert_items(self, inserting: dict[bytes, tuple], added: dict[bytes, int]) -> Plan[None]:
-        """Store the items of `inserting` (emptied) in one statement; their ids into `added`."""
+        """Store the items of `inserting` (emptied) in one statement; their ids into `added`. (In the
+        order of their hashes: two writers storing the same new items do not wait on each other's.)"""
         if not inserting:
             return
         width = 1 + len(next(iter(inserting.values())))
         rows = ", ".join([f"({', '.join('?' * width)})"] * len(inserting))
         added.update((yield Query(f"INSERT INTO items ({self._ITEM_INSERT}) VALUES {rows} ON CONFLICT (hash) "
                                   "DO NOTHING RETURNING hash, id",
-                                  [value for key, values in inserting.items() for value in (key, *values)],
+                                  [value for key, values in sorted(inserting.items()) for value in (key, *values)],
                                   ALL, alone=True)))
         others = [key for key in inserting if key not in added]  # stored by another store object
         if others:
