@@ -13,6 +13,8 @@ from conftest import rows, tamper
 from runtime.engine.events import RuntimeEvent
 from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
 from runtime.memory.checkpoint.reserved_ids import BLOCK
+from runtime.memory.checkpoint.sql_plan import Query
+from runtime.memory.checkpoint.statement_fusion import NOTIFY, fused
 
 
 def _record(run_id: str, tick: int, parent: int | None, base: int | None) -> CheckpointRecord:
@@ -119,3 +121,18 @@ async def test_a_follower_hears_each_one_trip_save_of_the_async_store(url):
     finally:
         writer.close()
         follower.close()
+
+
+def test_writes_that_must_see_each_other_and_a_notify_twice_are_not_fused_into_one_statement():
+    insert = Query("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", ("k", "1"))
+    upsert = Query("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", ("k", "2"))
+    notify = Query(NOTIFY, ("jianmu_checkpoints", "r"))
+    event = Query("INSERT INTO events (id, run_id) VALUES (?, ?)", (7, "r"))
+    statements = fused([insert, notify, event, notify, upsert, notify])
+    assert [s.sql for s in statements] == [  # (the upsert would not see the insert's row in one statement)
+        "WITH w0 AS (INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING), "
+        "w2 AS (INSERT INTO events (id, run_id) VALUES (?, ?)) SELECT pg_notify(?, ?)",
+        "WITH w0 AS (INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value) "
+        "SELECT pg_notify(?, ?)"]
+    assert [s.params for s in statements] == [("k", "1", 7, "r", "jianmu_checkpoints", "r"),
+                                              ("k", "2", "jianmu_checkpoints", "r")]
