@@ -4,8 +4,9 @@ The same records, encoding and queries as the SQLite store (`sql_store.py`), in 
 their own schema (`jianmu`) of a PostgreSQL database, created on first use under an advisory
 lock (ten writers may start at once) and versioned like the SQLite format: another
 version is refused in one line; a store already there at this version opens in one query.
-A save is one transaction that also `NOTIFY`s `jianmu_checkpoints` with the run id, so a
-studio following the run hears of each checkpoint as it commits. A writer whose connection
+A save is one transaction (a tick's: one statement, `statement_fusion.py`) that also `NOTIFY`s
+`jianmu_checkpoints` with the run id, so a studio following the run hears of each checkpoint as
+it commits. A writer whose connection
 is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
 the store connects again for what comes after (how the run ended).
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,8 +29,10 @@ from psycopg.types.numeric import Int8Dumper
 
 from ...urls import masked_url, url_secrets
 from .liveness import WRITERS_TABLE
+from .reserved_ids import ReservedIds
 from .sql_plan import Plan, Query
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
+from .statement_fusion import NOTIFY, fused
 from .store import StoreError
 
 SCHEMA = "jianmu"
@@ -115,14 +118,16 @@ class _Connection:
 class PostgresCheckpointStore(SQLCheckpointStore):
     _DRIVER_ERROR = psycopg.Error
     _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
-    _INSERT_ITEM = ("INSERT INTO items (hash, text, packed) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING "
-                    "RETURNING id")
+    _ITEM_INSERT = "hash, text, packed"
     _ITEM_COLUMNS = "i.text, i.packed"
     _BRANCHES = "string_agg(DISTINCT branch, ',')"
     _UPGRADES = _UPGRADES
+    _OWN_ID = "OVERRIDING SYSTEM VALUE "
+    _ALONE_FIRST = True
 
     def __init__(self, url: str, *, create: bool = True):
         super().__init__()
+        self._reserved: dict[str, ReservedIds] = {}  # table -> its ids reserved ahead
         self.location = redacted(url)
         self._url = url
         parts = self._parts(url)
@@ -240,7 +245,20 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         return not (self._conn.raw.broken or self._conn.raw.closed)
 
     def _announce(self, run_id: str) -> Plan[None]:
-        yield Query("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+        yield Query(NOTIFY, (CHANNEL, run_id))
+
+    def _new_id(self, table: str) -> Plan[int]:
+        ids = self._reserved.get(table)
+        if ids is None:
+            ids = self._reserved[table] = ReservedIds(table)
+        return (yield from ids.take())
+
+    def _renew_ids(self) -> None:
+        for ids in self._reserved.values():
+            ids.renew()
+
+    def _fused(self, queries: Sequence[Query]) -> list[Query]:
+        return fused(queries)
 
     def wait_for_change(self, timeout: float) -> bool:
         """Waits for a `NOTIFY` on the channel saves announce on (its own connection, opened

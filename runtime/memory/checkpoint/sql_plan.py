@@ -22,11 +22,14 @@ NOTHING, ONE, ALL, COUNT = "", "one", "all", "count"
 @dataclass(frozen=True, slots=True)
 class Query:
     """A statement (`?` placeholders) and what its plan wants back: NOTHING, ONE row (or None),
-    ALL rows, or the COUNT of rows it changed."""
+    ALL rows, or the COUNT of rows it changed. `alone`: it may run on its own before its transaction
+    begins (ahead of the transaction's writes not sent yet: it reads none of them), its effect kept
+    even if the transaction fails (items stored by content, ids reserved)."""
 
     sql: str
     params: Sequence[Any] = ()
     want: str = NOTHING
+    alone: bool = False
 
 
 Plan = Generator[Query, Any, T]

@@ -61,7 +61,7 @@ from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
 from .runner_checkpoints import RecordsRuns
-from .sql_plan import ALL, COUNT, ONE, Plan, Query, run
+from .sql_plan import ALL, COUNT, NOTHING, ONE, Plan, Query, run
 from .statuses import ChainStatuses
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
@@ -246,7 +246,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     _DRIVER_ERROR: ClassVar[type[Exception] | tuple[type[Exception], ...]]
     _RETRY: ClassVar[tuple[type[Exception], ...]] = ()  # errors after which a transaction is run again
     _BEGIN: ClassVar[str] = "BEGIN"
-    _INSERT_ITEM: ClassVar[str]  # (hash, *item columns) -> RETURNING id
+    _OWN_ID: ClassVar[str] = ""  # what an INSERT naming a row's id says before VALUES
+    _ALONE_FIRST: ClassVar[bool] = False  # a statement that may run `alone` goes before the transaction
+    # (a round trip less on a server; an SQLite file would commit it on its own: one commit more)
+    _ITEM_INSERT: ClassVar[str]  # the columns of `items` an insert gives: hash, then the item's
     _ITEM_COLUMNS: ClassVar[str]  # the item columns of `items i`, for _item_text
     _BRANCHES: ClassVar[str]  # an aggregate of the distinct `branch` values, comma-separated
     _UPGRADES: ClassVar[dict[int, str]]  # schema version -> the statements that make it the next one
@@ -272,7 +275,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     @staticmethod
     @abstractmethod
     def _item_values(text: str) -> tuple[str | bytes | None, ...]:
-        """The item columns `_INSERT_ITEM` takes after the hash."""
+        """The item columns `_ITEM_INSERT` names after the hash."""
 
     @abstractmethod
     def _announce(self, run_id: str) -> Plan[None]:
@@ -328,27 +331,78 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _transacting(self, body: Callable[[_Tx], Plan[T]]) -> Plan[T]:
         """The plan of `body(transaction)` in one transaction (again after a deadlock); what it
-        added (items, streams, runs claimed) is known to this object once committed."""
+        added (items, streams, runs claimed) is known to this object once committed.
+
+        The statements whose results nobody reads wait, and go together (`_fused`) before the next
+        one that is read, or at the end: a write that reads nothing back (a tick's save, its ids
+        reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT. There
+        a statement that may run `alone` (storing items by content) goes ahead of them while no
+        transaction has begun (`_ALONE_FIRST`): it reads none of what they write."""
         for attempt in itertools.count(1):
             tx = _Tx()
-            yield Query(self._BEGIN)
+            steps, pending, begun = body(tx), [], False
             try:
-                result = yield from body(tx)
-                yield Query("COMMIT")
+                send: Callable[[Any], Query] = steps.send
+                value: Any = None
+                while True:
+                    try:
+                        query = send(value)
+                    except StopIteration as stop:
+                        result = stop.value
+                        break
+                    if query.want == NOTHING:
+                        pending.append(query)
+                        send, value = steps.send, None
+                        continue
+                    if not begun and not (query.alone and self._ALONE_FIRST):
+                        yield Query(self._BEGIN)
+                        begun = True
+                    if begun:
+                        yield from self._flush(pending)
+                    try:
+                        send, value = steps.send, (yield query)
+                    except GeneratorExit:
+                        raise
+                    except BaseException as exc:  # (the body may catch it: an item inserted by another writer)
+                        send, value = steps.throw, exc
+                fused = self._fused(pending)
+                if not begun and fused is not None and len(fused) <= 1:
+                    yield from fused  # one statement is its own transaction
+                else:
+                    if not begun:
+                        yield Query(self._BEGIN)
+                        begun = True
+                    yield from self._flush(pending)
+                    yield Query("COMMIT")
             except GeneratorExit:
                 raise
             except BaseException as exc:
-                with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
-                    yield Query("ROLLBACK")
+                if begun:
+                    with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
+                        yield Query("ROLLBACK")
                 if isinstance(exc, self._RETRY) and attempt < 5:
                     continue
                 raise
+            finally:
+                steps.close()
             self._items.update(tx.items)
             self._streams.keep(tx.streams)
             if tx.claiming:
                 self._claimed |= tx.claiming
                 heartbeats.add(self)
             return result
+
+    def _flush(self, pending: list[Query]) -> Plan[None]:
+        """The statements waiting, as few as the dialect sends them in; the list emptied."""
+        fused = self._fused(pending)
+        queries = list(pending) if fused is None else fused
+        pending.clear()
+        yield from queries
+
+    def _fused(self, queries: Sequence[Query]) -> list[Query] | None:
+        """`queries` (results unread) as fewer statements doing the same, or None: sent one by one,
+        in a transaction (SQLite: no round trips to save)."""
+        return None
 
     def _rollback(self, conn: Any) -> None:
         with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
@@ -363,39 +417,83 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _item_ids(self, texts: Iterable[str], added: dict[bytes, int]) -> Plan[list[int]]:
         """The ids of items (JSON texts), storing those not stored yet. Many items this object
         does not know (a restored history written again, by a new process) are looked up in
-        one query first: they are most likely stored, and each insert would deflate its item."""
+        one query first: they are most likely stored, and each insert would deflate its item.
+        Those still unknown are inserted in one statement (and those another store object stored
+        meanwhile looked up in one more), before the transaction: an item is content, stored once,
+        and one the transaction then fails to point at is only unused."""
         texts = list(texts)
         keys = [_hash(text) for text in texts]
         unknown = [key for key in dict.fromkeys(keys) if key not in self._items and key not in added]
         for start in range(0, len(unknown) if len(unknown) >= _LOOKUP else 0, _LOOKUP_MAX):
             batch = unknown[start:start + _LOOKUP_MAX]
             added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(batch))})",
-                                      batch, ALL)))
-        ids = []
+                                      batch, ALL, alone=True)))
+        inserting: dict[bytes, tuple] = {}  # hash -> its item's columns, inserted together
+
+        def known(key: bytes) -> int | None:
+            return self._items.get(key) or added.get(key)
+
+        def spliceable(part: bytes) -> int | None:  # (an item being inserted: spliced in once it has its id)
+            waiting.extend([part] if part in inserting else [])
+            return known(part)
+
         for text, key in zip(texts, keys, strict=True):
-            item_id = self._items.get(key) or added.get(key)
-            if item_id is None:
-                stored = _spliced(text, lambda part: self._items.get(part) or added.get(part))
-                row = yield Query(self._INSERT_ITEM, (key, *self._item_values(stored)), ONE)
-                if row is None:  # stored by another store object
-                    row = yield Query("SELECT id FROM items WHERE hash = ?", (key,), ONE)
-                item_id = added[key] = row[0]
-            ids.append(item_id)
-        return ids
+            if known(key) is not None or key in inserting:
+                continue
+            if len(inserting) >= _LOOKUP_MAX:
+                yield from self._insert_items(inserting, added)
+            waiting: list[bytes] = []
+            stored = _spliced(text, spliceable)
+            if waiting:
+                yield from self._insert_items(inserting, added)
+                stored = _spliced(text, known)
+            inserting[key] = self._item_values(stored)
+        yield from self._insert_items(inserting, added)
+        return [known(key) for key in keys]
+
+    def _insert_items(self, inserting: dict[bytes, tuple], added: dict[bytes, int]) -> Plan[None]:
+        """Store the items of `inserting` (emptied) in one statement; their ids into `added`. (In the
+        order of their hashes: two writers storing the same new items do not wait on each other's.)"""
+        if not inserting:
+            return
+        width = 1 + len(next(iter(inserting.values())))
+        rows = ", ".join([f"({', '.join('?' * width)})"] * len(inserting))
+        added.update((yield Query(f"INSERT INTO items ({self._ITEM_INSERT}) VALUES {rows} ON CONFLICT (hash) "
+                                  "DO NOTHING RETURNING hash, id",
+                                  [value for key, values in sorted(inserting.items()) for value in (key, *values)],
+                                  ALL, alone=True)))
+        others = [key for key in inserting if key not in added]  # stored by another store object
+        if others:
+            added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(others))})",
+                                      others, ALL, alone=True)))
+        inserting.clear()
 
     def _write_chunks(self, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> Plan[None]:
-        for chunk in chunks:
-            ids = yield from self._item_ids(chunk.items, added)
-            yield Query("INSERT INTO chunks VALUES (?, ?, ?)", (chunk.list_id, chunk.start, json.dumps(ids)))
+        ids = iter((yield from self._item_ids((text for chunk in chunks for text in chunk.items), added)))
+        for chunk in chunks:  # (every item first, in one statement: the chunks then go with the rest)
+            yield Query("INSERT INTO chunks VALUES (?, ?, ?)",
+                        (chunk.list_id, chunk.start, json.dumps(list(itertools.islice(ids, len(chunk.items))))))
 
-    def _streamed(self, streams: dict, key: Any, sql: str, params: tuple,
-                  data: bytes, level: int = 6) -> Plan[tuple[int, tuple[int, Any]]]:
-        """Insert a row whose last two columns are (stream, data), continuing the stream `key`
-        (None: a new one, at `level`); returns the row id and the stream, for the caller to keep
-        under the key its next row will continue."""
+    def _streamed(self, streams: dict, key: Any, table: str, columns: str, params: tuple,
+                  data: bytes, row_id: int | None, level: int = 6) -> Plan[tuple[int, tuple[int, Any]]]:
+        """Insert a row of `table` whose last two `columns` are (stream, data), continuing the stream
+        `key` (None: a new one, at `level`); returns the row id and the stream, for the caller to keep
+        under the key its next row will continue. The row's id is `row_id` (`_new_id`'s), else (None)
+        the one the database gives it."""
         stream, blob, compressor = self._streams.deflate(key, data, streams, level)
-        row_id = (yield Query(sql + " RETURNING id", (*params, stream, blob), ONE))[0]
+        values = (*params, stream, blob)
+        if row_id is None:
+            sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(values))}) RETURNING id"
+            row_id = (yield Query(sql, values, ONE))[0]
+        else:
+            yield Query(f"INSERT INTO {table} (id, {columns}) {self._OWN_ID}VALUES ({', '.join('?' * (len(values) + 1))})",
+                        (row_id, *values))
         return row_id, (stream or row_id, compressor)
+
+    def _new_id(self, table: str) -> Plan[int | None]:
+        """An id for a new row of `table` known before it is inserted, or None (the insert returns it)."""
+        yield from ()
+        return None
 
     def _write_events(self, tx: _Tx, events: Sequence[tuple[str, RuntimeEvent]],
                       tick_of: CheckpointRecord | None = None, checkpoint_id: int = 0) -> Plan[None]:
@@ -413,10 +511,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 rows.append([checkpoint_id])
             data = dumpb(rows)
             key = ("events", run_id)
+            yield from self._note_run(tx, run_id, batch)  # (first: a run taken over gets ids reserved after)
             _, tx.streams[key] = yield from self._streamed(
-                tx.streams, key, "INSERT INTO events (run_id, branch, stream, data) VALUES (?, ?, ?, ?)",
-                (run_id, branch), data)
-            yield from self._note_run(tx, run_id, batch)
+                tx.streams, key, "events", "run_id, branch, stream, data", (run_id, branch), data,
+                (yield from self._new_id("events")))
             yield from self._announce(run_id)  # a run's last events (how it ended) come without a checkpoint
 
     def _note_run(self, tx: _Tx, run_id: str, batch: Sequence[RuntimeEvent],
@@ -453,12 +551,17 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         to name as its writer."""
         if self._writer_id is None:
             self._writer_id = os.urandom(8).hex()
+        self._renew_ids()
         me, now = this_process(), time.time()
         yield Query(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
                     "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
                     (self._writer_id, me.host, me.machine, me.pid, me.start, now, now))
         self._beaten = time.monotonic()
         return self._writer_id
+
+    def _renew_ids(self) -> None:
+        """Ids reserved ahead (`_new_id`) are let go: a run this writer claims gets ids greater than
+        those its earlier writers gave it."""
 
     def _beat(self) -> Plan[None]:
         yield Query("UPDATE writers SET seen = ? WHERE id = ?", (time.time(), self._writer_id))
@@ -557,17 +660,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             yield from self._write_chunks(record.chunks, tx.items)
             if record.tree is not None:  # (a full record's statuses, or its returns, may name its nodes by it)
                 yield from self._write_tree(record.tree)
+            if record.run_id not in self._noted:  # (first: a run taken over gets ids reserved after)
+                yield from self._note_run(tx, record.run_id, (), first_time=record.time)
+            own_id = yield from self._new_id("checkpoints")  # a full record is its chain's base
             checkpoint_id, stream = yield from self._streamed(
-                tx.streams, None if record.full else ("chain", record.base_id),
-                "INSERT INTO checkpoints (run_id, branch, parent_id, base_id, tick, time, status, source, "
-                "event_position, stream, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.run_id, record.branch, record.parent_id, record.base_id, record.tick, record.time,
-                 record.status, record.source, record.event_position), data, _CHAIN_LEVEL)
-            if record.full:
+                tx.streams, None if record.full else ("chain", record.base_id), "checkpoints",
+                "run_id, branch, parent_id, base_id, tick, time, status, source, event_position, stream, data",
+                (record.run_id, record.branch, record.parent_id, own_id if record.full else record.base_id,
+                 record.tick, record.time, record.status, record.source, record.event_position),
+                data, own_id, _CHAIN_LEVEL)
+            if record.full and own_id is None:
                 yield Query("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
             tx.streams[("chain", record.base_id or checkpoint_id)] = stream
-            if record.run_id not in self._noted:
-                yield from self._note_run(tx, record.run_id, (), first_time=record.time)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
                 yield from self._beat()
             ticked = record if record.telemetry is not None else None

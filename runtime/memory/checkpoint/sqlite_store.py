@@ -53,7 +53,7 @@ OLDEST_UPGRADED = min(_UPGRADES)  # the oldest schema this version opens (and up
 class SQLiteCheckpointStore(SQLCheckpointStore):
     _DRIVER_ERROR = sqlite3.Error
     _BEGIN = "BEGIN IMMEDIATE"
-    _INSERT_ITEM = "INSERT INTO items (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING RETURNING id"
+    _ITEM_INSERT = "hash, data"
     _ITEM_COLUMNS = "i.data"
     _BRANCHES = "group_concat(DISTINCT branch)"
     _UPGRADES = _UPGRADES
