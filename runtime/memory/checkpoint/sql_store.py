@@ -917,7 +917,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             raise StoreError(f"{self.location}: checkpoint {lost} is corrupt")
         chains = read.chains
         for checkpoint_id, data, stored_in in records:
-            base_id = headers[stored_in][0]  # (a record whose row is gone: its carrier's chain, no tick of its own)
+            header = headers.get(checkpoint_id)  # (None: its row is gone, its record read from the next row's)
+            base_id = (header or headers[stored_in])[0]
             saved = chains.pop(base_id, None)
             if saved is None:  # a new chain, or one let go: its earlier records give its statuses
                 saved = ChainStatuses() if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
@@ -926,8 +927,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 del chains[next(iter(chains))]
             t = data.get("t") or {}
             changes = saved.add(data, self._tree_paths, t["n"][2] if "n" in t and "x" not in t else 0)
-            if t and checkpoint_id == stored_in:
-                _, tick, status = headers[checkpoint_id]
+            if t and header is not None:
+                _, tick, status = header
                 read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, t.get("x", changes))
         if rows:
             read.checkpoints_after = rows[-1][0]
