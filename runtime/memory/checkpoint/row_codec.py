@@ -7,11 +7,13 @@ of its chain (and of its run's events) unreadable. Now the damage stays in the r
 - each row is deflated alone, in the zlib format, whose checksum (adler32) makes a flipped or
   truncated row an error, never other data; a preset dictionary fixed here (`ZDICT`: the words
   every record and event batch uses) keeps a small row small without the rows before it;
-- a delta row also carries the record before it in its chain (its id and JSON, ahead of its own:
-  they deflate together, the two are alike), so a record whose row is damaged or gone is read
+- a delta's row also carries the delta before it in its chain (its id and JSON, ahead of its own:
+  they deflate together, the two are alike), so a delta whose row is damaged or gone is read
   from the next row of its chain: the records after it read back exactly. The damaged record
-  itself is a `StoreError` naming it; only two damaged rows in a row lose the records after them,
-  up to the chain's next full record.
+  itself is a `StoreError` naming it. A chain's full record is not carried (a large tree's is
+  most of its chain's bytes: carried, they would double): a damaged full record, or two damaged
+  rows in a row, cost the records after them up to the chain's next full record, each read a
+  `StoreError` naming the damaged one.
 
 A row is marked `STANDALONE` in its `stream` column (a schema-6 row names its stream's first row,
 or is NULL: it starts one), so a store upgraded from schema 6 reads its older rows as before.

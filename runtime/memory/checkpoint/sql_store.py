@@ -12,9 +12,9 @@ What makes a store small:
   it in the history share one too: the message is stored as the result spliced into the rest
   of its text (schema 4).
 - Checkpoint deltas and event batches are deflated row by row, each row on its own with a preset
-  dictionary and a checksum, and a delta's row carries the record before it in its chain too
-  (`row_codec.py`, schema 7): a damaged row costs its own checkpoint or batch, never the rows
-  after it (the streams continued row by row before cost every later row of a chain).
+  dictionary and a checksum, and a delta's row carries the delta before it in its chain too
+  (`row_codec.py`, schema 7): a damaged delta or batch costs itself, never the rows after it (the
+  streams continued row by row before cost every later row of a chain); a damaged full record its chain.
 - A tick's telemetry (tick.started, a node.status per changed node, tick.completed) is not
   stored as events: the record keeps how the runner numbered them, its status delta gives
   the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
@@ -70,7 +70,7 @@ SCHEMA_VERSION = 7  # of the tables and their encoding, in either store (4: fewe
 # items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
 # tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id);
 # 6: a large tree's statuses packed, `sp`, which an older reader would not see: the tables are the same;
-# 7: each row deflated on its own, a delta's carrying the record before it, `row_codec.py`: the same tables)
+# 7: each row deflated on its own, a delta's carrying the delta before it, `row_codec.py`: the same tables)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
@@ -213,7 +213,7 @@ class EventsRead:
 
 
 class _Chains:
-    """The last record written of each chain this store object continues, (its row id, its JSON):
+    """The last delta written of each chain this store object continues, (its row id, its JSON):
     the next row of the chain carries it (`row_codec.py`). Kept once a write commits: after a failed
     transaction a row carries the last record stored, never one that was not."""
 
@@ -558,7 +558,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 None if record.full else self._chains.last(record.base_id, tx.chains))
             if record.full:
                 yield Query("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
-            tx.chains[record.base_id or checkpoint_id] = (checkpoint_id, data)
+            if not record.full:  # (a full record is not carried: a large tree's would double its chain's bytes)
+                tx.chains[record.base_id] = (checkpoint_id, data)
             if record.run_id not in self._noted:
                 yield from self._note_run(tx, record.run_id, (), first_time=record.time)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
