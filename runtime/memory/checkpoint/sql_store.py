@@ -675,7 +675,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
                     row = Row(decoder.decompress(data))
                 yield row_id, row, from_json(row.own)
-            except (KeyError, zlib.error, ValueError):
+            except (KeyError, TypeError, zlib.error, ValueError):  # (TypeError: a schema-6 row's text, not bytes)
                 yield row_id, None, None
 
     def _records(self, rows: Iterable[tuple[int, int | None, bytes]], decoders: dict[int, Any] | None = None,
