@@ -96,7 +96,7 @@ T = TypeVar("T")
 @dataclass
 class _Tx:
     """What one write transaction added, known to the store object once it commits: items by
-    content hash, the last record of each chain it continued, the runs its writer claimed."""
+    content hash, the last delta of each chain it continued, the runs its writer claimed."""
 
     items: dict[bytes, int] = field(default_factory=dict)
     chains: dict[int, tuple[int, bytes]] = field(default_factory=dict)
