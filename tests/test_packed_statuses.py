@@ -167,7 +167,7 @@ async def test_a_schema_5_store_is_upgraded_on_open_and_reads_as_the_packed_one(
     tamper(old, "UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     old.close()
     old = SQLiteCheckpointStore(tmp_path / "old.db")
-    assert rows(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)] == [("6",)]
+    assert rows(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert [old.get(info.id).statuses for info in old.list(runner.run_id)] == list(saved.values())
     assert [event for _, event in old.events(runner.run_id)] == [event for _, event in seen]
     assert _past(old, runner.run_id) == _past(packed, runner.run_id)

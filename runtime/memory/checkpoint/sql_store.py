@@ -11,10 +11,10 @@ What makes a store small:
   sent with every call all point at the same rows. A tool's result and the message carrying
   it in the history share one too: the message is stored as the result spliced into the rest
   of its text (schema 4).
-- Checkpoint deltas and event batches are deflate streams continued row by row (`_Streams`):
-  a tick's events (about 1 KB) compress 2.4x alone but 5x with the window of the rows
-  before them, deltas 1.6x alone but 8x. A chain of deltas is one stream from its full
-  record, so a restore inflates exactly the rows it reads anyway.
+- Checkpoint deltas and event batches are deflated row by row, each row on its own with a preset
+  dictionary and a checksum, and a delta's row carries the delta before it in its chain too
+  (`row_codec.py`, schema 7): a damaged delta or batch costs itself, never the rows after it (the
+  streams continued row by row before cost every later row of a chain); a damaged full record its chain.
 - A tick's telemetry (tick.started, a node.status per changed node, tick.completed) is not
   stored as events: the record keeps how the runner numbered them, its status delta gives
   the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
@@ -60,22 +60,26 @@ from ...engine.record import telemetry_events
 from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
+from .row_codec import STANDALONE, Row, decode_row, encode_row
 from .runner_checkpoints import RecordsRuns
 from .sql_plan import ALL, COUNT, NOTHING, ONE, Plan, Query, run
 from .statuses import ChainStatuses
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
-SCHEMA_VERSION = 6  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
+SCHEMA_VERSION = 7  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
 # items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
 # tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id);
-# 6: a large tree's statuses packed, `sp`, which an older reader would not see: the tables are the same)
+# 6: a large tree's statuses packed, `sp`, which an older reader would not see: the tables are the same;
+# 7: each row deflated on its own, a delta's carrying the delta before it, `row_codec.py`: the same tables)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
 _LOOKUP = 16  # unknown items in one write from which they are looked up first, in one query ...
 _LOOKUP_MAX = 500  # ... of at most this many
 _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
-_CHAIN_LEVEL = 1  # deflate level of checkpoint chains: a 100k-node full record in 40 ms, not 350 (6% larger)
+_CHAIN_LEVEL = 1  # deflate level of a large checkpoint row: a 100k-node full record in 40 ms, not 350 (6% larger) ...
+_LARGE_ROW = 65_536  # ... a row of this many bytes before deflate; a smaller one at level 6 (13% smaller rows, each ~0.1 ms)
+_CHAINS_READ = 8  # chains whose statuses a reading of a run's events keeps (a large tree's: 110,000 letters)
 _TREES_KEPT = 4  # large trees' paths (`TreePaths`) a store keeps, as written or read
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
 _CHAIN = ", ".join(f"c.{column}" for column in (*_INFO.split(", "), "stream", "data"))  # a chain's rows, `c`
@@ -92,10 +96,10 @@ T = TypeVar("T")
 @dataclass
 class _Tx:
     """What one write transaction added, known to the store object once it commits: items by
-    content hash, the deflate streams it continued, the runs its writer claimed."""
+    content hash, the last delta of each chain it continued, the runs its writer claimed."""
 
     items: dict[bytes, int] = field(default_factory=dict)
-    streams: dict[Any, tuple[int, Any]] = field(default_factory=dict)
+    chains: dict[int, tuple[int, bytes]] = field(default_factory=dict)
     claiming: set[str] = field(default_factory=set)
 
 
@@ -198,8 +202,8 @@ class _ItemTexts:
 @dataclass
 class EventsRead:
     """Where a reading of a run's events stands (`events(run_id, since=...)` continues from it):
-    the last rows read, the deflate streams open in them, the statuses of the chains being
-    written, and the telemetry of checkpoints read whose event batch has not been yet."""
+    the last rows read, the deflate streams open in them (a schema-6 store's rows), the statuses of
+    the chains being written, and the telemetry of checkpoints read whose event batch has not been yet."""
 
     events_after: int = 0  # id of the last events row read
     checkpoints_after: int = 0  # id of the last checkpoint row read for telemetry
@@ -209,33 +213,28 @@ class EventsRead:
     telemetry: dict[int, list[RuntimeEvent]] = field(default_factory=dict)  # checkpoint id -> its tick's telemetry
 
 
-class _Streams:
-    """Open deflate streams, one per key (a run's events, a chain of deltas), continued row by row.
+class _Chains:
+    """The last delta written of each chain this store object continues, (its row id, its JSON):
+    the next row of the chain carries it (`row_codec.py`). Kept once a write commits: after a failed
+    transaction a row carries the last record stored, never one that was not."""
 
-    Each row is one sync-flushed segment, so the rows of a stream, inflated in order from
-    its first, give back exactly what was written. A stream lives as long as this store object
-    (a reopened store starts new ones). A write takes its stream out and puts it back only
-    once committed: after a failed transaction the next row starts a new stream instead of
-    continuing a segment that was never stored.
-    """
-
-    LIMIT = 8  # open streams kept (a compressor holds about 256 KB)
+    LIMIT = 64  # chains kept (runs written at once by one store object) ...
+    BYTES = 32_000_000  # ... and their records' bytes (a 100,000-node tree's full record: ~1 MB)
 
     def __init__(self) -> None:
-        self._open: dict[Any, tuple[int, Any]] = {}  # key -> (id of the stream's first row, compressor)
+        self._last: dict[int, tuple[int, bytes]] = {}  # base id -> (row id, JSON)
+        self._bytes = 0
 
-    def deflate(self, key: Any, data: bytes, pending: dict, level: int = 6) -> tuple[int | None, bytes, Any]:
-        """Continue stream `key` (None: start one, at `level`) with `data`, taking it from `pending`
-        (this transaction's streams) or the open ones: (its first row id, None for a new stream;
-        the row's bytes; the compressor)."""
-        found = key is not None and (pending.pop(key, None) or self._open.pop(key, None))
-        stream, compressor = found or (None, zlib.compressobj(level, zlib.DEFLATED, -15))
-        return stream, compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH), compressor
+    def last(self, base_id: int | None, pending: dict[int, tuple[int, bytes]]) -> tuple[int, bytes] | None:
+        """The record a row of chain `base_id` follows: this transaction's, or the last one kept."""
+        return None if base_id is None else pending.get(base_id) or self._last.get(base_id)
 
-    def keep(self, pending: dict) -> None:
-        self._open.update(pending)
-        while len(self._open) > self.LIMIT:
-            del self._open[next(iter(self._open))]
+    def keep(self, pending: dict[int, tuple[int, bytes]]) -> None:
+        for base_id, written in pending.items():
+            self._bytes += len(written[1]) - len(self._last.pop(base_id, (0, b""))[1])
+            self._last[base_id] = written
+        while len(self._last) > self.LIMIT or self._bytes > self.BYTES:
+            self._bytes -= len(self._last.pop(next(iter(self._last)))[1])
 
 
 class SQLCheckpointStore(RecordsRuns, ABC):
@@ -257,7 +256,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
-        self._streams = _Streams()
+        self._chains = _Chains()
         self._texts = _ItemTexts()
         self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
@@ -306,7 +305,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _upgrade(self, conn: Any, version: int) -> None:
         """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
         to 4 only drops and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not
-        use: the rows are read the same either way."""
+        use, 6 to 7 a row form (`row_codec.STANDALONE`): the rows are read the same either way."""
         for step in range(version, SCHEMA_VERSION):
             for statement in filter(str.strip, self._UPGRADES[step].split(";")):
                 conn.execute(statement)
@@ -331,7 +330,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _transacting(self, body: Callable[[_Tx], Plan[T]]) -> Plan[T]:
         """The plan of `body(transaction)` in one transaction (again after a deadlock); what it
-        added (items, streams, runs claimed) is known to this object once committed.
+        added (items, chains continued, runs claimed) is known to this object once committed.
 
         The statements whose results nobody reads wait, and go together (`_fused`) before the next
         one that is read, or at the end: a write that reads nothing back (a tick's save, its ids
@@ -386,7 +385,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             finally:
                 steps.close()
             self._items.update(tx.items)
-            self._streams.keep(tx.streams)
+            self._chains.keep(tx.chains)
             if tx.claiming:
                 self._claimed |= tx.claiming
                 heartbeats.add(self)
@@ -474,21 +473,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             yield Query("INSERT INTO chunks VALUES (?, ?, ?)",
                         (chunk.list_id, chunk.start, json.dumps(list(itertools.islice(ids, len(chunk.items))))))
 
-    def _streamed(self, streams: dict, key: Any, table: str, columns: str, params: tuple,
-                  data: bytes, row_id: int | None, level: int = 6) -> Plan[tuple[int, tuple[int, Any]]]:
-        """Insert a row of `table` whose last two `columns` are (stream, data), continuing the stream
-        `key` (None: a new one, at `level`); returns the row id and the stream, for the caller to keep
-        under the key its next row will continue. The row's id is `row_id` (`_new_id`'s), else (None)
-        the one the database gives it."""
-        stream, blob, compressor = self._streams.deflate(key, data, streams, level)
-        values = (*params, stream, blob)
+    def _stored(self, table: str, columns: str, params: tuple, data: bytes, row_id: int | None,
+                level: int = 6, before: tuple[int, bytes] | None = None) -> Plan[int]:
+        """Insert a row of `table` whose last two `columns` are (stream, data), `data` deflated on its own
+        (after `before`, the record it carries: `row_codec.py`); returns its id: `row_id` (`_new_id`'s),
+        else (None) the one the database gives it."""
+        values = (*params, STANDALONE, encode_row(data, level, before))
         if row_id is None:
             sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(values))}) RETURNING id"
-            row_id = (yield Query(sql, values, ONE))[0]
-        else:
-            yield Query(f"INSERT INTO {table} (id, {columns}) {self._OWN_ID}VALUES ({', '.join('?' * (len(values) + 1))})",
-                        (row_id, *values))
-        return row_id, (stream or row_id, compressor)
+            return (yield Query(sql, values, ONE))[0]
+        yield Query(f"INSERT INTO {table} (id, {columns}) {self._OWN_ID}VALUES ({', '.join('?' * (len(values) + 1))})",
+                    (row_id, *values))
+        return row_id
 
     def _new_id(self, table: str) -> Plan[int | None]:
         """An id for a new row of `table` known before it is inserted, or None (the insert returns it)."""
@@ -497,7 +493,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _write_events(self, tx: _Tx, events: Sequence[tuple[str, RuntimeEvent]],
                       tick_of: CheckpointRecord | None = None, checkpoint_id: int = 0) -> Plan[None]:
-        """Event batches, a run's stream continued; `tick_of` a record whose tick's telemetry is
+        """Event batches, each row on its own; `tick_of` a record whose tick's telemetry is
         rebuilt on reading: `[checkpoint id]` ends its batch, so the events go where they happened."""
         groups = [(key, [event for _, event in group])
                   for key, group in itertools.groupby(events, lambda pair: (pair[1].run_id or "", pair[0]))]
@@ -509,12 +505,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             rows: list[list] = [[e.seq, e.type, e.tick, e.node, e.time, e.payload] for e in batch]
             if tick_of is not None and (run_id, branch) == (tick_of.run_id, tick_of.branch):
                 rows.append([checkpoint_id])
-            data = dumpb(rows)
-            key = ("events", run_id)
             yield from self._note_run(tx, run_id, batch)  # (first: a run taken over gets ids reserved after)
-            _, tx.streams[key] = yield from self._streamed(
-                tx.streams, key, "events", "run_id, branch, stream, data", (run_id, branch), data,
-                (yield from self._new_id("events")))
+            yield from self._stored("events", "run_id, branch, stream, data", (run_id, branch), dumpb(rows),
+                                    (yield from self._new_id("events")))
             yield from self._announce(run_id)  # a run's last events (how it ended) come without a checkpoint
 
     def _note_run(self, tx: _Tx, run_id: str, batch: Sequence[RuntimeEvent],
@@ -657,21 +650,24 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         record.size = len(data)
 
         def write(tx: _Tx) -> Plan[int]:
+            before = None if record.full else self._chains.last(record.base_id, tx.chains)
+            level = _CHAIN_LEVEL if len(data) + len(before[1] if before else b"") >= _LARGE_ROW else 6
             yield from self._write_chunks(record.chunks, tx.items)
             if record.tree is not None:  # (a full record's statuses, or its returns, may name its nodes by it)
                 yield from self._write_tree(record.tree)
             if record.run_id not in self._noted:  # (first: a run taken over gets ids reserved after)
                 yield from self._note_run(tx, record.run_id, (), first_time=record.time)
             own_id = yield from self._new_id("checkpoints")  # a full record is its chain's base
-            checkpoint_id, stream = yield from self._streamed(
-                tx.streams, None if record.full else ("chain", record.base_id), "checkpoints",
+            checkpoint_id = yield from self._stored(
+                "checkpoints",
                 "run_id, branch, parent_id, base_id, tick, time, status, source, event_position, stream, data",
                 (record.run_id, record.branch, record.parent_id, own_id if record.full else record.base_id,
                  record.tick, record.time, record.status, record.source, record.event_position),
-                data, own_id, _CHAIN_LEVEL)
+                data, own_id, level, before)
             if record.full and own_id is None:
                 yield Query("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
-            tx.streams[("chain", record.base_id or checkpoint_id)] = stream
+            if not record.full:  # (a full record is not carried: a large tree's would double its chain's bytes)
+                tx.chains[record.base_id] = (checkpoint_id, data)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
                 yield from self._beat()
             ticked = record if record.telemetry is not None else None
@@ -762,18 +758,48 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     # -- reading -------------------------------------------------------------------
     def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str,
                  decoders: dict[int, Any] | None = None) -> list[Any]:
-        """The JSON values written into (row id, stream, data) rows, read in id order from each
-        stream's first (or continuing the streams in `decoders`, by first row id); a damaged row
-        is named (`what` and its id)."""
-        decoders = {} if decoders is None else decoders
+        """The JSON values written into (row id, stream, data) rows, read in id order (event batches);
+        a damaged row is named (`what` and its id)."""
         out = []
+        for row_id, _, value in self._values(rows, decoders):
+            if value is None:
+                raise StoreError(f"{self.location}: {what} {row_id} is corrupt")
+            out.append(value)
+        return out
+
+    def _values(self, rows: Iterable[tuple[int, int | None, bytes]],
+                decoders: dict[int, Any] | None = None) -> Iterator[tuple[int, Row | None, Any]]:
+        """(row id, its row, its JSON value) of (row id, stream, data) rows; row and value None: damaged.
+        A schema-6 row continues its stream (the inflaters open in rows read before: `decoders`, by
+        their first row's id) and carries no record."""
+        decoders = {} if decoders is None else decoders
         for row_id, stream, data in rows:
             try:
-                decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
-                out.append(from_json(decoder.decompress(data)))
-            except (KeyError, zlib.error, ValueError):
-                raise StoreError(f"{self.location}: {what} {row_id} is corrupt") from None
-        return out
+                if stream == STANDALONE:
+                    row = decode_row(data)
+                else:
+                    decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
+                    row = Row(decoder.decompress(data))
+                yield row_id, row, from_json(row.own)
+            except (KeyError, TypeError, zlib.error, ValueError):  # (TypeError: a schema-6 row's text, not bytes)
+                yield row_id, None, None
+
+    def _records(self, rows: Iterable[tuple[int, int | None, bytes]], decoders: dict[int, Any] | None = None,
+                 after: int = 0) -> list[tuple[int, Any, int]]:
+        """(checkpoint id, its record, the id of the row it was read from) of checkpoint rows in id order:
+        a record whose row is damaged, or gone (an id after `after`), is read from the next row of its
+        chain among `rows`, which carries it (`row_codec.py`); None: it is not there."""
+        read: dict[int, tuple[Any, int]] = {}
+        carried: dict[int, tuple[bytes, int]] = {}
+        for row_id, row, value in self._values(rows, decoders):
+            read[row_id] = (value, row_id)
+            if row is not None and row.before_id is not None:
+                carried[row.before_id] = (row.before, row_id)
+        for before_id, (text, carrier) in carried.items():
+            if before_id > after and read.get(before_id, (None,))[0] is None:
+                with contextlib.suppress(ValueError):
+                    read[before_id] = (from_json(text), carrier)
+        return [(checkpoint_id, *read[checkpoint_id]) for checkpoint_id in sorted(read)]
 
     @_decoding
     def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
@@ -841,12 +867,19 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 if rows or conn.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone():
                     raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt (no chain to read)")
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
+        records = self._records((r[0], r[-2], r[-1]) for r in rows)
+        if records[-1][1] is None or records[-1][2] != checkpoint_id:  # its own row damaged: no copy is read
+            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt")
+        lost = next((record_id for record_id, record, _ in records if record is None), None)
+        if lost is not None:  # and the next row's copy too: two damaged rows in a row
+            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} cannot be read: checkpoint {lost} "
+                             "of its chain is corrupt")
         statuses = ChainStatuses()
         resume: dict[str, Any] = {}
         entries: dict[str, dict[str, list]] = {}
         returns = ReturnsReader()
         data: dict[str, Any] = {}
-        for data in self._inflate(((r[0], r[-2], r[-1]) for r in rows), "checkpoint"):
+        for _, data, _ in records:
             returns.add(data.get("rt"))
             statuses.add(data, self._tree_paths)
             for path, value in data["r"].items():
@@ -984,30 +1017,41 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         with self._guard() as conn:
             rows = conn.execute("SELECT id, base_id, tick, status, stream, data FROM checkpoints "
                                 "WHERE run_id = ? AND id > ? ORDER BY id", (run_id, read.checkpoints_after)).fetchall()
-        records = self._inflate(((r[0], r[4], r[5]) for r in rows), "checkpoint", read.checkpoint_streams)
+        headers = {row[0]: row[1:4] for row in rows}
+        records = self._records(((r[0], r[4], r[5]) for r in rows), read.checkpoint_streams, read.checkpoints_after)
+        lost = next((checkpoint_id for checkpoint_id, record, _ in records if record is None), None)
+        if lost is not None:  # (its tick's telemetry, and the statuses after it: nothing is taken from this look)
+            raise StoreError(f"{self.location}: checkpoint {lost} is corrupt")
         chains = read.chains
-        for (checkpoint_id, base_id, tick, status, _, _), data in zip(rows, records, strict=True):
+        for checkpoint_id, data, stored_in in records:
+            header = headers.get(checkpoint_id)  # (None: its row is gone, its record read from the next row's)
+            base_id = (header or headers[stored_in])[0]
             saved = chains.pop(base_id, None)
             if saved is None:  # a new chain, or one let go: its earlier records give its statuses
                 saved = ChainStatuses() if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
             chains[base_id] = saved
-            if len(chains) > _Streams.LIMIT:  # a large tree's statuses, kept for the chains still written
+            if len(chains) > _CHAINS_READ:  # a large tree's statuses, kept for the chains still written
                 del chains[next(iter(chains))]
             t = data.get("t") or {}
             changes = saved.add(data, self._tree_paths, t["n"][2] if "n" in t and "x" not in t else 0)
-            if t:
+            if t and header is not None:
+                _, tick, status = header
                 read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, t.get("x", changes))
         if rows:
             read.checkpoints_after = rows[-1][0]
 
     def _chain_statuses(self, base_id: int, before: int) -> ChainStatuses:
-        """The statuses of chain `base_id` as of its records before `before` (each of its streams
-        starts at or after its full record, so they inflate from there)."""
+        """The statuses of chain `base_id` as of its records before `before` (the row of `before` is
+        read too: it carries the record before it, `row_codec.py`)."""
         with self._guard() as conn:
-            rows = conn.execute("SELECT id, stream, data FROM checkpoints WHERE base_id = ? AND id < ? ORDER BY id",
+            rows = conn.execute("SELECT id, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? ORDER BY id",
                                 (base_id, before)).fetchall()
         saved = ChainStatuses()
-        for data in self._inflate(rows, "checkpoint"):
+        for checkpoint_id, data, _ in self._records(rows):
+            if checkpoint_id == before:
+                break
+            if data is None:
+                raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt")
             saved.add(data, self._tree_paths)
         return saved
 

@@ -1,0 +1,226 @@
+"""One damaged row of a store costs that checkpoint or event batch only (#32).
+
+A chain's checkpoints are deltas of the one before, and their rows (and a run's event batches)
+were deflate streams continued row by row: one damaged row made the later checkpoints of its
+chain unreadable. Each row now stands alone and a delta's row carries the delta before it
+(`row_codec.py`): the checkpoints before and after a damaged one read back as saved, and are
+listed, shown, replayed and forked from; the damaged one is one line naming it.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from conftest import rows, tamper
+from test_cli import cli
+from test_reliability_inputs import checkpoint_cli, one_line
+
+from runtime.memory.checkpoint import EventsRead, StoreError, open_store
+from runtime.memory.checkpoint.row_codec import decode_row, encode_row
+from runtime.memory.checkpoint.sql_store import SCHEMA_VERSION
+from studio.session import DebugSession, EditError
+
+TREE = '''
+from runtime import Agent, CalculatorTool, ModelClient, ReActConfig, ReActState, ScriptedProvider, create_react_node, human
+
+SCRIPT = [*({"tool_calls": [{"name": "calculator", "arguments": {"expression": f"{i} * 7"}}]} for i in range(6)),
+          "done"]
+INPUT = {"messages": [human("Multiply each number by 7.")]}
+
+
+def build():
+    client = ModelClient.resolve(ScriptedProvider(SCRIPT))
+    root = create_react_node(name="Calc", model_client=client, tools=[CalculatorTool()],
+                             config=ReActConfig(max_iterations=8))
+    return Agent(root, state_schema=ReActState)
+'''
+
+
+@pytest.fixture
+def recorded(store_name, tmp_path):
+    """A store holding one run of 22 checkpoints (chains of 5, 9 and 8) and its events, and the
+    run's checkpoints and events as read back before any damage."""
+    tree = tmp_path / "calc.py"
+    tree.write_text(TREE)
+    assert cli("run", str(tree), "--db", store_name).returncode == 0
+    store = open_store(store_name, create=False)
+    run_id = store.runs()[0].run_id
+    saved = {info.id: store.get(info.id) for info in store.list(run_id)}
+    events = store.events(run_id)
+    chains: dict[int, list[int]] = {}
+    for checkpoint_id, base_id in rows(store, "SELECT id, base_id FROM checkpoints ORDER BY id"):
+        chains.setdefault(base_id, []).append(checkpoint_id)
+    longest = max(chains.values(), key=len)
+    assert len(longest) >= 6
+    return store, run_id, saved, events, longest
+
+
+def _flip(data: bytes) -> bytes:
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0x10]) + data[middle + 1:]
+
+
+DAMAGES = {
+    "flipped": lambda store, table, row_id: _rewrite(store, table, row_id, _flip),
+    "truncated": lambda store, table, row_id: _rewrite(store, table, row_id, lambda data: data[:len(data) // 2]),
+    "emptied": lambda store, table, row_id: _rewrite(store, table, row_id, lambda data: b""),
+    "deleted": lambda store, table, row_id: tamper(store, f"DELETE FROM {table} WHERE id = ?", (row_id,)),
+}
+
+
+def _rewrite(store, table: str, row_id: int, change) -> None:
+    (data,), = rows(store, f"SELECT data FROM {table} WHERE id = ?", (row_id,))
+    tamper(store, f"UPDATE {table} SET data = ? WHERE id = ?", (change(bytes(data)), row_id))
+
+
+def _reopened(store, name: str):
+    store.close()
+    return open_store(name, create=False)
+
+
+def _without_tick(events, tick: int) -> list:
+    return [(branch, event) for branch, event in events if event.tick != tick]
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_delta_costs_its_checkpoint_only(recorded, store_name, damage):
+    store, run_id, saved, events, chain = recorded
+    target = chain[len(chain) // 2]
+    DAMAGES[damage](store, "checkpoints", target)
+    store = _reopened(store, store_name)
+    try:
+        for checkpoint_id, checkpoint in saved.items():
+            if checkpoint_id != target:  # before it and after it in its chain, and the other chains
+                assert store.get(checkpoint_id) == checkpoint, checkpoint_id
+        if damage == "deleted":  # its header gone too: its tick's telemetry cannot be rebuilt, the rest is there
+            assert [info.id for info in store.list(run_id)] == [i for i in saved if i != target]
+            tick = saved[target].tick
+            assert _without_tick(store.events(run_id), tick) == _without_tick(events, tick)
+        else:
+            with pytest.raises(StoreError) as raised:
+                store.get(target)
+            assert str(raised.value) == f"{store.location}: checkpoint {target} is corrupt"
+            assert store.events(run_id) == events  # its tick's telemetry read from the next row's copy
+    finally:
+        store.close()
+
+
+def test_a_damaged_full_record_costs_its_chain_each_read_naming_it(recorded, store_name):
+    """A chain's full record is not carried (a large tree's would double its chain's bytes): the
+    deltas of its chain name it, the other chains read back."""
+    store, run_id, saved, events, chain = recorded
+    DAMAGES["flipped"](store, "checkpoints", chain[0])
+    store = _reopened(store, store_name)
+    try:
+        with pytest.raises(StoreError, match=rf"checkpoint {chain[0]} is corrupt$"):
+            store.get(chain[0])
+        for delta in chain[1:]:
+            with pytest.raises(StoreError, match=rf"checkpoint {delta} cannot be read: checkpoint {chain[0]} of its "
+                                                 "chain is corrupt$"):
+                store.get(delta)
+        assert all(store.get(i) == saved[i] for i in saved if i not in chain)
+    finally:
+        store.close()
+
+
+def test_two_damaged_rows_in_a_row_are_named_by_the_checkpoints_after_them(recorded, store_name):
+    """The one loss beyond the damaged rows: the rest of their chain, each read a line naming the damage."""
+    store, run_id, saved, events, chain = recorded
+    first, second = chain[2], chain[3]
+    for row_id in (first, second):
+        DAMAGES["flipped"](store, "checkpoints", row_id)
+    store = _reopened(store, store_name)
+    try:
+        assert all(store.get(i) == saved[i] for i in saved if i < first or i > chain[-1])
+        with pytest.raises(StoreError, match=rf"checkpoint {chain[4]} cannot be read: checkpoint {first} of its "
+                                             "chain is corrupt$"):
+            store.get(chain[4])
+        with pytest.raises(StoreError, match=rf": checkpoint {first} is corrupt$"):
+            store.events(run_id)
+    finally:
+        store.close()
+
+
+async def test_the_checkpoints_after_a_damaged_one_are_listed_shown_replayed_and_forked(recorded, store_name):
+    store, run_id, saved, events, chain = recorded
+    target, later = chain[len(chain) // 2], chain[-1]
+    DAMAGES["flipped"](store, "checkpoints", target)
+    store.close()
+    listed = checkpoint_cli("list", store_name)
+    assert listed.returncode == 0 and run_id in listed.stdout, listed.stderr
+    one_line(checkpoint_cli("show", store_name, str(target)), f"checkpoint {target} is corrupt")
+    shown = checkpoint_cli("show", store_name, str(later))
+    assert shown.returncode == 0 and f'"id": {later},' in shown.stdout, shown.stderr
+    assert checkpoint_cli("export", store_name, "--run", run_id).stdout.count("\n") == len(events)
+
+    session = DebugSession.open_recorded(store_name, run_id)
+    try:
+        session.select_checkpoint(later)
+        assert session.frame.tick == saved[later].tick
+        assert session.state_snapshot()[""]["messages"] == saved[later].state[""]["messages"]
+        with pytest.raises(EditError, match=f"checkpoint {target} is corrupt$"):  # (the studio's one line)
+            session.select_checkpoint(target)
+        branch = await session.fork_from(later)
+        assert branch == "fork-1"
+        forked = session.store.latest(run_id, branch)
+        assert session.store.get(forked.id).state == saved[later].state
+    finally:
+        session.store.close()
+
+
+def test_a_damaged_event_batch_costs_that_batch_only(recorded, store_name):
+    store, run_id, saved, events, chain = recorded
+    batches = [row_id for row_id, size in rows(store, "SELECT id, length(data) FROM events ORDER BY id") if size > 100]
+    target = batches[len(batches) // 2]
+    after = store.events(run_id, since=EventsRead(events_after=target))
+    DAMAGES["flipped"](store, "events", target)
+    store = _reopened(store, store_name)
+    try:
+        with pytest.raises(StoreError) as raised:
+            store.events(run_id)
+        assert str(raised.value) == f"{store.location}: event batch {target} is corrupt"
+        assert store.events(run_id, since=EventsRead(events_after=target)) == after  # the batches after it
+        assert after and all(store.get(i) == saved[i] for i in saved)
+    finally:
+        store.close()
+    one_line(checkpoint_cli("export", store_name, "--run", run_id), f"event batch {target} is corrupt")
+    assert checkpoint_cli("list", store_name).returncode == 0
+
+
+def test_a_schema_6_store_of_streamed_rows_is_upgraded_and_reads_back(recorded, store_name):
+    """Schema 6 stored each chain, and each run's events, as one deflate stream continued row by row
+    (`stream`: its first row's id): a store of those rows is opened, upgraded and read as before."""
+    store, run_id, saved, events, _ = recorded
+    for table, key in (("checkpoints", "base_id"), ("events", "run_id")):
+        streams: dict = {}
+        for row_id, stream_key, data in rows(store, f"SELECT id, {key}, data FROM {table} ORDER BY id"):
+            first, compressor = streams.setdefault(stream_key, (row_id, zlib.compressobj(6, zlib.DEFLATED, -15)))
+            old = compressor.compress(decode_row(bytes(data)).own) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            tamper(store, f"UPDATE {table} SET stream = ?, data = ? WHERE id = ?",
+                   (None if first == row_id else first, old, row_id))
+    tamper(store, "UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    store = _reopened(store, store_name)
+    try:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+        assert all(store.get(i) == saved[i] for i in saved)
+        assert store.events(run_id) == events
+    finally:
+        store.close()
+
+
+def test_a_row_is_checked_whole():
+    """A flipped bit anywhere in a row, or a row cut short or lengthened, is damage, never other data."""
+    own, before = b'{"s":{"root":"RUNNING"},"st":{"":{"n":["v",1]}}}', (7, b'{"s":{"root":"SUCCESS"}}')
+    data = encode_row(own, 6, before)
+    assert decode_row(data) == (own, *before)
+    for at in range(len(data)):
+        for bit in range(8):
+            try:
+                read = decode_row(data[:at] + bytes([data[at] ^ (1 << bit)]) + data[at + 1:])
+            except ValueError:
+                continue
+            assert read == (own, *before), (at, bit)  # (a flip of a bit nobody reads is no damage)
+    for cut in (data[:-1], data[:2], data + b"\x00", b""):
+        with pytest.raises(ValueError):
+            decode_row(cut)
