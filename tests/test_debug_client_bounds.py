@@ -55,7 +55,7 @@ async def test_a_message_over_the_limit_ends_the_connection_said_as_too_large():
         await ws.send(json.dumps({"type": "welcome"}))
         await ws.recv()  # the request, answered with a message over the limit
         await ws.send(json.dumps({"type": "update", "state": "x" * 5000}))
-        await asyncio.sleep(60)
+        await ws.wait_closed()  # (until the client or the server ends it: the server's exit waits for this)
 
     server, address = await _served(handler)
     async with server:
@@ -71,7 +71,7 @@ async def test_a_welcome_over_the_limit_is_refused_as_too_large():
     async def handler(ws: ServerConnection) -> None:
         await ws.recv()
         await ws.send(json.dumps({"type": "welcome", "picture": "x" * 5000}))
-        await asyncio.sleep(60)
+        await ws.wait_closed()  # (until the client or the server ends it: the server's exit waits for this)
 
     server, address = await _served(handler)
     async with server:

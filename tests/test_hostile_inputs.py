@@ -67,7 +67,7 @@ async def peer(first: str | None = None, *, close: int | None = None):
             await ws.send(first)
         if close is not None:
             await ws.close(close, "it broke")
-        await asyncio.sleep(60)
+        await ws.wait_closed()  # (until the client or the server ends it: the server's exit waits for this)
 
     async with serve(handler, "127.0.0.1", 0) as server:
         yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
@@ -126,7 +126,7 @@ async def test_a_server_that_sends_garbage_after_the_welcome_fails_what_waits_an
         await ws.recv()  # the request
         await ws.send(json.dumps({"type": "update", "re": [1]}))  # an unhashable `re` is a message, not an answer
         await ws.send("not json")
-        await asyncio.sleep(60)
+        await ws.wait_closed()  # (until the client or the server ends it: the server's exit waits for this)
 
     async with serve(handler, "127.0.0.1", 0) as server:
         client = await DebugClient.connect(f"127.0.0.1:{server.sockets[0].getsockname()[1]}", "t")
