@@ -90,7 +90,7 @@ class DebugController:
                            runner.state_manager.subscribe(self._on_state_change),
                            runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
                            runner.number_telemetry(),
-                           self.debugger.add_listener(self._from_debugger)]
+                           self.debugger.add_listener(self._from_debugger, ticks=False)]
         self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
 

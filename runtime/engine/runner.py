@@ -437,19 +437,22 @@ class ReactiveRunner:
         self._statuses_now = True
         self._state_changes.clear()
 
-    async def step(self) -> TickReport:
+    async def step(self, *, detailed: bool = True) -> TickReport:
         """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
 
         A held tick is resumed and run to its end instead of starting a new one. The tick
         stops early at a node in `stop_before` (the report's `paused_at` says which).
+        `detailed=False`: the tick as `run()` makes it, its report's record and changes built
+        only for the observers that ask for them (hooks, a checkpointer, event subscribers): a
+        debugger continuing with nothing to check in them.
         """
-        return await self._drive(into=False)
+        return await self._drive(into=False, detailed=detailed)
 
-    async def _drive(self, into: bool) -> TickReport:
+    async def _drive(self, into: bool, detailed: bool = True) -> TickReport:
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        report = await self._step(detailed=True, into=into)
+        report = await self._step(detailed=detailed, into=into)
         if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
             finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
             self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
