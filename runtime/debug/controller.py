@@ -197,20 +197,21 @@ class DebugController:
             dirty.add((namespace, key))
         if self.past.recording:
             self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
-        self._changed()
+        if not self._due:
+            self._changed()
 
     def _on_event(self, event: RuntimeEvent) -> None:
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
-        self._changed()
+        if not self._due:
+            self._changed()
 
     def _changed(self) -> None:
-        """Something for the next update: the server is told once between two updates, not at each of
-        a tick's several changes."""
-        if not self._due:
-            self._due = True
-            self._wakeup(False)
+        """Something for the next update: the server is told once between two updates (a tick makes
+        several changes: the callers test `_due` first)."""
+        self._due = True
+        self._wakeup(False)
 
     def post(self, message: dict[str, Any]) -> None:
         """Queue a message, after an update that brings the client up to this moment."""
@@ -384,7 +385,8 @@ class DebugController:
         if self.past.recording:
             self.past.ticked(report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
-        self._changed()
+        if not self._due:
+            self._changed()
 
     def _report_json(self) -> dict[str, Any]:
         report, waiting = self._report

@@ -513,7 +513,8 @@ class Debugger:
             hits = [bp for bp in self.breakpoints if bp.stops_before(path)]
             return self._hit(hits[0], node=path) if hits else None
         self.last_report = report
-        self._notify("tick", report)
+        if self._tick_listeners:
+            self._notify("tick", report)
         if self._divergence is not None:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()

@@ -157,6 +157,7 @@ class ReactiveRunner:
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
         self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
+        self._unreported = False  # ticks ended, not detailed, since the statuses were last reported
         self.refresh_tree()
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
@@ -435,6 +436,7 @@ class ReactiveRunner:
             self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
+        self._unreported = False
         self._state_changes.clear()
 
     async def step(self, *, detailed: bool = True) -> TickReport:
@@ -511,8 +513,12 @@ class ReactiveRunner:
             self._started = (event.seq, event.time)
         elif self.checkpoints is not None or self._numbering:
             self._started = (bus.reserve(1), time.time())
-        return (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
-                or bus.wants(EventType.TICK_COMPLETED))
+        detailed = (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
+                    or bus.wants(EventType.TICK_COMPLETED))
+        if detailed and self._unreported:  # the statuses it reported last are older than the last tick's end
+            self._statuses = [node.status for node in self._order]  # its changes are its own, not theirs too
+            self._unreported = False
+        return detailed
 
     def _tick(self, detailed: bool) -> TickReport:
         """A tick with no boundary anywhere: the generator consumed in one go; detailed, each node
@@ -628,6 +634,7 @@ class ReactiveRunner:
                 report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
         else:
             self._state_changes.clear()
+            self._unreported = True
         return report
 
     def _status_changes(self) -> dict[str, tuple[Status, Status]]:
@@ -746,6 +753,7 @@ class ReactiveRunner:
             node.status = status
         self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
         self._statuses_now = True
+        self._unreported = False
         self.tick_count = self.event_bus.tick = captured.tick
         self.run_id = self.event_bus.run_id = captured.run_id
         self.event_bus.seek(captured.event_position)
@@ -794,6 +802,7 @@ class ReactiveRunner:
             self.root.stop(Status.INVALID)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
+        self._unreported = False
 
 
 __all__ = ["NodeBoundary", "ReactiveRunner", "Returns", "RunnerState", "TickReport", "TickTelemetry"]
