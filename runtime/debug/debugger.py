@@ -40,7 +40,7 @@ from ..memory.checkpoint.waiting import ResumePoint
 from ..memory.checkpoint.whatif_marks import CallRef
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
-from .children import SwarmChildren, refused_moment, split_child_path
+from .children import SwarmChildren, refused_moment, split_child_path, swarm_of
 from .edits import (
     EditRefused,
     NotPaused,
@@ -98,6 +98,7 @@ class Debugger:
         self._unwatch: list[Callable[[], Any]] = []
         self._events: Any = None  # the event subscription (its types follow the event breakpoints)
         self.children: SwarmChildren | None = None  # a swarm's agents, while it watches the run
+        self._swarm = False  # the run it watches has a swarm (`children` then looks for new agents each tick)
         # hosting the agent's own run (the debug server): see `run()`
         self.attached = False  # a front end drives the hosted run
         self.hold_end = False  # it asked to find the run held at its end
@@ -148,6 +149,7 @@ class Debugger:
             return
         runner = self.runner
         self.children = children = SwarmChildren(runner, self._on_child_tick)
+        self._swarm = swarm_of(runner) is not None  # as the children found it: its agents watched from their start
         self._unwatch = [self._unsubscribe, children.close, self._forget_children]
         self._subscribe()
         approvals = runner.context.approval_manager
@@ -160,7 +162,7 @@ class Debugger:
         self._unwatch = []
 
     def _forget_children(self) -> None:
-        self.children = None
+        self.children, self._swarm = None, False
 
     def _release_children(self) -> None:
         if self.children is not None:
@@ -505,7 +507,7 @@ class Debugger:
             self.runner.signal()
 
     def _after_tick(self, report: TickReport) -> Stop | None:
-        if self.children is not None:
+        if self._swarm:
             self.children.runners()  # agents spawned by this tick are watched from now on
         if not report.completed:  # held before a node: its changes come when the tick ends
             self._notify("changed")

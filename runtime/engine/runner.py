@@ -45,7 +45,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
-from .record import Returns, TickReport, TickTelemetry
+from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
 from .user_code import FAILURES, failure
@@ -599,7 +599,7 @@ class ReactiveRunner:
                             duration_ms=elapsed * 1000)
         if detailed:
             ends = list(map(_STATUS_OF, nodes))
-            report.unseen = unseen = [(i, ends[i]) for i in report.returns.unseen(ends)]
+            report.unseen = unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
             numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
