@@ -458,7 +458,8 @@ class ReactiveRunner:
         if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
             finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
             self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
-        await self._settle()  # a step returns with its tick stored
+        if (settling := self._settling()) is not None:  # a step returns with its tick stored
+            await settling
         return report
 
     async def _settle(self) -> None:
@@ -489,8 +490,8 @@ class ReactiveRunner:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
-            if (settling := self._settling()) is not None:  # a hook sees the tick stored
-                await settling
+            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a hook sees
+                await settling                                                               # the tick stored
             if held := self._call_hooks(self._after_hooks, self, report):
                 await held
         if self._finish_hooks and report.status in _FINISHED and (
