@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..engine.events import RuntimeEvent
-from ..engine.record import TickReport, plain_record, telemetry_events, telemetry_record
+from ..engine.record import TickReport, telemetry_events, telemetry_record
 
 
 def events_in(record: dict[str, Any]) -> int:
@@ -26,46 +26,32 @@ def events_in(record: dict[str, Any]) -> int:
 
 class TickBacklog:
     """The ticks' telemetry kept between two updates, the newest `limit` events' worth (a tick at
-    least); the older ticks' events are counted in `dropped`, as the server counts the events it lets go.
-
-    A tick is kept as the few fields its record is made of, O(1) (a tuple of numbers, no dict or list
-    per tick for the garbage collector to walk until the update): the record is built when the update
-    is sealed. A tick that changed a status or returned one its end does not show is kept as its record.
-    """
+    least); the older ticks' events are counted in `dropped`, as the server counts the events it lets go."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.dropped = 0
-        # (run_id, tick, status, telemetry, duration_ms, ticked, state_keys, events) or (run_id, tick,
-        # status, record, events)
-        self._ticks: deque[tuple[Any, ...]] = deque()
+        self._ticks: deque[tuple[list[Any], int]] = deque()  # ([run_id, tick, status, record], its events)
         self._events = 0
 
     def __bool__(self) -> bool:
         return bool(self._ticks)
 
     def add(self, run_id: str | None, report: TickReport) -> None:
-        telemetry = report.telemetry
-        if telemetry is None:  # numbered only from the next tick (attached in the middle of this one)
+        record = telemetry_record(report)
+        if record is None:  # numbered only from the next tick (attached in the middle of this one)
             return
-        if telemetry.returned is None and telemetry.statuses is None:
-            self._ticks.append((run_id, report.tick, report.status._value_, telemetry, report.duration_ms,
-                                len(report.ticked), report.state_keys, 2))
-            self._events += 2
-        else:
-            record = telemetry_record(report)
-            count = events_in(record)
-            self._ticks.append((run_id, report.tick, report.status._value_, record, count))
-            self._events += count
+        count = events_in(record)
+        self._ticks.append(([run_id, report.tick, report.status._value_, record], count))
+        self._events += count
         while self._events > self.limit and len(self._ticks) > 1:
-            gone = self._ticks.popleft()[-1]
+            _, gone = self._ticks.popleft()
             self._events -= gone
             self.dropped += gone
 
     def take(self) -> list[list[Any]]:
         """The ticks kept, oldest first, as an update's `ticks` carries them; the backlog is then empty."""
-        ticks = [[tick[0], tick[1], tick[2], tick[3] if len(tick) == 5 else plain_record(*tick[3:7])]
-                 for tick in self._ticks]
+        ticks = [tick for tick, _ in self._ticks]
         self.clear()
         return ticks
 

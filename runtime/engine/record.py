@@ -137,7 +137,8 @@ def telemetry_record(tick: TickReport | None, *, derived: bool = False,
     telemetry = None if tick is None else tick.telemetry
     if telemetry is None:
         return None
-    out = plain_record(telemetry, tick.duration_ms, len(tick.ticked), tick.state_keys)
+    out: dict[str, Any] = {"s": list(telemetry.started), "c": [
+        *telemetry.completed, round(tick.duration_ms, 3), len(tick.ticked), tick.state_keys]}
     if telemetry.returned is not None:
         out["r"] = [*telemetry.returned, [[tick.ticked[i], tick.returned[i]._value_, end._value_]
                                           for i, end in tick.unseen]]
@@ -148,12 +149,6 @@ def telemetry_record(tick: TickReport | None, *, derived: bool = False,
         elif before is not None:
             out["o"] = before
     return out
-
-
-def plain_record(telemetry: TickTelemetry, duration_ms: float, ticked: int, state_keys: list[str]) -> dict[str, Any]:
-    """`telemetry_record` of a tick whose every return its end shows and that changed no status: its
-    `tick.started` and `tick.completed` only (the debug server keeps these fields, not the report)."""
-    return {"s": list(telemetry.started), "c": [*telemetry.completed, round(duration_ms, 3), ticked, state_keys]}
 
 
 def telemetry_events(run_id: str | None, tick: int, status: str, t: Mapping[str, Any],
@@ -177,5 +172,5 @@ def telemetry_events(run_id: str | None, tick: int, status: str, t: Mapping[str,
     return events
 
 
-__all__ = ["Returns", "TickReport", "TickTelemetry", "plain_record", "telemetry_events", "telemetry_record",
+__all__ = ["Returns", "TickReport", "TickTelemetry", "telemetry_events", "telemetry_record",
            "unseen_places"]
