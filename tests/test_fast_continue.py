@@ -5,31 +5,14 @@ state, a step would give, a pause stops between ticks, and every tick's events r
 from __future__ import annotations
 
 from py_trees.common import Status
-from pydantic import BaseModel
+from test_attached_full_speed import TICKS, Count, CountUp
 
 from runtime import Agent
 from runtime.debug.controller import DebugController
 from runtime.debug.debugger import Debugger
 from runtime.debug.ticks import tick_events
-from runtime.engine.behaviour import Behaviour
 from runtime.engine.record import TickReport
 from runtime.engine.runner import ReactiveRunner
-
-TICKS = 3000
-
-
-class Count(BaseModel):
-    count: int = 0
-
-
-class CountUp(Behaviour):
-    """One state write and one log event a tick, RUNNING until TICKS."""
-
-    def update(self) -> Status:
-        count = self.read_state("count") + 1
-        self.write_state({"count": count})
-        self.emit("log", {"count": count})
-        return Status.SUCCESS if count >= TICKS else Status.RUNNING
 
 
 def counter() -> Debugger:
@@ -39,13 +22,13 @@ def counter() -> Debugger:
     return debugger
 
 
-async def test_a_condition_on_tick_2345_of_a_fast_continue_stops_there_with_the_state_steps_give():
+async def test_a_condition_on_tick_1234_of_a_fast_continue_stops_there_with_the_state_steps_give():
     continued, stepped = counter(), counter()
-    continued.add_condition_breakpoint("count == 2345")
+    continued.add_condition_breakpoint("count == 1234")
     stop = await continued.continue_()
-    for _ in range(2345):
+    for _ in range(1234):
         await stepped.step()
-    assert (stop.kind, stop.tick, stop.breakpoint.hits) == ("breakpoint", 2345, 1)
+    assert (stop.kind, stop.tick, stop.breakpoint.hits) == ("breakpoint", 1234, 1)
     assert continued.runner.paused_at is None  # between ticks, as a step leaves it
     assert continued.runner.state_manager.snapshot() == stepped.runner.state_manager.snapshot()
     assert continued.runner.statuses() == stepped.runner.statuses() == {"count": Status.RUNNING}
