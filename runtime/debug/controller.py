@@ -54,6 +54,12 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
     return out
 
 
+def _sent(event: RuntimeEvent) -> dict[str, Any]:
+    """An event as an update carries it: a dict, which the encoder writes in half the time of the dataclass."""
+    return {"seq": event.seq, "type": event.type, "time": event.time, "tick": event.tick, "node": event.node,
+            "run_id": event.run_id, "payload": event.payload}
+
+
 class DebugController:
     """One client's view of the debugger: `post` queues what the server sends it."""
 
@@ -62,6 +68,7 @@ class DebugController:
         self.debugger = debugger
         self.runner = debugger.runner
         self._wakeup = wakeup
+        self._due = False  # the server was told of changes not sealed into an update yet
         self._detachers: list[Callable[[], Any]] = []
         self.outbox: deque[dict[str, Any]] = deque()
         self._dirty_state: set[tuple[str, str]] = set()
@@ -90,7 +97,7 @@ class DebugController:
                            runner.state_manager.subscribe(self._on_state_change),
                            runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
                            runner.number_telemetry(),
-                           self.debugger.add_listener(self._from_debugger)]
+                           self.debugger.add_listener(self._from_debugger, ticks=False)]
         self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
 
@@ -185,15 +192,25 @@ class DebugController:
 
     # -- what changed --------------------------------------------------------------
     def _on_state_change(self, change: StateChange) -> None:
-        namespace = change.namespace or ""
-        self._dirty_state.update((namespace, key) for key in change.changes)
-        self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
-        self._wakeup(False)
+        namespace, dirty = change.namespace or "", self._dirty_state
+        for key in change.changes:
+            dirty.add((namespace, key))
+        if self.past.recording:
+            self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
+        if not self._due:
+            self._changed()
 
     def _on_event(self, event: RuntimeEvent) -> None:
         if len(self._events) == self._events.maxlen:
             self._dropped += 1
         self._events.append(event)
+        if not self._due:
+            self._changed()
+
+    def _changed(self) -> None:
+        """Something for the next update: the server is told once between two updates (a tick makes
+        several changes: the callers test `_due` first)."""
+        self._due = True
         self._wakeup(False)
 
     def post(self, message: dict[str, Any]) -> None:
@@ -210,6 +227,7 @@ class DebugController:
 
     def _take_update(self) -> dict[str, Any] | None:
         runner = self.runner
+        self._due = False
         update: dict[str, Any] = {}
         if runner.nodes is not self._indexed or self._agents_now() != self._agents_shape:  # a subtree compiled,
             self._indexed = runner.nodes                                                      # an agent started
@@ -247,7 +265,7 @@ class DebugController:
             if marks != self._sent_marks:
                 update["marks"] = self._sent_marks = marks
         if self._events:
-            update["events"] = list(self._events)
+            update["events"] = list(map(_sent, self._events))
             self._events.clear()
         if self._ticks:
             update["ticks"] = self._ticks.take()
@@ -364,9 +382,11 @@ class DebugController:
         """Keep the tick's report as it is (and what it left the run waiting for): only the last one
         before an update is sent, so it is turned into JSON then, not at every tick."""
         self._ticks.add(runner.run_id, report)
-        self.past.ticked(report)
+        if self.past.recording:
+            self.past.ticked(report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
-        self._wakeup(False)
+        if not self._due:
+            self._changed()
 
     def _report_json(self) -> dict[str, Any]:
         report, waiting = self._report

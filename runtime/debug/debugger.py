@@ -14,7 +14,7 @@ front end that asked. It knows nothing of screens or sockets:
 
 So a local and an attached studio stop at the same places by construction. Listeners added with
 `add_listener(fn)` are called as `fn(kind, data)`: "changed" (run state or message), "tick"
-(a completed tick's `TickReport`), "subtick" (a swarm agent's), "breakpoints" (the list
+(a completed tick's `TickReport`, to a listener added with `ticks=True`), "subtick" (a swarm agent's), "breakpoints" (the list
 changed), "approvals" (one asked or answered), "starting" / "started" (a run begins),
 "restored" (a replay or fork); hosting: "held" (a `Stop` the run waits at for a command),
 "stopped" (a stop at the run's last tick, said, not held), "resumed" and "finished".
@@ -40,7 +40,7 @@ from ..memory.checkpoint.waiting import ResumePoint
 from ..memory.checkpoint.whatif_marks import CallRef
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
-from .children import SwarmChildren, refused_moment, split_child_path
+from .children import SwarmChildren, refused_moment, split_child_path, swarm_of
 from .edits import (
     EditRefused,
     NotPaused,
@@ -89,6 +89,7 @@ class Debugger:
         self.last_stop: Stop | None = None
         self.last_report: TickReport | None = None
         self._listeners: tuple[Listener, ...] = ()
+        self._tick_listeners: tuple[Listener, ...] = ()  # those told each tick's report (it then has its detail)
         self._pause = asyncio.Event()
         self._event_hits: list[Breakpoint] = []
         self._divergence: str | None = None
@@ -97,6 +98,7 @@ class Debugger:
         self._unwatch: list[Callable[[], Any]] = []
         self._events: Any = None  # the event subscription (its types follow the event breakpoints)
         self.children: SwarmChildren | None = None  # a swarm's agents, while it watches the run
+        self._swarm = False  # the run it watches has a swarm (`children` then looks for new agents each tick)
         # hosting the agent's own run (the debug server): see `run()`
         self.attached = False  # a front end drives the hosted run
         self.hold_end = False  # it asked to find the run held at its end
@@ -111,15 +113,20 @@ class Debugger:
         self._async = False
 
     # -- listeners -------------------------------------------------------------------------
-    def add_listener(self, listener: Listener) -> Callable[[], None]:
+    def add_listener(self, listener: Listener, *, ticks: bool = True) -> Callable[[], None]:
+        """`ticks=False`: a listener that ignores "tick" (the debug server's, which has the runner's hook):
+        a continue nobody reads the reports of ticks as `runner.run()` does, without their detail."""
         self._listeners = (*self._listeners, listener)
+        if ticks:
+            self._tick_listeners = (*self._tick_listeners, listener)
         return lambda: self._remove_listener(listener)
 
     def _remove_listener(self, listener: Listener) -> None:
         self._listeners = tuple(known for known in self._listeners if known is not listener)
+        self._tick_listeners = tuple(known for known in self._tick_listeners if known is not listener)
 
     def _notify(self, kind: str, data: Any = None) -> None:
-        for listener in self._listeners:
+        for listener in self._tick_listeners if kind == "tick" else self._listeners:
             listener(kind, data)
 
     def say(self, message: str) -> None:
@@ -142,6 +149,7 @@ class Debugger:
             return
         runner = self.runner
         self.children = children = SwarmChildren(runner, self._on_child_tick)
+        self._swarm = swarm_of(runner) is not None  # as the children found it: its agents watched from their start
         self._unwatch = [self._unsubscribe, children.close, self._forget_children]
         self._subscribe()
         approvals = runner.context.approval_manager
@@ -154,7 +162,7 @@ class Debugger:
         self._unwatch = []
 
     def _forget_children(self) -> None:
-        self.children = None
+        self.children, self._swarm = None, False
 
     def _release_children(self) -> None:
         if self.children is not None:
@@ -406,11 +414,14 @@ class Debugger:
             return await (self.runner.step_into() if into else self.runner.step())
 
     async def continue_(self, max_ticks: int | None = None) -> Stop:
-        """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`."""
+        """Tick until a breakpoint, a suspension, the end, `max_ticks` ticks, or `pause()`. A tick whose
+        report nobody reads (no listener of ticks, no after-breakpoint) is ticked as `runner.run()` ticks
+        it, without its detail (`_detailed`); a breakpoint before a node costs only its node's tick."""
         if self.busy:
             return Stop("error", "already running")
         self._ensure_started()
-        self._pause.clear()
+        runner, pause = self.runner, self._pause
+        pause.clear()
         self._set_state(RunState.RUNNING, "running")
         reason = Stop("paused", "paused")
         ticks = 0
@@ -421,23 +432,22 @@ class Debugger:
                     if max_ticks is not None and ticks >= max_ticks:
                         reason = Stop("paused", f"stopped after --max-ticks {max_ticks}")
                         break
-                    if self.runner.finished:
-                        reason = Stop("finished", f"finished: {self.runner.status.value}")
+                    if runner.finished:
+                        reason = Stop("finished", f"finished: {runner.status.value}")
                         break
-                    if self.runner.suspended:
+                    if runner.suspended:
                         reason = Stop("suspended", self.suspension_message())
                         break
-                    if not self.runner.can_tick_now or self._pause.is_set():
+                    if not runner.can_tick_now or pause.is_set():
                         if not await self._wait_until_ready():
                             break
-                        if self.runner.suspended:  # what woke it asked for input: a tick would only find it so
+                        if runner.suspended:  # what woke it asked for input: a tick would only find it so
                             reason = Stop("suspended", self.suspension_message())
                             break
-                    hit = self._hit_between_ticks() if self.breakpoints else None
-                    if hit is not None:  # work that finished after the last tick caused it: stop there
-                        reason = hit
+                    if self.breakpoints and (hit := self._hit_between_ticks()) is not None:
+                        reason = hit  # work that finished after the last tick caused it: stop there
                         break
-                    report = await self.runner.step()
+                    report = await runner.step(detailed=self._detailed())
                     ticks += 1
                     hit = self._after_tick(report)
                     if hit is not None:
@@ -452,6 +462,12 @@ class Debugger:
             reason, self._child_hit = self._child_hit, None
         self._settle(reason)
         return reason
+
+    def _detailed(self) -> bool:
+        """Whether the next tick's report must carry its record and changes: a listener reads every
+        report, or an enabled after-breakpoint checks them (`Breakpoint.hit_by_tick`)."""
+        return bool(self._tick_listeners) or (bool(self.breakpoints) and any(
+            bp.kind == "node" and bp.on == "after" and bp.enabled for bp in self.breakpoints))
 
     def _has_async_nodes(self) -> bool:
         """Whether the tree holds async nodes (a swarm's among them): their work, and a swarm's agents,
@@ -491,7 +507,7 @@ class Debugger:
             self.runner.signal()
 
     def _after_tick(self, report: TickReport) -> Stop | None:
-        if self.children is not None:
+        if self._swarm:
             self.children.runners()  # agents spawned by this tick are watched from now on
         if not report.completed:  # held before a node: its changes come when the tick ends
             self._notify("changed")
@@ -499,7 +515,8 @@ class Debugger:
             hits = [bp for bp in self.breakpoints if bp.stops_before(path)]
             return self._hit(hits[0], node=path) if hits else None
         self.last_report = report
-        self._notify("tick", report)
+        if self._tick_listeners:
+            self._notify("tick", report)
         if self._divergence is not None:
             message, self._divergence = self._divergence, None
             self._event_hits.clear()

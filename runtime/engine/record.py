@@ -49,19 +49,23 @@ class Returns:
     def unseen(self, ends: Sequence[Status]) -> list[int]:
         """The places of the returns the statuses at the tick's end do not show (`ends[i]`: the end
         status of `paths[i]`'s node): every return of a node but its last, and a last one the tree
-        changed before the tick ended (a loop resetting the round it just ran). Compared list to
-        list first: a tick where every node returned once and kept it costs no loop in Python."""
-        paths, statuses = self.paths, self.statuses
-        if ends == statuses and len(set(paths)) == len(paths):
-            return []
-        last = dict(zip(paths, range(len(paths)), strict=True))
-        return [i for i, (path, status, end) in enumerate(zip(paths, statuses, ends, strict=True))
-                if status is not end or last[path] != i]
+        changed before the tick ended (a loop resetting the round it just ran)."""
+        return unseen_places(self.paths, self.statuses, ends)
 
     def transient(self, ends: Mapping[str, str]) -> set[str]:
         """The nodes that returned a status they did not end the tick with (`ends`: path -> the
         status value it ended with, as a checkpoint stores them; INVALID when missing)."""
         return {path for path, status in self if status._value_ != ends.get(path, "INVALID")}
+
+
+def unseen_places(paths: Sequence[str], statuses: Sequence[Status], ends: Sequence[Status]) -> list[int]:
+    """`Returns.unseen` of the returns `paths[i]` -> `statuses[i]` (the runner's, without a `Returns` a tick).
+    Compared list to list first: a tick where every node returned once and kept it costs no loop in Python."""
+    if ends == statuses and len(set(paths)) == len(paths):
+        return []
+    last = dict(zip(paths, range(len(paths)), strict=True))
+    return [i for i, (path, status, end) in enumerate(zip(paths, statuses, ends, strict=True))
+            if status is not end or last[path] != i]
 
 
 class TickTelemetry(NamedTuple):
@@ -168,4 +172,5 @@ def telemetry_events(run_id: str | None, tick: int, status: str, t: Mapping[str,
     return events
 
 
-__all__ = ["Returns", "TickReport", "TickTelemetry", "telemetry_events", "telemetry_record"]
+__all__ = ["Returns", "TickReport", "TickTelemetry", "telemetry_events", "telemetry_record",
+           "unseen_places"]

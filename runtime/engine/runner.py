@@ -45,7 +45,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
-from .record import Returns, TickReport, TickTelemetry
+from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
 from .user_code import FAILURES, failure
@@ -157,6 +157,7 @@ class ReactiveRunner:
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
         self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
+        self._unreported = False  # ticks ended, not detailed, since the statuses were last reported
         self.refresh_tree()
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
@@ -435,25 +436,30 @@ class ReactiveRunner:
             self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
+        self._unreported = False
         self._state_changes.clear()
 
-    async def step(self) -> TickReport:
+    async def step(self, *, detailed: bool = True) -> TickReport:
         """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
 
         A held tick is resumed and run to its end instead of starting a new one. The tick
         stops early at a node in `stop_before` (the report's `paused_at` says which).
+        `detailed=False`: the tick as `run()` makes it, its report's record and changes built
+        only for the observers that ask for them (hooks, a checkpointer, event subscribers): a
+        debugger continuing with nothing to check in them.
         """
-        return await self._drive(into=False)
+        return await self._drive(into=False, detailed=detailed)
 
-    async def _drive(self, into: bool) -> TickReport:
+    async def _drive(self, into: bool, detailed: bool = True) -> TickReport:
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        report = await self._step(detailed=True, into=into)
+        report = await self._step(detailed=detailed, into=into)
         if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
             finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
             self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
-        await self._settle()  # a step returns with its tick stored
+        if (settling := self._settling()) is not None:  # a step returns with its tick stored
+            await settling
         return report
 
     async def _settle(self) -> None:
@@ -484,8 +490,8 @@ class ReactiveRunner:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
-            if (settling := self._settling()) is not None:  # a hook sees the tick stored
-                await settling
+            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a hook sees
+                await settling                                                               # the tick stored
             if held := self._call_hooks(self._after_hooks, self, report):
                 await held
         if self._finish_hooks and report.status in _FINISHED and (
@@ -508,8 +514,12 @@ class ReactiveRunner:
             self._started = (event.seq, event.time)
         elif self.checkpoints is not None or self._numbering:
             self._started = (bus.reserve(1), time.time())
-        return (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
-                or bus.wants(EventType.TICK_COMPLETED))
+        detailed = (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
+                    or bus.wants(EventType.TICK_COMPLETED))
+        if detailed and self._unreported:  # the statuses it reported last are older than the last tick's end
+            self._statuses = [node.status for node in self._order]  # its changes are its own, not theirs too
+            self._unreported = False
+        return detailed
 
     def _tick(self, detailed: bool) -> TickReport:
         """A tick with no boundary anywhere: the generator consumed in one go; detailed, each node
@@ -590,7 +600,7 @@ class ReactiveRunner:
                             duration_ms=elapsed * 1000)
         if detailed:
             ends = list(map(_STATUS_OF, nodes))
-            report.unseen = unseen = [(i, ends[i]) for i in report.returns.unseen(ends)]
+            report.unseen = unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
             report.changed = changed = self._status_changes()
             report.state_changes, self._state_changes = self._state_changes, {}
             numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
@@ -625,6 +635,7 @@ class ReactiveRunner:
                 report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
         else:
             self._state_changes.clear()
+            self._unreported = True
         return report
 
     def _status_changes(self) -> dict[str, tuple[Status, Status]]:
@@ -743,6 +754,7 @@ class ReactiveRunner:
             node.status = status
         self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
         self._statuses_now = True
+        self._unreported = False
         self.tick_count = self.event_bus.tick = captured.tick
         self.run_id = self.event_bus.run_id = captured.run_id
         self.event_bus.seek(captured.event_position)
@@ -791,6 +803,7 @@ class ReactiveRunner:
             self.root.stop(Status.INVALID)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
+        self._unreported = False
 
 
 __all__ = ["NodeBoundary", "ReactiveRunner", "Returns", "RunnerState", "TickReport", "TickTelemetry"]
