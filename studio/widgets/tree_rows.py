@@ -1,0 +1,131 @@
+"""The tree pane's model: every node a row of parallel arrays, not an object per node.
+
+A 100,000-node tree kept as a `NodeView` per node (its children list, its parent's path made anew,
+a dict entry, a set entry while stale) cost the studio ~500 bytes a node for lines mostly never
+built. Here a node is its row number: its path, name and class are references to strings the
+runner already holds, its parent and its first child and next sibling are 4-byte ints, its status
+and whether its line may be out of date a byte each; the few nodes with a loop counter, a
+namespace, a breakpoint, a rebound port or a pending return are kept aside, by row. A line's
+`NodeView` is made when the line is drawn (`view`), for the rows on screen.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..session import NodeView
+
+NONE = -1  # no parent, no child, no next sibling
+
+
+class TreeRows:
+    """The nodes of `views` (the first the root) as rows, in their order; children in the order their
+    views come (a swarm agent's root, listed after the host tree, last under the node that spawned it)."""
+
+    def __init__(self, views: list[NodeView]) -> None:
+        count = len(views)
+        self.paths = [view.path for view in views]
+        self.index = {path: row for row, path in enumerate(self.paths)}
+        self.names = [view.name for view in views]
+        self.classes = [view.class_name for view in views]
+        self.namespaces = {row: view.namespace for row, view in enumerate(views) if view.namespace}
+        self.counters = {row: view.counter for row, view in enumerate(views) if view.counter is not None}
+        self.breakpoints = {row for row, view in enumerate(views) if view.breakpoint}
+        self.pending = {row for row, view in enumerate(views) if view.pending}
+        self.rebound = {row for row, view in enumerate(views) if view.rebound}
+        self._kinds: list[Any] = []  # the statuses met, by code (Status members, or recorded rows' strings)
+        self._codes: dict[Any, int] = {}
+        self.status = bytearray(self.code(view.status) for view in views)
+        self.stale = bytearray(b"\x01") * count  # 1: the line may not show what its row holds
+        self.parent = array("i", [NONE]) * count
+        self.first_kid = array("i", [NONE]) * count
+        self.next_kid = array("i", [NONE]) * count
+        last_kid = array("i", [NONE]) * count
+        index = self.index
+        for row in range(1, count):
+            up = index.get(views[row].parent, NONE)
+            if up == NONE:
+                continue
+            self.parent[row] = up
+            if last_kid[up] == NONE:
+                self.first_kid[up] = row
+            else:
+                self.next_kid[last_kid[up]] = row
+            last_kid[up] = row
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def code(self, status: Any) -> int:
+        """The byte a status is kept as."""
+        code = self._codes.get(status)
+        if code is None:
+            code = self._codes[status] = len(self._kinds)
+            self._kinds.append(status)
+        return code
+
+    def status_of(self, row: int) -> Any:
+        return self._kinds[self.status[row]]
+
+    def kids(self, row: int) -> Iterator[int]:
+        kid = self.first_kid[row]
+        while kid != NONE:
+            yield kid
+            kid = self.next_kid[kid]
+
+    def has_kids(self, row: int) -> bool:
+        return self.first_kid[row] != NONE
+
+    def kid_paths(self, path: str) -> list[str]:
+        paths = self.paths
+        return [paths[kid] for kid in self.kids(self.index[path])]
+
+    def parent_path(self, path: str) -> str | None:
+        up = self.parent[self.index[path]]
+        return None if up == NONE else self.paths[up]
+
+    def mark(self, paths: Iterable[str]) -> None:
+        """These nodes' lines may be out of date."""
+        index, stale = self.index, self.stale
+        for path in paths:
+            row = index.get(path)
+            if row is not None:
+                stale[row] = 1
+
+    def marked(self, rows: set[int], paths: Iterable[str]) -> set[int]:
+        """The rows of `paths` (a tag's new set: breakpoints, pending, rebound), the lines of those that
+        gain or lose the tag against `rows` marked out of date."""
+        index = self.index
+        now = {index[path] for path in paths if path in index}
+        for row in now ^ rows:
+            self.stale[row] = 1
+        return now
+
+    def refetch(self, row: int, fetch: Callable[[str], NodeView]) -> None:
+        """A loop's row read again (`fetch`: the session's view of one node): its counter moves."""
+        view = fetch(self.paths[row])
+        self.status[row] = self.code(view.status)
+        if view.counter is None:
+            self.counters.pop(row, None)
+        else:
+            self.counters[row] = view.counter
+        self.stale[row] = 1
+
+    def walk(self) -> Iterator[int]:
+        """Every row, in line order (as if the whole tree were expanded)."""
+        stack = [0] if self.paths else []
+        while stack:
+            row = stack.pop()
+            yield row
+            stack.extend(reversed(list(self.kids(row))))
+
+    def view(self, row: int) -> NodeView:
+        """What the row's line shows, as the label is drawn from (its children and depth left out)."""
+        return NodeView(self.paths[row], self.names[row], self.classes[row], 0, None, [], self.status_of(row),
+                        self.namespaces.get(row), self.counters.get(row), row in self.breakpoints,
+                        row in self.pending, row in self.rebound)
+
+
+__all__ = ["TreeRows"]
