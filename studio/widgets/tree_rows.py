@@ -15,9 +15,12 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from py_trees.common import Status
+
 from ..session import NodeView
 
 NONE = -1  # no parent, no child, no next sibling
+_STATUS_CODES = {id(status): code for code, status in enumerate(Status)}  # members live as long as the process
 
 
 class TreeRows:
@@ -25,9 +28,9 @@ class TreeRows:
     views come (a swarm agent's root, listed after the host tree, last under the node that spawned it)."""
 
     def __init__(self, views: list[NodeView]) -> None:
-        count = len(views)
+        count = len(views)  # (each column in one pass of its own: ~10x faster than a loop filling them all)
         self.paths = [view.path for view in views]
-        self.index = {path: row for row, path in enumerate(self.paths)}
+        self.index = dict(zip(self.paths, range(count), strict=True))
         self.names = [view.name for view in views]
         self.classes = [view.class_name for view in views]
         self.namespaces = {row: view.namespace for row, view in enumerate(views) if view.namespace}
@@ -35,35 +38,33 @@ class TreeRows:
         self.breakpoints = {row for row, view in enumerate(views) if view.breakpoint}
         self.pending = {row for row, view in enumerate(views) if view.pending}
         self.rebound = {row for row, view in enumerate(views) if view.rebound}
-        self._kinds: list[Any] = []  # the statuses met, by code (Status members, or recorded rows' strings)
-        self._codes: dict[Any, int] = {}
-        self.status = bytearray(self.code(view.status) for view in views)
+        self._kinds: list[Any] = list(Status)  # the statuses met, by code: py_trees' (by identity, no
+        self._codes: dict[Any, int] = {}  # Python-level Enum hash a row), then any other (a recorded string)
+        codes = [_STATUS_CODES.get(id(view.status)) for view in views]
+        self.status = bytearray(codes) if None not in codes else bytearray(self.code(view.status) for view in views)
         self.stale = bytearray(b"\x01") * count  # 1: the line may not show what its row holds
-        self.parent = array("i", [NONE]) * count
-        self.first_kid = array("i", [NONE]) * count
-        self.next_kid = array("i", [NONE]) * count
-        last_kid = array("i", [NONE]) * count
         index = self.index
-        for row in range(1, count):
-            up = index.get(views[row].parent, NONE)
-            if up == NONE:
-                continue
-            self.parent[row] = up
-            if last_kid[up] == NONE:
-                self.first_kid[up] = row
-            else:
-                self.next_kid[last_kid[up]] = row
-            last_kid[up] = row
+        parents = [index.get(view.parent, NONE) for view in views]
+        first, after = [NONE] * count, [NONE] * count
+        for row in range(count - 1, 0, -1):  # from the last: each row goes before its later siblings
+            up = parents[row]
+            if up != NONE:
+                after[row], first[up] = first[up], row
+        if parents:
+            parents[0] = NONE  # the root (views[0]) hangs under nothing
+        self.parent, self.first_kid, self.next_kid = array("i", parents), array("i", first), array("i", after)
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def code(self, status: Any) -> int:
         """The byte a status is kept as."""
-        code = self._codes.get(status)
+        code = _STATUS_CODES.get(id(status))
         if code is None:
-            code = self._codes[status] = len(self._kinds)
-            self._kinds.append(status)
+            code = self._codes.get(status)
+            if code is None:
+                code = self._codes[status] = len(self._kinds)
+                self._kinds.append(status)
         return code
 
     def status_of(self, row: int) -> Any:
