@@ -860,10 +860,15 @@ def main() -> None:
     parser.add_argument("--views", type=int, default=7)
     parser.add_argument("--long", type=int, default=0, metavar="N",
                         help="also step the 1,103-node tree in a studio opened after N checkpoints (headless)")
+    parser.add_argument("--tree", help="the large tree's file (`path` or `path:function`, e.g. "
+                        "sample_trees/large_tree.py:build_100k); default: sample_trees/large_tree.py")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--tmux", action="store_true", help="only the real-terminal figures (tmux)")
     only.add_argument("--headless", action="store_true", help="only the headless figures")
     args = parser.parse_args()
+    if args.tree:
+        global LARGE
+        LARGE = args.tree
     r = None if args.tmux else report_headless(args)
     if args.headless:
         return
