@@ -16,6 +16,7 @@ place: the cursor, scroll position and expansion survive.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -85,7 +86,7 @@ class NameIndex:
 
     def __init__(self, names: Iterable[tuple[str, str]]) -> None:
         self.paths: list[str] = []
-        self.starts: list[int] = []  # where each name begins in the text
+        self.starts = array("q")  # where each name begins in the text (8 bytes each, not an int object)
         parts, at = [], 0
         for path, name in names:
             self.paths.append(path)
