@@ -781,17 +781,17 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
     with Terminal() as term:
         for _ in range(starts):
             started = term.launch()
-            first.append(term.until(_first_frame, "the first frame")[0] - started)
+            first.append(term.until(_first_frame, "the first frame", 60)[0] - started)
             term.close()
         term.launch()  # one full run and nothing else, as --rss-child measures it headless
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", 60)
         term.key("c")
         term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
         time.sleep(0.5)  # the last drains
         rss = term.rss()
         term.close()
         term.launch()
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", 60)
         pid = term.pid()
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
             _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
