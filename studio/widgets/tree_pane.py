@@ -284,13 +284,9 @@ class TreePane(Vertical):
         held inside, loops' counters re-read; only the lines that differ are relabelled."""
         rows = self._rows
         rows.pending = rows.marked(rows.pending, pending)
-        counters, status, stale, code = rows.counters, rows.status, rows.stale, rows.code
-        for row, path in enumerate(rows.paths):
-            if row in counters:
-                rows.refetch(row, fetch)
-            elif (now := code(statuses[path])) != status[row]:
-                status[row] = now
-                stale[row] = 1
+        rows.restatus(statuses)
+        for row in list(rows.counters):  # a loop's status and counter as the session reads them
+            rows.refetch(row, fetch)
         rows.mark(ticked ^ self._ticked)
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
