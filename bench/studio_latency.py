@@ -786,7 +786,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         term.launch()  # one full run and nothing else, as --rss-child measures it headless
         term.until(_first_frame, "the first frame", 60)
         term.key("c")
-        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
         time.sleep(0.5)  # the last drains
         rss = term.rss()
         term.close()
@@ -809,7 +809,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         step.pop(0)
         cpu["step"].pop(0)
         term.key("c")
-        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
         ticks = _status(lines)[1]
         for key in ("BTab", "BTab"):  # tree -> search box -> (wrapping) the timeline, its cursor on the last row
             term.key(key)
