@@ -667,7 +667,7 @@ def rss_after_run() -> dict:
 # -- 5. in a real terminal: tmux, key sent, screen polled ----------------------------
 TMUX = shutil.which("tmux")
 POLL_SLEEP = 0.002  # between two captures: each capture-pane is a process of its own (~3 ms here)
-STATUS = re.compile(r"^ (?P<badge>.+?)  │ tick (?P<tick>\d+) │")
+STATUS = re.compile(r"^ (?P<badge>[^│]+?)\s+│(?:[^│]*│)*? tick (?P<tick>\d+) │")  # a message may come between
 
 
 class Terminal:
@@ -781,17 +781,17 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
     with Terminal() as term:
         for _ in range(starts):
             started = term.launch()
-            first.append(term.until(_first_frame, "the first frame")[0] - started)
+            first.append(term.until(_first_frame, "the first frame", 60)[0] - started)
             term.close()
         term.launch()  # one full run and nothing else, as --rss-child measures it headless
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", 60)
         term.key("c")
-        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
         time.sleep(0.5)  # the last drains
         rss = term.rss()
         term.close()
         term.launch()
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", 60)
         pid = term.pid()
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
             _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
@@ -809,7 +809,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         step.pop(0)
         cpu["step"].pop(0)
         term.key("c")
-        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
         ticks = _status(lines)[1]
         for key in ("BTab", "BTab"):  # tree -> search box -> (wrapping) the timeline, its cursor on the last row
             term.key(key)
@@ -860,10 +860,15 @@ def main() -> None:
     parser.add_argument("--views", type=int, default=7)
     parser.add_argument("--long", type=int, default=0, metavar="N",
                         help="also step the 1,103-node tree in a studio opened after N checkpoints (headless)")
+    parser.add_argument("--tree", help="the large tree's file (`path` or `path:function`, e.g. "
+                        "sample_trees/large_tree.py:build_100k); default: sample_trees/large_tree.py")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--tmux", action="store_true", help="only the real-terminal figures (tmux)")
     only.add_argument("--headless", action="store_true", help="only the headless figures")
     args = parser.parse_args()
+    if args.tree:
+        global LARGE
+        LARGE = args.tree
     r = None if args.tmux else report_headless(args)
     if args.headless:
         return

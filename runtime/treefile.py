@@ -7,7 +7,6 @@ and what is wrong with it; the original exception stays attached for `--debug`.
 from __future__ import annotations
 
 import atexit
-import collections
 import importlib.util
 import os
 import shutil
@@ -20,7 +19,7 @@ from typing import Any
 
 from .agent import Agent
 from .config import ConfigError
-from .engine.tree import TreeShapeError, iter_paths
+from .engine.tree import NameHoldsSlash
 from .engine.user_code import described
 from .extras import MissingExtra
 from .memory.checkpoint.tree_source import TreeSource, keep_tree_source
@@ -84,17 +83,15 @@ def load_tree(target: str | Path) -> LoadedTree:
     if not callable(builder):
         raise TreeLoadError(f"{path}: {function} is not a function")
     try:
-        agent = builder()
+        agent = builder()  # Agent() checks the tree's shape and that each node has a path of its own
     except Stopped:
         raise
+    except NameHoldsSlash as exc:
+        raise TreeLoadError(f"{path}: {function}(): {exc}") from exc
     except BaseException as exc:
         raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
-    try:
-        collections.deque(iter_paths(agent.root), maxlen=0)  # every node named by a path of its own
-    except TreeShapeError as exc:
-        raise TreeLoadError(f"{path}: {function}(): {exc}") from exc
     input_data = getattr(module, "INPUT", None) or {}
     if not isinstance(input_data, dict):
         raise TreeLoadError(f"{path}: INPUT must be a dict, not {type(input_data).__name__}")

@@ -110,7 +110,7 @@ async def test_every_checkpoint_and_back_live_restates_each_line_as_the_frame_ho
             assert (session.viewing is None) == (row is None)
             statuses = session.node_statuses()
             assert statuses == {path: session.node_status(path) for path in statuses}
-            assert {path: view.status for path, view in pane._views.items()} == {p: statuses[p] for p in pane._views}
+            assert pane.statuses() == {p: statuses[p] for p in pane.statuses()}
             shown = _lines_on_screen(pane)
             assert shown and all(node_label(session.node_view(path), False).plain.rstrip() in line
                                  for path, line in shown.items()), shown

@@ -58,7 +58,7 @@ async def test_a_run_s_first_tick_reads_nothing_back_from_the_store(tmp_path):
 
 def shown_statuses(app) -> dict[str, Status]:
     """Each node's status as the tree pane holds it (what a line shows once drawn), built or not."""
-    return {path: view.status for path, view in app.main.query_one(TreePane)._views.items()}
+    return app.main.query_one(TreePane).statuses()
 
 
 def head_statuses(session) -> dict[str, Status]:

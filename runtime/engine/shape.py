@@ -6,15 +6,18 @@ Everything that walks a tree (paths, checkpoints, ticking itself) recurses or lo
 gets two paths (and one parent pointer), a child that is not a behaviour fails deep inside
 py_trees, a tree deeper than Python's stack can tick ends the same way, and a name holding a lone
 surrogate fails the first save with a traceback (no store can encode it). The walk here is iterative, so it names the first such node before anything else walks.
+It also finds a name holding `/` (two nodes would share a path): then `iter_paths` walks again to
+name it as paths do, so a tree file is walked once when it loads (Agent's check), not twice.
 """
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import py_trees
 
-from .tree import TreeShapeError
+from .tree import TreeShapeError, iter_paths
 
 MAX_DEPTH = 200
 """Levels below the root: a tick nests a generator frame or more per level, and Python's stack holds
@@ -39,7 +42,7 @@ def _storable(name: Any) -> bool:
 
 def check_shape(root: Any) -> None:
     """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, a tree
-    deeper than `MAX_DEPTH`, or a name no store can keep."""
+    deeper than `MAX_DEPTH`, or a name no store can keep; `NameHoldsSlash` for a name holding `/`."""
     if not isinstance(root, py_trees.behaviour.Behaviour):
         raise TreeShapeError(f"the root is a {type(root).__name__}, not a behaviour")
     if not _storable(root.name):
@@ -47,6 +50,7 @@ def check_shape(root: Any) -> None:
     line = [root]  # the root down to the node being walked
     on_line = {id(root)}
     seen = {id(root): root.name}  # every node walked: its path, for a node met twice
+    slashed = "/" in str(root.name)
     children = [iter(root.children)]
     while children:
         child = next(children[-1], _END)
@@ -67,10 +71,13 @@ def check_shape(root: Any) -> None:
         if not _storable(child.name):
             raise TreeShapeError(f"node {_path([*line, child])}: a name that is no text a store can keep "
                                  "(a lone surrogate)")
+        slashed = slashed or "/" in str(child.name)
         line.append(child)
         on_line.add(id(child))
         seen[id(child)] = _path(line)
         children.append(iter(child.children))
+    if slashed:  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
+        collections.deque(iter_paths(root), maxlen=0)
 
 
 __all__ = ["MAX_DEPTH", "TreeShapeError", "check_shape"]

@@ -18,6 +18,11 @@ class TreeShapeError(ValueError):
     of their own; `str()` is the one line to show."""
 
 
+class NameHoldsSlash(TreeShapeError):
+    """A node whose name holds a `/`: its own kind, so a tree file names it as the file's fault (the
+    shape check raises it when a builder makes its Agent), not as the builder's crash."""
+
+
 def iter_paths(root: py_trees.behaviour.Behaviour, prefix: str = "") -> Iterator[tuple[py_trees.behaviour.Behaviour, str]]:
     """Depth-first (node, path) pairs, parents before children; `TreeShapeError` naming the node
     whose name holds a `/` (that name and a child of a sibling would share one path)."""
@@ -52,7 +57,7 @@ def _checked(node: py_trees.behaviour.Behaviour, parent: str | None) -> str:
     name = node.name
     if "/" in name:
         where = f" under {parent!r}" if parent else ""
-        raise TreeShapeError(f"node {name!r}{where}: a name may not hold '/' (it separates the names of a path); "
+        raise NameHoldsSlash(f"node {name!r}{where}: a name may not hold '/' (it separates the names of a path); "
                              "rename it")
     return name
 
@@ -62,4 +67,4 @@ def parent_path(path: str) -> str | None:
     return head if sep else None
 
 
-__all__ = ["TreeShapeError", "iter_paths", "parent_path"]
+__all__ = ["NameHoldsSlash", "TreeShapeError", "iter_paths", "parent_path"]

@@ -1,7 +1,7 @@
 """The behaviour tree, live: one line per node, redrawn only where something changed.
 
-The pane keeps, per path, what its line should show (a `NodeView`, for every node), and a
-path → `TreeNode` map of the lines built so far. A tick report updates those records
+The pane keeps what every node's line should show as rows of arrays (`TreeRows`: no object per
+node), and a path → `TreeNode` map of the lines built so far. A tick report updates those rows
 (status from `report.changed`, the highlight from `report.ticked`) and marks them stale;
 paused inside a tick, every line is restated from the frame (what returned so far shows what
 it returned, highlighted; a node not reached yet shows `◌`, not yet ticked);
@@ -9,15 +9,17 @@ only the stale lines on screen are relabelled, the rest when they scroll into vi
 branch's lines are built when it is first expanded: a tree opens expanded level by level
 while it shows at most `OPEN_LINES` lines, so a 100,000-node tree builds a few thousand
 Textual nodes, not 100,000, and a tick costs the same as in a small one. Search and
-`jump()` read the records, so they find a node in a branch never opened (and open it).
+`jump()` read the rows, so they find a node in a branch never opened (and open it).
 Nodes that appear or vanish (a subtree compiled on its first tick) are added or removed in
 place: the cursor, scroll position and expansion survive.
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from py_trees.common import Status
 from rich.text import Text
@@ -37,6 +39,7 @@ from ..session import NodeView
 from .extent import FixedExtent
 from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark, status_name
 from .node_tree import NodeTree
+from .tree_rows import NONE, TreeRows
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
 OPEN_LINES = 2_000  # a tree opens expanded, a level at a time, while it shows at most this many lines
@@ -83,7 +86,7 @@ class NameIndex:
 
     def __init__(self, names: Iterable[tuple[str, str]]) -> None:
         self.paths: list[str] = []
-        self.starts: list[int] = []  # where each name begins in the text
+        self.starts = array("q")  # where each name begins in the text (8 bytes each, not an int object)
         parts, at = [], 0
         for path, name in names:
             self.paths.append(path)
@@ -139,13 +142,8 @@ class TreePane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._tree_nodes: dict[str, TreeNode[str]] = {}  # the lines built so far
-        self._views: dict[str, NodeView] = {}  # what each node's line should show, built or not
-        self._kids: dict[str, list[str]] = {}  # each node's children, in line order
+        self._rows = TreeRows([])  # what each node's line should show, built or not
         self._ticked: set[str] = set()
-        self._pending: frozenset[str] = frozenset()  # not returned yet in the tick held inside
-        self._breakpoints: set[str] = set()  # the nodes whose views carry the mark
-        self._rebound: set[str] = set()  # the nodes whose views say their ports were rebound
-        self._stale: set[str] = set()  # lines whose label may be out of date
         self._drawn: dict[str, tuple] = {}
         self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
         self._names: NameIndex | None = None  # the names in line order, for search
@@ -176,36 +174,35 @@ class TreePane(Vertical):
 
     @property
     def node_count(self) -> int:
-        return len(self._views)
+        return len(self._rows)
 
     def knows(self, paths: Iterable[str]) -> bool:
-        return all(path in self._views for path in paths)
+        index = self._rows.index
+        return all(path in index for path in paths)
+
+    def statuses(self) -> dict[str, Any]:
+        """Every node's status as its line shows it, or will once it is on screen."""
+        rows = self._rows
+        return {path: rows.status_of(row) for row, path in enumerate(rows.paths)}
 
     # -- drawing -------------------------------------------------------------------
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
         """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
-        self._views = {view.path: view for view in views}
-        self._kids = {view.path: [] for view in views}
-        for view in views[1:]:  # the first is the root; a swarm agent's root hangs under the node that spawned it
-            if view.parent in self._kids:
-                self._kids[view.parent].append(view.path)
+        self._rows = rows = TreeRows(views)
         self._ticked = ticked
-        self._pending = frozenset(view.path for view in views if view.pending)
-        self._breakpoints = {view.path for view in views if view.breakpoint}
-        self._rebound = set()
         root = views[0].path if views else None
         with self.tree.adding():
             if self.tree.root.data != root:  # another tree (or the first): nothing built is kept
                 self.tree.root.remove_children()
                 self._tree_nodes.clear()
                 self._drawn.clear()
-            for path in [p for p in self._tree_nodes if p not in self._views]:
+            for path in [p for p in self._tree_nodes if p not in rows.index]:
                 node = self._tree_nodes.pop(path)
                 self._drawn.pop(path, None)
                 if node.parent is not None and node.parent.data in self._tree_nodes:
                     node.remove()
             self._open(root)
-        self._stale = set(self._views)
+        rows.stale[:] = b"\x01" * len(rows)
         self._names = None
         self.call_after_refresh(self.flush)
 
@@ -213,7 +210,7 @@ class TreePane(Vertical):
         """Build the lines shown: under every expanded line, its children. A line new to the tree
         (or a leaf that now has children) opens expanded when its whole level fits in OPEN_LINES
         lines; otherwise it stays collapsed and its children unbuilt until it is expanded."""
-        tree = self.tree
+        tree, rows = self.tree, self._rows
         if root is None:
             return
         fresh: set[str] = set()
@@ -225,10 +222,10 @@ class TreePane(Vertical):
         lines, level = 1, [tree.root]
         while level:
             for node in level:
-                if node.allow_expand != bool(self._kids[node.data]):
+                if node.allow_expand != rows.has_kids(rows.index[node.data]):
                     node.allow_expand = not node.allow_expand
                     fresh.add(node.data)
-            opening = sum(len(self._kids[node.data]) for node in level
+            opening = sum(len(rows.kid_paths(node.data)) for node in level
                           if node._expanded or node.data in fresh)
             fits = lines + opening <= OPEN_LINES
             below = []
@@ -243,11 +240,11 @@ class TreePane(Vertical):
 
     def _grow(self, node: TreeNode[str]) -> list[str]:
         """Build the children of `node` not built yet, each in its place; the paths built."""
-        built = []
+        built, rows = [], self._rows
         with self.tree.adding():
-            for index, path in enumerate(self._kids.get(node.data, ())):
+            for index, path in enumerate(rows.kid_paths(node.data)):
                 if path not in self._tree_nodes:
-                    leaf = not self._kids[path]
+                    leaf = not rows.has_kids(rows.index[path])
                     self._tree_nodes[path] = node.add(self._label(path), data=path, before=index, expand=leaf,
                                                       allow_expand=not leaf)
                     built.append(path)
@@ -255,31 +252,29 @@ class TreePane(Vertical):
 
     def _label(self, path: str) -> Text:
         """A line's label, recorded as drawn."""
-        view, ticked = self._views[path], path in self._ticked
-        self._stale.discard(path)
+        row = self._rows.index[path]
+        view, ticked = self._rows.view(row), path in self._ticked
+        self._rows.stale[row] = 0
         self._drawn[path] = _drawn(view, ticked)
         return node_label(view, ticked)
 
     def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
         """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
+        rows = self._rows
+        index, status, stale, code = rows.index, rows.status, rows.stale, rows.code
         for report in reports:
             for path, (_, new) in report.changed.items():
-                self._views[path].status = new
-            self._stale.update(report.changed)
+                row = index[path]
+                status[row] = code(new)
+                stale[row] = 1
         if reports:
             ticked = set(reports[-1].ticked)
-            self._stale |= ticked ^ self._ticked
+            rows.mark(ticked ^ self._ticked)
             self._ticked = ticked
             for path in {path for report in reports for path in report.ticked}:  # every tick of the batch
-                if self._views[path].counter is not None:
-                    self._views[path] = fetch(path)
-                    self._stale.add(path)
-        for path in breakpoints ^ self._breakpoints:
-            view = self._views.get(path)
-            if view is not None:
-                view.breakpoint = path in breakpoints
-                self._stale.add(path)
-        self._breakpoints = set(breakpoints)
+                if index[path] in rows.counters:
+                    rows.refetch(index[path], fetch)
+        rows.breakpoints = rows.marked(rows.breakpoints, breakpoints)
         self.flush()
 
     def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
@@ -287,50 +282,35 @@ class TreePane(Vertical):
         """The same nodes at another moment (a past checkpoint, back live, a tick held further in):
         each line's status from `statuses` (every node's), `pending` those not returned yet in a tick
         held inside, loops' counters re-read; only the lines that differ are relabelled."""
-        views, stale = self._views, self._stale
-        for path in pending ^ self._pending:
-            view = views.get(path)
-            if view is not None:
-                view.pending = path in pending
-                stale.add(path)
-        self._pending = pending
-        for path, view in views.items():
-            if view.counter is not None:
-                views[path] = fetch(path)
-                stale.add(path)
-            elif (status := statuses[path]) is not view.status:
-                view.status = status
-                stale.add(path)
-        self._stale |= ticked ^ self._ticked
+        rows = self._rows
+        rows.pending = rows.marked(rows.pending, pending)
+        rows.restatus(statuses)
+        for row in list(rows.counters):  # a loop's status and counter as the session reads them
+            rows.refetch(row, fetch)
+        rows.mark(ticked ^ self._ticked)
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
 
     def mark_rebound(self, rebound: set[str]) -> None:
         """Say which nodes' ports are bound unlike the tree file says (the frame's); relabel those that
         changed."""
-        for path in rebound | self._rebound:  # (a view fetched anew, a loop's, comes unmarked)
-            view = self._views.get(path)
-            if view is not None and view.rebound != (path in rebound):
-                view.rebound = path in rebound
-                self._stale.add(path)
-        self._rebound = set(rebound)
+        self._rows.rebound = self._rows.marked(self._rows.rebound, rebound)
         self.flush()
 
     def flush(self, *_) -> None:
         """Relabel the stale nodes that are on screen (the others wait until they are)."""
-        tree = self.tree
+        tree, rows = self.tree, self._rows
         top = tree.scroll_offset.y
         for line in range(top, top + tree.size.height):
             node = tree.get_node_at_line(line)
             if node is None:
                 break
             path = node.data
-            if path not in self._stale:
+            row = rows.index.get(path)
+            if row is None or not rows.stale[row]:
                 continue
-            self._stale.discard(path)
-            view, ticked = self._views[path], path in self._ticked
-            drawn = _drawn(view, ticked)
-            if self._drawn.get(path) != drawn:
+            rows.stale[row] = 0
+            if self._drawn.get(path) != _drawn(rows.view(row), path in self._ticked):
                 tree.relabel(node, line, self._label(path))
 
     @on(Tree.NodeExpanded, "#tree-view")
@@ -352,10 +332,11 @@ class TreePane(Vertical):
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:
         """Put the cursor on a node (expanding its ancestors, building their lines); False if there is none."""
-        chain, up = [], path  # the node and its ancestors, up to the root
-        while up in self._views:
-            chain.append(up)
-            up = self._views[up].parent
+        rows = self._rows
+        chain, row = [], rows.index.get(path, NONE)  # the node and its ancestors, up to the root
+        while row != NONE:
+            chain.append(rows.paths[row])
+            row = rows.parent[row]
         if not chain or chain[-1] != self.tree.root.data:
             return False
         tree, expanded = self.tree, False
@@ -377,16 +358,9 @@ class TreePane(Vertical):
         if not text:
             return None
         if self._names is None:  # walked once per tree shape, not per keystroke
-            self._names = NameIndex((path, self._views[path].name) for path in self._walk())
+            rows = self._rows
+            self._names = NameIndex((rows.paths[row], rows.names[row]) for row in rows.walk())
         return self._names.find(text, after)
-
-    def _walk(self) -> Iterator[str]:
-        """Every node's path, in line order (as if the whole tree were expanded)."""
-        stack = [self.tree.root.data] if self.tree.root.data in self._kids else []
-        while stack:
-            path = stack.pop()
-            yield path
-            stack.extend(reversed(self._kids[path]))
 
     def _search_changed(self, text: str) -> None:
         self.query_one("#tree-search", SearchBox).typed = True

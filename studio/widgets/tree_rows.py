@@ -1,0 +1,148 @@
+"""The tree pane's model: every node a row of parallel arrays, not an object per node.
+
+A 100,000-node tree kept as a `NodeView` per node (its children list, its parent's path made anew,
+a dict entry, a set entry while stale) cost the studio ~500 bytes a node for lines mostly never
+built. Here a node is its row number: its path, name and class are references to strings the
+runner already holds, its parent and its first child and next sibling are 4-byte ints, its status
+and whether its line may be out of date a byte each; the few nodes with a loop counter, a
+namespace, a breakpoint, a rebound port or a pending return are kept aside, by row. A line's
+`NodeView` is made when the line is drawn (`view`), for the rows on screen.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from py_trees.common import Status
+
+from ..session import NodeView
+
+NONE = -1  # no parent, no child, no next sibling
+SLICE = 1_024  # rows compared at once when every status is restated
+_STATUS_CODES = {id(status): code for code, status in enumerate(Status)}  # members live as long as the process
+
+
+class TreeRows:
+    """The nodes of `views` (the first the root) as rows, in their order; children in the order their
+    views come (a swarm agent's root, listed after the host tree, last under the node that spawned it)."""
+
+    def __init__(self, views: list[NodeView]) -> None:
+        count = len(views)  # (each column in one pass of its own: ~10x faster than a loop filling them all)
+        self.paths = [view.path for view in views]
+        self.index = dict(zip(self.paths, range(count), strict=True))
+        self.names = [view.name for view in views]
+        self.classes = [view.class_name for view in views]
+        self.namespaces = {row: view.namespace for row, view in enumerate(views) if view.namespace}
+        self.counters = {row: view.counter for row, view in enumerate(views) if view.counter is not None}
+        self.breakpoints = {row for row, view in enumerate(views) if view.breakpoint}
+        self.pending = {row for row, view in enumerate(views) if view.pending}
+        self.rebound = {row for row, view in enumerate(views) if view.rebound}
+        self._kinds: list[Any] = list(Status)  # the statuses met, by code: py_trees' (by identity, no
+        self._codes: dict[Any, int] = {}  # Python-level Enum hash a row), then any other (a recorded string)
+        codes = [_STATUS_CODES.get(id(view.status)) for view in views]
+        self.status = bytearray(codes) if None not in codes else bytearray(self.code(view.status) for view in views)
+        self.stale = bytearray(b"\x01") * count  # 1: the line may not show what its row holds
+        index = self.index
+        parents = [index.get(view.parent, NONE) for view in views]
+        first, after = [NONE] * count, [NONE] * count
+        for row in range(count - 1, 0, -1):  # from the last: each row goes before its later siblings
+            up = parents[row]
+            if up != NONE:
+                after[row], first[up] = first[up], row
+        if parents:
+            parents[0] = NONE  # the root (views[0]) hangs under nothing
+        self.parent, self.first_kid, self.next_kid = array("i", parents), array("i", first), array("i", after)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def code(self, status: Any) -> int:
+        """The byte a status is kept as."""
+        code = _STATUS_CODES.get(id(status))
+        if code is None:
+            code = self._codes.get(status)
+            if code is None:
+                code = self._codes[status] = len(self._kinds)
+                self._kinds.append(status)
+        return code
+
+    def status_of(self, row: int) -> Any:
+        return self._kinds[self.status[row]]
+
+    def kids(self, row: int) -> Iterator[int]:
+        kid = self.first_kid[row]
+        while kid != NONE:
+            yield kid
+            kid = self.next_kid[kid]
+
+    def has_kids(self, row: int) -> bool:
+        return self.first_kid[row] != NONE
+
+    def kid_paths(self, path: str) -> list[str]:
+        paths = self.paths
+        return [paths[kid] for kid in self.kids(self.index[path])]
+
+    def parent_path(self, path: str) -> str | None:
+        up = self.parent[self.index[path]]
+        return None if up == NONE else self.paths[up]
+
+    def mark(self, paths: Iterable[str]) -> None:
+        """These nodes' lines may be out of date."""
+        index, stale = self.index, self.stale
+        for path in paths:
+            row = index.get(path)
+            if row is not None:
+                stale[row] = 1
+
+    def restatus(self, statuses: Mapping[str, Any]) -> None:
+        """Every row's status from `statuses` (every node's), the rows whose status changed marked: the
+        codes made and compared in C, a slice at a time, Python only inside a slice that differs."""
+        try:
+            now = bytearray(map(_STATUS_CODES.__getitem__, map(id, map(statuses.__getitem__, self.paths))))
+        except KeyError:  # a status that is no py_trees member (a recorded string)
+            now = bytearray(self.code(statuses[path]) for path in self.paths)
+        old, stale = self.status, self.stale
+        for start in range(0, len(now), SLICE):
+            if now[start:start + SLICE] != old[start:start + SLICE]:
+                for row in range(start, min(start + SLICE, len(now))):
+                    if now[row] != old[row]:
+                        stale[row] = 1
+        self.status = now
+
+    def marked(self, rows: set[int], paths: Iterable[str]) -> set[int]:
+        """The rows of `paths` (a tag's new set: breakpoints, pending, rebound), the lines of those that
+        gain or lose the tag against `rows` marked out of date."""
+        index = self.index
+        now = {index[path] for path in paths if path in index}
+        for row in now ^ rows:
+            self.stale[row] = 1
+        return now
+
+    def refetch(self, row: int, fetch: Callable[[str], NodeView]) -> None:
+        """A loop's row read again (`fetch`: the session's view of one node): its counter moves."""
+        view = fetch(self.paths[row])
+        self.status[row] = self.code(view.status)
+        if view.counter is None:
+            self.counters.pop(row, None)
+        else:
+            self.counters[row] = view.counter
+        self.stale[row] = 1
+
+    def walk(self) -> Iterator[int]:
+        """Every row, in line order (as if the whole tree were expanded)."""
+        stack = [0] if self.paths else []
+        while stack:
+            row = stack.pop()
+            yield row
+            stack.extend(reversed(list(self.kids(row))))
+
+    def view(self, row: int) -> NodeView:
+        """What the row's line shows, as the label is drawn from (its children and depth left out)."""
+        return NodeView(self.paths[row], self.names[row], self.classes[row], 0, None, [], self.status_of(row),
+                        self.namespaces.get(row), self.counters.get(row), row in self.breakpoints,
+                        row in self.pending, row in self.rebound)
+
+
+__all__ = ["TreeRows"]
