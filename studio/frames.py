@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
+from operator import is_
 from typing import Any
 
 from py_trees.common import Status
@@ -271,14 +273,15 @@ class HeadFrame(Frame):
     def running(self) -> list[str]:
         """The leaves running now, in tree order: from the statuses the runner reported when they are
         the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
-        nodes scattered in memory: ~2 ms); in a tick held inside, as the tree shows them."""
-        running, nodes = Status.RUNNING, self.runner.nodes
+        nodes scattered in memory: ~2 ms), the running ones picked out in C (a step at 100,000 nodes
+        tested each in Python, ~5 ms); in a tick held inside, as the tree shows them."""
+        nodes = self.runner.nodes
         paths, statuses = self.runner.status_lists()
         if self._returned:
             returned = self._returned
             statuses = [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)]
-        return [path for path, status in zip(paths, statuses, strict=True)
-                if status is running and not nodes[path].children]
+        return [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
+                if not nodes[path].children]
 
     def resume_data(self, path: str) -> Any:
         node = self.runner.nodes[path]
