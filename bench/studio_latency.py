@@ -117,6 +117,7 @@ SIZE = (160, 48)
 BURST = 10_000
 PHASE = random.Random(1101)  # keys land at a random point of the 20 Hz drain period, the same each run
 STALE_AFTER = 1.0  # seconds: a step whose screen has not matched by then is reported as stale
+LAUNCH = 60.0  # seconds a launch (or a full run) may take before the bench gives up: 100,000 nodes on a loaded machine
 
 
 # -- the 1,101-node tree, kept RUNNING ---------------------------------------------
@@ -783,17 +784,17 @@ def tmux_latency(steps: int, starts: int, views: int, tree: str = str(LARGE)) ->
     with Terminal() as term:
         for _ in range(starts):
             started = term.launch(tree)
-            first.append(term.until(_first_frame, "the first frame")[0] - started)
+            first.append(term.until(_first_frame, "the first frame", LAUNCH)[0] - started)
             term.close()
         term.launch(tree)  # one full run and nothing else, as --rss-child measures it headless
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", LAUNCH)
         term.key("c")
-        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", LAUNCH)
         time.sleep(0.5)  # the last drains
         rss = term.rss()
         term.close()
         term.launch(tree)
-        term.until(_first_frame, "the first frame")
+        term.until(_first_frame, "the first frame", LAUNCH)
         pid = term.pid()
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
             _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
@@ -811,7 +812,7 @@ def tmux_latency(steps: int, starts: int, views: int, tree: str = str(LARGE)) ->
         step.pop(0)
         cpu["step"].pop(0)
         term.key("c")
-        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 60)
+        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", LAUNCH)
         ticks = _status(lines)[1]
         for key in ("BTab", "BTab"):  # tree -> search box -> (wrapping) the timeline, its cursor on the last row
             term.key(key)
