@@ -127,6 +127,12 @@ class TickEvents(Sequence[StampedEvent]):
         """The events read so far (the ones a pane formatted lines for)."""
         return self._built.values()
 
+    def parts(self) -> list[tuple[str, range]]:
+        """(event type, its places): what a filter on types alone can pass over without building any."""
+        unseen, changed = len(self.returned), len(self.changed)
+        return [(EventType.NODE_RETURNED.value, range(unseen)), (EventType.NODE_STATUS.value, range(unseen, unseen + changed)),
+                (EventType.TICK_COMPLETED.value, range(unseen + changed, unseen + changed + 1))]
+
     def _seq(self, index: int) -> int:
         unseen, record = len(self.returned), self.record
         if index < unseen:

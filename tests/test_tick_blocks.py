@@ -22,6 +22,7 @@ from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
 from studio.widgets.event_rows import EventRows
 from studio.widgets.events_pane import EventsPane
+from studio.widgets.tree_pane import TreePane
 
 NODES = 600  # three stages of ~200 nodes: a step changes one stage's nodes at once
 
@@ -113,3 +114,22 @@ def test_rows_past_the_limit_drop_off_a_block_at_a_time_and_let_their_lines_go()
     assert [e.seq for e in gone] == [1]  # the block is partly there still: its rows stay built
     rows.extend([_event(seq) for seq in range(15, 19)], gone.append)
     assert [e.seq for e in gone] == list(range(1, 9)) and [row.seq for row in rows] == list(range(9, 19))
+
+
+async def test_a_filter_on_types_passes_over_a_ticks_rows_without_building_them(tmp_path):
+    session = _session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.main.query_one(EventsPane)
+        pane.refilter("-type:node.status", session.frame_events())
+        await _steps(session, 2)
+        await settle(app, pilot)
+        blocks = [e for e in session.frame_events().entries if type(e) is TickEvents]
+        selected = app.main.query_one(TreePane).selected_path  # its detail reads its own node.status events
+        assert blocks and all(e.type != "node.status" or e.node == selected for block in blocks for e in block.built())
+        assert [row.tick for row in pane._rows if row.type == "tick.completed"] == [1, 2]
+        assert all(row.type != "node.status" for row in pane._rows)
+        pane.refilter("type:node.status node:s1.b0", session.frame_events())
+        await settle(app, pilot)
+        assert [row.node for row in pane._rows] == [e.node for e in session.frame_events()
+                                                    if e.type == "node.status" and "s1.b0" in e.node] != []

@@ -89,6 +89,13 @@ class EventFilter:
     def active(self) -> bool:
         return bool(self.include or self.exclude)
 
+    def rejects_type(self, event_type: str) -> bool:
+        """Whether every event of `event_type` fails the type terms (a tick's node.status rows are then
+        passed over without being built)."""
+        wanted, unwanted = self.include.get("type"), self.exclude.get("type")
+        return bool((wanted and not any(event_type.startswith(v) for v in wanted))
+                    or (unwanted and any(event_type.startswith(v) for v in unwanted)))
+
     def accepts(self, event: StampedEvent, line: Callable[[], str]) -> bool:
         """Type and node terms decide first; `line()` (formatting the event) only for text terms."""
         for name in (*FIELDS, "text"):
@@ -277,7 +284,7 @@ class EventsPane(ScrollView, can_focus=True):
         while pending and time.perf_counter() < deadline:
             chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
             if accepts is not None and any(type(entry) is TickEvents for entry in chunk):  # filtered event by event
-                chunk = [event for entry in chunk for event in (entry if type(entry) is TickEvents else (entry,))]
+                chunk = [event for entry in chunk for event in (self._typed(entry) if type(entry) is TickEvents else (entry,))]
             if accepts is not None:
                 chunk = [event for event in chunk if accepts(event, partial(format_event, event, show_branch))]
             if EventType.TEXT_DELTA not in map(_TYPE, chunk):  # no stream: rows at once
@@ -302,6 +309,12 @@ class EventsPane(ScrollView, can_focus=True):
         if pending and not self._resuming:
             self._resuming = True
             self.call_later(self._resume)
+
+    def _typed(self, block: TickEvents) -> Iterator[StampedEvent]:
+        """The events of a tick's block whose type the filter may pass: those it rejects by type are not built."""
+        for event_type, places in block.parts():
+            if not self.filter.rejects_type(event_type):
+                yield from map(block.__getitem__, places)
 
     def _append(self, events: Iterable[Entry]) -> int:
         """Rows for `events`; the oldest drop off, and their lines with them."""
