@@ -670,7 +670,7 @@ def rss_after_run() -> dict:
 # -- 5. in a real terminal: tmux, key sent, screen polled ----------------------------
 TMUX = shutil.which("tmux")
 POLL_SLEEP = 0.002  # between two captures: each capture-pane is a process of its own (~3 ms here)
-STATUS = re.compile(r"^ (?P<badge>.+?)  │ (?:[^│]*│ )?tick (?P<tick>\d+) │")  # a message ('finished: SUCCESS') may come between
+STATUS = re.compile(r"^ (?P<badge>.+?)  │ (?:[^│]*│ )*?tick (?P<tick>\d+) │")  # messages ('finished: SUCCESS') may come between
 
 
 class Terminal:
