@@ -30,7 +30,8 @@ session without any UI (same tree, same run) as the baseline so the UI's share s
    `DebugSession` is timed separately, before.
 
 5. In a real terminal (tmux; skipped with one line when tmux is missing): the studio on
-   large_tree.py as a fresh `python -m studio.cli` process in a detached 160x48 tmux session,
+   large_tree.py (or `--tree`, e.g. `sample_trees/large_tree.py:build_100k`: the same shape, its
+   root named alike) as a fresh `python -m studio.cli` process in a detached 160x48 tmux session,
    its own store; the bench sends the studio's keys (`send-keys`) and polls `capture-pane -p`
    (a capture every few ms, the median interval printed as the resolution) until the screen
    shows the change: `n` until the status line's tick advanced (warm-up step left out, `r`
@@ -61,6 +62,7 @@ that the probe's verdict matches what the screen holds.
 
     .venv/bin/python bench/studio_latency.py [--steps 20] [--bursts 7] [--starts 5] [--views 7]
                                              [--long N] [--tmux | --headless]   (default: both)
+                                             [--tree sample_trees/large_tree.py:build_100k]  (tmux only)
 
 --long N adds a headless row: steps on the 1,103-node tree in a studio opened after N checkpoints
 (the timeline that long; N=4000 takes about a minute to record), against the same "alone" figure.
@@ -115,6 +117,7 @@ SIZE = (160, 48)
 BURST = 10_000
 PHASE = random.Random(1101)  # keys land at a random point of the 20 Hz drain period, the same each run
 STALE_AFTER = 1.0  # seconds: a step whose screen has not matched by then is reported as stale
+LAUNCH = 60.0  # seconds a launch (or a full run) may take before the bench gives up: 100,000 nodes on a loaded machine
 
 
 # -- the 1,101-node tree, kept RUNNING ---------------------------------------------
@@ -149,8 +152,8 @@ def running_session() -> DebugSession:
                         store=private_store())
 
 
-def large_session() -> DebugSession:
-    return DebugSession(load_tree(str(LARGE)), store=private_store())
+def large_session(tree: str = str(LARGE)) -> DebugSession:
+    return DebugSession(load_tree(tree), store=private_store())
 
 
 async def long_run_steps(checkpoints: int, steps: int) -> dict:
@@ -667,7 +670,7 @@ def rss_after_run() -> dict:
 # -- 5. in a real terminal: tmux, key sent, screen polled ----------------------------
 TMUX = shutil.which("tmux")
 POLL_SLEEP = 0.002  # between two captures: each capture-pane is a process of its own (~3 ms here)
-STATUS = re.compile(r"^ (?P<badge>[^│]+?)\s+│(?:[^│]*│)*? tick (?P<tick>\d+) │")  # a message may come between
+STATUS = re.compile(r"^ (?P<badge>.+?)  │ (?:[^│]*│ )*?tick (?P<tick>\d+) │")  # messages ('finished: SUCCESS') may come between
 
 
 class Terminal:
@@ -699,10 +702,10 @@ class Terminal:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True)
         self.path.unlink(missing_ok=True)  # the server leaves its socket file behind
 
-    def launch(self) -> float:
-        """Start the studio on large_tree.py with a store of its own; returns the launch time."""
+    def launch(self, tree: str) -> float:
+        """Start the studio on `tree` (large_tree.py's shape) with a store of its own; returns the launch time."""
         db = Path(tempfile.mkdtemp(prefix="jianmu-bench-")) / "runs.db"
-        command = "exec " + shlex.join([sys.executable, "-m", "studio.cli", "open", str(LARGE), "--db", str(db)])
+        command = "exec " + shlex.join([sys.executable, "-m", "studio.cli", "open", tree, "--db", str(db)])
         started = time.perf_counter()
         self.tmux("new-session", "-d", "-s", "studio", "-x", str(SIZE[0]), "-y", str(SIZE[1]), command)
         return started
@@ -772,26 +775,26 @@ def _searched(lines: list[str], text: str, path: str) -> bool:
             and re.search(rf"│path\s+{re.escape(path)}\s+│", "\n".join(lines)) is not None)
 
 
-def tmux_latency(steps: int, starts: int, views: int) -> dict:
+def tmux_latency(steps: int, starts: int, views: int, tree: str = str(LARGE)) -> dict:
     """The same actions as the headless figures, on large_tree.py in a real terminal: key sent,
     screen polled. The keys are the studio's own (studio/app.py BINDINGS, docs/studio.md)."""
-    expected = search_matches(large_session())
+    expected = search_matches(large_session(tree))
     first, step, past, back, keys, firsts = [], [], [], [], [], []
     cpu: dict[str, list[float]] = {"step": [], "past": [], "back": []}  # the studio's CPU, key sent -> seen
     with Terminal() as term:
         for _ in range(starts):
-            started = term.launch()
-            first.append(term.until(_first_frame, "the first frame", 60)[0] - started)
+            started = term.launch(tree)
+            first.append(term.until(_first_frame, "the first frame", LAUNCH)[0] - started)
             term.close()
-        term.launch()  # one full run and nothing else, as --rss-child measures it headless
-        term.until(_first_frame, "the first frame", 60)
+        term.launch(tree)  # one full run and nothing else, as --rss-child measures it headless
+        term.until(_first_frame, "the first frame", LAUNCH)
         term.key("c")
-        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
+        term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", LAUNCH)
         time.sleep(0.5)  # the last drains
         rss = term.rss()
         term.close()
-        term.launch()
-        term.until(_first_frame, "the first frame", 60)
+        term.launch(tree)
+        term.until(_first_frame, "the first frame", LAUNCH)
         pid = term.pid()
         while len(step) < steps + 1:  # the first step is a warm-up, as headless
             _, lines = term.until(lambda lines: _status(lines)[0] in ("ready", "paused", "finished"), "a paused run")
@@ -809,7 +812,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
         step.pop(0)
         cpu["step"].pop(0)
         term.key("c")
-        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", 300)
+        _, lines = term.until(lambda lines: _status(lines)[0] == "finished", "the finished run", LAUNCH)
         ticks = _status(lines)[1]
         for key in ("BTab", "BTab"):  # tree -> search box -> (wrapping) the timeline, its cursor on the last row
             term.key(key)
@@ -844,7 +847,7 @@ def tmux_latency(steps: int, starts: int, views: int) -> dict:
             term.key("C-u")  # the box emptied for the next round
             term.until(lambda lines: "search nodes by name" in "\n".join(lines), "the emptied search box")
     return {"first": first, "step": step, "past": past, "back": back, "key": keys, "first_key": firsts,
-            "poll": term.intervals, "send": term.sends, "rss": rss, "cpu": cpu}
+            "poll": term.intervals, "send": term.sends, "rss": rss, "cpu": cpu, "tree": tree}
 
 
 def _p90(values: list[float]) -> float:
@@ -860,28 +863,24 @@ def main() -> None:
     parser.add_argument("--views", type=int, default=7)
     parser.add_argument("--long", type=int, default=0, metavar="N",
                         help="also step the 1,103-node tree in a studio opened after N checkpoints (headless)")
-    parser.add_argument("--tree", help="the large tree's file (`path` or `path:function`, e.g. "
-                        "sample_trees/large_tree.py:build_100k); default: sample_trees/large_tree.py")
+    parser.add_argument("--tree", default=str(LARGE), help="the tree the real-terminal figures open (large_tree.py's shape)")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--tmux", action="store_true", help="only the real-terminal figures (tmux)")
     only.add_argument("--headless", action="store_true", help="only the headless figures")
     args = parser.parse_args()
-    if args.tree:
-        global LARGE
-        LARGE = args.tree
     r = None if args.tmux else report_headless(args)
     if args.headless:
         return
     if TMUX is None:
         print("tmux mode skipped: tmux is not on PATH (install tmux for the real-terminal figures)")
         return
-    report_tmux(tmux_latency(args.steps, args.starts, args.views), r)
+    report_tmux(tmux_latency(args.steps, args.starts, args.views, args.tree), r)
 
 
 def report_tmux(t: dict, r: dict | None) -> None:
     """The tmux figures, each beside the same action's headless figure of this run (when it ran)."""
     version = subprocess.run([TMUX, "-V"], capture_output=True, text=True).stdout.strip()
-    print(f"\nreal terminal ({version}, {SIZE[0]}x{SIZE[1]}, large_tree.py): key sent (send-keys) -> the screen "
+    print(f"\nreal terminal ({version}, {SIZE[0]}x{SIZE[1]}, {Path(t['tree']).name}): key sent (send-keys) -> the screen "
           f"shows it (capture-pane, polled every {_ms(t['poll']):.1f} ms median, p90 {_p90(t['poll']):.1f}), ms")
     print(f"{'measurement':<52}{'median':>8}{'p90':>8}{'headless':>10}{'p90':>8}{'goal':>7}")
     h = {} if r is None else {

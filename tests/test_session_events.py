@@ -1,11 +1,12 @@
-"""The session's event path: every event is logged and passed to each listener, and the few it
-acts on itself (a replay divergence) are still found."""
+"""The session's event path: every event is logged and passed to each listener (a tick's telemetry as
+one block, `TickEvents`), and the few it acts on itself (a replay divergence) are still found."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from runtime.engine.events import EventType
+from studio.event_log import Events, TickEvents
 from studio.session import DebugSession
 
 PIPELINE = str(Path(__file__).resolve().parents[1] / "sample_trees/text_pipeline.py")
@@ -18,11 +19,12 @@ async def test_listeners_get_every_event_until_they_are_removed(tmp_path):
     session.add_listener(lambda kind, data: second.append(data) if kind == "event" else None)
     started = len(session.events)  # the run began as the session opened: its input is tick 0's state
     await session.step()
-    assert first == second == list(session.events)[started:] and first
+    assert list(Events(first)) == list(Events(second)) == list(session.events)[started:] and first
+    assert any(type(told) is TickEvents for told in first)  # the tick's node.status events came as one block
     stop_first()
     stop_first()  # twice is harmless
     await session.step()
-    assert len(second) == len(session.events) - started > len(first)
+    assert len(Events(second)) == len(session.events) - started > len(Events(first))
 
 
 async def test_a_listener_may_remove_itself_while_it_is_told(tmp_path):

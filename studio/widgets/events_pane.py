@@ -5,8 +5,10 @@ time, so a burst of thousands never holds a key press back (with no filter and n
 join there is nothing to do per event: they all become rows at once). A row is formatted
 (the JSON preview of its payload is the costly part) when it comes on screen, or when a text
 term of the filter has to read it; `text.delta` rows extend the line of the model call they
-belong to, so streamed text reads as it arrives. Changing the filter refills the buffer from
-the session's event history, in the same slices.
+belong to, so streamed text reads as it arrives. A tick's telemetry comes as one block
+(`studio.event_log.TickEvents`, ~10,000 `node.status` events a step at 100,000 nodes): its rows
+count at once and each is built when drawn (`EventRows`); a filter reads them event by event.
+Changing the filter refills the buffer from the session's event history, in the same slices.
 
 Up and down move a cursor over the rows (the pane stops following while one is there);
 enter asks for the event under it whole (`Chosen`); end follows the newest again.
@@ -19,7 +21,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
@@ -40,7 +42,8 @@ from textual.strip import Strip
 
 from runtime.engine.events import EventType
 
-from ..frames import StampedEvent
+from ..event_log import Entry, Events, StampedEvent, TickEvents
+from .event_rows import EventRows
 from .extent import set_extent
 from .values import fit
 
@@ -57,7 +60,7 @@ SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
 PAYLOAD_CHARS = 200  # of a row's payload
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # would move the terminal's cursor (C1: an 8-bit CSI, too)
-_TYPE = attrgetter("event.type")  # a StampedEvent's, read in C: a refill scans every event for streams
+_TYPE = attrgetter("type")  # an event's or a tick's block's, read in C: a refill scans every entry for streams
 
 
 @dataclass
@@ -85,6 +88,13 @@ class EventFilter:
     @property
     def active(self) -> bool:
         return bool(self.include or self.exclude)
+
+    def rejects_type(self, event_type: str) -> bool:
+        """Whether every event of `event_type` fails the type terms (a tick's node.status rows are then
+        passed over without being built)."""
+        wanted, unwanted = self.include.get("type"), self.exclude.get("type")
+        return bool((wanted and not any(event_type.startswith(v) for v in wanted))
+                    or (unwanted and any(event_type.startswith(v) for v in unwanted)))
 
     def accepts(self, event: StampedEvent, line: Callable[[], str]) -> bool:
         """Type and node terms decide first; `line()` (formatting the event) only for text terms."""
@@ -206,9 +216,9 @@ class EventsPane(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.filter = EventFilter()
-        self._rows: deque[StampedEvent] = deque(maxlen=MAX_ROWS)
+        self._rows = EventRows(MAX_ROWS)
         self._texts: dict[int, str] = {}  # id(row's event) -> its line once formatted; a text.delta row's: its stream
-        self._pending: deque[StampedEvent] = deque()
+        self._pending: deque[Entry] = deque()  # events, and ticks' telemetry blocks (filtered event by event)
         self._stream: tuple[str | None, str | None] | None = None  # (run, node) of the open text.delta row
         self._width = 0  # the widest line formatted so far
         self._resuming = False
@@ -245,11 +255,12 @@ class EventsPane(ScrollView, can_focus=True):
             text = self._texts[id(event)] = format_event(event, self.show_branch)
         return text
 
-    def add(self, events: Iterable[StampedEvent]) -> None:
+    def add(self, events: Iterable[Entry]) -> None:
+        """Events, or a tick's telemetry as one block (`TickEvents`: its rows built only when drawn)."""
         self._pending.extend(events)
         self._take()
 
-    def refilter(self, text: str, history: Iterable[StampedEvent]) -> None:
+    def refilter(self, text: str, history: Events | Iterable[StampedEvent]) -> None:
         self.filter = EventFilter.parse(text)
         self.border_subtitle = f"filter: {self.filter.text}" if self.filter.text else "/ to filter"
         self._rows.clear()
@@ -258,7 +269,7 @@ class EventsPane(ScrollView, can_focus=True):
         self._stream = None
         self.cursor = None
         self._width = 0
-        self.add(history)
+        self.add(history.entries if isinstance(history, Events) else history)
 
     def _take(self) -> None:
         """Filter queued events into rows for one SLICE; the rest waits for the next turn."""
@@ -272,6 +283,8 @@ class EventsPane(ScrollView, can_focus=True):
             pending.clear()
         while pending and time.perf_counter() < deadline:
             chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
+            if accepts is not None and any(type(entry) is TickEvents for entry in chunk):  # filtered event by event
+                chunk = [event for entry in chunk for event in (self._typed(entry) if type(entry) is TickEvents else (entry,))]
             if accepts is not None:
                 chunk = [event for event in chunk if accepts(event, partial(format_event, event, show_branch))]
             if EventType.TEXT_DELTA not in map(_TYPE, chunk):  # no stream: rows at once
@@ -282,7 +295,7 @@ class EventsPane(ScrollView, can_focus=True):
                 if event.type != EventType.TEXT_DELTA:
                     stream_open = None
                 elif stream_open == (stream := (event.run_id, event.node)):
-                    texts[id(rows[-1])] = self._line(rows[-1]) + _delta(event)
+                    texts[id(rows.last)] = self._line(rows.last) + _delta(event)
                     continue
                 else:
                     stream_open = stream
@@ -297,13 +310,18 @@ class EventsPane(ScrollView, can_focus=True):
             self._resuming = True
             self.call_later(self._resume)
 
-    def _append(self, events: Collection[StampedEvent]) -> int:
+    def _typed(self, block: TickEvents) -> Iterator[StampedEvent]:
+        """The events of a tick's block whose type the filter may pass: those it rejects by type are not built."""
+        for event_type, places in block.parts():
+            if not self.filter.rejects_type(event_type):
+                yield from map(block.__getitem__, places)
+
+    def _append(self, events: Iterable[Entry]) -> int:
         """Rows for `events`; the oldest drop off, and their lines with them."""
-        rows = self._rows
-        for old in islice(rows, max(0, len(rows) + len(events) - MAX_ROWS)):
-            self._texts.pop(id(old), None)
-        rows.extend(events)
-        return len(events)
+        return self._rows.extend(events, self._forget)
+
+    def _forget(self, event: StampedEvent) -> None:
+        self._texts.pop(id(event), None)
 
     async def _resume(self) -> None:
         await asyncio.sleep(0)  # a real turn of the event loop: keys and screen updates go first

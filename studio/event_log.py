@@ -1,0 +1,426 @@
+"""The session's event log: every event of its runs, per branch and per node, a tick's telemetry as one block.
+
+A tick at 100,000 nodes changes ~10,000 of them: an event object each (and a row, and a place in
+each index) cost a step ~60 ms and ~200 bytes a change. So a local session takes a tick's telemetry
+(its `node.returned` and `node.status` events and its `tick.completed`) as the runner numbered it, in
+the record `runtime.engine.record.telemetry_record` makes of it with the tick's changes beside it
+(`TickEvents`), and builds one of those events only when something reads it: the events pane the
+rows on screen, a node's detail that node's. The other events are logged one by one (`StampedEvent`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from py_trees.common import Status
+
+from runtime.engine.events import EventType, RuntimeEvent, tick_completed_payload
+from runtime.engine.record import TickReport, telemetry_record
+
+from .timeline import RUN_END, Lineage
+
+TICK_BLOCK = frozenset({EventType.NODE_RETURNED, EventType.NODE_STATUS, EventType.TICK_COMPLETED})  # `TickEvents`' types
+NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_RETURNED, EventType.NODE_ERROR,
+                         EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
+
+
+@dataclass(frozen=True, slots=True)
+class StampedEvent:
+    """A runtime event with the branch it belongs to (the bus knows run and tick, not branches)."""
+
+    branch: str
+    event: RuntimeEvent
+    between: bool = False  # published after its tick's checkpoint: async work finishing between ticks
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    @property
+    def node(self) -> str | None:
+        return self.event.node
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    @property
+    def tick(self) -> int:
+        return self.event.tick
+
+    @property
+    def run_id(self) -> str | None:
+        return self.event.run_id
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.event.payload
+
+    def in_lineage(self, lineage: Lineage) -> bool:
+        return self.run_id == lineage.run_id and lineage.holds(self.branch, self.seq, self.tick, self.type)
+
+
+class TickEvents(Sequence[StampedEvent]):
+    """A tick's `node.returned` events (its unseen returns, few), `node.status` events (one per changed
+    node) and `tick.completed`, in that order, as the runner numbered them: kept as the tick's telemetry
+    record and its changes (the report's own mapping, not copied), each event built when first read.
+    Its `type` and `seq` are those of its first event's place: `tick.completed` ends it, so it is what
+    a view that redraws on a tick's end looks for."""
+
+    __slots__ = ("_built", "branch", "changed", "paths", "record", "run_id", "status", "tick")
+
+    type = EventType.TICK_COMPLETED.value
+
+    def __init__(self, branch: str, run_id: str | None, report: TickReport, record: dict[str, Any]):
+        self.branch, self.run_id, self.tick, self.status = branch, run_id, report.tick, report.status._value_
+        self.record = record
+        self.changed = report.changed  # path -> (old, new): the runner makes a new mapping each tick
+        self.paths: list[str] | None = None  # the changed paths in order, listed when an event of them is read
+        self._built: dict[int, StampedEvent] = {}
+
+    @classmethod
+    def of(cls, branch: str, run_id: str | None, report: TickReport) -> TickEvents | None:
+        """The tick's block; None when its telemetry was not numbered (nothing to stand for)."""
+        record = telemetry_record(report, derived=True)
+        return None if record is None else cls(branch, run_id, report, record)
+
+    @property
+    def returned(self) -> list[list[str]]:
+        """[path, returned, end] of each unseen return."""
+        return self.record["r"][2] if "r" in self.record else []
+
+    @property
+    def seq(self) -> int:
+        return self._seq(0)
+
+    @property
+    def last_seq(self) -> int:
+        return self.record["c"][0]
+
+    def __len__(self) -> int:
+        return len(self.returned) + len(self.changed) + 1
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(index)
+        built = self._built.get(index)
+        if built is None:
+            built = self._built[index] = StampedEvent(self.branch, self._event(index))
+        return built
+
+    def __iter__(self) -> Iterator[StampedEvent]:
+        return map(self.__getitem__, range(len(self)))
+
+    def built(self) -> Iterable[StampedEvent]:
+        """The events read so far (the ones a pane formatted lines for)."""
+        return self._built.values()
+
+    def parts(self) -> list[tuple[str, range]]:
+        """(event type, its places): what a filter on types alone can pass over without building any."""
+        unseen, changed = len(self.returned), len(self.changed)
+        return [(EventType.NODE_RETURNED.value, range(unseen)), (EventType.NODE_STATUS.value, range(unseen, unseen + changed)),
+                (EventType.TICK_COMPLETED.value, range(unseen + changed, unseen + changed + 1))]
+
+    def _seq(self, index: int) -> int:
+        unseen, record = len(self.returned), self.record
+        if index < unseen:
+            return record["r"][0] + index
+        if index < unseen + len(self.changed):
+            return record["n"][0] + index - unseen
+        return record["c"][0]
+
+    def _event(self, index: int) -> RuntimeEvent:
+        """One event as `runtime.engine.record.telemetry_events` rebuilds it from the same record."""
+        record, unseen, seq = self.record, self.returned, self._seq(index)
+        if index < len(unseen):
+            path, returned, end = unseen[index]
+            return RuntimeEvent(seq, EventType.NODE_RETURNED.value, record["r"][1], self.tick, path, self.run_id,
+                                {"status": returned, "end": end})
+        index -= len(unseen)
+        if index < len(self.changed):
+            if self.paths is None:
+                self.paths = list(self.changed)
+            path = self.paths[index]
+            old, new = self.changed[path]
+            return RuntimeEvent(seq, EventType.NODE_STATUS.value, record["n"][1], self.tick, path, self.run_id,
+                                {"old": old._value_, "new": new._value_})
+        _, at, duration_ms, ticked, state_keys = record["c"]
+        pairs: dict[int, list[str]] = {}  # one list per kind of change, as the runner shares them
+        changed = {path: pairs.get(id(change)) or pairs.setdefault(id(change), [change[0]._value_, change[1]._value_])
+                   for path, change in self.changed.items()}
+        return RuntimeEvent(seq, EventType.TICK_COMPLETED.value, at, self.tick, None, self.run_id,
+                            tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
+
+    def of_node(self, path: str) -> list[StampedEvent]:
+        """The node's events in this tick: its unseen returns, then its change."""
+        places = [i for i, (returned_path, _, _) in enumerate(self.returned) if returned_path == path]
+        if path in self.changed:
+            if self.paths is None:
+                self.paths = list(self.changed)
+            places.append(len(self.returned) + self.paths.index(path))
+        return [self[i] for i in places]
+
+    def in_lineage(self, lineage: Lineage) -> bool:
+        """Whole or not at all: a lineage is cut at a checkpoint, which comes after its tick's telemetry."""
+        return self.run_id == lineage.run_id and lineage.holds(self.branch, self.seq, self.tick, self.type)
+
+
+Entry = StampedEvent | TickEvents  # what the log keeps: an event, or a tick's telemetry
+
+
+class Events(Sequence[StampedEvent]):
+    """Events in order, a tick's telemetry counted as its events and built only where read (the
+    rows a pane draws): `entries` are what the log keeps, `plain()` the events that are no tick's
+    telemetry (model and tool calls are looked for among those)."""
+
+    __slots__ = ("_ends", "entries")
+
+    def __init__(self, entries: Sequence[Entry] = ()):
+        self.entries = entries
+        self._ends: list[int] | None = None
+
+    def _counted(self) -> list[int]:
+        if self._ends is None:
+            self._ends = list(accumulate(len(e) if type(e) is TickEvents else 1 for e in self.entries))
+        return self._ends
+
+    def __len__(self) -> int:
+        ends = self._counted()
+        return ends[-1] if ends else 0
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        ends = self._counted()
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        at = bisect_right(ends, index)
+        entry = self.entries[at]
+        return entry if type(entry) is StampedEvent else entry[index - (ends[at] - len(entry))]
+
+    def __iter__(self) -> Iterator[StampedEvent]:
+        for entry in self.entries:
+            if type(entry) is StampedEvent:
+                yield entry
+            else:
+                yield from entry
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def plain(self) -> list[StampedEvent]:
+        return [entry for entry in self.entries if type(entry) is StampedEvent]
+
+
+class _Branch:
+    """One (run, branch)'s entries in the order logged, with what `EventLog.of` cuts them by."""
+
+    __slots__ = ("ends", "events", "ordered", "positions")
+
+    def __init__(self) -> None:
+        self.events: list[Entry] = []
+        self.positions = array("q")  # each entry's place in its run's log: branches merge in that order
+        self.ends: list[tuple[int, StampedEvent]] = []  # the run's end events, which a lineage may hold past its limit
+        self.ordered = True  # seq never went down: the events up to a limit are a prefix
+
+    def add(self, stamped: Entry, position: int) -> int:
+        """Log an entry; returns the position it takes. A tick's telemetry comes after the tick's
+        checkpoint is saved, after what an asyncio store let publish meanwhile: it goes in at its
+        numbers' place (with its neighbour's position), so the entries stay a prefix to cut."""
+        events = self.events
+        if events and stamped.seq < _last_seq(events[-1]):
+            at = bisect_right(events, stamped.seq, key=_seq)
+            if type(stamped) is TickEvents and (at == 0 or _last_seq(events[at - 1]) < stamped.seq) \
+                    and events[at].seq > stamped.last_seq:
+                position = self.positions[at - 1] if at else self.positions[0]
+                events.insert(at, stamped)
+                self.positions.insert(at, position)
+                return position
+            self.ordered = False
+        events.append(stamped)
+        self.positions.append(position)
+        if stamped.type in RUN_END and type(stamped) is StampedEvent:
+            self.ends.append((position, stamped))
+        return position
+
+    def held(self, lineage: Lineage, limit: int | None) -> tuple[list[Entry], Sequence[int]]:
+        """The entries `lineage` holds and their positions: a prefix cut by bisection, not a test of each."""
+        events, positions = self.events, self.positions
+        if not self.ordered:
+            kept = [i for i, stamped in enumerate(events) if stamped.in_lineage(lineage)]
+            return [events[i] for i in kept], [positions[i] for i in kept]
+        cut = len(events) if limit is None else bisect_right(events, limit, key=_seq)
+        events, positions = events[:cut], positions[:cut]
+        if limit is not None:
+            for position, stamped in self.ends:
+                if stamped.seq > limit and stamped.in_lineage(lineage):
+                    events.append(stamped)
+                    positions.append(position)
+        return events, positions
+
+
+def _seq(entry: Entry) -> int:
+    return entry.seq
+
+
+def _last_seq(entry: Entry) -> int:
+    return entry.seq if type(entry) is StampedEvent else entry.last_seq
+
+
+def _position(placed: tuple[int, Any]) -> int:
+    return placed[0]
+
+
+class EventLog:
+    """Every event of the session's runs (live, or loaded from the store), per branch and per node.
+
+    A frame's events are read per branch of its lineage, up to the branch's limit by bisection:
+    proportional to what the frame shows, not to the run (esc at 10,000 nodes tested all ~10,000
+    events one by one, ~16 ms)."""
+
+    def __init__(self) -> None:
+        self._branches: dict[tuple[str | None, str], _Branch] = {}
+        self._logged: dict[str | None, int] = {}  # entries logged per run: the next one's position
+        self._nodes: dict[tuple[str | None, str], list[tuple[int, StampedEvent]]] = {}  # (position, event)
+        self._ticks: dict[tuple[str | None, str], list[tuple[int, TickEvents]]] = {}  # per branch
+        self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
+        self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
+
+    def _place(self, run_id: str | None, branch_name: str, entry: Entry) -> int:
+        position = self._logged.get(run_id, 0)
+        self._logged[run_id] = position + 1
+        branch = self._branches.get((run_id, branch_name))
+        if branch is None:
+            branch = self._branches[(run_id, branch_name)] = _Branch()
+        return branch.add(entry, position)
+
+    def add(self, stamped: StampedEvent) -> None:
+        event = stamped.event  # its fields read once, not through the properties
+        run_id, kind = event.run_id, event.type
+        position = self._place(run_id, stamped.branch, stamped)
+        if event.node is not None and kind in NODE_EVENTS:
+            self._nodes.setdefault((run_id, event.node), []).append((position, stamped))
+        elif kind == EventType.STATE_CHANGED:
+            self._writes.setdefault((run_id, event.tick), []).append(stamped)
+        elif kind == EventType.MODEL_CALL_COMPLETED:
+            totals = self._tokens.setdefault((run_id, stamped.branch), [])
+            used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
+            totals.append((stamped.seq, (totals[-1][1] if totals else 0) + used))
+
+    def add_tick(self, ticked: TickEvents) -> None:
+        """A tick's telemetry as one entry (`TickEvents`): nothing done per changed node."""
+        position = self._place(ticked.run_id, ticked.branch, ticked)
+        self._ticks.setdefault((ticked.run_id, ticked.branch), []).append((position, ticked))
+
+    def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
+             saved: dict[tuple[str, int], int]) -> None:
+        """A recorded run's events; `saved` gives each (branch, tick)'s checkpoint position."""
+        self._keep(lambda run: run != run_id)
+        self.extend(pairs, saved)
+
+    def extend(self, pairs: Iterable[tuple[str, RuntimeEvent]],
+               saved: dict[tuple[str, int], int]) -> None:
+        """More of a recorded run's events, stored after those loaded (a followed run's landing)."""
+        for branch, event in pairs:
+            position = saved.get((branch, event.tick))
+            self.add(StampedEvent(branch, event, position is not None and event.seq > position))
+
+    def keep_only(self, run_id: str | None) -> None:
+        """Forget every other run (a restart leaves the old run to the store)."""
+        self._keep(lambda run: run == run_id)
+
+    def _keep(self, wanted: Callable[[str | None], bool]) -> None:
+        """Keep, in the log and in each index (all keyed by run first), only the runs `wanted`."""
+        self._logged = {run: count for run, count in self._logged.items() if wanted(run)}
+        self._branches, self._nodes, self._ticks, self._writes, self._tokens = (
+            {key: value for key, value in index.items() if wanted(key[0])}
+            for index in (self._branches, self._nodes, self._ticks, self._writes, self._tokens))
+
+    def of(self, lineage: Lineage) -> Events:
+        """The lineage's events in the order logged (its branches' merged by position)."""
+        parts = [branch.held(lineage, limit) for name, limit in lineage.limits.items()
+                 if (branch := self._branches.get((lineage.run_id, name))) is not None]
+        parts = [(events, positions) for events, positions in parts if events]
+        if len(parts) <= 1:
+            return Events(parts[0][0] if parts else [])
+        return Events([entry for _, entry in heapq.merge(
+            *(zip(positions, events, strict=True) for events, positions in parts), key=_position)])
+
+    def of_node(self, lineage: Lineage, path: str) -> list[StampedEvent]:
+        """The node's events in the lineage, in the order logged: its own, and its part of each tick's telemetry."""
+        own = [(position, e) for position, e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
+        ticks = [(position, e) for branch in lineage.limits
+                 for position, ticked in self._ticks.get((lineage.run_id, branch), ())
+                 if ticked.in_lineage(lineage) for e in ticked.of_node(path)]
+        if not ticks:
+            return [e for _, e in own]
+        return [e for _, e in heapq.merge(own, sorted(ticks, key=_position), key=_position)]
+
+    def tokens(self, lineage: Lineage) -> int:
+        """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'
+        included, each branch counted up to where the lineage leaves it."""
+        total = 0
+        for branch, limit in lineage.limits.items():
+            totals = self._tokens.get((lineage.run_id, branch))
+            if totals:
+                at = len(totals) if limit is None else bisect_right(totals, (limit, math.inf))
+                total += totals[at - 1][1] if at else 0
+        return total
+
+    def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
+        """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
+        return [e for e in self._writes.get((lineage.run_id, tick), ()) if e.in_lineage(lineage)]
+
+
+def status_history(events: Iterable[StampedEvent]) -> list[tuple[int, str, str]]:
+    """(tick, old, new) for every status one node took, in order, from its events: its ticks' end
+    statuses (`node.status`) and the returns they did not show (`node.returned`). A loop round's
+    `done` returning FAILURE in tick 3, reset to INVALID in the same tick, reads (3, INVALID,
+    FAILURE), (3, FAILURE, INVALID). A node with no event yet has been INVALID."""
+    history: list[tuple[int, str, str]] = []
+    now = Status.INVALID.value  # where the events so far left the node
+    ended: tuple[int, str] | None = None  # (tick, end status) of a node.returned: where that tick leaves it
+
+    def move(tick: int, new: str) -> None:
+        nonlocal now
+        if new != now:
+            history.append((tick, now, new))
+            now = new
+
+    for stamped in events:
+        kind, tick, payload = stamped.type, stamped.tick, stamped.payload
+        if kind not in (EventType.NODE_STATUS, EventType.NODE_RETURNED):
+            continue
+        if ended is not None and ended[0] != tick:  # no node.status of that tick followed: it ended as it began
+            move(*ended)
+            ended = None
+        if kind == EventType.NODE_RETURNED:
+            move(tick, payload.get("status"))
+            ended = (tick, payload.get("end"))
+        else:
+            if ended is None:
+                now = payload.get("old")  # (as it began: a lineage's events may start mid-run)
+            ended = None
+            move(tick, payload.get("new"))
+    if ended is not None:
+        move(*ended)
+    return history
+
+
+__all__ = ["NODE_EVENTS", "TICK_BLOCK", "EventLog", "Events", "StampedEvent", "TickEvents", "status_history"]
