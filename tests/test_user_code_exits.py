@@ -20,6 +20,15 @@ class Exits(Behaviour):
         sys.exit(3)
 
 
+class Boom(BaseException):
+    """A BaseException of the tree's own: not an Exception, no exit, no interrupt."""
+
+
+class Booms(Behaviour):
+    def update(self) -> Status:
+        raise Boom("up")
+
+
 class ExitsLater(AsyncBehaviour):
     async def update_async(self) -> Status:
         raise KeyboardInterrupt
@@ -34,6 +43,7 @@ async def exits_in_a_function(state):
     (Exits("Exits"), "SystemExit (sys.exit(3))"),
     (ExitsLater("ExitsLater"), "KeyboardInterrupt"),
     (exits_in_a_function(), "SystemExit (sys.exit('bye'))"),
+    (Booms("Booms"), "Boom: up"),
 ])
 async def test_a_node_that_exits_or_interrupts_fails_with_that_reason_and_the_run_ends_normally(leaf, reason):
     root = py_trees.composites.Selector("Root", memory=True, children=[leaf, py_trees.behaviours.Success("After")])
@@ -48,6 +58,12 @@ def interrupts(x: int) -> int:
     raise KeyboardInterrupt
 
 
+@tool
+def booms(x: int) -> int:
+    """Raises a BaseException of its own."""
+    raise Boom("tool")
+
+
 @tool(blocking=True)
 def exits(x: int) -> int:
     """Calls sys.exit, in a worker thread."""
@@ -55,14 +71,17 @@ def exits(x: int) -> int:
 
 
 async def test_a_tool_that_exits_or_interrupts_is_answered_with_its_failure_and_the_run_goes_on():
-    script = [{"tool_calls": [{"name": "interrupts", "arguments": {"x": 1}}, {"name": "exits", "arguments": {"x": 2}}]},
+    script = [{"tool_calls": [{"name": "interrupts", "arguments": {"x": 1}}, {"name": "exits", "arguments": {"x": 2}},
+                              {"name": "booms", "arguments": {"x": 3}}]},
               "done"]
-    root = create_react_node(name="R", model_client=ModelClient(ScriptedProvider(script)), tools=[interrupts, exits])
+    root = create_react_node(name="R", model_client=ModelClient(ScriptedProvider(script)),
+                             tools=[interrupts, exits, booms])
     result = await Agent(root, state_schema=ReActState).run({"messages": [human("go")]})
     assert result.final_answer == "done"
     observations = [m.content for m in result.state.messages if m.role == "tool"]
     assert observations == ["Error: tool 'interrupts' failed: KeyboardInterrupt",
-                            "Error: tool 'exits' failed: SystemExit (sys.exit(5))"]
+                            "Error: tool 'exits' failed: SystemExit (sys.exit(5))",
+                            "Error: tool 'booms' failed: Boom: tool"]
 
 
 def test_a_cli_run_whose_node_exits_reports_the_nodes_failure_not_its_exit_status(tmp_path):

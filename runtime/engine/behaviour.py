@@ -28,7 +28,7 @@ from ..state import StateManager, normalize_namespace
 from ..urls import masked_url
 from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
-from .user_code import FAILURES, described, failure
+from .user_code import FAILURES, PASSED_ON, described, failure
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ def tick_leaf(node: py_trees.behaviour.Behaviour,
         new_status = node.update()
         if new_status not in _STATUSES:
             raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
+    except PASSED_ON:
+        raise
     except FAILURES as exc:  # sys.exit() in a node is its failure (runtime.engine.user_code)
         new_status = fail(node, failure(exc))
     if new_status != Status.RUNNING:
@@ -381,6 +383,8 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
             new_status = self.update()
             if new_status not in _STATUSES:
                 raise TypeError(f"update() returned {new_status!r}, not a py_trees Status")
+        except PASSED_ON:
+            raise
         except FAILURES as exc:
             new_status = self._fail(failure(exc))
         if new_status != Status.RUNNING:
@@ -392,6 +396,8 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
         """`initialise()`; False when it raised (the node is then FAILURE, with the error)."""
         try:
             self.initialise()
+        except PASSED_ON:
+            raise
         except FAILURES as exc:
             self._fail(failure(exc))
             self.stop(Status.FAILURE)

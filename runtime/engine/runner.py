@@ -48,7 +48,7 @@ from .long_lived import freezes, keep_out_of_collections
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
-from .user_code import FAILURES, failure
+from .user_code import FAILURES, PASSED_ON, failure
 
 Hook = Callable[..., Any | Awaitable[Any]]
 _FINISHED = (Status.SUCCESS, Status.FAILURE)
@@ -111,6 +111,8 @@ def _guard(node: py_trees.behaviour.Behaviour, fail: Callable[[py_trees.behaviou
         def guarded(original=original, method_name=method_name):
             try:
                 return original()
+            except PASSED_ON:
+                raise
             except FAILURES as exc:  # sys.exit() in a node is its failure (runtime.engine.user_code)
                 status = fail(node, failure(exc))
                 return status if method_name == "update" else None

@@ -1,7 +1,9 @@
 """What code the user wrote (a node's update, a tool) raising means: that code failed.
 
-`sys.exit()` or a `KeyboardInterrupt` raised by a node or a tool is that node's or tool's failure,
-named as such, never the end of the process hosting the run (the studio, `run`, a service). The
+`sys.exit()`, a `KeyboardInterrupt` or any `BaseException` of the user's own raised by a node or a
+tool is that node's or tool's failure, named as such, never the end of the process hosting the run
+(the studio, `run`, a service). Only the run's own control flow passes through user code
+(`PASSED_ON`: a cancellation, a coroutine closed). The
 user's own Ctrl-C never arrives as an exception inside user code: it cancels the run's task
 (`asyncio.run`, studio/stopping.py). Caught as it is raised, before it leaves the user's code:
 a task whose coroutine raises either one stops the whole event loop.
@@ -9,13 +11,17 @@ a task whose coroutine raises either one stops the whole event loop.
 
 from __future__ import annotations
 
-FAILURES = (Exception, SystemExit, KeyboardInterrupt)  # what `except` catches around user code
+import asyncio
+
+PASSED_ON = (asyncio.CancelledError, GeneratorExit)  # `except PASSED_ON: raise` comes first around user code
+FAILURES = BaseException  # ... then `except FAILURES`: whatever else the user's code raised
 
 
 class UserExit(Exception):
-    """SystemExit or KeyboardInterrupt raised by user code, carried on as an ordinary failure."""
+    """A BaseException that is no Exception (sys.exit, KeyboardInterrupt, the user's own) raised by
+    user code, carried on as an ordinary failure."""
 
-    def __init__(self, raised: SystemExit | KeyboardInterrupt):
+    def __init__(self, raised: BaseException):
         super().__init__(described(raised))
         self.__cause__ = raised
 
@@ -34,4 +40,4 @@ def described(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-__all__ = ["FAILURES", "UserExit", "described", "failure"]
+__all__ = ["FAILURES", "PASSED_ON", "UserExit", "described", "failure"]

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..engine.events import EventType
-from ..engine.user_code import FAILURES, described
+from ..engine.user_code import FAILURES, PASSED_ON, described
 from ..messages import Message
 from ..model import ModelConfig, ModelResponse
 from ..model.client import checked_client
@@ -85,6 +85,8 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
                 raise
             raise ToolError(f"tool '{tool.name}' failed: CancelledError (a cancellation the run did not ask "
                             "for)") from exc
+        except PASSED_ON:
+            raise
         except FAILURES as exc:  # sys.exit() in a tool is its failure (runtime.engine.user_code)
             raise ToolError(f"tool '{tool.name}' failed: {described(exc)}") from exc
         try:

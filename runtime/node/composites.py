@@ -30,7 +30,7 @@ from py_trees.common import Status
 from py_trees.composites import Parallel, Selector, Sequence
 
 from ..engine.behaviour import Decorator, JianmuNodeMixin
-from ..engine.user_code import FAILURES, failure
+from ..engine.user_code import FAILURES, PASSED_ON, failure
 from ..state import InteractionKeys
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,8 @@ class LoopUntilSuccess(Decorator):
             self.status = Status.RUNNING  # initialised: the decorator's own tick must not do it again
         try:
             reason = self._abort_reason()
+        except PASSED_ON:
+            raise
         except FAILURES as exc:  # the user's abort condition, sys.exit() in it too (runtime.engine.user_code)
             self._fail(failure(exc))
             reason = "aborted"
