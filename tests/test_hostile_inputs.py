@@ -326,3 +326,46 @@ def test_a_tree_raising_a_baseexception_of_its_own_is_one_line(tmp_path, where):
     raising = "class Odd(BaseException):\n    pass\n\n"
     tree.write_text(raising + ("raise Odd('at import')\n" if where == "import" else "def build():\n    raise Odd('in build')\n"))
     one_line(cli("run", str(tree), "--db", str(tmp_path / "s.db")), f"{tree}: ", "Odd: ")
+
+
+SURROGATE_TREE = '''
+from pydantic import BaseModel
+from runtime import Agent
+from runtime.node import Sequence, node
+
+
+class Notes(BaseModel):
+    answer: str = ""
+    notes: list[str] = []
+
+
+@node(name="Writes")
+def writes(state: dict) -> dict:
+    return {KEY: VALUE}
+
+
+@node(name="After")
+def after(state: dict) -> dict:
+    return {}
+
+
+def build():
+    return Agent(Sequence("Root", memory=True, children=[writes(), after()]), state_schema=Notes)
+'''
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("answer", '"bad \\ud800 text"'),  # a text from a decoded hostile input
+    ("notes", '["fine"] * 40 + ["bad \\udfff"]'),  # in a long list, stored in chunks apart
+])
+def test_a_lone_surrogate_written_into_state_stops_the_run_naming_its_key_and_the_end_is_recorded(
+        tmp_path, key, value):
+    tree = tmp_path / "writes.py"
+    tree.write_text(SURROGATE_TREE.replace("KEY", repr(key)).replace("VALUE", value))
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == (f"jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: state key "
+                        f"'{key}' holds a text that is not valid Unicode (a lone surrogate): a store cannot keep it")
+    assert lines[1:] == [f"jianmu-studio: its end is recorded in {tmp_path / 's.db'} (status ERROR)"]
+    assert "Traceback" not in result.stderr

@@ -45,10 +45,11 @@ import itertools
 import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Set
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Set
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from py_trees.composites import Composite
+from pydantic_core import PydanticSerializationError
 
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
@@ -57,7 +58,7 @@ from ...engine.record import telemetry_record
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
 from .deferred import compile_deferred
-from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, jsonable
+from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, dumpb, jsonable
 from .positions import resumable_models
 from .returns import ReturnsWriter
 from .statuses import PackedWriter
@@ -250,8 +251,9 @@ class RunnerCheckpoints:
     def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
         """The record taken now (the runner as it is after this tick), written once the write in
         flight before it is done (its id is this one's parent)."""
-        record, events = self._record(source, status, tick)
-        line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
+        with self._storable():
+            record, events = self._record(source, status, tick)
+            line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
 
         async def write() -> int:
             record.parent_id = self.head
@@ -260,7 +262,7 @@ class RunnerCheckpoints:
             try:
                 checkpoint_id = await saving
             except StoreError as exc:
-                raise self._unsaved(record, exc) from exc
+                raise self._unsaved(record.tick, exc) from exc
             self._saved(record, checkpoint_id, line)
             return checkpoint_id
 
@@ -327,20 +329,40 @@ class RunnerCheckpoints:
         """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
         returns its id. A store that cannot write it raises `StoreError`: the run must stop.
         After a tick (`tick`: its report) the record also says how its telemetry was numbered."""
-        record, events = self._record(source, status, tick)
-        try:
-            checkpoint_id = self.store.save(record, events)
-        except StoreError as exc:
-            self._events[:0] = events
-            raise self._unsaved(record, exc) from exc
+        with self._storable():
+            record, events = self._record(source, status, tick)
+            try:
+                checkpoint_id = self.store.save(record, events)
+            except StoreError as exc:
+                self._events[:0] = events
+                raise self._unsaved(record.tick, exc) from exc
         self._saved(record, checkpoint_id, self._line)
         return checkpoint_id
 
-    def _unsaved(self, record: CheckpointRecord, exc: StoreError) -> StoreError:
+    def _unsaved(self, tick: int, exc: StoreError) -> StoreError:
         """The deltas just taken were never stored: the next save starts afresh, full."""
         self._failures += 1
         self._start_session(self._run_id, self.branch, self.head)
-        return StoreError(f"checkpoint of tick {record.tick} not written: {exc}")
+        return StoreError(f"checkpoint of tick {tick} not written: {exc}")
+
+    @contextlib.contextmanager
+    def _storable(self) -> Iterator[None]:
+        """A record that cannot be encoded (a text no store can keep: a lone surrogate, from a decoded
+        hostile input) is a failed save naming the state key that holds it, not the encoder's words."""
+        try:
+            yield
+        except PydanticSerializationError as exc:
+            sm = self.runner.state_manager
+            for ns in sm.namespaces():
+                for key in sm.view(ns):
+                    try:
+                        dumpb(sm.stored(key, ns or None))
+                    except PydanticSerializationError:
+                        where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns and ns != GLOBAL else "")
+                        raise StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {where} "
+                                         "holds a text that is not valid Unicode (a lone surrogate): a store "
+                                         "cannot keep it") from exc
+            raise
 
     def _saved(self, record: CheckpointRecord, checkpoint_id: int, line: _Line) -> None:
         self._unwritten = False
