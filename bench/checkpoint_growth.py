@@ -46,7 +46,8 @@ from runtime.debug.names import StateNames
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import EventsRead, open_store
 from studio.edits import StagedEdits
-from studio.frames import EventLog, PastFrame
+from studio.event_log import EventLog
+from studio.frames import PastFrame
 from studio.timeline import RunTimeline, whole
 
 KB = 1000

@@ -454,5 +454,4 @@ def _validated(view: StateManager, ns: str, key: str, raw: Deferred) -> Deferred
     return Deferred(lambda: view.validate(key, raw.load(), ns or None))
 
 
-__all__ = ["EventLog", "Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "StampedEvent",
-           "port_views", "status_history"]
+__all__ = ["Frame", "HeadFrame", "NodeDetail", "NodeView", "PastFrame", "PortView", "port_views"]

@@ -12,7 +12,7 @@ from tui_fixtures import REACT_CALCULATOR, ROOT, TEXT_PIPELINE, settle, steady_t
 
 from runtime.engine.events import EventType, RuntimeEvent
 from studio.app import StudioApp
-from studio.frames import StampedEvent
+from studio.event_log import StampedEvent
 from studio.session import RunState
 from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event

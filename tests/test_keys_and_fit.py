@@ -20,7 +20,7 @@ from tui_fixtures import (  # noqa: F401
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
-from studio.frames import StampedEvent
+from studio.event_log import StampedEvent
 from studio.screens.bindings_editor import BindingsEditor
 from studio.screens.help import HelpScreen
 from studio.screens.state_editor import StateEditor

@@ -14,7 +14,7 @@ from textual.widgets._footer import FooterKey
 from tui_fixtures import BOTH, REACT_CALCULATOR, ROOT, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.engine.events import EventType, RuntimeEvent
-from studio.frames import EventLog, StampedEvent
+from studio.event_log import EventLog, StampedEvent
 from studio.session import RunState
 from studio.timeline import Lineage
 from studio.widgets import events_pane

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from py_trees.common import Status
 
-from studio.frames import StampedEvent
+from studio.event_log import StampedEvent
 from studio.session import DebugSession
 from studio.timeline import RunTimeline
 from studio.widgets.events_pane import EventFilter

@@ -13,7 +13,7 @@ from pathlib import Path
 from py_trees.common import Status
 
 from runtime.engine import RuntimeEvent
-from studio.frames import StampedEvent, status_history
+from studio.event_log import StampedEvent, status_history
 from studio.session import DebugSession
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from tui_fixtures import ROOT, SIZE, TEXT_PIPELINE, settle, steady_terminal  # n
 
 from runtime.engine.events import RuntimeEvent
 from studio.app import StudioApp
-from studio.frames import StampedEvent
+from studio.event_log import StampedEvent
 from studio.session import DebugSession
 from studio.widgets import events_pane
 from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event

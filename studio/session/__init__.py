@@ -11,7 +11,8 @@ The names the views read are here too (`RunState`, `Stop`, `TimelineRow`, node a
 from runtime.debug.stops import RunState, Stop
 
 from ..edits import EditError
-from ..frames import NodeDetail, NodeView, PortView, StampedEvent
+from ..event_log import StampedEvent
+from ..frames import NodeDetail, NodeView, PortView
 from .api import EVENT_BUFFER, SessionAPI, TimelineRow
 from .local import RECORDING, DebugSession, StopReason, default_db_path, open_store
 

@@ -53,8 +53,9 @@ from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
 from ..edits import EditError, StagedEdits
+from ..event_log import EventLog, StampedEvent, status_history
 from ..failure import Failure
-from ..frames import EventLog, NodeDetail, NodeView, PortView, StampedEvent, status_history
+from ..frames import NodeDetail, NodeView, PortView
 from ..model_calls import MODEL_EVENTS, ModelCall, collect
 from ..timeline import Lineage, Mark, RunTimeline
 from .api import EVENT_BUFFER, TimelineRow

@@ -54,19 +54,10 @@ from runtime.node.composites import loop_counter
 
 from ..compare import Comparison, Target, targets
 from ..edits import EditError, StagedEdits
-from ..event_log import TICK_BLOCK, Events, TickEvents
+from ..event_log import TICK_BLOCK, EventLog, Events, StampedEvent, TickEvents
 from ..failure import Failure
 from ..follow import FINAL, Landed, RunFollower, ending, following
-from ..frames import (
-    EventLog,
-    Frame,
-    HeadFrame,
-    NodeDetail,
-    NodeView,
-    PastFrame,
-    StampedEvent,
-    port_views,
-)
+from ..frames import Frame, HeadFrame, NodeDetail, NodeView, PastFrame, port_views
 from ..loader import LoadedTree, TreeLoadError, load_tree
 from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from ..places import default_db_path, default_store
