@@ -354,11 +354,11 @@ class RunnerCheckpoints:
         except PydanticSerializationError as exc:
             sm = self.runner.state_manager
             for ns in sm.namespaces():
-                for key in sm.view(ns):
+                for key, value in sm.stored_view(ns).items():
                     try:
-                        dumpb(sm.stored(key, ns or None))
+                        dumpb(value)
                     except PydanticSerializationError:
-                        where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns and ns != GLOBAL else "")
+                        where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns else "")
                         raise StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {where} "
                                          "holds a text that is not valid Unicode (a lone surrogate): a store "
                                          "cannot keep it") from exc

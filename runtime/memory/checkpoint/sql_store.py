@@ -371,7 +371,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     if not begun:
                         yield Query(self._BEGIN)
                         begun = True
-                    yield from self._flush(pending)
+                    yield from pending if fused is None else fused
                     yield Query("COMMIT")
             except GeneratorExit:
                 raise
@@ -433,7 +433,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             return self._items.get(key) or added.get(key)
 
         def spliceable(part: bytes) -> int | None:  # (an item being inserted: spliced in once it has its id)
-            waiting.extend([part] if part in inserting else [])
+            if part in inserting:
+                waiting.append(part)
             return known(part)
 
         for text, key in zip(texts, keys, strict=True):
