@@ -150,9 +150,7 @@ class TickEvents(Sequence[StampedEvent]):
                                 {"status": returned, "end": end})
         index -= len(unseen)
         if index < len(self.changed):
-            if self.paths is None:
-                self.paths = list(self.changed)
-            path = self.paths[index]
+            path = self._changed_paths()[index]
             old, new = self.changed[path]
             return RuntimeEvent(seq, EventType.NODE_STATUS.value, record["n"][1], self.tick, path, self.run_id,
                                 {"old": old._value_, "new": new._value_})
@@ -167,10 +165,13 @@ class TickEvents(Sequence[StampedEvent]):
         """The node's events in this tick: its unseen returns, then its change."""
         places = [i for i, (returned_path, _, _) in enumerate(self.returned) if returned_path == path]
         if path in self.changed:
-            if self.paths is None:
-                self.paths = list(self.changed)
-            places.append(len(self.returned) + self.paths.index(path))
+            places.append(len(self.returned) + self._changed_paths().index(path))
         return [self[i] for i in places]
+
+    def _changed_paths(self) -> list[str]:
+        if self.paths is None:
+            self.paths = list(self.changed)
+        return self.paths
 
     def in_lineage(self, lineage: Lineage) -> bool:
         """Whole or not at all: a lineage is cut at a checkpoint, which comes after its tick's telemetry."""

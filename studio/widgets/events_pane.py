@@ -283,9 +283,10 @@ class EventsPane(ScrollView, can_focus=True):
             pending.clear()
         while pending and time.perf_counter() < deadline:
             chunk = [pending.popleft() for _ in range(min(CHUNK, len(pending)))]
-            if accepts is not None and any(type(entry) is TickEvents for entry in chunk):  # filtered event by event
-                chunk = [event for entry in chunk for event in (self._typed(entry) if type(entry) is TickEvents else (entry,))]
             if accepts is not None:
+                if any(type(entry) is TickEvents for entry in chunk):  # filtered event by event
+                    chunk = [event for entry in chunk
+                             for event in (self._typed(entry) if type(entry) is TickEvents else (entry,))]
                 chunk = [event for event in chunk if accepts(event, partial(format_event, event, show_branch))]
             if EventType.TEXT_DELTA not in map(_TYPE, chunk):  # no stream: rows at once
                 stream_open = None if chunk else stream_open

@@ -84,10 +84,6 @@ class TreeRows:
         paths = self.paths
         return [paths[kid] for kid in self.kids(self.index[path])]
 
-    def parent_path(self, path: str) -> str | None:
-        up = self.parent[self.index[path]]
-        return None if up == NONE else self.paths[up]
-
     def mark(self, paths: Iterable[str]) -> None:
         """These nodes' lines may be out of date."""
         index, stale = self.index, self.stale
