@@ -449,8 +449,9 @@ async def serve(args: argparse.Namespace) -> int:
 
     with stopping.user_code():
         loaded = load_tree(args.tree)
-    with stopping.connecting(args.db or default_store()):
-        store = open_store(args.db or str(default_store()))
+    name = args.db or str(default_store())
+    with stopping.connecting(name):
+        store = open_store(name)
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
     agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),

@@ -68,10 +68,15 @@ class Breakpoint:
     def stops_before(self, path: str) -> bool:
         return self.enabled and self.kind == "node" and self.on == "before" and self.node == path
 
+    @property
+    def checks_ticks(self) -> bool:
+        """An enabled after-breakpoint: it reads each completed tick's report (`hit_by_tick`)."""
+        return self.enabled and self.kind == "node" and self.on == "after"
+
     def hit_by_tick(self, report: TickReport) -> bool:
         """An after-breakpoint: its node's status changed in this (completed) tick, by the tick's end or
         at a return the end does not show (a loop's round that failed: `TickReport.moved`)."""
-        return self.enabled and self.kind == "node" and self.on == "after" and report.moved(self.node)
+        return self.checks_ticks and report.moved(self.node)
 
     def hit_by_event(self, event: RuntimeEvent) -> bool:
         return self.enabled and self.kind == "event" and event.type == self.event_type

@@ -466,8 +466,7 @@ class Debugger:
     def _detailed(self) -> bool:
         """Whether the next tick's report must carry its record and changes: a listener reads every
         report, or an enabled after-breakpoint checks them (`Breakpoint.hit_by_tick`)."""
-        return bool(self._tick_listeners) or (bool(self.breakpoints) and any(
-            bp.kind == "node" and bp.on == "after" and bp.enabled for bp in self.breakpoints))
+        return bool(self._tick_listeners) or any(bp.checks_ticks for bp in self.breakpoints)
 
     def _has_async_nodes(self) -> bool:
         """Whether the tree holds async nodes (a swarm's among them): their work, and a swarm's agents,

@@ -492,8 +492,8 @@ class ReactiveRunner:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
-            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a hook sees
-                await settling                                                               # the tick stored
+            if (settling := self._settling()) is not None:  # a hook sees the tick stored
+                await settling
             if held := self._call_hooks(self._after_hooks, self, report):
                 await held
         if self._finish_hooks and report.status in _FINISHED and (

@@ -3,7 +3,7 @@
 `sys.exit()`, a `KeyboardInterrupt` or any `BaseException` of the user's own raised by a node or a
 tool is that node's or tool's failure, named as such, never the end of the process hosting the run
 (the studio, `run`, a service). Only the run's own control flow passes through user code
-(`PASSED_ON`: a cancellation, a coroutine closed). The
+(`PASSED_ON`: a cancellation, a coroutine closed, a signal that stops the command). The
 user's own Ctrl-C never arrives as an exception inside user code: it cancels the run's task
 (`asyncio.run`, studio/stopping.py). Caught as it is raised, before it leaves the user's code:
 a task whose coroutine raises either one stops the whole event loop.
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 
-PASSED_ON = (asyncio.CancelledError, GeneratorExit)  # `except PASSED_ON: raise` comes first around user code
+from ..signals import Stopped
+
+PASSED_ON = (asyncio.CancelledError, GeneratorExit, Stopped)  # `except PASSED_ON: raise` first around user code
 FAILURES = BaseException  # ... then `except FAILURES`: whatever else the user's code raised
 
 
