@@ -2,13 +2,16 @@
 
 A chain's checkpoints are deltas of the one before, and their rows (and a run's event batches)
 were deflate streams continued row by row: one damaged row made the later checkpoints of its
-chain unreadable. Each row now stands alone and a delta's row carries the delta before it
-(`row_codec.py`): the checkpoints before and after a damaged one read back as saved, and are
-listed, shown, replayed and forked from; the damaged one is one line naming it.
+chain unreadable. Each row now stands alone and carries its parent's record (a full record's
+child its own delta from the checkpoint before it, the run's first record whole: `row_codec.py`):
+the checkpoints before and after a damaged one, full or delta, read back as saved, and are listed,
+shown, replayed and forked from; the damaged one is one line naming it. Two damaged rows in a row
+cost exactly the line that builds on the first, up to the next full record, each read naming it.
 """
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import pytest
@@ -17,7 +20,7 @@ from test_cli import cli
 from test_reliability_inputs import checkpoint_cli, one_line
 
 from runtime.memory.checkpoint import EventsRead, StoreError, open_store
-from runtime.memory.checkpoint.row_codec import decode_row, encode_row
+from runtime.memory.checkpoint.row_codec import ZDICT, Carried, context_of, decode_row, encode_row
 from runtime.memory.checkpoint.sql_store import SCHEMA_VERSION
 from studio.session import DebugSession, EditError
 
@@ -74,6 +77,14 @@ def _rewrite(store, table: str, row_id: int, change) -> None:
     tamper(store, f"UPDATE {table} SET data = ? WHERE id = ?", (change(bytes(data)), row_id))
 
 
+def _own_texts(store, table: str) -> dict[int, bytes]:
+    """Row id -> the JSON its row holds of its own, for each row of an undamaged `table`."""
+    texts: dict[int, bytes] = {}
+    for row_id, data in rows(store, f"SELECT id, data FROM {table} ORDER BY id"):
+        texts[row_id] = decode_row(bytes(data), [texts[i] for i in context_of(bytes(data))[0]]).own
+    return texts
+
+
 def _reopened(store, name: str):
     store.close()
     return open_store(name, create=False)
@@ -106,45 +117,67 @@ def test_a_damaged_delta_costs_its_checkpoint_only(recorded, store_name, damage)
         store.close()
 
 
-def test_a_damaged_full_record_costs_its_chain_each_read_naming_it(recorded, store_name):
-    """A chain's full record is not carried (a large tree's would double its chain's bytes): the
-    deltas of its chain name it, the other chains read back."""
+def _bases(store) -> dict[int, int]:
+    return dict(rows(store, "SELECT id, base_id FROM checkpoints ORDER BY id"))
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+@pytest.mark.parametrize("which", ["a chain's full record", "the run's first record"])
+def test_a_damaged_full_record_costs_itself_only(recorded, store_name, damage, which):
+    """A full record's child carries its own delta from the checkpoint before it (the run's first record,
+    which has none, whole): its chain reads back, built on the chain before."""
     store, run_id, saved, events, chain = recorded
-    DAMAGES["flipped"](store, "checkpoints", chain[0])
+    bases = _bases(store)
+    target = chain[0] if which == "a chain's full record" else min(saved)
+    assert bases[target] == target and (target != min(saved)) == (which == "a chain's full record")
+    DAMAGES[damage](store, "checkpoints", target)
     store = _reopened(store, store_name)
     try:
-        with pytest.raises(StoreError, match=rf"checkpoint {chain[0]} is corrupt$"):
-            store.get(chain[0])
-        for delta in chain[1:]:
-            with pytest.raises(StoreError, match=rf"checkpoint {delta} cannot be read: checkpoint {chain[0]} of its "
-                                                 "chain is corrupt$"):
-                store.get(delta)
-        assert all(store.get(i) == saved[i] for i in saved if i not in chain)
+        assert all(store.get(i) == saved[i] for i in saved if i != target)
+        if damage == "deleted":
+            tick = saved[target].tick
+            assert _without_tick(store.events(run_id), tick) == _without_tick(events, tick)
+        else:
+            with pytest.raises(StoreError, match=rf": checkpoint {target} is corrupt$"):
+                store.get(target)
+            assert store.events(run_id) == events  # its tick's telemetry from its own delta
     finally:
         store.close()
 
 
-def test_two_damaged_rows_in_a_row_are_named_by_the_checkpoints_after_them(recorded, store_name):
-    """The one loss beyond the damaged rows: the rest of their chain, each read a line naming the damage."""
+@pytest.mark.parametrize("where", ["in a chain", "a chain's last and the next full record",
+                                   "a full record and its child", "the run's first two"])
+def test_two_damaged_rows_in_a_row_cost_their_line_to_the_next_full_record_each_named(recorded, store_name, where):
+    """The first of two damaged rows in a row had its only two copies in them: it is lost, and with it
+    every checkpoint that builds on it, the second and the rest of its chain (up to the next full record
+    not damaged). Exactly those fail, each in a line naming a damaged one; all the others read back."""
     store, run_id, saved, events, chain = recorded
-    first, second = chain[2], chain[3]
+    bases, ids = _bases(store), sorted(saved)
+    first = {"in a chain": chain[2], "a chain's last and the next full record": chain[0] - 1,
+             "a full record and its child": chain[0], "the run's first two": ids[0]}[where]
+    second = ids[ids.index(first) + 1]
+    assert saved[second].parent_id == first
+    lost = {first} | {i for i in ids if i >= second and bases[i] == bases[second]}
     for row_id in (first, second):
         DAMAGES["flipped"](store, "checkpoints", row_id)
     store = _reopened(store, store_name)
     try:
-        assert all(store.get(i) == saved[i] for i in saved if i < first or i > chain[-1])
-        with pytest.raises(StoreError, match=rf"checkpoint {chain[4]} cannot be read: checkpoint {first} of its "
-                                             "chain is corrupt$"):
-            store.get(chain[4])
+        assert all(store.get(i) == saved[i] for i in ids if i not in lost)
+        for i in sorted(lost):  # (a checkpoint after them names either: each is damaged, and it lacks both)
+            reason = "is corrupt" if i in (first, second) else f"cannot be read: checkpoint ({first}|{second}) of its chain"
+            with pytest.raises(StoreError, match=rf"^{re.escape(store.location)}: checkpoint {i} {reason}"):
+                store.get(i)
+        assert len(lost) < len(ids) // 2
         with pytest.raises(StoreError, match=rf": checkpoint {first} is corrupt$"):
             store.events(run_id)
     finally:
         store.close()
 
 
-async def test_the_checkpoints_after_a_damaged_one_are_listed_shown_replayed_and_forked(recorded, store_name):
+@pytest.mark.parametrize("which", ["delta", "full record"])
+async def test_the_checkpoints_after_a_damaged_one_are_listed_shown_replayed_and_forked(recorded, store_name, which):
     store, run_id, saved, events, chain = recorded
-    target, later = chain[len(chain) // 2], chain[-1]
+    target, later = chain[len(chain) // 2] if which == "delta" else chain[0], chain[-1]
     DAMAGES["flipped"](store, "checkpoints", target)
     store.close()
     listed = checkpoint_cli("list", store_name)
@@ -194,9 +227,10 @@ def test_a_schema_6_store_of_streamed_rows_is_upgraded_and_reads_back(recorded, 
     store, run_id, saved, events, _ = recorded
     for table, key in (("checkpoints", "base_id"), ("events", "run_id")):
         streams: dict = {}
-        for row_id, stream_key, data in rows(store, f"SELECT id, {key}, data FROM {table} ORDER BY id"):
+        texts = _own_texts(store, table)
+        for row_id, stream_key in rows(store, f"SELECT id, {key} FROM {table} ORDER BY id"):
             first, compressor = streams.setdefault(stream_key, (row_id, zlib.compressobj(6, zlib.DEFLATED, -15)))
-            old = compressor.compress(decode_row(bytes(data)).own) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            old = compressor.compress(texts[row_id]) + compressor.flush(zlib.Z_SYNC_FLUSH)
             tamper(store, f"UPDATE {table} SET stream = ?, data = ? WHERE id = ?",
                    (None if first == row_id else first, old, row_id))
     tamper(store, "UPDATE meta SET value = '6' WHERE key = 'schema_version'")
@@ -209,18 +243,61 @@ def test_a_schema_6_store_of_streamed_rows_is_upgraded_and_reads_back(recorded, 
         store.close()
 
 
+def _schema_7(own: bytes, carried: tuple[int, bytes] | None) -> bytes:
+    """A row as schema 7 wrote it: a delta's carrying the delta before it in its chain, no parent named."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS, zdict=ZDICT)
+    head = b"" if carried is None else compressor.compress(b"%d\n%s\n" % carried)
+    return head + compressor.compress(own) + compressor.flush()
+
+
+@pytest.mark.parametrize("damage", [None, "flipped", "deleted"])
+def test_a_schema_7_store_is_upgraded_and_reads_back(recorded, store_name, damage):
+    """Schema 7 carried no full record and named no parent: its rows read as before, a damaged delta
+    costing itself (a deleted one's copy is a delta of the record before it in its chain)."""
+    store, run_id, saved, events, chain = recorded
+    records = _own_texts(store, "checkpoints")
+    bases = _bases(store)
+    for row_id, own in records.items():
+        parent = saved[row_id].parent_id
+        carried = None if bases[row_id] == row_id else (parent, records[parent])
+        tamper(store, "UPDATE checkpoints SET data = ? WHERE id = ?", (_schema_7(own, carried), row_id))
+    tamper(store, "UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    target = chain[len(chain) // 2]
+    if damage is not None:
+        DAMAGES[damage](store, "checkpoints", target)
+    store = _reopened(store, store_name)
+    try:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+        assert all(store.get(i) == saved[i] for i in saved if damage is None or i != target)
+        if damage == "deleted":  # its header gone too: its tick's telemetry cannot be rebuilt, the rest is there
+            tick = saved[target].tick
+            assert _without_tick(store.events(run_id), tick) == _without_tick(events, tick)
+        else:
+            assert store.events(run_id) == events
+    finally:
+        store.close()
+
+
 def test_a_row_is_checked_whole():
-    """A flipped bit anywhere in a row, or a row cut short or lengthened, is damage, never other data."""
-    own, before = b'{"s":{"root":"RUNNING"},"st":{"":{"n":["v",1]}}}', (7, b'{"s":{"root":"SUCCESS"}}')
-    data = encode_row(own, 6, before)
-    assert decode_row(data) == (own, *before)
-    for at in range(len(data)):
-        for bit in range(8):
-            try:
-                read = decode_row(data[:at] + bytes([data[at] ^ (1 << bit)]) + data[at + 1:])
-            except ValueError:
-                continue
-            assert read == (own, *before), (at, bit)  # (a flip of a bit nobody reads is no damage)
-    for cut in (data[:-1], data[:2], data + b"\x00", b""):
+    """A flipped bit anywhere in a row, or a row cut short or lengthened, or read against other records
+    than it was deflated against, is damage, never other data."""
+    own, carried = b'{"s":{"root":"RUNNING"},"st":{"":{"n":["v",1]}}}', Carried(7, 5, b'{"s":{"root":"SUCCESS"}}')
+    assert decode_row(encode_row(own, 6, carried._replace(of=None))) == (own, carried._replace(of=None))
+    context = [Carried(3, 2, b'{"s":{"root":"FAILURE"},"st":{"":{"n":["v",0]}}}'), Carried(5, 3, b'{"s":{}}')]
+    with_context = encode_row(own, 6, carried, context)
+    assert context_of(with_context)[0] == [3, 5]
+    assert decode_row(with_context, [c.json for c in context]) == (own, carried)
+    for wrong in ([context[0].json, b'{"s":{"x":1}}'], [context[0].json]):
         with pytest.raises(ValueError):
-            decode_row(cut)
+            decode_row(with_context, wrong)
+    for data, texts in ((encode_row(own, 6, carried), []), (with_context, [c.json for c in context])):
+        for at in range(len(data)):
+            for bit in range(8):
+                try:
+                    read = decode_row(data[:at] + bytes([data[at] ^ (1 << bit)]) + data[at + 1:], texts)
+                except ValueError:
+                    continue
+                assert read == (own, carried), (at, bit)  # (a flip of a bit nobody reads is no damage)
+        for cut in (data[:-1], data[:2], data + b"\x00", b""):
+            with pytest.raises(ValueError):
+                decode_row(cut, texts)

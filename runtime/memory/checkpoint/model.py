@@ -121,6 +121,19 @@ class TreePaths:
 
 
 @dataclass
+class Step:
+    """A full record's own delta from its parent, as a delta record of its tick would have held it:
+    the row after it carries this instead of the whole record (`row_codec.py`), so a damaged full
+    record is rebuilt from the checkpoint before it. Bindings, wake, telemetry and returns are the
+    full record's own (they are stated whole in every record)."""
+
+    statuses: dict[str, str]
+    resume: dict[str, dict[str, Any] | None]
+    packed: list[list[Any]] | None  # the packed statuses' runs that differ from the parent's (`statuses.py`)
+    state: dict[str, dict[str, Entry]] = field(default_factory=dict)
+
+
+@dataclass
 class CheckpointRecord:
     """What one save writes: the header plus the changes since `parent_id` (or everything, if full)."""
 
@@ -149,6 +162,7 @@ class CheckpointRecord:
     # the statuses of `tree`'s paths, packed (`statuses.py`): the runs that differ from the chain's previous
     # record (a full record's: from every node INVALID); `statuses` then holds only nodes outside the tree
     packed: list[list[Any]] | None = None
+    step: Step | None = None  # a full record's own delta from its parent (None: a delta, or a line's first record)
 
     @property
     def full(self) -> bool:
@@ -198,4 +212,4 @@ class ListTracker:
 
 
 __all__ = ["Checkpoint", "CheckpointInfo", "CheckpointRecord", "ListChunk", "ListTracker", "Source",
-           "TreePaths", "dumpb", "dumps", "jsonable", "tick_positions"]
+           "Step", "TreePaths", "dumpb", "dumps", "jsonable", "tick_positions"]

@@ -81,7 +81,7 @@ ALTER TABLE events DROP CONSTRAINT events_pkey;
 ALTER TABLE io DROP CONSTRAINT io_pkey;
 DROP INDEX io_call;
 CREATE INDEX io_call ON io(run_id, round, idx)
-""", 4: "", 5: "", 6: ""}  # schemas 5 to 7 only add a record or row form (sql_store.SCHEMA_VERSION)
+""", 4: "", 5: "", 6: "", 7: ""}  # schemas 5 to 8 only add a record or row form (sql_store.SCHEMA_VERSION)
 
 
 def redacted(url: str) -> str:

@@ -1,4 +1,4 @@
-"""How a checkpoint row's or an event batch's bytes are stored (schema 7): each row on its own.
+"""How a checkpoint row's or an event batch's bytes are stored (schemas 7 and 8): each row on its own.
 
 Until schema 6 a chain of deltas, and a run's event batches, were deflate streams continued row
 by row, and each delta is a delta of the record before it: one damaged row made every later row
@@ -7,24 +7,39 @@ of its chain (and of its run's events) unreadable. Now the damage stays in the r
 - each row is deflated alone, in the zlib format, whose checksum (adler32) makes a flipped or
   truncated row an error, never other data; a preset dictionary fixed here (`ZDICT`: the words
   every record and event batch uses) keeps a small row small without the rows before it;
-- a delta's row also carries the delta before it in its chain (its id and JSON, ahead of its own:
-  they deflate together, the two are alike), so a delta whose row is damaged or gone is read
-  from the next row of its chain: the records after it read back exactly. The damaged record
-  itself is a `StoreError` naming it. A chain's full record is not carried (a large tree's is
-  most of its chain's bytes: carried, they would double): a damaged full record, or two damaged
-  rows in a row, cost the records after them up to the chain's next full record, each read a
-  `StoreError` naming the damaged one.
+- a checkpoint's row also carries the record of its parent (the checkpoint before it in its line):
+  its id, what that record is a delta of, and its JSON, ahead of its own (they deflate together,
+  the two are alike). A delta carries itself; a full record (which starts a chain) carries its
+  own delta from its parent, as a delta of its tick would have held it (`CheckpointRecord.step`),
+  so the row after a damaged full record rebuilds it from the chain before; the first record of a
+  line (a run's tick 0, a fork's, a restored run's), which has no delta, is carried whole. So any
+  one damaged or deleted row costs its own checkpoint only (a `StoreError` naming it): every other
+  record is read from its own row or the copy in its child's. Two damaged rows in a row lose the
+  first one's record (its only two copies) and so every record that builds on it: the second,
+  and the rest of their line up to the next full record that is not itself damaged. Each of
+  those reads a `StoreError` naming a damaged one it needs; none reads as other data;
+- what the two copies cost is won back by deflating a delta's row against the deltas of its chain
+  before the one it carries (`context`, up to three, their ids ahead of the deflated bytes; 237 ->
+  165 KB of rows in bench/checkpoint_growth.py's run): each of those is in two rows (its own and its
+  child's), so a reader has it though one row is damaged. A full record, in one row only, never is;
+  nor is a large row deflated against anything (a large tree's save stays as fast).
 
 A row is marked `STANDALONE` in its `stream` column (a schema-6 row names its stream's first row,
-or is NULL: it starts one), so a store upgraded from schema 6 reads its older rows as before.
+or is NULL: it starts one), so a store upgraded from schema 6 reads its older rows as before; a
+schema-7 row's carried record names no parent (`OF_PREVIOUS`: a delta of the record before it in its
+chain, the only kind a schema-7 row carried).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import NamedTuple
 
 STANDALONE = 0  # the `stream` of a row stored on its own (schema 7)
+OF_PREVIOUS = 0  # a carried record that is a delta of the record before it in its chain (a schema-7 row's)
+_WHOLE = b"-"  # (in a row) the carried record is whole: its line's first, a delta of nothing
+_CONTEXT = b":"  # ends the ids of the records a row is deflated against
 _SEPARATOR = b"\n"  # a compact JSON text never holds a raw newline
 # Never change these bytes: every stored row is inflated with them.
 ZDICT = (b'"stream":false,"duration_ms":"attempts":1,"finish_reason":"stop","tool_calls":[],"usage":'
@@ -40,26 +55,56 @@ ZDICT = (b'"stream":false,"duration_ms":"attempts":1,"finish_reason":"stop","too
          b'],"c":[],"n":[],"rt":[null,["v",["l",["d"],{"s":{"')
 
 
+class Carried(NamedTuple):
+    """A record a row carries: its id, the id of the record it is a delta of (None: it is whole;
+    `OF_PREVIOUS`: the one before it in its chain), and its JSON."""
+
+    id: int
+    of: int | None
+    json: bytes
+
+
 class Row(NamedTuple):
-    """A row's contents: its own JSON, and the record before it in its chain (id and JSON) it carries."""
+    """A row's contents: its own JSON, and the record it carries (None: none)."""
 
     own: bytes
-    before_id: int | None = None
-    before: bytes | None = None
+    carried: Carried | None = None
 
 
-def encode_row(own: bytes, level: int, before: tuple[int, bytes] | None = None) -> bytes:
-    """A row's bytes: `own` (a JSON text), after `before` (the id and JSON of the record before it)."""
-    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS, zdict=ZDICT)
-    head = b"" if before is None else compressor.compress(b"%d%s%s%s" % (before[0], _SEPARATOR, before[1], _SEPARATOR))
-    return head + compressor.compress(own) + compressor.flush()
+def encode_row(own: bytes, level: int, carried: Carried | None = None, context: Sequence[Carried] = ()) -> bytes:
+    """A row's bytes: `own` (a JSON text), after the record it carries; deflated with the `context`
+    records' JSON after `ZDICT` as its dictionary (their ids ahead of the deflated bytes)."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS, zdict=ZDICT + b"".join(c.json for c in context))
+    head = b""
+    if carried is not None:
+        of = _WHOLE if carried.of is None else b"%d" % carried.of
+        head = compressor.compress(b"%d %s%s%s%s" % (carried.id, of, _SEPARATOR, carried.json, _SEPARATOR))
+    ids = b",".join(b"%d" % c.id for c in context) + _CONTEXT if context else b""
+    return ids + head + compressor.compress(own) + compressor.flush()
 
 
-def decode_row(data: bytes | None) -> Row:
-    """What `encode_row` stored; `ValueError` for bytes that are not that (flipped, cut short, lengthened)."""
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ValueError("no bytes")
-    inflater = zlib.decompressobj(zlib.MAX_WBITS, zdict=ZDICT)
+def context_of(data: bytes) -> tuple[list[int], bytes]:
+    """The ids of the records a row is deflated against (`encode_row`'s `context`), and its deflated
+    bytes; `ValueError` for a row whose head is not that."""
+    if not isinstance(data, bytes):
+        if not isinstance(data, bytearray | memoryview):
+            raise ValueError("no bytes")
+        data = bytes(data)
+    if not data[:1].isdigit():  # (a zlib stream starts with `x`)
+        return [], data
+    ids, found, rest = data.partition(_CONTEXT)
+    if not found or len(ids) > 200:
+        raise ValueError("a context without its end")
+    return [int(i) for i in ids.split(b",")], rest
+
+
+def decode_row(data: bytes | None, context: Sequence[bytes] = ()) -> Row:
+    """What `encode_row` stored (`context`: the JSON of the records `context_of` names, in its order);
+    `ValueError` for bytes that are not that (flipped, cut short, lengthened, another context)."""
+    ids, data = context_of(data)
+    if len(ids) != len(context):
+        raise ValueError(f"{len(ids)} context records, {len(context)} given")
+    inflater = zlib.decompressobj(zlib.MAX_WBITS, zdict=ZDICT + b"".join(context))
     try:
         text = inflater.decompress(data) + inflater.flush()
     except zlib.error as exc:
@@ -71,7 +116,11 @@ def decode_row(data: bytes | None) -> Row:
         return Row(text)
     if len(parts) != 3:
         raise ValueError(f"{len(parts)} parts")
-    return Row(parts[2], int(parts[0]), parts[1])
+    head = parts[0].split(b" ")
+    if len(head) > 2:
+        raise ValueError("a carried record's head of more than two ids")
+    of = OF_PREVIOUS if len(head) == 1 else None if head[1] == _WHOLE else int(head[1])
+    return Row(parts[2], Carried(int(head[0]), of, parts[1]))
 
 
-__all__ = ["STANDALONE", "ZDICT", "Row", "decode_row", "encode_row"]
+__all__ = ["OF_PREVIOUS", "STANDALONE", "ZDICT", "Carried", "Row", "context_of", "decode_row", "encode_row"]

@@ -58,7 +58,7 @@ from ...engine.record import telemetry_record
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
 from .deferred import compile_deferred
-from .model import Checkpoint, CheckpointRecord, ListTracker, Source, TreePaths, dumpb, jsonable
+from .model import Checkpoint, CheckpointRecord, ListTracker, Source, Step, TreePaths, dumpb, jsonable
 from .positions import resumable_models
 from .returns import ReturnsWriter
 from .statuses import PackedWriter
@@ -404,7 +404,9 @@ class RunnerCheckpoints:
         else:
             statuses, derived = self._status_delta(captured, fresh, changed)
         resume = self._resume_delta(captured, fresh, agents, touched)
+        step = None
         if full and not fresh:  # bounds the chain: the picture the deltas kept, not the tree walked again
+            step = Step(statuses, resume, packing and packing.step)  # (and the delta, for the row after it)
             statuses, resume, derived = self._statuses, dict(self._resume), derived and packing is not None
         record = CheckpointRecord(
             run_id=runner.run_id or "", branch=self.branch, parent_id=self.head,
@@ -414,8 +416,8 @@ class RunnerCheckpoints:
             state={}, bindings=self._bindings, tree=self._tree,
             telemetry=telemetry_record(tick, derived=derived, before=packing and packing.before),
             returns=self._returns.encode(tick.returns if tick is not None else None, self._tree, full),
-            packed=packing and packing.runs)
-        record.state = self._state_delta(full, record.chunks)
+            packed=packing and packing.runs, step=step)
+        record.state = self._state_delta(full, record.chunks, step)
         if full:  # a new line (its id once written: a record taken meanwhile is a delta of it)
             self._line, self._base_id, self._since_full, self._chain_bytes = _Line(), _UNWRITTEN, 0, 0
         else:
@@ -512,21 +514,24 @@ class RunnerCheckpoints:
                 old[path] = entry
         return delta
 
-    def _state_delta(self, full: bool, chunks: list) -> dict[str, dict[str, list]]:
-        """The keys written since the last save (every key, `full`): the host's, then its agents'."""
+    def _state_delta(self, full: bool, chunks: list, step: Step | None = None) -> dict[str, dict[str, list]]:
+        """The keys written since the last save (every key, `full`): the host's, then its agents';
+        those written since into `step.state` too (a full record's own delta)."""
         delta: dict[str, dict[str, list]] = {}
-        self._put_state(self.runner.state_manager, _own, full, delta, chunks)
+        self._put_state(self.runner.state_manager, _own, full, delta, chunks, step)
         for named, sm, whole in self._agents.states(full):
-            self._put_state(sm, named, whole, delta, chunks)
+            self._put_state(sm, named, whole, delta, chunks, step)
         return delta
 
     def _put_state(self, sm: StateManager, named: Callable[[str], str], whole: bool,
-                   delta: dict[str, dict[str, list]], chunks: list) -> None:
+                   delta: dict[str, dict[str, list]], chunks: list, step: Step | None = None) -> None:
         """Into `delta`, the keys of `sm` written since the last save (every key, `whole`), each
-        namespace as `named` names it in the record."""
-        dirty = sm.take_dirty()
-        if whole:
-            dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)}
+        namespace as `named` names it in the record; into `step.state`, those written since (and
+        not as saved) only."""
+        written = sm.take_dirty()
+        dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)} if whole else written
+        if whole:  # (the keys deleted since: none of every key)
+            dirty |= {(ns, key) for ns, key in written if not sm.contains(key, ns or None)}
         values = self._values
         for ns, key in dirty:
             saved_ns = named(ns)
@@ -534,10 +539,14 @@ class RunnerCheckpoints:
             if not sm.contains(key, ns or None):
                 values.pop(slot, None)
                 self._lists.forget(slot)
-                delta.setdefault(saved_ns, {})[key] = ["d"]
+                if not whole:
+                    delta.setdefault(saved_ns, {})[key] = ["d"]
+                if step is not None:
+                    step.state.setdefault(saved_ns, {})[key] = ["d"]
                 continue
             value = sm.stored(key, ns or None)
-            if not whole and slot in values and values[slot] is value:
+            same = slot in values and values[slot] is value
+            if not whole and same:
                 continue
             values[slot] = value
             if isinstance(value, list) and len(value) >= LIST_MIN:
@@ -546,6 +555,8 @@ class RunnerCheckpoints:
                 self._lists.forget(slot)
                 entry = ["v", jsonable(value)]
             delta.setdefault(saved_ns, {})[key] = entry
+            if step is not None and not same:
+                step.state.setdefault(saved_ns, {})[key] = entry
 
     # -- restoring -------------------------------------------------------------------
     def _load(self, checkpoint_id: int, lazy: bool = False) -> Checkpoint:

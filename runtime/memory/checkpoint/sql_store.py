@@ -11,10 +11,11 @@ What makes a store small:
   sent with every call all point at the same rows. A tool's result and the message carrying
   it in the history share one too: the message is stored as the result spliced into the rest
   of its text (schema 4).
-- Checkpoint deltas and event batches are deflated row by row, each row on its own with a preset
-  dictionary and a checksum, and a delta's row carries the delta before it in its chain too
-  (`row_codec.py`, schema 7): a damaged delta or batch costs itself, never the rows after it (the
-  streams continued row by row before cost every later row of a chain); a damaged full record its chain.
+- Checkpoint records and event batches are deflated row by row, each row on its own with a preset
+  dictionary and a checksum, and a checkpoint's row carries its parent's record too, a full record's
+  child its own delta (`row_codec.py`, schema 8): a damaged row, delta or full, costs its checkpoint
+  or batch, never the rows after it (the streams continued row by row before cost every later row of a
+  chain). A delta's row is deflated against the deltas before it, which a reader has in two rows.
 - A tick's telemetry (tick.started, a node.status per changed node, tick.completed) is not
   stored as events: the record keeps how the runner numbered them, its status delta gives
   the changes, and `events()` rebuilds them where a `[checkpoint id]` marker ends the
@@ -51,7 +52,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from pydantic_core import from_json
 
@@ -60,17 +61,18 @@ from ...engine.record import telemetry_events
 from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
 from .returns import ReturnsReader
-from .row_codec import STANDALONE, Row, decode_row, encode_row
+from .row_codec import OF_PREVIOUS, STANDALONE, Carried, Row, context_of, decode_row, encode_row
 from .runner_checkpoints import RecordsRuns
 from .sql_plan import ALL, COUNT, NOTHING, ONE, Plan, Query, run
 from .statuses import ChainStatuses
 from .store import CheckpointError, IORecord, RunSummary, StoreError, Writer
 
-SCHEMA_VERSION = 7  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
+SCHEMA_VERSION = 8  # of the tables and their encoding, in either store (4: fewer, narrower indexes; spliced
 # items; 5: a large tree's full records list only statuses not INVALID, which an older reader would show as a
 # tree of a few nodes: it refuses the store instead; SQLite seeks a run's checkpoints after one by (run, id);
 # 6: a large tree's statuses packed, `sp`, which an older reader would not see: the tables are the same;
-# 7: each row deflated on its own, a delta's carrying the delta before it, `row_codec.py`: the same tables)
+# 7: each row deflated on its own, a delta's carrying the delta before it, `row_codec.py`: the same tables;
+# 8: every row carries its parent's record, a full one its own delta, whose row names what it is a delta of)
 _BIG = 128  # a recorded request/response part whose JSON is at least this long is stored as an item
 _DEFLATE = 256  # an item this long is stored deflated (bytes) when that is shorter
 _SPLICE = "\x01"  # starts an item stored as another spliced into its text (`_spliced`, schema 4)
@@ -79,10 +81,12 @@ _LOOKUP_MAX = 500  # ... of at most this many
 _LISTS_KEPT = 64  # stored lists whose item ids a store keeps read
 _CHAIN_LEVEL = 1  # deflate level of a large checkpoint row: a 100k-node full record in 40 ms, not 350 (6% larger) ...
 _LARGE_ROW = 65_536  # ... a row of this many bytes before deflate; a smaller one at level 6 (13% smaller rows, each ~0.1 ms)
+_CONTEXT = 3  # deltas of its chain a checkpoint row is deflated against (a ReAct run's rows: 237 -> 165 KB)
+_KNOWN = 256  # records a reading of a run's events keeps, for the rows deflated against them
 _CHAINS_READ = 8  # chains whose statuses a reading of a run's events keeps (a large tree's: 110,000 letters)
 _TREES_KEPT = 4  # large trees' paths (`TreePaths`) a store keeps, as written or read
 _INFO = "id, run_id, branch, parent_id, tick, time, status, source, event_position"
-_CHAIN = ", ".join(f"c.{column}" for column in (*_INFO.split(", "), "stream", "data"))  # a chain's rows, `c`
+_CHAIN = ", ".join(f"c.{column}" for column in (*_INFO.split(", "), "base_id", "stream", "data"))  # a chain's rows, `c`
 CHAIN_READ = (f"SELECT {_CHAIN} FROM checkpoints h JOIN checkpoints c ON c.id BETWEEN h.base_id AND h.id "
               "AND c.base_id = h.base_id WHERE h.id = ? ORDER BY c.id")  # a checkpoint's chain, oldest row first
 _ENDINGS = {EventType.RUN_COMPLETED: "completed", EventType.RUN_FAILED: "failed",
@@ -96,10 +100,10 @@ T = TypeVar("T")
 @dataclass
 class _Tx:
     """What one write transaction added, known to the store object once it commits: items by
-    content hash, the last delta of each chain it continued, the runs its writer claimed."""
+    content hash, the records it wrote as their children's rows carry them, the runs its writer claimed."""
 
     items: dict[bytes, int] = field(default_factory=dict)
-    chains: dict[int, tuple[int, bytes]] = field(default_factory=dict)
+    kept: dict[int, _Line] = field(default_factory=dict)
     claiming: set[str] = field(default_factory=set)
 
 
@@ -171,6 +175,15 @@ def _spliced(text: str, known: Callable[[bytes], int | None]) -> str:
     return f"{_SPLICE}{item_id}{_SPLICE}{text[:at]}{_SPLICE}{text[at + len(part):]}"
 
 
+def _record_json(record: CheckpointRecord, statuses: dict[str, str], resume: dict[str, Any],
+                 state: dict[str, dict[str, list]], packed: list | None, tree: TreePaths | None = None) -> bytes:
+    """The JSON a checkpoint row stores of `record` (or of its own delta: `CheckpointRecord.step`)."""
+    return dumpb({"s": statuses, "r": resume, "st": state, "b": record.bindings, "w": record.wake,
+                  "t": record.telemetry, **({"p": tree.key} if tree is not None else {}),
+                  **({"sp": packed} if packed is not None else {}),
+                  **({"rt": record.returns} if record.returns is not None else {})})
+
+
 def _item_text(row: Sequence[str | bytes | None]) -> str:
     """The JSON text of an item row: its one non-null column (of one or two), a text or deflated bytes."""
     data = row[0] if row[0] is not None else row[-1]
@@ -199,6 +212,15 @@ class _ItemTexts:
         return text
 
 
+class _Read(NamedTuple):
+    """A checkpoint's record as read: its data, the id of the row it was read from (its own, or its
+    child's: a copy), and the checkpoint it is a delta of (None: it is whole, a full record)."""
+
+    data: Any
+    row: int
+    of: int | None
+
+
 @dataclass
 class EventsRead:
     """Where a reading of a run's events stands (`events(run_id, since=...)` continues from it):
@@ -209,32 +231,49 @@ class EventsRead:
     checkpoints_after: int = 0  # id of the last checkpoint row read for telemetry
     event_streams: dict[int, Any] = field(default_factory=dict)  # stream (its first row id) -> its inflater
     checkpoint_streams: dict[int, Any] = field(default_factory=dict)
-    chains: dict[int, ChainStatuses] = field(default_factory=dict)  # base id -> statuses as of its last record read
+    chains: dict[int, ChainStatuses] = field(default_factory=dict)  # the last record read of a line -> its statuses
+    known: dict[int, bytes] = field(default_factory=dict)  # the JSON of records read, which later rows are deflated against
     telemetry: dict[int, list[RuntimeEvent]] = field(default_factory=dict)  # checkpoint id -> its tick's telemetry
 
 
-class _Chains:
-    """The last delta written of each chain this store object continues, (its row id, its JSON):
-    the next row of the chain carries it (`row_codec.py`). Kept once a write commits: after a failed
-    transaction a row carries the last record stored, never one that was not."""
+class _Line(NamedTuple):
+    """The last record written of a line of checkpoints, as its child's row carries it (a delta, a full
+    record's own delta, or a line's first record whole), and the deltas of its chain before it that their
+    children carried (each in two rows: a reader has it though one row is damaged), the newest last:
+    its child's row is deflated against them (`row_codec.py`)."""
 
-    LIMIT = 64  # chains kept (runs written at once by one store object) ...
-    BYTES = 32_000_000  # ... and their records' bytes (a 100,000-node tree's full record: ~1 MB)
+    carried: Carried
+    context: tuple[Carried, ...] = ()
+
+
+class _Kept:
+    """The last record written of each line this store object continues (`_Line`), by its id. Kept
+    once a write commits: after a failed transaction a row carries the last record stored, never one
+    that was not."""
+
+    LIMIT = 64  # records kept (lines written at once by one store object) ...
+    BYTES = 32_000_000  # ... and their bytes (a 100,000-node tree's first record: ~1 MB)
 
     def __init__(self) -> None:
-        self._last: dict[int, tuple[int, bytes]] = {}  # base id -> (row id, JSON)
+        self._kept: dict[int, _Line] = {}
         self._bytes = 0
 
-    def last(self, base_id: int | None, pending: dict[int, tuple[int, bytes]]) -> tuple[int, bytes] | None:
-        """The record a row of chain `base_id` follows: this transaction's, or the last one kept."""
-        return None if base_id is None else pending.get(base_id) or self._last.get(base_id)
+    def of(self, parent_id: int | None, pending: dict[int, _Line]) -> _Line | None:
+        """The record a child of `parent_id` carries: this transaction's, or one kept."""
+        return None if parent_id is None else pending.get(parent_id) or self._kept.get(parent_id)
 
-    def keep(self, pending: dict[int, tuple[int, bytes]]) -> None:
-        for base_id, written in pending.items():
-            self._bytes += len(written[1]) - len(self._last.pop(base_id, (0, b""))[1])
-            self._last[base_id] = written
-        while len(self._last) > self.LIMIT or self._bytes > self.BYTES:
-            self._bytes -= len(self._last.pop(next(iter(self._last)))[1])
+    def keep(self, pending: dict[int, _Line]) -> None:
+        for record_id, line in pending.items():
+            of = line.carried.of
+            gone = self._kept.pop(of, None) if of is not None else None  # (its parent's: carried)
+            self._bytes += _size(line) - (_size(gone) if gone is not None else 0)
+            self._kept[record_id] = line
+        while len(self._kept) > self.LIMIT or self._bytes > self.BYTES:
+            self._bytes -= _size(self._kept.pop(next(iter(self._kept))))
+
+
+def _size(line: _Line) -> int:
+    return len(line.carried.json) + sum(len(c.json) for c in line.context)
 
 
 class SQLCheckpointStore(RecordsRuns, ABC):
@@ -256,7 +295,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._items: dict[bytes, int] = {}  # content hash -> id of the items known to be stored
-        self._chains = _Chains()
+        self._kept = _Kept()
         self._texts = _ItemTexts()
         self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
@@ -305,7 +344,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _upgrade(self, conn: Any, version: int) -> None:
         """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
         to 4 only drops and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not
-        use, 6 to 7 a row form (`row_codec.STANDALONE`): the rows are read the same either way."""
+        use, 6 to 7 and 7 to 8 a row form (`row_codec.py`): the rows are read the same either way."""
         for step in range(version, SCHEMA_VERSION):
             for statement in filter(str.strip, self._UPGRADES[step].split(";")):
                 conn.execute(statement)
@@ -385,7 +424,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             finally:
                 steps.close()
             self._items.update(tx.items)
-            self._chains.keep(tx.chains)
+            self._kept.keep(tx.kept)
             if tx.claiming:
                 self._claimed |= tx.claiming
                 heartbeats.add(self)
@@ -475,11 +514,11 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                         (chunk.list_id, chunk.start, json.dumps(list(itertools.islice(ids, len(chunk.items))))))
 
     def _stored(self, table: str, columns: str, params: tuple, data: bytes, row_id: int | None,
-                level: int = 6, before: tuple[int, bytes] | None = None) -> Plan[int]:
+                level: int = 6, carried: Carried | None = None, context: Sequence[Carried] = ()) -> Plan[int]:
         """Insert a row of `table` whose last two `columns` are (stream, data), `data` deflated on its own
-        (after `before`, the record it carries: `row_codec.py`); returns its id: `row_id` (`_new_id`'s),
-        else (None) the one the database gives it."""
-        values = (*params, STANDALONE, encode_row(data, level, before))
+        (after `carried`, the record it carries, against `context`: `row_codec.py`); returns its id:
+        `row_id` (`_new_id`'s), else (None) the one the database gives it."""
+        values = (*params, STANDALONE, encode_row(data, level, carried, context))
         if row_id is None:
             sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(values))}) RETURNING id"
             return (yield Query(sql, values, ONE))[0]
@@ -644,15 +683,16 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         statuses = record.statuses
         if tree is not None and record.packed is None:  # a large tree's full record: the statuses not INVALID
             statuses = {p: s for p, s in statuses.items() if s != "INVALID"}  # (the tree's paths give the rest)
-        data = dumpb({"s": statuses, "r": record.resume, "st": record.state, "b": record.bindings,
-                      "w": record.wake, "t": record.telemetry, **({"p": tree.key} if tree is not None else {}),
-                      **({"sp": record.packed} if record.packed is not None else {}),
-                      **({"rt": record.returns} if record.returns is not None else {})})
+        data = _record_json(record, statuses, record.resume, record.state, record.packed, tree)
+        step = record.step
+        kept = data if step is None else _record_json(record, step.statuses, step.resume, step.state, step.packed)
         record.size = len(data)
 
         def write(tx: _Tx) -> Plan[int]:
-            before = None if record.full else self._chains.last(record.base_id, tx.chains)
-            level = _CHAIN_LEVEL if len(data) + len(before[1] if before else b"") >= _LARGE_ROW else 6
+            parent = self._kept.of(record.parent_id, tx.kept)
+            carried, context = parent if parent is not None else (None, ())
+            large = len(data) + len(carried.json if carried else b"") >= _LARGE_ROW
+            level = _CHAIN_LEVEL if large else 6
             yield from self._write_chunks(record.chunks, tx.items)
             if record.tree is not None:  # (a full record's statuses, or its returns, may name its nodes by it)
                 yield from self._write_tree(record.tree)
@@ -664,11 +704,15 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 "run_id, branch, parent_id, base_id, tick, time, status, source, event_position, stream, data",
                 (record.run_id, record.branch, record.parent_id, own_id if record.full else record.base_id,
                  record.tick, record.time, record.status, record.source, record.event_position),
-                data, own_id, level, before)
+                data, own_id, level, carried, () if record.full or large else context)
             if record.full and own_id is None:
                 yield Query("UPDATE checkpoints SET base_id = id WHERE id = ?", (checkpoint_id,))
-            if not record.full:  # (a full record is not carried: a large tree's would double its chain's bytes)
-                tx.chains[record.base_id] = (checkpoint_id, data)
+            whole = record.full and step is None  # (a line's first record: a delta of nothing)
+            if record.full or carried is None or carried.id == record.base_id:  # (a full record: in one row only)
+                context = ()
+            else:
+                context = (*context, carried)[-_CONTEXT:]
+            tx.kept[checkpoint_id] = _Line(Carried(checkpoint_id, None if whole else record.parent_id, kept), context)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
                 yield from self._beat()
             ticked = record if record.telemetry is not None else None
@@ -768,39 +812,93 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             out.append(value)
         return out
 
-    def _values(self, rows: Iterable[tuple[int, int | None, bytes]],
-                decoders: dict[int, Any] | None = None) -> Iterator[tuple[int, Row | None, Any]]:
-        """(row id, its row, its JSON value) of (row id, stream, data) rows; row and value None: damaged.
+    def _values(self, rows: Iterable[tuple[int, int | None, bytes]], decoders: dict[int, Any] | None = None,
+                known: dict[int, bytes] | None = None,
+                lacks: dict[int, int] | None = None) -> Iterator[tuple[int, Row | None, Any]]:
+        """(row id, its row, its JSON value) of (row id, stream, data) rows in id order; row and value None:
+        damaged, or deflated against a record not there (into `lacks`: row id -> the damaged record it
+        needs, at the root). `known`: the JSON of records read before, by id (the rows read add theirs).
         A schema-6 row continues its stream (the inflaters open in rows read before: `decoders`, by
         their first row's id) and carries no record."""
         decoders = {} if decoders is None else decoders
+        known = {} if known is None else known
+        lacks = {} if lacks is None else lacks
         for row_id, stream, data in rows:
             try:
                 if stream == STANDALONE:
-                    row = decode_row(data)
+                    context = context_of(data)[0]
+                    missing = next((i for i in context if i not in known), None)
+                    if missing is not None:
+                        lacks[row_id] = lacks.get(missing, missing)
+                    row = decode_row(data, [known[i] for i in context])
                 else:
                     decoder = decoders[row_id] = zlib.decompressobj(-15) if stream is None else decoders[stream]
                     row = Row(decoder.decompress(data))
-                yield row_id, row, from_json(row.own)
+                value = from_json(row.own)
             except (KeyError, TypeError, zlib.error, ValueError):  # (TypeError: a schema-6 row's text, not bytes)
                 yield row_id, None, None
+                continue
+            known[row_id] = row.own
+            if row.carried is not None:
+                known.setdefault(row.carried.id, row.carried.json)
+            yield row_id, row, value
 
-    def _records(self, rows: Iterable[tuple[int, int | None, bytes]], decoders: dict[int, Any] | None = None,
-                 after: int = 0) -> list[tuple[int, Any, int]]:
-        """(checkpoint id, its record, the id of the row it was read from) of checkpoint rows in id order:
-        a record whose row is damaged, or gone (an id after `after`), is read from the next row of its
-        chain among `rows`, which carries it (`row_codec.py`); None: it is not there."""
-        read: dict[int, tuple[Any, int]] = {}
-        carried: dict[int, tuple[bytes, int]] = {}
-        for row_id, row, value in self._values(rows, decoders):
-            read[row_id] = (value, row_id)
-            if row is not None and row.before_id is not None:
-                carried[row.before_id] = (row.before, row_id)
-        for before_id, (text, carrier) in carried.items():
-            if before_id > after and read.get(before_id, (None,))[0] is None:
-                with contextlib.suppress(ValueError):
-                    read[before_id] = (from_json(text), carrier)
-        return [(checkpoint_id, *read[checkpoint_id]) for checkpoint_id in sorted(read)]
+    def _records(self, rows: Iterable[tuple[int, int | None, int, int | None, bytes]],
+                 decoders: dict[int, Any] | None = None, after: int = 0, known: dict[int, bytes] | None = None,
+                 lacks: dict[int, int] | None = None) -> dict[int, _Read]:
+        """The records of checkpoint rows (id, parent id, base id, stream, data) in id order, by id: each
+        read from its own row, else (its row damaged, or gone: an id after `after`) from the copy its
+        child's row among `rows` carries (`row_codec.py`). Absent: not there (`_values`' `lacks`)."""
+        rows = list(rows)
+        heads = {row[0]: row[1:3] for row in rows}  # id -> (parent id, base id)
+        read: dict[int, _Read] = {}
+        copies: dict[int, tuple[Carried, int]] = {}
+        for row_id, row, value in self._values(((row[0], row[3], row[4]) for row in rows), decoders, known, lacks):
+            parent_id, base_id = heads[row_id]
+            if value is not None:
+                read[row_id] = _Read(value, row_id, None if row_id == base_id else parent_id)
+            if row is not None and row.carried is not None:
+                copies[row.carried.id] = (row.carried, row_id)
+        for copy_id, (carried, carrier) in copies.items():
+            if copy_id <= after or copy_id in read:
+                continue
+            of = carried.of
+            if of == OF_PREVIOUS:  # (a schema-7 row's: the record before it in its chain)
+                chain = heads[carrier][1]
+                of = heads[copy_id][0] if copy_id in heads else max(
+                    (i for i, (_, base_id) in heads.items() if base_id == chain and i < copy_id), default=chain)
+            with contextlib.suppress(ValueError):
+                read[copy_id] = _Read(from_json(carried.json), carrier, of)
+        return dict(sorted(read.items()))
+
+    def _built(self, conn: Any, checkpoint_id: int, rows: list[tuple], *, copy: bool = False) -> list[Any]:
+        """The records that build checkpoint `checkpoint_id` (`rows`: its chain's, `CHAIN_READ`), oldest
+        first: back from its own, each one the next is a delta of, to a whole one. A full record read
+        from its copy (its row damaged) is a delta of the checkpoint before it: the chain before is read
+        too. A record not there is a `StoreError` naming it; `copy`: its own may be read from a copy."""
+        lacks: dict[int, int] = {}  # a row deflated against a record lost (two damaged rows in a row) -> that record
+        read = self._records(((r[0], r[3], r[-3], r[-2], r[-1]) for r in rows), lacks=lacks)
+        own = read.get(checkpoint_id)
+        if checkpoint_id in lacks and (own is None or not copy):
+            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} cannot be read: checkpoint "
+                             f"{lacks[checkpoint_id]} of its chain is corrupt")
+        if own is None or own.row != checkpoint_id and not copy:  # its own row damaged: no copy is read
+            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt")
+        base, out, at_id, of = rows[-1][-3], [own.data], checkpoint_id, own.of
+        while of is not None:
+            if of not in read and of < base:  # a full record's own delta: the checkpoint before it is in the chain before
+                before = conn.execute(CHAIN_READ, (of,)).fetchall()
+                if before and before[-1][0] == of:
+                    base = before[-1][-3]
+                    read.update(self._records(((r[0], r[3], r[-3], r[-2], r[-1]) for r in before), lacks=lacks))
+            previous = read.get(of)
+            if previous is None or of >= at_id:  # (a delta of a later record: damage)
+                raise StoreError(f"{self.location}: checkpoint {checkpoint_id} cannot be read: checkpoint "
+                                 f"{lacks.get(of, of)} of its chain is corrupt")
+            out.append(previous.data)
+            at_id, of = of, previous.of
+        out.reverse()
+        return out
 
     @_decoding
     def read_list(self, list_id: str, length: int, first: int = 0) -> list[Any]:
@@ -868,19 +966,13 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 if rows or conn.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone():
                     raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt (no chain to read)")
                 raise CheckpointError(f"unknown checkpoint id {checkpoint_id} in {self.location}")
-        records = self._records((r[0], r[-2], r[-1]) for r in rows)
-        if records[-1][1] is None or records[-1][2] != checkpoint_id:  # its own row damaged: no copy is read
-            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt")
-        lost = next((record_id for record_id, record, _ in records if record is None), None)
-        if lost is not None:  # and the next row's copy too: two damaged rows in a row
-            raise StoreError(f"{self.location}: checkpoint {checkpoint_id} cannot be read: checkpoint {lost} "
-                             "of its chain is corrupt")
+            records = self._built(conn, checkpoint_id, rows)
         statuses = ChainStatuses()
         resume: dict[str, Any] = {}
         entries: dict[str, dict[str, list]] = {}
         returns = ReturnsReader()
         data: dict[str, Any] = {}
-        for _, data, _ in records:
+        for data in records:
             returns.add(data.get("rt"))
             statuses.add(data, self._tree_paths)
             for path, value in data["r"].items():
@@ -908,7 +1000,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     lists.setdefault(ns, {})[key] = entry[1:]
                     if read_lists:
                         state[ns][key] = self.read_list(entry[1], entry[2])
-        return Checkpoint(*rows[-1][:-2], statuses=statuses.statuses(), resume=resume, state=state,
+        return Checkpoint(*rows[-1][:-3], statuses=statuses.statuses(), resume=resume, state=state,
                           bindings=data["b"], wake=data["w"], lists=lists, returns=returns.returns(self._tree_paths))
 
     def _infos(self, where: str, params: tuple, order: str = "id") -> list[CheckpointInfo]:
@@ -1014,45 +1106,46 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def _tick_telemetry(self, run_id: str, read: EventsRead) -> None:
         """Into `read.telemetry`, checkpoint id -> its tick's telemetry events (tick.started,
         node.status..., tick.completed) of the checkpoints stored since `read` last stood, the
-        statuses' old values from the checkpoint's chain."""
+        statuses' old values from the checkpoint each is a delta of."""
         with self._guard() as conn:
-            rows = conn.execute("SELECT id, base_id, tick, status, stream, data FROM checkpoints "
+            rows = conn.execute("SELECT id, parent_id, base_id, tick, status, stream, data FROM checkpoints "
                                 "WHERE run_id = ? AND id > ? ORDER BY id", (run_id, read.checkpoints_after)).fetchall()
-        headers = {row[0]: row[1:4] for row in rows}
-        records = self._records(((r[0], r[4], r[5]) for r in rows), read.checkpoint_streams, read.checkpoints_after)
-        lost = next((checkpoint_id for checkpoint_id, record, _ in records if record is None), None)
+        headers = {row[0]: row[3:5] for row in rows}
+        records = self._records(((r[0], r[1], r[2], r[5], r[6]) for r in rows), read.checkpoint_streams,
+                                read.checkpoints_after, read.known)
+        while len(read.known) > _KNOWN:  # (the rows after these are deflated against the last few of each line)
+            del read.known[next(iter(read.known))]
+        lost = next((row[0] for row in rows if row[0] not in records), None)
         if lost is not None:  # (its tick's telemetry, and the statuses after it: nothing is taken from this look)
             raise StoreError(f"{self.location}: checkpoint {lost} is corrupt")
-        chains = read.chains
-        for checkpoint_id, data, stored_in in records:
-            header = headers.get(checkpoint_id)  # (None: its row is gone, its record read from the next row's)
-            base_id = (header or headers[stored_in])[0]
-            saved = chains.pop(base_id, None)
-            if saved is None:  # a new chain, or one let go: its earlier records give its statuses
-                saved = ChainStatuses() if checkpoint_id == base_id else self._chain_statuses(base_id, checkpoint_id)
-            chains[base_id] = saved
-            if len(chains) > _CHAINS_READ:  # a large tree's statuses, kept for the chains still written
-                del chains[next(iter(chains))]
+        tips = read.chains
+        for checkpoint_id, record in records.items():
+            if record.of is None:  # a whole record: its line's statuses start again
+                saved = ChainStatuses()
+            else:  # the statuses as of the record it is a delta of: read last, or let go (read again)
+                saved = tips.pop(record.of, None) or self._statuses_at(record.of)
+            tips[checkpoint_id] = saved
+            if len(tips) > _CHAINS_READ:  # a large tree's statuses, kept for the lines still written
+                del tips[next(iter(tips))]
+            data = record.data
             t = data.get("t") or {}
             changes = saved.add(data, self._tree_paths, t["n"][2] if "n" in t and "x" not in t else 0)
+            header = headers.get(checkpoint_id)  # (None: its row is gone, its record read from its child's)
             if t and header is not None:
-                _, tick, status = header
+                tick, status = header
                 read.telemetry[checkpoint_id] = telemetry_events(run_id, tick, status, t, t.get("x", changes))
         if rows:
             read.checkpoints_after = rows[-1][0]
 
-    def _chain_statuses(self, base_id: int, before: int) -> ChainStatuses:
-        """The statuses of chain `base_id` as of its records before `before` (the row of `before` is
-        read too: it carries the record before it, `row_codec.py`)."""
+    def _statuses_at(self, checkpoint_id: int) -> ChainStatuses:
+        """The statuses of checkpoint `checkpoint_id`, from the records that build it."""
         with self._guard() as conn:
-            rows = conn.execute("SELECT id, stream, data FROM checkpoints WHERE base_id = ? AND id <= ? ORDER BY id",
-                                (base_id, before)).fetchall()
-        saved = ChainStatuses()
-        for checkpoint_id, data, _ in self._records(rows):
-            if checkpoint_id == before:
-                break
-            if data is None:
+            rows = conn.execute(CHAIN_READ, (checkpoint_id,)).fetchall()
+            if not rows or rows[-1][0] != checkpoint_id:
                 raise StoreError(f"{self.location}: checkpoint {checkpoint_id} is corrupt")
+            records = self._built(conn, checkpoint_id, rows, copy=True)
+        saved = ChainStatuses()
+        for data in records:
             saved.add(data, self._tree_paths)
         return saved
 

@@ -46,7 +46,7 @@ CREATE INDEX io_call ON io(run_id, round, idx);
 _UPGRADES = {3: "DROP INDEX checkpoints_base; DROP INDEX io_call; CREATE INDEX io_call ON io(run_id, round, idx)",
              # a run's checkpoints after one (what a step lists, twice) sought, not the run's scanned: 0.4 ms at 4,000
              4: "DROP INDEX checkpoints_run; CREATE INDEX checkpoints_run ON checkpoints(run_id, id)",
-             5: "", 6: ""}  # schemas 6 and 7 only add a record form, a row form (sql_store.SCHEMA_VERSION)
+             5: "", 6: "", 7: ""}  # schemas 6 to 8 only add a record form, row forms (sql_store.SCHEMA_VERSION)
 OLDEST_UPGRADED = min(_UPGRADES)  # the oldest schema this version opens (and upgrades in place)
 
 

@@ -94,6 +94,7 @@ class Packing(NamedTuple):
     derived: bool  # the tick's `changed` are its changes (else the record lists them)
     before: list[list[Any]] | None  # a full record's, whose changes they are: the runs that give the packing before it
     places: list[int] | None  # the places that changed since the line's previous record (None: a new line)
+    step: list[list[Any]] | None = None  # a full record's runs that differ from the previous record's (`Step`)
 
 
 class PackedWriter:
@@ -125,7 +126,8 @@ class PackedWriter:
         self.packed, self._statuses = new, statuses
         derived = not changed if old is None else _matches(old, places, self.paths, changed)
         before = runs(new, old) if full and old is not None and changed and derived else None
-        return Packing(runs(None if full else old, new), derived, before, places)
+        step = runs(old, new) if full and old is not None else None
+        return Packing(runs(None if full else old, new), derived, before, places, step)
 
 
 class ChainStatuses:
