@@ -11,17 +11,21 @@ cost exactly the line that builds on the first, up to the next full record, each
 
 from __future__ import annotations
 
+import asyncio
 import re
 import zlib
 
 import pytest
 from conftest import rows, tamper
 from test_cli import cli
+from test_packed_statuses import recorded as packed_run
 from test_reliability_inputs import checkpoint_cli, one_line
+from test_swarm_checkpoints import SAMPLE as SWARM_SAMPLE
 
 from runtime.memory.checkpoint import EventsRead, StoreError, open_store
 from runtime.memory.checkpoint.row_codec import ZDICT, Carried, context_of, decode_row, encode_row
 from runtime.memory.checkpoint.sql_store import SCHEMA_VERSION
+from studio.loader import load_tree
 from studio.session import DebugSession, EditError
 
 TREE = '''
@@ -143,6 +147,40 @@ def test_a_damaged_full_record_costs_itself_only(recorded, store_name, damage, w
             assert store.events(run_id) == events  # its tick's telemetry from its own delta
     finally:
         store.close()
+
+
+def _every_full_record_rebuilt(store, name: str, run_id: str) -> None:
+    """Every full record of a run but its first damaged at once: each is rebuilt from its own delta on
+    the checkpoint before it, itself rebuilt so (back to the run's first), and every delta reads back."""
+    saved = {info.id: store.get(info.id) for info in store.list(run_id)}
+    events, bases = store.events(run_id), _bases(store)
+    fulls = [i for i in saved if bases[i] == i][1:]
+    assert fulls and all(i + 1 in saved and bases[i + 1] == i for i in fulls)  # (each has a delta)
+    for full in fulls:
+        DAMAGES["flipped"](store, "checkpoints", full)
+    store = _reopened(store, name)
+    try:
+        assert all(store.get(i) == saved[i] for i in saved if i not in fulls)
+        assert store.events(run_id) == events
+    finally:
+        store.close()
+
+
+async def test_a_large_trees_full_records_are_rebuilt_from_their_own_deltas(store_name):
+    """Packed statuses (a tree of over 1,000 nodes whose leaves flip every tick)."""
+    store = open_store(store_name)
+    runner, _, _ = await packed_run(store, ticks=14, full_every=3)
+    _every_full_record_rebuilt(store, store_name, runner.run_id)
+
+
+async def test_a_swarms_full_records_are_rebuilt_from_their_own_deltas(store_name):
+    """A swarm's agents: their statuses, resume entries and namespaces in the host's records."""
+    loaded = load_tree(SWARM_SAMPLE)
+    store = open_store(store_name)
+    loaded.agent.runner = loaded.agent.make_runner(checkpointer=store)
+    loaded.agent.runner.checkpoints.full_every = 3
+    assert (await asyncio.wait_for(loaded.agent.run(loaded.input_data), 30)).ok
+    _every_full_record_rebuilt(store, store_name, loaded.agent.runner.run_id)
 
 
 @pytest.mark.parametrize("where", ["in a chain", "a chain's last and the next full record",
