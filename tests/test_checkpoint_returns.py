@@ -67,7 +67,7 @@ async def test_a_large_trees_returns_are_places_in_its_paths_and_a_repeated_tick
     assert rows(store, "SELECT count(*) FROM checkpoints")[0][0] == len(infos)
     sizes = [len(row[0]) for row in rows(store, "SELECT data FROM checkpoints WHERE base_id != id ORDER BY id")]
     assert max(sizes[1:]) < 150  # deltas of ticks that changed nothing: the same returns, in a few bytes (the
-    # first also carries the run's first record whole: row_codec.py)
+    # first one carries the run's first record whole as well: row_codec.py)
 
 
 def test_a_tick_returning_the_previous_ticks_order_is_stated_as_the_same():
