@@ -9,7 +9,7 @@ of its chain (and of its run's events) unreadable. Now the damage stays in the r
   every record and event batch uses) keeps a small row small without the rows before it;
 - a checkpoint's row also carries the record of its parent (the checkpoint before it in its line):
   its id, what that record is a delta of, and its JSON, ahead of its own (they deflate together,
-  the two are alike). A delta carries itself; a full record (which starts a chain) carries its
+  the two are alike). A delta is carried as it is; a full record (which starts a chain) as its
   own delta from its parent, as a delta of its tick would have held it (`CheckpointRecord.step`),
   so the row after a damaged full record rebuilds it from the chain before; the first record of a
   line (a run's tick 0, a fork's, a restored run's), which has no delta, is carried whole. So any
