@@ -303,13 +303,19 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return version
 
     def _upgrade(self, conn: Any, version: int) -> None:
-        """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
-        to 4 only drops and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not
-        use, 6 to 7 a row form (`row_codec.STANDALONE`): the rows are read the same either way."""
-        for step in range(version, SCHEMA_VERSION):
-            for statement in filter(str.strip, self._UPGRADES[step].split(";")):
-                conn.execute(statement)
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        """Bring a store of an older schema to this one, inside the caller's transaction (`_upgrading`)."""
+        for query in self._upgrading(version):
+            conn.execute(query.sql, query.params)
+
+    def _upgrading(self, version: int) -> list[Query]:
+        """The statements that bring a store of schema `version` to this one. Schema 3 to 4 only drops
+        and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not use, 6 to 7 a row
+        form (`row_codec.STANDALONE`): the rows are read the same either way."""
+        if version >= SCHEMA_VERSION:
+            return []
+        return [*(Query(statement) for step in range(version, SCHEMA_VERSION)
+                  for statement in filter(str.strip, self._UPGRADES[step].split(";"))),
+                Query("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))]
 
     # -- connection ----------------------------------------------------------------
     @contextmanager
@@ -618,12 +624,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         heartbeats.discard(self)
         if self._writer_id is None or not self._usable():
             return
-        now = time.time()
         with contextlib.suppress(StoreError):
-            self._transaction(lambda _: _statements(Query(
-                "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, self._writer_id))))
-        self._writer_id = None
+            self._run(self.closing_writer())
+
+    def closing_writer(self) -> Plan[None]:
+        """The plan of `close_writer` (the asyncio store runs it over its own connections)."""
+        if self._writer_id is None:
+            return
+        writer, self._writer_id = self._writer_id, None
         self._claimed.clear()
+        now = time.time()
+        yield from self._transacting(lambda _: _statements(Query(
+            "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, writer))))
 
     def _usable(self) -> bool:
         """Whether a write now would not first have to connect again (closing never waits for a server)."""
