@@ -1,7 +1,9 @@
-"""The asyncio PostgreSQL store (issue #34 point 1) on a real (throw-away) server: its saves leave
-the event loop to other coroutines, a run recording into it stores every tick as the synchronous
-store does, and a lost connection stops the run in one line. (Its contract is the store suite's,
-`store` in conftest.py; how long the loop waits is bench/many_runs.py's figure, never a test's.)"""
+"""The asyncio PostgreSQL store (issue #34 point 1) on a real (throw-away) server: opened from the event
+loop it never holds the loop (a server that never answers: the wait is cancelled at once, or ends at
+the connect's timeout, #32), its saves leave the event loop to other coroutines, a run recording into
+it stores every tick as the synchronous store does, and a lost connection stops the run in one line.
+(Its contract is the store suite's, `store` in conftest.py; how long the loop waits is
+bench/many_runs.py's figure, never a test's.)"""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import asyncio
 import time
 
 import pytest
+from hanging_server import HangingServer
 from postgres_server import PASSWORD
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
+from runtime.memory.checkpoint import AsyncPostgresCheckpointStore, CheckpointRecord, StoreError, open_store
 from runtime.node import Node
 
 
@@ -113,3 +116,55 @@ async def test_a_run_whose_connection_is_lost_stops_in_one_line_and_the_next_run
     again = ReactiveRunner(CountTo(3), Counted, checkpointer=store)
     assert await again.run() == Status.SUCCESS
     assert [c.tick for c in store.list(again.run_id)] == [0, 1, 2, 3]
+
+
+async def test_opened_from_the_loop_it_creates_the_store_and_connects_synchronously_only_to_read(postgres_url):
+    store = await AsyncPostgresCheckpointStore.open(postgres_url)
+    assert store._conn is None  # the schema made over an async connection: nothing held the loop
+    checkpoint_id = await store.save_async(_record(1))
+    assert store.get(checkpoint_id).state == {"": {"n": 1}}  # a read: its synchronous connection, opened now
+    await store.aclose()
+    again = open_store(postgres_url, create=False)
+    (run,) = again.runs()
+    assert run.writer is not None and run.writer.closed is not None  # said over the async connection
+    again.close()
+
+
+async def test_opened_from_the_loop_an_empty_database_is_refused_when_not_to_be_created(postgres_url):
+    with pytest.raises(StoreError, match="no checkpoint store in this database"):
+        await AsyncPostgresCheckpointStore.open(postgres_url, create=False)
+
+
+async def test_its_synchronous_connection_dropped_while_idle_is_replaced_before_a_read(store, postgres_url):
+    checkpoint_id = await store.save_async(_record(1))
+    assert store.get(checkpoint_id).tick == 1
+    killer = open_store(postgres_url)
+    with killer._guard() as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    killer.close()
+    assert store.get(checkpoint_id).tick == 1  # a read after the loss: connected again, not failed
+
+
+@pytest.fixture
+def hanging():
+    server = HangingServer()
+    yield server
+    server.close()
+
+
+async def test_opening_from_the_loop_a_server_that_never_answers_leaves_the_loop_free_and_cancels(hanging):
+    opening = asyncio.create_task(AsyncPostgresCheckpointStore.open(hanging.url()))  # (its timeout: 600 s)
+    assert await asyncio.to_thread(hanging.accepted.wait, 60)  # the loop ran this while the connect waited
+    assert not opening.done()
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+
+
+async def test_opening_from_the_loop_a_server_that_never_answers_ends_at_the_connect_timeout(hanging):
+    with pytest.raises(StoreError) as raised:
+        await AsyncPostgresCheckpointStore.open(hanging.url().replace("connect_timeout=600", "connect_timeout=2"))
+    message = str(raised.value)
+    assert message.startswith(f"postgresql://someone@127.0.0.1:{hanging.port}/db: cannot connect (")
+    assert "\n" not in message and "pw-never-shown" not in message
