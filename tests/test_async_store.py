@@ -17,7 +17,13 @@ from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import AsyncPostgresCheckpointStore, CheckpointRecord, StoreError, open_store
+from runtime.memory.checkpoint import (
+    AsyncPostgresCheckpointStore,
+    CheckpointRecord,
+    IORecord,
+    StoreError,
+    open_store,
+)
 from runtime.node import Node
 
 
@@ -65,6 +71,23 @@ async def test_a_save_lets_other_coroutines_run_while_it_is_on_the_wire(store):
     await asyncio.gather(save(), other())  # the save starts first: a blocking one would end first too
     assert order[0] == "other ran" and order[1][0] == "saved"
     assert store.get(order[1][1]).state == {"": {"n": 1}}
+
+
+async def test_a_recorded_call_is_read_while_other_coroutines_run(store):
+    answer = {"content": "the answer, long enough to be stored as an item of its own " * 4}
+    await store.put_io_async(IORecord("r", "main", "model", "Ask", 0, 0, {"messages": []}, answer))
+    order = []
+
+    async def read():
+        record = await store.get_io_async("r", "model", "Ask", 0, 0, "main")
+        order.append(("read", record.response))
+
+    async def other():
+        order.append("other ran")
+
+    await asyncio.gather(read(), other())  # the read starts first: a blocking one would end first too
+    assert order == ["other ran", ("read", answer)]
+    assert await store.get_io_async("r", "model", "Ask", 1, 0) is None
 
 
 async def test_a_recording_run_leaves_the_loop_to_other_coroutines_and_stores_every_tick(store):
@@ -140,8 +163,10 @@ async def test_its_synchronous_connection_dropped_while_idle_is_replaced_before_
     assert store.get(checkpoint_id).tick == 1
     killer = open_store(postgres_url)
     with killer._guard() as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        ended = [pid for pid, _ in conn.execute("SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+        while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(?)", (ended,)).fetchone()[0]:
+            await asyncio.sleep(0.01)  # (until those backends have gone: they said so on their sockets)
     killer.close()
     assert store.get(checkpoint_id).tick == 1  # a read after the loss: connected again, not failed
 

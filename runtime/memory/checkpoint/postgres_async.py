@@ -50,7 +50,8 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
 
 class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
     """`PostgresCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a
-    runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop.
+    runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop, and
+    `get_io_async`, which a runner replaying a recorded run awaits (`IOReplayer`).
 
     `await AsyncPostgresCheckpointStore.open(url)` opens it from an event loop without ever holding
     the loop: the connect and the schema's check (or creation) go over an async connection, so a
@@ -109,6 +110,11 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
 
     async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
         await self._run_async(self.putting_io(record, chunks))
+
+    async def get_io_async(self, run_id: str, kind: str, node: str, round: int, index: int,
+                           branch: str | None = None) -> IORecord | None:
+        """`get_io` over the async connections: what a replaying runner reads before each recorded call."""
+        return await self._run_async(self.getting_io(run_id, kind, node, round, index, branch))
 
     async def _run_async(self, plan: Plan[T]) -> T:
         """Run `plan` over one of this event loop's connections: an idle one, else a new one while
