@@ -16,6 +16,7 @@ from postgres_server import PASSWORD
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime import Agent
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import (
     AsyncPostgresCheckpointStore,
@@ -109,6 +110,19 @@ async def test_a_recording_run_leaves_the_loop_to_other_coroutines_and_stores_ev
     assert [c.parent_id for c in infos] == [None, *(c.id for c in infos[:-1])]
     assert store.get(infos[-1].id).state == {"": {"n": 40}}
     assert store.runs(runner.run_id)[0].ended == "completed"
+
+
+async def test_an_agent_run_cancelled_from_outside_is_recorded_as_interrupted_before_the_cancel_goes_on(store):
+    agent = Agent(CountTo(10**9), state_schema=Counted)
+    agent.runner = agent.make_runner(checkpointer=store)
+    running = asyncio.create_task(agent.run())
+    while agent.runner.tick_count < 20:
+        await asyncio.sleep(0)
+    running.cancel("SIGTERM")
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    (run,) = store.runs()  # read at once: the last checkpoint's write was awaited, not left in flight
+    assert run.ended == "failed" and store.latest(run.run_id).status == "INTERRUPTED"
 
 
 async def test_many_runs_in_one_loop_record_into_one_store_at_once(store):
