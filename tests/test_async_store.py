@@ -122,7 +122,12 @@ async def test_an_agent_run_cancelled_from_outside_is_recorded_as_interrupted_be
     with pytest.raises(asyncio.CancelledError):
         await running
     (run,) = store.runs()  # read at once: the last checkpoint's write was awaited, not left in flight
-    assert run.ended == "failed" and store.latest(run.run_id).status == "INTERRUPTED"
+    last = store.latest(run.run_id)
+    assert run.ended == "failed" and last.status == "INTERRUPTED"
+    # the cancel met the run awaiting a write in flight: that write was not cancelled with it (the last
+    # checkpoint, a delta of the ones before, holds the count the run had reached)
+    assert store.get(last.id).state[""]["n"] == agent.runner.state_manager.get("n")
+    assert [c.tick for c in store.list(run.run_id)][:-1] == list(range(last.tick + 1))
 
 
 async def test_many_runs_in_one_loop_record_into_one_store_at_once(store):
