@@ -131,7 +131,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         self._conn = _Connection(self._connect())
         with self._guard():
             run(self._opening(create), self._conn.execute)
-            self._conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)  # (`_opening` says why)
+            # the chain read prepared: a new server backend pays that query's parsing and catalog lookups
+            # (0.35-0.5 ms here) while opening, not when the first checkpoint is read
+            self._conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)
 
     def _configure(self, url: str) -> None:
         """What the store knows of its URL before it connects: where it is, what never to show, how to connect."""
@@ -222,8 +224,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             else:
                 version = self._version((yield Query("SELECT value FROM meta WHERE key = 'schema_version'",
                                                      want=ONE)))
-                for statement in self._upgrading(version):
-                    yield Query(statement)
+                yield from self._upgrading(version)
             yield Query(WRITERS_TABLE)  # (an older store gains it)
             yield Query("COMMIT")
         except BaseException:

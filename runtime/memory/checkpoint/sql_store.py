@@ -423,10 +423,6 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         in a transaction (SQLite: no round trips to save)."""
         return None
 
-    def _rollback(self, conn: Any) -> None:
-        with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
-            conn.execute("ROLLBACK")
-
     def close(self) -> None:
         with self._lock:
             self.close_writer()
