@@ -11,6 +11,7 @@ import asyncio
 import time
 
 import pytest
+import resume_tree
 from hanging_server import HangingServer
 from postgres_server import PASSWORD
 from py_trees.common import Status
@@ -212,3 +213,21 @@ async def test_opening_from_the_loop_a_server_that_never_answers_ends_at_the_con
     message = str(raised.value)
     assert message.startswith(f"postgresql://someone@127.0.0.1:{hanging.port}/db: cannot connect (")
     assert "\n" not in message and "pw-never-shown" not in message
+
+
+async def test_agent_resume_given_the_stores_url_goes_on_recording_through_the_asyncio_store(postgres_url, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv(resume_tree.EFFECTS, str(tmp_path / "ledger.txt"))
+    store = open_store(postgres_url)
+    first = resume_tree.build()
+    first.runner = first.make_runner(checkpointer=store)
+    run_id = (await first.run(resume_tree.INPUT)).run_id
+    store.close()
+    agent = resume_tree.build()  # another process's agent: the URL is all it is given
+    result = await agent.resume(postgres_url, run_id, approve=["append_line"])
+    assert (result.termination_reason, result.run_id) == ("completed", run_id)
+    assert isinstance(agent.runner.checkpoints.store, AsyncPostgresCheckpointStore)
+    assert (tmp_path / "ledger.txt").read_text().splitlines() == ["payment 42 sent"]
+    again = open_store(postgres_url)
+    assert again.runs(run_id)[0].ended == "completed" and again.latest(run_id).status == "SUCCESS"
+    again.close()
