@@ -8,6 +8,7 @@ bench/many_runs.py's figure, never a test's.)"""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from hanging_server import HangingServer
 from postgres_server import PASSWORD
 from py_trees.common import Status
 from pydantic import BaseModel
+from stopping_fixtures import TREE, all_gone, interrupted_run, start, stopped_mid_call, use_place, wait_for
 
 from runtime import Agent
 from runtime.engine.runner import ReactiveRunner
@@ -231,3 +233,16 @@ async def test_agent_resume_given_the_stores_url_goes_on_recording_through_the_a
     again = open_store(postgres_url)
     assert again.runs(run_id)[0].ended == "completed" and again.latest(run_id).status == "SUCCESS"
     again.close()
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_a_command_recording_into_postgresql_stopped_by_a_signal_mid_call_records_the_run_interrupted(
+        command, postgres_url, tmp_path, monkeypatch):
+    place = use_place(tmp_path, monkeypatch)
+    extra = ["--at", "127.0.0.1:0", "--wait", "0"] if command == "serve" else []
+    process = start(command, TREE, "--db", postgres_url, *extra)  # the asyncio store: its writes awaited at the end
+    out, err, pids = stopped_mid_call(process, place, signal.SIGTERM)
+    assert process.returncode == 143 and "Traceback" not in err and PASSWORD not in out + err, err
+    wait_for(lambda: all_gone(pids), "the MCP server and its helper gone")
+    status, source, _, ended = interrupted_run(postgres_url)
+    assert (status, source, ended) == ("INTERRUPTED", "interrupt", "failed")
