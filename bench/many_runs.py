@@ -105,13 +105,14 @@ async def langgraph_async(url: str, runs: int, rounds: int) -> dict:
 
 
 def writer(kind: str, url: str, go: str, rounds: int) -> None:
-    """A writer process: connect, say ready, wait for `go`, record one run, print its checkpoints."""
+    """A writer process: connect, build its agent, say ready, wait for `go`, record one run, print its
+    checkpoints. (Each side's agent is built before `go`: its scripted model's 1 KB texts too.)"""
     if kind == "ours":
         store = open_store(url)
+        runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
         print("ready", flush=True)
         while not os.path.exists(go):
             time.sleep(0.002)
-        runner = ReactiveRunner(build(rounds), ReActState, checkpointer=store)
         asyncio.run(runner.run(input_data={"messages": [human(TASK)]}))
         print(len(store.list(runner.run_id)))
         store.close()

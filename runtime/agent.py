@@ -29,6 +29,8 @@ approval; `pending` lists what), `"max_ticks"` (stopped by `max_ticks`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -229,6 +231,7 @@ class Agent:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):  # stopped from outside: say so
                 interrupt(self.runner, stopped_by(exc))
                 self.runner.stop()  # the work in flight too (a tool call), before its providers close
+                await settled(self.runner)
             await self.close()
             raise
         return await self.finalize(self.runner)
@@ -245,7 +248,19 @@ class Agent:
         must be built as the run's was (the same tree file). Before anything is answered, a run that
         a live process still writes (or took over just now) raises `CheckpointError`; one that waits
         for no approval, or an answer that fits no waiting call, `ApprovalError`.
+
+        `store` may also be its name (`runs.db`, `postgresql://…`): it is opened for this call and closed
+        when it returns, a PostgreSQL store as the asyncio one (`open_store_async`), whose connect and
+        saves never hold this event loop.
         """
+        if isinstance(store, str | os.PathLike):
+            from .memory.checkpoint.naming import close_store_async, open_store_async
+
+            opened = await open_store_async(store, create=False)
+            try:
+                return await self.resume(opened, run_id, approve=approve, deny=deny, max_ticks=max_ticks)
+            finally:
+                await close_store_async(opened)
         from .memory.checkpoint.waiting import resume_point  # only a run that resumes reads a store
 
         answers = Answers.of(approve, deny)
@@ -417,6 +432,19 @@ def interrupt(runner: ReactiveRunner, why: str) -> None:
         runner.event_bus.publish(EventType.RUN_FAILED, {"status": INTERRUPTED, "error": why, "ticks": runner.tick_count})
 
 
+async def settled(runner: ReactiveRunner) -> None:
+    """Wait for the writes `runner`'s checkpoint store has in flight (an asyncio store writes an interrupted
+    run's last checkpoint so, `interrupt`): a run stopped from outside is recorded before its command goes
+    on. A write that fails is not raised here: what stopped the run says why it stopped."""
+    settle = getattr(runner.checkpoints, "settle", None)
+    settling = settle() if settle is not None else None
+    if settling is not None:
+        from .memory.checkpoint.store import StoreError  # (loaded: the runner records into a store)
+
+        with contextlib.suppress(StoreError):
+            await settling
+
+
 def stopped_by(exc: BaseException) -> str:
     """Why a run was interrupted: `interrupted by SIGTERM` (a cancellation's message names the signal)."""
     if isinstance(exc, KeyboardInterrupt):
@@ -425,4 +453,5 @@ def stopped_by(exc: BaseException) -> str:
     return f"interrupted by {named}" if named else "interrupted (cancelled)"
 
 
-__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents", "interrupt", "stopped_by"]
+__all__ = ["Agent", "AgentLoop", "AgentResult", "Failure", "ResultType", "find_agents", "interrupt", "settled",
+           "stopped_by"]

@@ -30,27 +30,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
-from runtime.agent import stopped_by
+from runtime.agent import settled, stopped_by
 from runtime.config import user_config_file
 from runtime.engine.events import EventType
 from runtime.engine.user_code import described
 from runtime.extras import MissingExtra
 from runtime.guard import Answers, ApprovalError
 from runtime.memory.checkpoint import Source, StoreError, chosen_store, export_run, open_store
+from runtime.memory.checkpoint.naming import close_store_async, is_postgres_url, open_store_async
 from runtime.memory.checkpoint.output import OutputPathError, check_output_path, replacing
-from runtime.memory.checkpoint.store import CheckpointError
+from runtime.memory.checkpoint.store import CheckpointError, CheckpointStore
 from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
 
 from . import cli_check, cli_resume, headless, logs, samples, startup, stopping, web
-from .loader import TreeLoadError, load_tree
+from .loader import LoadedTree, TreeLoadError, load_tree
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
 from .session import open_store as open_session_store
@@ -276,19 +279,48 @@ def _answer_approvals(session: DebugSession, rules: Answers, as_json: bool) -> b
 
 
 def _load(args: argparse.Namespace) -> DebugSession:
-    """The session a run or the studio records into: its store must be writable."""
-    try:
-        with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
-            loaded = load_tree(args.tree)
+    """The session the studio records into: its store must be writable."""
+    with _loading(args):
+        loaded = _tree(args)
         db = args.db or default_store()
         with stopping.connecting(db):  # a PostgreSQL server that never answers: a Ctrl-C ends the wait
             store = open_session_store(db)
-        with stopping.user_code():
-            session = DebugSession(loaded, store=store)
+        return _session(loaded, store)
+
+
+async def _load_running(args: argparse.Namespace) -> DebugSession:
+    """The session a headless run records into, from its event loop: a PostgreSQL store is the asyncio
+    one (its saves never hold the loop), opened without holding the loop either."""
+    with _loading(args):
+        loaded = _tree(args)
+        db = args.db or default_store()
+        if is_postgres_url(str(db)):
+            async with stopping.connecting_async(db):  # a server that never answers: a signal ends the wait
+                store = await open_store_async(db)
+        else:
+            store = open_session_store(db)
+        return _session(loaded, store)
+
+
+@contextlib.contextmanager
+def _loading(args: argparse.Namespace) -> Iterator[None]:
+    """A tree or a store that cannot be opened is bad input, said in one line."""
+    try:
+        yield
     except StoreError as exc:
         raise UsageError(str(exc)) from exc
     except OSError as exc:  # the store's folder cannot be created
         raise UsageError(f"{args.db}: cannot create the store ({exc.strerror}: {exc.filename})") from exc
+
+
+def _tree(args: argparse.Namespace) -> LoadedTree:
+    with stopping.user_code():  # the tree's import and build(): a Ctrl-C there ends the command
+        return load_tree(args.tree)
+
+
+def _session(loaded: LoadedTree, store: CheckpointStore) -> DebugSession:
+    with stopping.user_code():
+        session = DebugSession(loaded, store=store)
     if getattr(session.store, "read_only", False):
         raise UsageError(f"{session.store.location}: read-only: a run records into its store; "
                          "view this one with `jianmu-studio replay`, or pass another --db")
@@ -299,7 +331,7 @@ async def run_headless(args: argparse.Namespace) -> int:
     rules = headless.answers(args)
     if args.trace is not None:  # before anything runs: a trace never lands on the store or a source file
         check_output_path(args.trace, store=args.db or default_db_path(), force=args.force)
-    session = _load(args)
+    session = await _load_running(args)
     for warning in session.breakpoint_warnings:
         stopping.complain(warning)
     if args.bindings is not None:
@@ -318,11 +350,11 @@ async def run_headless(args: argparse.Namespace) -> int:
     except asyncio.CancelledError as exc:  # a signal (studio/stopping.py): recorded, stopped, then exit 128+N
         await stopping.interrupt_session(session, stopped_by(exc))
         raise
-    unrecorded = stop.message if stop.kind == "error" else _unwritten_events(session)
+    unrecorded = stop.message if stop.kind == "error" else await _unwritten_events(session)
     if unrecorded is not None:  # a run that could not be recorded is no success, whatever its tree says
         session.runner.stop()  # work in flight would write into the store that refused (and fail unseen)
         stopping.complain(f"the run stopped: {unrecorded}")
-        stopping.complain(_record_end(session, unrecorded))
+        stopping.complain(await _record_end(session, unrecorded))
     if stop.kind == "breakpoint":  # saved by the studio for this tree: a headless run holds there too
         stopping.complain(f"stopped at a breakpoint saved by the studio ({stop.message}, kept in "
                           f"{session.breakpoints_file}): remove it in the studio to run through")
@@ -375,19 +407,24 @@ def _tokens(session: DebugSession) -> int | None:
         return None
 
 
-def _unwritten_events(session: DebugSession) -> str | None:
-    """Why the run's last events are not in its store, or None once they are."""
+async def _unwritten_events(session: DebugSession) -> str | None:
+    """Why the run's last checkpoints and events are not in its store, or None once they are (an asyncio
+    store's writes in flight awaited: how the run ended may be among them)."""
+    checkpoints = session.runner.checkpoints
     try:
-        session.runner.checkpoints.flush()
+        if (settling := checkpoints.settle()) is not None:
+            await settling
+        checkpoints.flush()
     except StoreError as exc:
         return f"its last events were not written: {exc}"
     return None
 
 
-def _record_end(session: DebugSession, reason: str) -> str:
+async def _record_end(session: DebugSession, reason: str) -> str:
     """Write how a stopped run ended into its store (a last checkpoint with status ERROR, after a
     `run.failed` event and whatever was not written): the line that says whether it could."""
     session.bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": reason})
+    await settled(session.runner)  # (an asyncio store writes the event behind the writes in flight)
     try:
         session.runner.checkpoints.save(Source.UPDATE, status="ERROR")
     except StoreError as exc:
@@ -450,8 +487,8 @@ async def serve(args: argparse.Namespace) -> int:
     with stopping.user_code():
         loaded = load_tree(args.tree)
     name = args.db or str(default_store())
-    with stopping.connecting(name):
-        store = open_store(name)
+    async with stopping.connecting_async(name):  # a PostgreSQL store: the asyncio one, opened in the loop
+        store = await open_store_async(name)
     agent = loaded.agent
     agent.runner = agent.make_runner(checkpointer=store)
     agent.runner.event_bus.subscribe(lambda event: loaded.remember_run(store, event.run_id),
@@ -464,7 +501,7 @@ async def serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"--at {args.at}: cannot listen there ({exc.strerror or exc})") from exc
     finally:
-        store.close()
+        await close_store_async(store)
     stopping.say(terminal_line(f"{result.status.value} ({result.termination_reason}); recorded in {store.location}"))
     if result.final_answer:
         stopping.say(f"final answer: {terminal_line(result.final_answer)}")

@@ -26,7 +26,7 @@ from py_trees.common import Status
 
 from runtime.check.recording import tree_for_run
 from runtime.guard import ApprovalError, ApprovalRequest, ApprovalStatus
-from runtime.memory.checkpoint import CheckpointError, display_name, open_store
+from runtime.memory.checkpoint import CheckpointError, close_store_async, display_name, open_store_async
 from runtime.memory.checkpoint.waiting import waiting_runs
 from runtime.terminal import terminal_line
 
@@ -54,8 +54,8 @@ async def resume(args: argparse.Namespace) -> int:
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")
     name = args.store if args.store is not None else args.db or default_store()
-    with stopping.connecting(name):
-        store = open_store(name, create=False)
+    async with stopping.connecting_async(name):  # a PostgreSQL store: the asyncio one, opened in the loop
+        store = await open_store_async(name, create=False)
     try:
         run_id = args.run_id or _only_waiting(store)
         with stopping.user_code():  # the tree's import and build() (tree_for_run builds it once): a Ctrl-C there
@@ -86,7 +86,7 @@ async def resume(args: argparse.Namespace) -> int:
             print(headless.waiting_line(request), file=sys.stderr)
         return 0 if result.status == Status.SUCCESS and failure is None else 1
     finally:
-        store.close()
+        await close_store_async(store)
 
 
 def _only_waiting(store) -> str:

@@ -12,7 +12,8 @@ A tree's import and its `build()` are user code that holds the thread, and so is
 PostgreSQL server that does not answer: the loop cannot run its handlers then. While such work runs
 (`user_code()`, `connecting()`), a signal raises `Stopped` in it instead (runtime/signals.py), which the
 tree loader lets through: the command ends at once, with the same exit status; a connect stopped so is
-said in one line naming the store.
+said in one line naming the store. A command that runs a tree opens a PostgreSQL store in its event loop
+instead (`connecting_async()`): the signal cancels the connect, and says so in the same line.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
-from runtime.agent import interrupt
+from runtime.agent import interrupt, settled
 from runtime.memory.checkpoint.naming import display_name
 from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise
 from runtime.terminal import terminal_line
@@ -43,6 +44,20 @@ def connecting(store: str | Path) -> contextlib.AbstractContextManager[None]:
     """While a store named on the command line is opened, a signal raises `Stopped` naming it (a PostgreSQL
     server that accepts the connection and never answers holds the thread for the connect's timeout)."""
     return signals_raise(f"{display_name(store)}: connecting")
+
+
+@contextlib.asynccontextmanager
+async def connecting_async(store: str | Path) -> AsyncIterator[None]:
+    """`connecting()` for a store opened in the command's event loop (`open_store_async`): the signal
+    cancels the command (`run`), and the cancellation that ends the connect becomes `Stopped` naming
+    the store, so the command says what it waited for in the same line."""
+    try:
+        yield
+    except asyncio.CancelledError as exc:
+        named = exc.args[0] if exc.args else None
+        if named not in signal.Signals.__members__:  # cancelled for another reason than a signal
+            raise
+        raise Stopped(signal.Signals[named], f"{display_name(store)}: connecting") from None
 
 
 def stopped(exc: Stopped) -> int:
@@ -129,8 +144,9 @@ async def interrupt_session(session: Any, why: str) -> None:
     if session.recorded_run is None:
         interrupt(runner, why)
     runner.stop()
+    await settled(runner)
     await session.agent.close()
 
 
-__all__ = ["SIGNALS", "Stopped", "connecting", "exit_status", "interrupt_session", "on_signals", "run", "say", "stopped",
+__all__ = ["SIGNALS", "Stopped", "connecting", "connecting_async", "exit_status", "interrupt_session", "on_signals", "run", "say", "stopped",
            "user_code"]

@@ -120,7 +120,7 @@ class ServedIO(IOReplayer):
                         call: Callable[[], Awaitable[str]]) -> str:
         if not self.tools_live:
             return await super().tool_call(node, round, index, name, arguments, call)
-        record = self._lookup("tool", node, round, index)
+        record = await self._lookup("tool", node, round, index)
         problem = self.tool_problem(record, node, round, index, name, arguments)
         if problem is not None:
             self._diverge(problem)  # strict: raises

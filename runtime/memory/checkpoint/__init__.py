@@ -8,7 +8,7 @@ from .io import IORecorder, IOReplayer, ReplayDivergence, ReplayedModelError, Re
 from .liveness import Liveness, run_liveness
 from .memory_store import InMemoryCheckpointStore
 from .model import Checkpoint, CheckpointInfo, CheckpointRecord, Source
-from .naming import chosen_store, display_name, open_store
+from .naming import chosen_store, close_store_async, display_name, open_store, open_store_async
 from .sql_store import EventsRead
 from .sqlite_store import SCHEMA_VERSION, SQLiteCheckpointStore
 from .store import CheckpointError, CheckpointStore, IORecord, RunSummary, StoreError, Writer
@@ -63,6 +63,8 @@ __all__ = [
     "run_liveness",
     "write_trace",
     "chosen_store",
+    "close_store_async",
     "display_name",
     "open_store",
+    "open_store_async",
 ]

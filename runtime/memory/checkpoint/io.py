@@ -198,8 +198,12 @@ class IOReplayer:
         self._checkpoints = checkpoints
         self.live.attach(checkpoints)
 
-    def _lookup(self, kind: str, node: str, round: int, index: int) -> IORecord | None:
+    async def _lookup(self, kind: str, node: str, round: int, index: int) -> IORecord | None:
+        """The recorded call; from an asyncio store, awaited (the event loop runs on meanwhile)."""
         branch = self.source_branch or (self._checkpoints.branch if self._checkpoints is not None else None)
+        get_async = getattr(self.store, "get_io_async", None)
+        if get_async is not None:
+            return await get_async(self.source_run_id, kind, node, round, index, branch)
         return self.store.get_io(self.source_run_id, kind, node, round, index, branch)
 
     def _diverge(self, problem: str) -> None:
@@ -216,7 +220,7 @@ class IOReplayer:
 
     async def model_call(self, node: str, round: int, attempt: int, messages: list[Message], config: ModelConfig,
                          call: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
-        record = self._lookup("model", node, round, attempt)
+        record = await self._lookup("model", node, round, attempt)
         problem = self.model_problem(record, node, round, attempt, messages, config)
         if problem:
             self._diverge(problem)
@@ -249,7 +253,7 @@ class IOReplayer:
 
     async def tool_call(self, node: str, round: int, index: int, name: str, arguments: dict,
                         call: Callable[[], Awaitable[str]]) -> str:
-        record = self._lookup("tool", node, round, index)
+        record = await self._lookup("tool", node, round, index)
         problem = self.tool_problem(record, node, round, index, name, arguments)
         if problem:
             self._diverge(problem)

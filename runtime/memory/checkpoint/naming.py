@@ -60,6 +60,28 @@ def open_store(name: str | Path, *, create: bool = True, asynchronous: bool = Fa
     return SQLiteCheckpointStore(name, create=create)
 
 
+async def open_store_async(name: str | Path, *, create: bool = True) -> SQLCheckpointStore:
+    """`open_store` for a run driven in an event loop: a PostgreSQL URL opens the asyncio store without
+    ever holding the loop (`AsyncPostgresCheckpointStore.open`: a server that never answers costs the
+    connect's timeout at most, and a cancellation ends the wait); a file opens as `open_store` opens it."""
+    name = _named(name)
+    if not is_postgres_url(name):
+        return open_store(name, create=create)
+    require("postgres", "psycopg")
+    from .postgres_async import AsyncPostgresCheckpointStore
+
+    return await AsyncPostgresCheckpointStore.open(name, create=create)
+
+
+async def close_store_async(store: SQLCheckpointStore) -> None:
+    """Close a store from its event loop: the asyncio PostgreSQL store over its own connections (`aclose`)."""
+    aclose = getattr(store, "aclose", None)
+    if aclose is not None:
+        await aclose()
+    else:
+        store.close()
+
+
 def display_name(name: str | Path) -> str:
     if not is_postgres_url(str(name)):
         return str(name)
@@ -72,4 +94,5 @@ def display_name(name: str | Path) -> str:
     return redacted(str(name))
 
 
-__all__ = ["ENVIRONMENT", "chosen_store", "display_name", "is_postgres_url", "open_store"]
+__all__ = ["ENVIRONMENT", "chosen_store", "close_store_async", "display_name", "is_postgres_url", "open_store",
+           "open_store_async"]

@@ -3,8 +3,10 @@
 What a run writes while it runs (each tick's checkpoint and events, the model and tool calls it
 records, the events that end it) goes over psycopg's async connections: while a save is on the
 wire the event loop runs the other runs' ticks. The statements and rows are the synchronous
-store's own plans (`sql_plan.py`), driven here by `run_async`. Reads, and what a studio or a script writes, go over the synchronous connection
-this store inherits, so it is a whole `CheckpointStore` for them as well.
+store's own plans (`sql_plan.py`), driven here by `run_async`; so is opening it (`open`: the
+connect and the schema's check) and closing it (`aclose`). Reads, and what a studio or a script
+writes, go over the synchronous connection this store inherits, opened on first use, so it is a
+whole `CheckpointStore` for them as well.
 
 The saves of different runs go over up to `connections` connections at once, opened on first use
 in the running event loop; the saves of one run come one after another (its runner awaits each).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -21,6 +24,7 @@ import psycopg
 from psycopg.types.numeric import Int8Dumper
 
 from ...engine.events import RuntimeEvent
+from .liveness import heartbeats
 from .model import CheckpointRecord, ListChunk
 from .postgres_store import PostgresCheckpointStore, _dialect
 from .sql_plan import ALL, COUNT, ONE, Plan, Stepping
@@ -46,15 +50,55 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
 
 class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
     """`PostgresCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a
-    runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop."""
+    runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop, and
+    `get_io_async`, which a runner replaying a recorded run awaits (`IOReplayer`).
+
+    `await AsyncPostgresCheckpointStore.open(url)` opens it from an event loop without ever holding
+    the loop: the connect and the schema's check (or creation) go over an async connection, so a
+    server that accepts the connection and never answers costs the connect's timeout at most, and a
+    cancellation (a signal, a timeout around it) ends the wait at once. Its synchronous connection,
+    for reads and for what a studio or a script writes, is then opened on first use.
+    `AsyncPostgresCheckpointStore(url)` opens it synchronously, for a script without a loop yet."""
 
     def __init__(self, url: str, *, create: bool = True, connections: int = 8):
-        super().__init__(url, create=create)
         self._size = connections
+        super().__init__(url, create=create)
+
+    @classmethod
+    async def open(cls, url: str, *, create: bool = True, connections: int = 8) -> AsyncPostgresCheckpointStore:
+        """The store at `url`, opened over an async connection (`StoreError` in one line when it cannot be)."""
+        store = cls.__new__(cls)
+        store._size = connections
+        store._configure(url)
+        try:
+            await store._run_async(store._opening(create))
+        except BaseException:
+            store._drop_connections()
+            raise
+        return store
+
+    def _configure(self, url: str) -> None:
+        super()._configure(url)
         self._idle: list[psycopg.AsyncConnection] = []
         self._opened: set[psycopg.AsyncConnection] = set()
-        self._slots = asyncio.Semaphore(connections)
+        self._slots = asyncio.Semaphore(self._size)
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _lost(self, raw: psycopg.Connection) -> bool:
+        """The synchronous connection is not this store's writer: it may sit idle for a whole run while the
+        async ones write. One the server dropped meanwhile (a terminated backend, a restart) is found
+        before use, its socket ready though nothing was asked (an idle connection that listens to nothing
+        hears nothing else, but a rare notice: then it is replaced for nothing), and replaced: what it is
+        used for (a read, how a stopped run ended) does not fail on a loss it never met."""
+        if raw.broken or raw.closed:
+            return True
+        try:
+            lost = bool(select.select([raw.fileno()], [], [], 0)[0])
+        except (OSError, ValueError, psycopg.OperationalError):
+            return True
+        if lost:
+            raw.close()
+        return lost
 
     def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
         """The record encoded now (the runner's picture moves on), written when awaited: its
@@ -66,6 +110,11 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
 
     async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
         await self._run_async(self.putting_io(record, chunks))
+
+    async def get_io_async(self, run_id: str, kind: str, node: str, round: int, index: int,
+                           branch: str | None = None) -> IORecord | None:
+        """`get_io` over the async connections: what a replaying runner reads before each recorded call."""
+        return await self._run_async(self.getting_io(run_id, kind, node, round, index, branch))
 
     async def _run_async(self, plan: Plan[T]) -> T:
         """Run `plan` over one of this event loop's connections: an idle one, else a new one while
@@ -80,6 +129,10 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
                 return await run_async(plan, conn)
             except psycopg.Error as exc:
                 raise StoreError(self._explain(exc, conn)) from None
+            except BaseException as exc:
+                if not isinstance(exc, Exception):  # cancelled: the connection may be mid-statement
+                    conn.pgconn.finish()
+                raise
             finally:
                 if conn.broken or conn.closed:  # lost: the next write connects again
                     self._opened.discard(conn)
@@ -104,6 +157,15 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
                 conn.pgconn.finish()
         self._opened.clear()
         self._idle.clear()
+
+    async def aclose(self) -> None:
+        """`close()` from the event loop: this writer's row marked closed over an async connection (the
+        synchronous one may never have been opened), then every connection closed."""
+        heartbeats.discard(self)
+        if self._writer_id is not None:
+            with contextlib.suppress(StoreError):
+                await self._run_async(self.closing_writer())
+        self.close()
 
     def close(self) -> None:
         self._drop_connections()

@@ -16,6 +16,7 @@ The store is named by a `postgresql://user:password@host:port/database` URL; its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -30,7 +31,7 @@ from psycopg.types.numeric import Int8Dumper
 from ...urls import masked_url, url_secrets
 from .liveness import WRITERS_TABLE
 from .reserved_ids import ReservedIds
-from .sql_plan import Plan, Query
+from .sql_plan import ONE, Plan, Query, run
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .statement_fusion import NOTIFY, fused
 from .store import StoreError
@@ -126,6 +127,16 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     _ALONE_FIRST = True
 
     def __init__(self, url: str, *, create: bool = True):
+        self._configure(url)
+        self._conn = _Connection(self._connect())
+        with self._guard():
+            run(self._opening(create), self._conn.execute)
+            # the chain read prepared: a new server backend pays that query's parsing and catalog lookups
+            # (0.35-0.5 ms here) while opening, not when the first checkpoint is read
+            self._conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)
+
+    def _configure(self, url: str) -> None:
+        """What the store knows of its URL before it connects: where it is, what never to show, how to connect."""
         super().__init__()
         self._reserved: dict[str, ReservedIds] = {}  # table -> its ids reserved ahead
         self.location = redacted(url)
@@ -136,9 +147,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         timeout_given = parts.get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
         self._timeout = {} if timeout_given else {"connect_timeout": CONNECT_TIMEOUT}
         self._listener: psycopg.Connection | None = None
-        self._conn = _Connection(self._connect())
-        with self._guard():
-            self._open_schema(create)
+        self._conn: _Connection | None = None  # connected on first use when the store was opened without it
+        self._closed = False
 
     @staticmethod
     def _parts(url: str) -> dict[str, Any]:
@@ -165,63 +175,62 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         """The connection, connected again first when it was lost: the write that met the loss
         raised (its run stops), and what comes next (recording how the run ended) can still land."""
         with self._lock:
-            if self._conn.raw.broken:  # not closed by close(): that one stays closed
+            if self._closed:
+                raise StoreError(f"{self.location}: the store is closed")
+            if self._conn is None or self._lost(self._conn.raw):
                 self._conn = _Connection(self._connect())
             with super()._guard() as conn:
                 yield conn
 
-    def _open_schema(self, create: bool) -> None:
-        if self._is_current():
-            return
-        conn = self._conn
-        conn.execute("BEGIN")
-        try:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            found = conn.execute("SELECT to_regclass('jianmu.meta'), to_regnamespace('jianmu')").fetchone()
-            if found[0] is None:
-                if found[1] is not None and conn.execute(
-                        "SELECT 1 FROM pg_tables WHERE schemaname = 'jianmu' LIMIT 1").fetchone():
-                    raise StoreError(f"{self.location}: not a checkpoint store "
-                                     "(schema jianmu holds other tables)")
-                if not create:
-                    raise StoreError(f"{self.location}: no checkpoint store in this database")
-                for statement in filter(str.strip, _TABLES.split(";")):
-                    conn.execute(statement)
-                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                conn.execute("INSERT INTO meta VALUES ('created', ?)", (repr(time.time()),))
-            else:
-                version = self._version(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
-                if version < SCHEMA_VERSION:
-                    self._upgrade(conn, version)
-            conn.execute(WRITERS_TABLE)  # (an older store gains it)
-            conn.execute("COMMIT")
-        except BaseException:
-            self._rollback(conn)
-            raise
+    def _lost(self, raw: psycopg.Connection) -> bool:
+        """Whether the synchronous connection is known lost (a statement met the loss): connect again."""
+        return raw.broken
 
-    def _is_current(self) -> bool:
-        """Whether the store is there at this schema version, read without the creation lock (the
-        tables and their version row commit together): one query, not a transaction of four. Then the
-        chain read is prepared: a new server backend pays that query's parsing and catalog lookups
-        (0.35-0.5 ms here) while opening, not when the first checkpoint is read. A version this one
-        cannot read is refused; an older one (or one without the writers' table), or no store, is left to
-        the locked path."""
-        conn = self._conn
+    def _opening(self, create: bool) -> Plan[None]:
+        """The plan that checks the store's schema, creating or upgrading it (`create`) when it is not
+        there at this version: a store already there opens in one query, not a transaction of four (the
+        tables and their version row commit together, so reading them needs no lock). A version this one
+        cannot read is refused; an older one (or one without the writers' table), or no store, is made
+        current under the creation lock. Either connection runs it: the synchronous one (`run`) or the
+        asyncio store's (`run_async`, which never holds the event loop)."""
         try:
-            row = conn.execute("SELECT value, to_regclass('jianmu.writers') FROM meta "
-                               "WHERE key = 'schema_version'").fetchone()
+            row = yield Query("SELECT value, to_regclass('jianmu.writers') FROM meta WHERE key = 'schema_version'",
+                              want=ONE)
         except psycopg.errors.UndefinedTable:
-            return False
+            row = None
         except (psycopg.errors.ProgrammingError, psycopg.errors.DataError) as exc:
             if isinstance(exc, psycopg.errors.InsufficientPrivilege):
                 raise
             # a `meta` without our columns, or of other types: another program's table, not a damaged store
             raise StoreError(f"{self.location}: not a checkpoint store (schema jianmu has a table meta of "
                              "another program)") from None
-        if self._version(row) < SCHEMA_VERSION or row[1] is None:
-            return False
-        conn.raw.execute(_dialect(CHAIN_READ), (0,), prepare=True)
-        return True
+        if row is not None and self._version(row) >= SCHEMA_VERSION and row[1] is not None:
+            return
+        yield Query("BEGIN")
+        try:
+            yield Query("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,), ONE)
+            found = yield Query("SELECT to_regclass('jianmu.meta'), to_regnamespace('jianmu')", want=ONE)
+            if found[0] is None:
+                if found[1] is not None and (yield Query(
+                        "SELECT 1 FROM pg_tables WHERE schemaname = 'jianmu' LIMIT 1", want=ONE)):
+                    raise StoreError(f"{self.location}: not a checkpoint store "
+                                     "(schema jianmu holds other tables)")
+                if not create:
+                    raise StoreError(f"{self.location}: no checkpoint store in this database")
+                for statement in filter(str.strip, _TABLES.split(";")):
+                    yield Query(statement)
+                yield Query("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                yield Query("INSERT INTO meta VALUES ('created', ?)", (repr(time.time()),))
+            else:
+                version = self._version((yield Query("SELECT value FROM meta WHERE key = 'schema_version'",
+                                                     want=ONE)))
+                yield from self._upgrading(version)
+            yield Query(WRITERS_TABLE)  # (an older store gains it)
+            yield Query("COMMIT")
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):  # a lost connection: the error that got us here says why
+                yield Query("ROLLBACK")
+            raise
 
     def _first_line(self, exc: Exception) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0].strip()
@@ -231,8 +240,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
 
     def _explain(self, exc: Exception, raw: psycopg.BaseConnection | None = None) -> str:
         """One line for `exc`, met on `raw` (this store's own connection when None)."""
-        raw = self._conn.raw if raw is None else raw
-        if raw.broken or raw.closed:
+        raw = raw if raw is not None else self._conn.raw if self._conn is not None else None
+        if raw is None or raw.broken or raw.closed:
             return f"{self.location}: lost the connection to the PostgreSQL server ({self._first_line(exc)})"
         return f"{self.location}: {self._first_line(exc)}"
 
@@ -242,7 +251,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         return (data, None) if isinstance(data, str) else (None, data)
 
     def _usable(self) -> bool:
-        return not (self._conn.raw.broken or self._conn.raw.closed)
+        return self._conn is not None and not (self._conn.raw.broken or self._conn.raw.closed)
 
     def _announce(self, run_id: str) -> Plan[None]:
         yield Query(NOTIFY, (CHANNEL, run_id))
@@ -278,7 +287,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             self.close_writer()
             if self._listener is not None:
                 self._listener.close()
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
+            self._closed = True
 
 
 __all__ = ["CHANNEL", "PostgresCheckpointStore", "redacted"]

@@ -226,7 +226,7 @@ class RunnerCheckpoints:
 
     async def _oldest(self) -> None:
         with contextlib.suppress(StoreError):  # (raised below, once)
-            await self._flying[0]
+            await asyncio.shield(self._flying[0])  # (a run cancelled meanwhile leaves the write going: `_settled`)
         self._raise_failed()
 
     def _raise_failed(self) -> None:
@@ -311,9 +311,11 @@ class RunnerCheckpoints:
         return self._settled()
 
     async def _settled(self) -> None:
+        """(Shielded: a cancellation that meets the run awaiting a write never cancels the write, whose
+        record the later ones are deltas of, and which the run's last checkpoint, interrupted, follows.)"""
         while self._flying:
             with contextlib.suppress(StoreError):
-                await self._flying[-1]
+                await asyncio.shield(self._flying[-1])
         self._raise_failed()
 
     def _start_session(self, run_id: str | None, branch: str, parent: int | None) -> None:

@@ -120,11 +120,25 @@ def _decoding(method):
     def read(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError) as exc:
-            raise StoreError(f"{self.location}: corrupt checkpoint store "
-                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+        except _UNDECODABLE as exc:
+            raise _corrupt(self, exc) from exc
 
     return read
+
+
+def _decoded(store: Any, plan: Plan[T]) -> Plan[T]:
+    """`_decoding` for a read's plan (the asyncio store runs it over its own connections)."""
+    try:
+        return (yield from plan)
+    except _UNDECODABLE as exc:
+        raise _corrupt(store, exc) from exc
+
+
+_UNDECODABLE = (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError)
+
+
+def _corrupt(store: Any, exc: Exception) -> StoreError:
+    return StoreError(f"{store.location}: corrupt checkpoint store ({type(exc).__name__}: {str(exc)[:200]})")
 
 
 _FACT_TYPES = {"started": (int, float), "host": str, "pid": int, "writer": str, "ended": str,
@@ -342,13 +356,19 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         return version
 
     def _upgrade(self, conn: Any, version: int) -> None:
-        """Bring a store of an older schema to this one, inside the caller's transaction. Schema 3
-        to 4 only drops and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not
-        use, 6 to 7 and 7 to 8 a row form (`row_codec.py`): the rows are read the same either way."""
-        for step in range(version, SCHEMA_VERSION):
-            for statement in filter(str.strip, self._UPGRADES[step].split(";")):
-                conn.execute(statement)
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        """Bring a store of an older schema to this one, inside the caller's transaction (`_upgrading`)."""
+        for query in self._upgrading(version):
+            conn.execute(query.sql, query.params)
+
+    def _upgrading(self, version: int) -> list[Query]:
+        """The statements that bring a store of schema `version` to this one. Schema 3 to 4 only drops
+        and narrows indexes, 4 to 5 and 5 to 6 add a record form the old rows do not use, 6 to 7 and 7 to 8
+        a row form (`row_codec.py`): the rows are read the same either way."""
+        if version >= SCHEMA_VERSION:
+            return []
+        return [*(Query(statement) for step in range(version, SCHEMA_VERSION)
+                  for statement in filter(str.strip, self._UPGRADES[step].split(";"))),
+                Query("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))]
 
     # -- connection ----------------------------------------------------------------
     @contextmanager
@@ -441,10 +461,6 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         """`queries` (results unread) as fewer statements doing the same, or None: sent one by one,
         in a transaction (SQLite: no round trips to save)."""
         return None
-
-    def _rollback(self, conn: Any) -> None:
-        with contextlib.suppress(self._DRIVER_ERROR):  # a lost connection: the error that got us here says why
-            conn.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._lock:
@@ -657,12 +673,18 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         heartbeats.discard(self)
         if self._writer_id is None or not self._usable():
             return
-        now = time.time()
         with contextlib.suppress(StoreError):
-            self._transaction(lambda _: _statements(Query(
-                "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, self._writer_id))))
-        self._writer_id = None
+            self._run(self.closing_writer())
+
+    def closing_writer(self) -> Plan[None]:
+        """The plan of `close_writer` (the asyncio store runs it over its own connections)."""
+        if self._writer_id is None:
+            return
+        writer, self._writer_id = self._writer_id, None
         self._claimed.clear()
+        now = time.time()
+        yield from self._transacting(lambda _: _statements(Query(
+            "UPDATE writers SET seen = ?, closed = ? WHERE id = ?", (now, now, writer))))
 
     def _usable(self) -> bool:
         """Whether a write now would not first have to connect again (closing never waits for a server)."""
@@ -934,20 +956,24 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     def _item_texts(self, conn: Any, ids: Sequence[int]) -> list[str]:
         """The JSON texts of items by id: those not kept read are read in as few queries as can be."""
+        return run(self._reading_items(ids), conn.execute)
+
+    def _reading_items(self, ids: Sequence[int]) -> Plan[list[str]]:
+        """The plan of `_item_texts`."""
         found = {item_id: text for item_id in ids if (text := self._texts.get(item_id)) is not None}
         missing = [item_id for item_id in dict.fromkeys(ids) if item_id not in found]
         read: dict[int, str] = {}
         for start in range(0, len(missing), _LOOKUP_MAX):
             batch = missing[start:start + _LOOKUP_MAX]
-            for row in conn.execute(f"SELECT id, {self._ITEM_COLUMNS} FROM items i "
-                                    f"WHERE id IN ({','.join('?' * len(batch))})", batch).fetchall():
+            for row in (yield Query(f"SELECT id, {self._ITEM_COLUMNS} FROM items i "
+                                    f"WHERE id IN ({','.join('?' * len(batch))})", batch, ALL)):
                 read[row[0]] = _item_text(row[1:])
         gone = next((item_id for item_id in missing if item_id not in read), None)
         if gone is not None:
             raise StoreError(f"{self.location}: recorded item {gone} is missing")
         spliced = {item_id: text.split(_SPLICE) for item_id, text in read.items() if text.startswith(_SPLICE)}
         if spliced:  # (a damaged one: ValueError, a cycle: RecursionError, both a StoreError)
-            inner = self._item_texts(conn, [int(parts[1]) for parts in spliced.values()])
+            inner = yield from self._reading_items([int(parts[1]) for parts in spliced.values()])
             for (item_id, (_, _, before, after)), part in zip(spliced.items(), inner, strict=True):
                 read[item_id] = before + part + after
         for item_id, text in read.items():
@@ -1151,15 +1177,16 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             saved.add(data, self._tree_paths)
         return saved
 
-    def _item(self, conn: Any, item_id: int) -> Any:
-        return json.loads(self._item_texts(conn, (item_id,))[0])
-
     def _unpack(self, conn: Any, text: str) -> Any:
+        return run(self._unpacking(text), conn.execute)
+
+    def _unpacking(self, text: str) -> Plan[Any]:
+        """The plan that reads a recorded value back (`_pack`): its big parts from their items."""
         value, refs = json.loads(text)
         if isinstance(refs, int):
-            return self._item(conn, refs)
+            return json.loads((yield from self._reading_items((refs,)))[0])
         for key, item_id in refs.items():
-            value[key] = self._item(conn, item_id)
+            value[key] = json.loads((yield from self._reading_items((item_id,)))[0])
         return value
 
     @_decoding
@@ -1173,20 +1200,27 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                              None if error is None else json.loads(error))
                     for branch, kind, node, round, index, request, response, error in rows]
 
-    @_decoding
     def get_io(self, run_id: str, kind: str, node: str, round: int, index: int,
                branch: str | None = None) -> IORecord | None:
         with self._guard() as conn:
-            row = conn.execute(
-                "SELECT branch, request, response, error FROM io WHERE run_id = ? AND kind = ? AND node = ? "
-                "AND round = ? AND idx = ? ORDER BY branch = ? DESC, id DESC LIMIT 1",
-                (run_id, kind, node, round, index, branch)).fetchone()
-            if row is None:
-                return None
-            found_branch, request, response, error = row
-            return IORecord(run_id, found_branch, kind, node, round, index, self._unpack(conn, request),
-                            None if response is None else self._unpack(conn, response),
-                            None if error is None else json.loads(error))
+            return run(self.getting_io(run_id, kind, node, round, index, branch), conn.execute)
+
+    def getting_io(self, run_id: str, kind: str, node: str, round: int, index: int,
+                   branch: str | None = None) -> Plan[IORecord | None]:
+        """The plan of `get_io`, its stored values decoded (`_decoded`: damage is a `StoreError`)."""
+        return _decoded(self, self._getting_io(run_id, kind, node, round, index, branch))
+
+    def _getting_io(self, run_id: str, kind: str, node: str, round: int, index: int,
+                    branch: str | None) -> Plan[IORecord | None]:
+        row = yield Query("SELECT branch, request, response, error FROM io WHERE run_id = ? AND kind = ? AND node = ? "
+                          "AND round = ? AND idx = ? ORDER BY branch = ? DESC, id DESC LIMIT 1",
+                          (run_id, kind, node, round, index, branch), ONE)
+        if row is None:
+            return None
+        found_branch, request, response, error = row
+        return IORecord(run_id, found_branch, kind, node, round, index, (yield from self._unpacking(request)),
+                        None if response is None else (yield from self._unpacking(response)),
+                        None if error is None else json.loads(error))
 
 
 __all__ = ["CHAIN_READ", "SCHEMA_VERSION", "EventsRead", "SQLCheckpointStore"]
