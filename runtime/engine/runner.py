@@ -45,6 +45,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
+from .loop_share import LoopShare, share_of
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
@@ -146,6 +147,7 @@ class ReactiveRunner:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._share: LoopShare | None = None  # its loop's line of runs waiting for their turn (`loop_share`)
         self._live = False
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
@@ -243,6 +245,7 @@ class ReactiveRunner:
             keep_out_of_collections(len(self.nodes))  # the collector's walks now, once (runtime.engine.long_lived)
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        self._share = share_of(self._loop)
         self._live = True
         self._inject(self._on_wake_signal)
         self._wake.set()  # a task may have finished while nobody listened
@@ -477,6 +480,8 @@ class ReactiveRunner:
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
             await self.wait_until_ready()
+            if (turn := self._share.turn()) is not None:  # the runs of this loop have held it long enough
+                await turn
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
             detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
@@ -664,6 +669,8 @@ class ReactiveRunner:
         stopping at one returns at once (`paused_at` says where, the status is RUNNING's
         or the last tick's).
         """
+        if (turn := share_of(asyncio.get_running_loop()).turn()) is not None:  # (a start saves a full record)
+            await turn
         held = self._held is not None
         fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
         self._restored = False

@@ -1,0 +1,100 @@
+"""Runs in one event loop take turns, so that together they never hold it long.
+
+asyncio runs every callback that was ready when a loop iteration began before it looks at its
+timers and sockets again. Fifty runs whose model answers at once are each ready in every
+iteration: one iteration runs a tick (and its save) of each, 50 x ~1 ms, while a web server's
+request, a timer or a socket waits. A run asks its loop's `LoopShare` before each tick
+(`turn()`): once the runs of this loop have held it `SLICE` seconds since it last looked at its
+timers and sockets, the run waits in line and the loop moves on (its timers and I/O run); the
+line's first runs go in the next iteration, as many as fitted in the last slice. A lone run
+yields too, every `SLICE`: what else the application runs in the loop gets its turn.
+
+The time counted is wall time since the iteration's first tick, so whatever ran in between (an
+async node's work, a save) counts too; a tick itself is not cut (a tree's tick is one traversal),
+so the loop is held at most `SLICE` plus the last tick that began within it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections import deque
+from collections.abc import Awaitable
+
+SLICE: float | None = 0.002  # seconds the runs of one loop hold it between two looks at its timers and I/O; None: no limit
+
+
+class LoopShare:
+    """One event loop's line of runs waiting for their turn to tick."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._since: float | None = None  # when this iteration's first tick began (None: none yet)
+        self._went = 0  # ticks begun within the slice so far: how many of the line the next iteration lets go
+        self._line: deque[asyncio.Future[None]] = deque()
+
+    def turn(self) -> Awaitable[None] | None:
+        """None: tick now. Else what waits for this run's turn: the slice is spent, or runs wait in
+        line before it (nobody goes ahead of the line)."""
+        if SLICE is None or (not self._line and self._goes()):
+            return None
+        return self._wait()
+
+    def _goes(self) -> bool:
+        """Whether a tick may begin in this slice (and count it), starting one if none is under way."""
+        now = time.perf_counter()
+        if self._since is None:  # the first tick since the loop last looked at its timers and I/O
+            self._since, self._went = now, 0
+            self._loop.call_soon(self._next_iteration)
+        elif now - self._since >= SLICE:
+            return False
+        self._went += 1
+        return True
+
+    async def _wait(self) -> None:
+        first = False
+        while True:
+            waiter = self._loop.create_future()
+            if first:  # let go, but the slice was spent again: still first in line
+                self._line.appendleft(waiter)
+            else:
+                self._line.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if not waiter.done():
+                    self._line.remove(waiter)
+                elif not waiter.cancelled():  # let go, then cancelled: its place goes to the next
+                    self._let_go(1)
+                raise
+            if SLICE is None or self._goes():
+                return
+            first = True
+
+    def _next_iteration(self) -> None:
+        """The loop has run its timers and I/O since the slice began: let as many go as went in it."""
+        went, self._since = self._went, None
+        self._let_go(max(1, went))
+
+    def _let_go(self, count: int) -> None:
+        line = self._line
+        while count and line:
+            waiter = line.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                count -= 1
+
+
+_SHARES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopShare] = weakref.WeakKeyDictionary()
+
+
+def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
+    """The `LoopShare` of `loop` (one per loop, gone with it)."""
+    share = _SHARES.get(loop)
+    if share is None:
+        share = _SHARES[loop] = LoopShare(loop)
+    return share
+
+
+__all__ = ["SLICE", "LoopShare", "share_of"]
