@@ -3,15 +3,17 @@
 asyncio runs every callback that was ready when a loop iteration began before it looks at its
 timers and sockets again. Fifty runs whose model answers at once are each ready in every
 iteration: one iteration runs a tick (and its save) of each, 50 x ~1 ms, while a web server's
-request, a timer or a socket waits. A run asks its loop's `LoopShare` before each tick
-(`turn()`): once the runs of this loop have held it `SLICE` seconds since it last looked at its
-timers and sockets, the run waits in line and the loop moves on (its timers and I/O run); the
-line's first runs go in the next iteration, as many as fitted in the last slice. A lone run
-yields too, every `SLICE`: what else the application runs in the loop gets its turn.
+request, a timer or a socket waits. A run asks its loop's `LoopShare` (`turn()`) before
+each tick, and so does its work outside ticks: an async node's before it starts, and what follows
+a model's or a tool's answer (recording it, the node's work on it), which would otherwise all come
+due in one iteration. Once the runs of this loop have held it `SLICE` seconds since it last looked
+at its timers and sockets, the asker waits in line and the loop moves on (its timers and I/O run);
+the line's first go in the next iteration, as many as fitted in the last slice. A lone run yields
+too, every `SLICE`: whatever else the application runs in the loop gets its turn.
 
-The time counted is wall time since the iteration's first tick, so whatever ran in between (an
-async node's work, a save) counts too; a tick itself is not cut (a tree's tick is one traversal),
-so the loop is held at most `SLICE` plus the last tick that began within it.
+The time counted is wall time since the iteration's first turn, so whatever ran in between counts
+too; what a turn starts is not cut (a tick is one traversal, a save one record), so the loop is
+held at most `SLICE` plus the last piece of work that began within it.
 """
 
 from __future__ import annotations
@@ -97,4 +99,9 @@ def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
     return share
 
 
-__all__ = ["SLICE", "LoopShare", "share_of"]
+def turn() -> Awaitable[None] | None:
+    """The running loop's `LoopShare.turn()`: None, go on; else await it first."""
+    return share_of(asyncio.get_running_loop()).turn()
+
+
+__all__ = ["SLICE", "LoopShare", "share_of", "turn"]
