@@ -26,9 +26,9 @@ from py_trees.common import Status
 
 from ..state import StateManager, normalize_namespace
 from ..urls import masked_url
-from . import loop_share
 from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
+from .loop_share import take_turn
 from .user_code import FAILURES, PASSED_ON, described, failure
 
 log = logging.getLogger(__name__)
@@ -295,7 +295,7 @@ class AsyncBehaviour(Behaviour):
 
     async def _run_update_async(self, activation: int) -> Status:
         _ACTIVATION.set((id(self), activation))
-        if (turn := loop_share.turn()) is not None:  # its work is the run's too
+        if (turn := take_turn()) is not None:  # its work is the run's too
             await turn
         try:
             return await self.update_async()

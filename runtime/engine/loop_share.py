@@ -3,7 +3,7 @@
 asyncio runs every callback that was ready when a loop iteration began before it looks at its
 timers and sockets again. Fifty runs whose model answers at once are each ready in every
 iteration: one iteration runs a tick (and its save) of each, 50 x ~1 ms, while a web server's
-request, a timer or a socket waits. A run asks its loop's `LoopShare` (`turn()`) before
+request, a timer or a socket waits. A run asks its loop's `LoopShare` (`take_turn()`) before
 each tick, and so does its work outside ticks: an async node's before it starts, and what follows
 a model's or a tool's answer (recording it, the node's work on it), which would otherwise all come
 due in one iteration. Once the runs of this loop have held it `SLICE` seconds since it last looked
@@ -99,9 +99,9 @@ def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
     return share
 
 
-def turn() -> Awaitable[None] | None:
+def take_turn() -> Awaitable[None] | None:
     """The running loop's `LoopShare.turn()`: None, go on; else await it first."""
     return share_of(asyncio.get_running_loop()).turn()
 
 
-__all__ = ["SLICE", "LoopShare", "share_of", "turn"]
+__all__ = ["SLICE", "LoopShare", "share_of", "take_turn"]

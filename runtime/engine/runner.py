@@ -45,7 +45,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
-from .loop_share import LoopShare, share_of
+from .loop_share import LoopShare, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
@@ -669,7 +669,7 @@ class ReactiveRunner:
         stopping at one returns at once (`paused_at` says where, the status is RUNNING's
         or the last tick's).
         """
-        if (turn := share_of(asyncio.get_running_loop()).turn()) is not None:  # (a start saves a full record)
+        if (turn := take_turn()) is not None:  # (a start saves a full record)
             await turn
         held = self._held is not None
         fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
