@@ -295,7 +295,7 @@ class AsyncBehaviour(Behaviour):
 
     async def _run_update_async(self, activation: int) -> Status:
         _ACTIVATION.set((id(self), activation))
-        if (turn := take_turn()) is not None:  # its work is the run's too
+        if (turn := take_turn(self.ctx)) is not None:  # its work is the run's too
             await turn
         try:
             return await self.update_async()

@@ -11,6 +11,11 @@ at its timers and sockets, the asker waits in line and the loop moves on (its ti
 the line's first go in the next iteration, as many as fitted in the last slice. A lone run yields
 too, every `SLICE`: whatever else the application runs in the loop gets its turn.
 
+Turns are taken by the clock, so they may change the order in which a run's own pieces of work
+(its ticks, its async nodes' work) interleave, an order a restore retraces. So a run alone in its
+loop takes a turn only before a tick with none of its work in flight (nothing of it moves while it
+waits: its order stays asyncio's), and a swarm's runs take none (`take_turn`).
+
 The time counted is wall time since the iteration's first turn, so whatever ran in between counts
 too; what a turn starts is not cut (a tick is one traversal, a save one record), so the loop is
 held at most `SLICE` plus the last piece of work that began within it.
@@ -22,7 +27,8 @@ import asyncio
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 SLICE: float | None = 0.002  # seconds the runs of one loop hold it between two looks at its timers and I/O; None: no limit
 
@@ -35,11 +41,20 @@ class LoopShare:
         self._since: float | None = None  # when this iteration's first tick began (None: none yet)
         self._went = 0  # ticks begun within the slice so far: how many of the line the next iteration lets go
         self._line: deque[asyncio.Future[None]] = deque()
+        self._runs: weakref.WeakSet[object] = weakref.WeakSet()  # the runners live in this loop
 
-    def turn(self) -> Awaitable[None] | None:
-        """None: tick now. Else what waits for this run's turn: the slice is spent, or runs wait in
-        line before it (nobody goes ahead of the line)."""
-        if SLICE is None or (not self._line and self._goes()):
+    def join(self, runner: object) -> None:
+        """`runner` runs in this loop now (until it `leave`s, or is gone)."""
+        self._runs.add(runner)
+
+    def leave(self, runner: object) -> None:
+        self._runs.discard(runner)
+
+    def turn(self, quiet: Callable[[], bool] | None = None) -> Awaitable[None] | None:
+        """None: go on now. Else what waits for the asker's turn: the slice is spent, or others wait in
+        line before it (nobody goes ahead of the line). A lone run takes turns only where `quiet()`
+        says nothing else of it can move while it waits."""
+        if SLICE is None or (not self._line and (len(self._runs) < 2 and (quiet is None or not quiet()) or self._goes())):
             return None
         return self._wait()
 
@@ -99,9 +114,13 @@ def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
     return share
 
 
-def take_turn() -> Awaitable[None] | None:
-    """The running loop's `LoopShare.turn()`: None, go on; else await it first."""
-    return share_of(asyncio.get_running_loop()).turn()
+def take_turn(context: Any = None, quiet: Callable[[], bool] | None = None) -> Awaitable[None] | None:
+    """The running loop's `LoopShare.turn(quiet)` for a run with `context` (its `RunContext`): None, go
+    on; else await it first. A run in a swarm (its context has a `runtime`) takes none: how its agents
+    interleave is part of what a restore replays, and turns taken by the clock would change it."""
+    if getattr(context, "runtime", None) is not None:
+        return None
+    return share_of(asyncio.get_running_loop()).turn(quiet)
 
 
 __all__ = ["SLICE", "LoopShare", "share_of", "take_turn"]

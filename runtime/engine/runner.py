@@ -45,7 +45,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
-from .loop_share import LoopShare, share_of, take_turn
+from .loop_share import share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
@@ -147,7 +147,6 @@ class ReactiveRunner:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._share: LoopShare | None = None  # its loop's line of runs waiting for their turn (`loop_share`)
         self._live = False
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
@@ -245,13 +244,19 @@ class ReactiveRunner:
             keep_out_of_collections(len(self.nodes))  # the collector's walks now, once (runtime.engine.long_lived)
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._share = share_of(self._loop)
         self._live = True
+        share_of(self._loop).join(self)  # (runs side by side take turns in it: `loop_share`)
         self._inject(self._on_wake_signal)
         self._wake.set()  # a task may have finished while nobody listened
 
+    def _quiet(self) -> bool:
+        """No async node's work of this run is in flight: nothing of it moves while it waits its turn."""
+        return not any(isinstance(node, AsyncBehaviour) and node.async_task is not None and not node.async_task.done()
+                       for node in self._jianmu)
+
     def _go_idle(self) -> None:
         self._live = False
+        share_of(self._loop).leave(self)
         self._inject(None)
 
     def _on_wake_signal(self) -> None:
@@ -480,7 +485,7 @@ class ReactiveRunner:
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
             await self.wait_until_ready()
-            if (turn := self._share.turn()) is not None:  # the runs of this loop have held it long enough
+            if (turn := take_turn(self.context, self._quiet)) is not None:  # the loop's runs held it long enough
                 await turn
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
@@ -669,8 +674,6 @@ class ReactiveRunner:
         stopping at one returns at once (`paused_at` says where, the status is RUNNING's
         or the last tick's).
         """
-        if (turn := take_turn()) is not None:  # (a start saves a full record)
-            await turn
         held = self._held is not None
         fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
         self._restored = False
@@ -678,6 +681,8 @@ class ReactiveRunner:
             self.start_fresh(input_data)
         elif input_data:
             self.state_manager.update(dict(input_data), self.input_namespace)
+        if (turn := take_turn(self.context, self._quiet)) is not None:  # (a fresh start saves a full record)
+            await turn
         was_live = self._live
         self._go_live()
         bus = self.event_bus

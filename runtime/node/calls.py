@@ -60,7 +60,7 @@ async def call_model(node: Any, messages: list[Message], config: ModelConfig, *,
     async def call() -> ModelResponse:
         response = await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
                                        on_restart=on_restart, resilience=getattr(node, "resilience", None))
-        if (turn := take_turn()) is not None:  # answers come due together: their work takes turns
+        if (turn := take_turn(node.ctx)) is not None:  # answers come due together: their work takes turns
             await turn
         return response
 
@@ -93,7 +93,7 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
             raise
         except FAILURES as exc:  # sys.exit() in a tool is its failure (runtime.engine.user_code)
             raise ToolError(f"tool '{tool.name}' failed: {described(exc)}") from exc
-        if (turn := take_turn()) is not None:  # (as a model's answer)
+        if (turn := take_turn(node.ctx)) is not None:  # (as a model's answer)
             await turn
         try:
             observation = Tool.format_result(result)

@@ -290,7 +290,7 @@ class RunnerCheckpoints:
                 void()
                 self._events[:0] = events
                 raise StoreError("not written: an earlier checkpoint of the run was not")
-            if (turn := take_turn()) is not None:  # writes come due together: what each builds before it
+            if (turn := take_turn(self.runner.context)) is not None:  # writes come due together: what each builds before it
                 await turn  # sends (its statements, its events encoded) takes its turn in the loop's share
             try:
                 return await write()
