@@ -5,16 +5,18 @@ import asyncio
 import time
 
 import pytest
-from py_trees.common import Status
+from py_trees.common import ParallelPolicy, Status
+from py_trees.composites import Parallel
 from pydantic import BaseModel
 
 from runtime.engine import ReactiveRunner, loop_share
 from runtime.memory.checkpoint import InMemoryCheckpointStore
-from runtime.node import Node
+from runtime.node import AsyncNode, Node
 
 
 class Counted(BaseModel):
     count: int = 0
+    seen: list[int] = []
 
 
 class Spin(Node):
@@ -94,3 +96,27 @@ async def test_no_slice_limit_means_no_turns(monkeypatch):
     runner = ReactiveRunner(Spin(30), Counted)
     seen = await _ticks_seen_beside([runner])
     assert {ticks for (ticks,) in seen if 0 < ticks < 30} == set()  # one step: the loop held throughout
+
+
+class Note(AsyncNode):
+    """Notes the count after yielding to the loop twice: what it sees depends on how its work and
+    the run's ticks interleave."""
+
+    async def update_async(self) -> Status:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        self.write_state({"seen": [*self.read_state("seen"), self.read_state("count")]}, signal=False)
+        return Status.SUCCESS
+
+
+async def test_a_lone_run_with_work_in_flight_keeps_the_order_asyncio_gives_it(monkeypatch):
+    """Its ticks and its async work interleave as without turns (the order a restore retraces), even
+    when every turn would be taken."""
+    outcomes = []
+    for slice_ in (None, 0.0):
+        monkeypatch.setattr(loop_share, "SLICE", slice_)
+        both = Parallel("both", policy=ParallelPolicy.SuccessOnAll(synchronise=True), children=[Note(name="note"), Spin(12)])
+        runner = ReactiveRunner(both, Counted)
+        await runner.run()
+        outcomes.append((runner.tick_count, runner.state_manager.get("seen")))
+    assert outcomes[0] == outcomes[1]
