@@ -8,13 +8,15 @@ each tick, and so does its work outside ticks: an async node's before it starts,
 a model's or a tool's answer (recording it, the node's work on it), which would otherwise all come
 due in one iteration. Once the runs of this loop have held it `SLICE` seconds since it last looked
 at its timers and sockets, the asker waits in line and the loop moves on (its timers and I/O run);
-the line's first go in the next iteration, as many as fitted in the last slice. A lone run yields
-too, every `SLICE`: whatever else the application runs in the loop gets its turn.
+the line's first go in the next iteration, as many as fitted in the last slice.
 
 Turns are taken by the clock, so they may change the order in which a run's own pieces of work
 (its ticks, its async nodes' work) interleave, an order a restore retraces. So a run alone in its
 loop takes a turn only before a tick with none of its work in flight (nothing of it moves while it
-waits: its order stays asyncio's), and a swarm's runs take none (`take_turn`).
+waits: its order stays asyncio's, and whatever else the application runs in the loop still gets
+its turn between its ticks), and a swarm's runs take none (`take_turn`). Runs side by side take
+every turn: how each one's work interleaves may then differ from one time to the next, as it would
+with a model whose answers take their time.
 
 The time counted is wall time since the iteration's first turn, so whatever ran in between counts
 too; what a turn starts is not cut (a tick is one traversal, a save one record), so the loop is
@@ -34,12 +36,12 @@ SLICE: float | None = 0.002  # seconds the runs of one loop hold it between two 
 
 
 class LoopShare:
-    """One event loop's line of runs waiting for their turn to tick."""
+    """One event loop's runs, and its line of those waiting for their turn."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
-        self._since: float | None = None  # when this iteration's first tick began (None: none yet)
-        self._went = 0  # ticks begun within the slice so far: how many of the line the next iteration lets go
+        self._since: float | None = None  # when this iteration's first turn began (None: none yet)
+        self._went = 0  # turns begun within the slice so far: how many of the line the next iteration lets go
         self._line: deque[asyncio.Future[None]] = deque()
         self._runs: weakref.WeakSet[object] = weakref.WeakSet()  # the runners live in this loop
 
@@ -54,14 +56,18 @@ class LoopShare:
         """None: go on now. Else what waits for the asker's turn: the slice is spent, or others wait in
         line before it (nobody goes ahead of the line). A lone run takes turns only where `quiet()`
         says nothing else of it can move while it waits."""
-        if SLICE is None or (not self._line and (len(self._runs) < 2 and (quiet is None or not quiet()) or self._goes())):
+        if SLICE is None:
             return None
+        if not self._line:
+            alone = len(self._runs) < 2
+            if alone and (quiet is None or not quiet()) or self._goes():
+                return None
         return self._wait()
 
     def _goes(self) -> bool:
-        """Whether a tick may begin in this slice (and count it), starting one if none is under way."""
+        """Whether a turn may begin in this slice (and count it), starting one if none is under way."""
         now = time.perf_counter()
-        if self._since is None:  # the first tick since the loop last looked at its timers and I/O
+        if self._since is None:  # the first turn since the loop last looked at its timers and I/O
             self._since, self._went = now, 0
             self._loop.call_soon(self._next_iteration)
         elif now - self._since >= SLICE:
