@@ -193,6 +193,7 @@ class ReactiveRunner:
                 _guard(node, fail)
         self._order = list(self.nodes.values())
         self._order_paths = list(self.nodes)
+        self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
         self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
         self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
@@ -251,8 +252,7 @@ class ReactiveRunner:
 
     def _quiet(self) -> bool:
         """No async node's work of this run is in flight: nothing of it moves while it waits its turn."""
-        return not any(isinstance(node, AsyncBehaviour) and node.async_task is not None and not node.async_task.done()
-                       for node in self._jianmu)
+        return not any(node.async_task is not None and not node.async_task.done() for node in self._async)
 
     def _go_idle(self) -> None:
         self._live = False
