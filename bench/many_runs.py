@@ -15,8 +15,9 @@ throw-away one started as the tests start theirs):
   1/3 of LangGraph's wall time at 50 runs, checkpoints per second growing with the runs, no stall
   over 10 ms. Twice: with a model that answers at once (every run is CPU-bound: nothing awaits I/O but
   the saves), and one whose answers are awaited `--latency` seconds, as a real endpoint's are.
-- The same probe beside N runs recording into an SQLite file and into memory (no I/O at all: the
-  lag left is the runs' own ticks, not a store's), the model answering at once.
+- The same probe beside N runs recording into an SQLite file (its saves short synchronous commits, or
+  committed by its writer thread: `open_store(FILE, asynchronous=True)`) and into memory (no I/O at
+  all: the lag left is the runs' own ticks, not a store's), the model answering at once.
 - `--explain`: what the event loop ran during each of our worst stalls (each callback and task step,
   timed), to find where a stall comes from.
 - P writer processes, one run each, `PostgresCheckpointStore` beside LangGraph's `PostgresSaver`:
@@ -34,7 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import checkpoint_growth
 import langgraph_peer
@@ -158,10 +161,10 @@ def _named(callback: object) -> str:
     return getattr(callback, "__qualname__", repr(callback))
 
 
-async def ours(name: str | None, runs: int, rounds: int, latency: float = 0.0, explain: bool = False) -> dict:
-    """`runs` runners at once recording into one store named `name` (asynchronous where it can be;
-    None: in memory, no I/O, the runs' own loop lag); `latency`: seconds the model's each answer is awaited."""
-    store = open_store(name, asynchronous=True) if name is not None else InMemoryCheckpointStore()
+async def ours(opened: Callable[[], Any], runs: int, rounds: int, latency: float = 0.0, explain: bool = False) -> dict:
+    """`runs` runners at once recording into one store, `opened()`; `latency`: seconds each of the
+    model's answers is awaited."""
+    store = opened()
     runners = [ReactiveRunner(build(rounds, latency), ReActState, checkpointer=store) for _ in range(runs)]
     await asyncio.sleep(0.05)  # (the probe starts on a quiet loop)
     with LagProbe(explain) as probe:
@@ -264,7 +267,8 @@ def main(runs: list[int], rounds: int, count: int, given: str | None, latency: f
             model = f"model answers after {wait * 1000:.0f} ms" if wait else "model answers at once"
             print(f"{model:>32}{'ours, s':>10}{'LangGraph, s':>14}{'ratio':>8}{'ours, ckpt/s':>14}{'LG, ckpt/s':>12}")
             for n in runs:
-                mine = asyncio.run(ours(server.new_database() if server else url, n, rounds, wait, explain))
+                opened = functools.partial(open_store, server.new_database() if server else url, asynchronous=True)
+                mine = asyncio.run(ours(opened, n, rounds, wait, explain))
                 theirs = asyncio.run(langgraph_async(server.new_database() if server else url, n, rounds, wait))
                 print(f"{f'{n} runs in one loop':>32}{mine['wall']:>10.2f}{theirs['wall']:>14.2f}"
                       f"{mine['wall'] / theirs['wall']:>7.2f}x{mine['checkpoints'] / mine['wall']:>14.0f}"
@@ -274,8 +278,12 @@ def main(runs: list[int], rounds: int, count: int, given: str | None, latency: f
                     print(mine["probe"].explanation())
         with tempfile.TemporaryDirectory(prefix="jianmu-bench-") as folder:
             for n in runs:
-                for kind, name in (("SQLite file", str(Path(folder) / f"runs-{n}.db")), ("in memory (no I/O)", None)):
-                    other = asyncio.run(ours(name, n, rounds, explain=explain))
+                for kind, opened in (
+                        ("SQLite file, synchronous commits", functools.partial(open_store, Path(folder) / f"sync-{n}.db")),
+                        ("SQLite file, writer thread",
+                         functools.partial(open_store, Path(folder) / f"thread-{n}.db", asynchronous=True)),
+                        ("in memory (no I/O)", InMemoryCheckpointStore)):
+                    other = asyncio.run(ours(opened, n, rounds, explain=explain))
                     print(f"{kind}, {n} runs in one loop: {other['wall']:.2f} s, {other['checkpoints'] / other['wall']:.0f} "
                           f"checkpoints/s, worst stall {other['probe'].summary()}")
                     if explain:

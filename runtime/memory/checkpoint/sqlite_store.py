@@ -21,6 +21,7 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from ...engine.events import RuntimeEvent
+from ...engine.loop_share import take_turn
 from .liveness import WRITERS_TABLE
 from .model import CheckpointRecord, ListChunk
 from .sql_plan import Plan
@@ -230,7 +231,10 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
     async def _in_writer(self, plan: Plan[T]) -> T:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
-        return await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
+        written = await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
+        if (turn := take_turn()) is not None:  # writes end together: what follows each takes its turn
+            await turn
+        return written
 
     def close(self) -> None:
         if self._writer is not None:  # (its writes asked for land first)
