@@ -2,7 +2,8 @@
 
 A tick is one traversal from the root. Between ticks the runner sleeps on a wake event,
 set by a state write with `signal=True`, an async node's task finishing, or an approval
-arriving; it never polls. `step()` performs exactly one tick and reports what changed:
+arriving; it never polls. Before a tick it takes its turn in its event loop's share
+(`runtime.engine.loop_share`): runs side by side never hold the loop long together. `step()` performs exactly one tick and reports what changed:
 the debugger's seam, together with the before/after tick hooks that can hold a tick.
 
 Node boundaries make a tick interruptible between nodes (see `runtime.engine.boundaries`):
