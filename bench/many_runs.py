@@ -262,7 +262,7 @@ def main(runs: list[int], rounds: int, count: int, given: str | None, latency: f
         observation(i)
     try:
         print(f"workload: {rounds} ReAct rounds a run; {CONNECTIONS} connections a process each side; worst loop "
-              "stall outside the collector's full collections (all stalls, and those, in brackets)")
+              "stall: outside the collector's full collections (and this process's CPU time in it), then with them")
         for wait in sorted({0.0, latency}):
             model = f"model answers after {wait * 1000:.0f} ms" if wait else "model answers at once"
             print(f"{model:>32}{'ours, s':>10}{'LangGraph, s':>14}{'ratio':>8}{'ours, ckpt/s':>14}{'LG, ckpt/s':>12}")
