@@ -2,9 +2,9 @@
 
 WAL journal, one transaction per save (a crash loses at most the tick in flight), a
 versioned schema. Its saves are short synchronous commits; `ThreadedSQLiteCheckpointStore` (what
-`open_store(FILE, asynchronous=True)` opens) commits a running run's in a writer thread instead. Opening never overwrites or truncates anything: a file that is not a
-checkpoint store, is corrupt, locked, or of another schema version is refused with one
-line naming it. What is stored and how (the schema version) is `sql_store.py`'s; this module connects
+`open_store(FILE, asynchronous=True)` opens) commits a running run's in a writer thread instead.
+Opening never overwrites or truncates anything: a file that is not a checkpoint store, is
+corrupt, locked, or of another schema version is refused with one line naming it. What is stored and how (the schema version) is `sql_store.py`'s; this module connects
 and speaks SQLite.
 """
 
