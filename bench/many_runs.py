@@ -13,7 +13,8 @@ throw-away one started as the tests start theirs):
   (it sleeps 1 ms and measures how late it wakes: the loop lag a web server's requests would feel),
   the worst outside the collector's full collections apart (`LagProbe`). Goals (issue #34): at most
   1/3 of LangGraph's wall time at 50 runs, checkpoints per second growing with the runs, no stall
-  over 10 ms. Twice: with a model that answers at once (every run is CPU-bound: nothing awaits I/O but
+  over 10 ms. The CPU time of this process beside each (the PostgreSQL server's not counted): on a
+  loaded machine the wall times move with the other processes, the CPU times much less. Twice: with a model that answers at once (every run is CPU-bound: nothing awaits I/O but
   the saves), and one whose answers are awaited `--latency` seconds, as a real endpoint's are.
 - The same probe beside N runs recording into an SQLite file (its saves short synchronous commits, or
   committed by its writer thread: `open_store(FILE, asynchronous=True)`) and into memory (no I/O at
@@ -168,12 +169,12 @@ async def ours(opened: Callable[[], Any], runs: int, rounds: int, latency: float
     runners = [ReactiveRunner(build(rounds, latency), ReActState, checkpointer=store) for _ in range(runs)]
     await asyncio.sleep(0.05)  # (the probe starts on a quiet loop)
     with LagProbe(explain) as probe:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(r.run(input_data={"messages": [human(TASK)]}) for r in runners))
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     stored = sum(len(store.list(r.run_id)) for r in runners)
     store.close()
-    return {"wall": wall, "checkpoints": stored, "probe": probe}
+    return {"wall": wall, "cpu": cpu, "checkpoints": stored, "probe": probe}
 
 
 async def langgraph_async(url: str, runs: int, rounds: int, latency: float = 0.0) -> dict:
@@ -189,14 +190,14 @@ async def langgraph_async(url: str, runs: int, rounds: int, latency: float = 0.0
         agents = [langgraph_peer._agent(script(rounds, latency), observation, saver) for _ in range(runs)]
         tag = os.urandom(4).hex()
         with LagProbe() as probe:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(a.ainvoke({"messages": [("user", TASK)]}, langgraph_peer._config(f"{tag}-{i}"))
                                    for i, a in enumerate(agents)))
-            wall = time.perf_counter() - started
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         async with pool.connection() as conn:
             stored = (await (await conn.execute("SELECT count(*) AS n FROM checkpoints WHERE thread_id LIKE %s",
                                                 (f"{tag}-%",))).fetchone())["n"]
-    return {"wall": wall, "checkpoints": stored, "probe": probe}
+    return {"wall": wall, "cpu": cpu, "checkpoints": stored, "probe": probe}
 
 
 def writer(kind: str, url: str, go: str, rounds: int) -> None:
@@ -265,14 +266,16 @@ def main(runs: list[int], rounds: int, count: int, given: str | None, latency: f
               "stall: outside the collector's full collections (and this process's CPU time in it), then with them")
         for wait in sorted({0.0, latency}):
             model = f"model answers after {wait * 1000:.0f} ms" if wait else "model answers at once"
-            print(f"{model:>32}{'ours, s':>10}{'LangGraph, s':>14}{'ratio':>8}{'ours, ckpt/s':>14}{'LG, ckpt/s':>12}")
+            print(f"{model:>32}{'ours, s':>10}{'LangGraph, s':>14}{'ratio':>8}{'ours, ckpt/s':>14}{'LG, ckpt/s':>12}"
+                  f"{'CPU s ours / LG':>17}{'ratio':>8}")
             for n in runs:
                 opened = functools.partial(open_store, server.new_database() if server else url, asynchronous=True)
                 mine = asyncio.run(ours(opened, n, rounds, wait, explain))
                 theirs = asyncio.run(langgraph_async(server.new_database() if server else url, n, rounds, wait))
                 print(f"{f'{n} runs in one loop':>32}{mine['wall']:>10.2f}{theirs['wall']:>14.2f}"
                       f"{mine['wall'] / theirs['wall']:>7.2f}x{mine['checkpoints'] / mine['wall']:>14.0f}"
-                      f"{theirs['checkpoints'] / theirs['wall']:>12.0f}")
+                      f"{theirs['checkpoints'] / theirs['wall']:>12.0f}{mine['cpu']:>9.2f} / {theirs['cpu']:<5.2f}"
+                      f"{mine['cpu'] / theirs['cpu']:>7.2f}x")
                 print(f"    worst stall: ours {mine['probe'].summary()}; LangGraph {theirs['probe'].summary()}")
                 if explain:
                     print(mine["probe"].explanation())
