@@ -62,10 +62,11 @@ def text(seed: str, size: int) -> str:
     return " ".join(words)[:size]
 
 
-def script(rounds: int) -> list[dict]:
+def script(rounds: int, latency: float = 0.0) -> list[dict]:
+    """`latency`: seconds each answer is awaited first, as a real endpoint's would be."""
     steps = [{"content": f"round {i}: " + text(f"thought {i}", KB - 12),
               "tool_calls": [{"name": "lookup", "arguments": {"round": i}}]} for i in range(rounds)]
-    return [*steps, {"content": "done"}]
+    return [{**step, "delay": latency} if latency else step for step in [*steps, {"content": "done"}]]
 
 
 @tool
@@ -78,8 +79,8 @@ def observation(round: int) -> str:
     return f"observation {round}: " + text(f"observation {round}", KB - 20)
 
 
-def build(rounds: int):
-    client = ModelClient.resolve(ScriptedProvider(script(rounds)))
+def build(rounds: int, latency: float = 0.0):
+    client = ModelClient.resolve(ScriptedProvider(script(rounds, latency)))
     return create_react_node(name="Bench", model_client=client, tools=[lookup],
                              config=ReActConfig(max_iterations=rounds + 5))
 

@@ -8,6 +8,7 @@ through `create_react_agent` with a fake chat model that returns the same messag
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import sqlite3
 import time
@@ -56,6 +57,9 @@ def _agent(script: list[dict], observe: Callable[[int], str], checkpointer=None)
             return ChatResult(generations=[ChatGeneration(message=AIMessage(step["content"], tool_calls=calls))])
 
         async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+            delay = script[self.position].get("delay")
+            if delay:  # an endpoint's latency, awaited as the project's scripted model awaits it
+                await asyncio.sleep(delay)
             return self._generate(messages)  # (by default LangChain would run it in a thread)
 
     async def alookup(round: int) -> str:

@@ -47,14 +47,14 @@ def store_name(request, tmp_path):
     return str(tmp_path / "s.db")
 
 
-@pytest.fixture(params=["memory", *PERSISTENT, "postgres-async"])
+@pytest.fixture(params=["memory", *PERSISTENT, "postgres-async", "sqlite-threaded"])
 def store(request, tmp_path):
     if request.param == "memory":
         made = InMemoryCheckpointStore()
     elif request.param.startswith("postgres"):  # postgres-async: the store whose writes a runner awaits
         made = open_store(request.getfixturevalue("postgres_url"), asynchronous=request.param == "postgres-async")
-    else:
-        made = open_store(tmp_path / "s.db")
+    else:  # sqlite-threaded: the file whose writes a runner awaits (its writer thread commits them)
+        made = open_store(tmp_path / "s.db", asynchronous=request.param == "sqlite-threaded")
     yield made
     made.close()
 

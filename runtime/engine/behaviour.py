@@ -28,6 +28,7 @@ from ..state import StateManager, normalize_namespace
 from ..urls import masked_url
 from .deps import InjectPayload, RunContext, receives_injections
 from .events import EventType
+from .loop_share import take_turn
 from .user_code import FAILURES, PASSED_ON, described, failure
 
 log = logging.getLogger(__name__)
@@ -294,6 +295,8 @@ class AsyncBehaviour(Behaviour):
 
     async def _run_update_async(self, activation: int) -> Status:
         _ACTIVATION.set((id(self), activation))
+        if (turn := take_turn(self.ctx)) is not None:  # its work is the run's too
+            await turn
         try:
             return await self.update_async()
         except (SystemExit, KeyboardInterrupt) as exc:  # out of the task, either would stop the event loop

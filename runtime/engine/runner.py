@@ -2,7 +2,8 @@
 
 A tick is one traversal from the root. Between ticks the runner sleeps on a wake event,
 set by a state write with `signal=True`, an async node's task finishing, or an approval
-arriving; it never polls. `step()` performs exactly one tick and reports what changed:
+arriving; it never polls. Before a tick it takes its turn in its event loop's share
+(`runtime.engine.loop_share`): runs side by side never hold the loop long together. `step()` performs exactly one tick and reports what changed:
 the debugger's seam, together with the before/after tick hooks that can hold a tick.
 
 Node boundaries make a tick interruptible between nodes (see `runtime.engine.boundaries`):
@@ -45,6 +46,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
+from .loop_share import share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape
 from .tree import iter_paths
@@ -192,6 +194,7 @@ class ReactiveRunner:
                 _guard(node, fail)
         self._order = list(self.nodes.values())
         self._order_paths = list(self.nodes)
+        self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
         self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
         self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
         self._statuses = [reported.get(id(node), node.status) for node in self._order]
@@ -244,11 +247,17 @@ class ReactiveRunner:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._live = True
+        share_of(self._loop).join(self)  # (runs side by side take turns in it: `loop_share`)
         self._inject(self._on_wake_signal)
         self._wake.set()  # a task may have finished while nobody listened
 
+    def _quiet(self) -> bool:
+        """No async node's work of this run is in flight: nothing of it moves while it waits its turn."""
+        return not any(node.async_task is not None and not node.async_task.done() for node in self._async)
+
     def _go_idle(self) -> None:
         self._live = False
+        share_of(self._loop).leave(self)
         self._inject(None)
 
     def _on_wake_signal(self) -> None:
@@ -477,6 +486,8 @@ class ReactiveRunner:
     async def _step(self, detailed: bool, into: bool = False) -> TickReport:
         if self._held is None:
             await self.wait_until_ready()
+            if (turn := take_turn(self.context, self._quiet)) is not None:  # the loop's runs held it long enough
+                await turn
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
             detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
@@ -671,6 +682,8 @@ class ReactiveRunner:
             self.start_fresh(input_data)
         elif input_data:
             self.state_manager.update(dict(input_data), self.input_namespace)
+        if (turn := take_turn(self.context, self._quiet)) is not None:  # (a fresh start saves a full record)
+            await turn
         was_live = self._live
         self._go_live()
         bus = self.event_bus

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..engine.events import EventType
+from ..engine.loop_share import take_turn
 from ..engine.user_code import FAILURES, PASSED_ON, described
 from ..messages import Message
 from ..model import ModelConfig, ModelResponse
@@ -57,8 +58,11 @@ async def call_model(node: Any, messages: list[Message], config: ModelConfig, *,
         raise RuntimeError(f"node {node.path!r} has no model client: pass model_client= or set RunContext.model_client")
 
     async def call() -> ModelResponse:
-        return await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
-                                   on_restart=on_restart, resilience=getattr(node, "resilience", None))
+        response = await client.invoke(messages, config, event_bus=node.event_bus, node=node.path, on_delta=on_delta,
+                                       on_restart=on_restart, resilience=getattr(node, "resilience", None))
+        if (turn := take_turn(node.ctx)) is not None:  # answers come due together: their work takes turns
+            await turn
+        return response
 
     recorder = _recorder(node)
     if recorder is None:
@@ -89,6 +93,8 @@ async def run_tool(node: Any, tool: Tool, call_id: str, arguments: Mapping[str, 
             raise
         except FAILURES as exc:  # sys.exit() in a tool is its failure (runtime.engine.user_code)
             raise ToolError(f"tool '{tool.name}' failed: {described(exc)}") from exc
+        if (turn := take_turn(node.ctx)) is not None:  # (as a model's answer)
+            await turn
         try:
             observation = Tool.format_result(result)
         except Exception as exc:  # bytes that are not UTF-8, a structure holding itself, a broken __str__

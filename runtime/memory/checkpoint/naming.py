@@ -14,7 +14,7 @@ from pathlib import Path
 from ...extras import MissingExtra, require
 from ...urls import masked_url
 from .sql_store import SQLCheckpointStore
-from .sqlite_store import SQLiteCheckpointStore
+from .sqlite_store import SQLiteCheckpointStore, ThreadedSQLiteCheckpointStore
 from .store import StoreError
 
 ENVIRONMENT = "JIANMU_DB"
@@ -45,8 +45,8 @@ def _named(name: str | Path) -> str:
 def open_store(name: str | Path, *, create: bool = True, asynchronous: bool = False) -> SQLCheckpointStore:
     """The store `name` names; raises `StoreError` (one line, no password) when it cannot be opened.
     With `create=False` a store that does not exist yet is refused instead of created. With
-    `asynchronous`, a PostgreSQL store is the one whose writes a runner awaits (many runs in one
-    event loop); an SQLite file's saves are short synchronous commits either way."""
+    `asynchronous`, the store's writes are ones a runner awaits (many runs in one event loop): a
+    PostgreSQL store's go over asyncio connections, an SQLite file's commit in a writer thread."""
     name = _named(name)
     if is_postgres_url(name):
         require("postgres", "psycopg")
@@ -57,6 +57,8 @@ def open_store(name: str | Path, *, create: bool = True, asynchronous: bool = Fa
         from .postgres_store import PostgresCheckpointStore
 
         return PostgresCheckpointStore(name, create=create)
+    if asynchronous:
+        return ThreadedSQLiteCheckpointStore(name, create=create)
     return SQLiteCheckpointStore(name, create=create)
 
 

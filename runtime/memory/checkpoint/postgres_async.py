@@ -24,6 +24,7 @@ import psycopg
 from psycopg.types.numeric import Int8Dumper
 
 from ...engine.events import RuntimeEvent
+from ...engine.loop_share import take_turn
 from .liveness import heartbeats
 from .model import CheckpointRecord, ListChunk
 from .postgres_store import PostgresCheckpointStore, _dialect
@@ -38,7 +39,11 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
     is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
     socket that is always writable, which here cost more CPU than the round trips it saved.)"""
     stepping = Stepping(plan)
-    while (query := stepping.query()) is not None:
+    while True:
+        if (turn := take_turn()) is not None:  # answers come due together: what each builds and sends
+            await turn  # next takes its turn in the loop's share
+        if (query := stepping.query()) is None:
+            break
         try:
             cursor = await conn.execute(_dialect(query.sql), query.params)
             stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()

@@ -54,6 +54,7 @@ from pydantic_core import PydanticSerializationError
 from ...engine.behaviour import JianmuNodeMixin
 from ...engine.capture import RunnerState
 from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEvent
+from ...engine.loop_share import take_turn
 from ...engine.record import telemetry_record
 from ...state import GLOBAL, Deferred, StateManager
 from .agents import AgentCheckpoints, host_part, is_agent_path
@@ -289,6 +290,8 @@ class RunnerCheckpoints:
                 void()
                 self._events[:0] = events
                 raise StoreError("not written: an earlier checkpoint of the run was not")
+            if (turn := take_turn(self.runner.context)) is not None:  # writes come due together: what each builds before it
+                await turn  # sends (its statements, its events encoded) takes its turn in the loop's share
             try:
                 return await write()
             except StoreError as exc:

@@ -1,24 +1,34 @@
 """`SQLiteCheckpointStore`: the embedded default, one file the user can keep, copy and open later.
 
 WAL journal, one transaction per save (a crash loses at most the tick in flight), a
-versioned schema. Opening never overwrites or truncates anything: a file that is not a
-checkpoint store, is corrupt, locked, or of another schema version is refused with one
-line naming it. What is stored and how (the schema version) is `sql_store.py`'s; this module connects
+versioned schema. Its saves are short synchronous commits; `ThreadedSQLiteCheckpointStore` (what
+`open_store(FILE, asynchronous=True)` opens) commits a running run's in a writer thread instead.
+Opening never overwrites or truncates anything: a file that is not a checkpoint store, is
+corrupt, locked, or of another schema version is refused with one line naming it. What is stored and how (the schema version) is `sql_store.py`'s; this module connects
 and speaks SQLite.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import time
+from collections.abc import Awaitable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
+from ...engine.events import RuntimeEvent
+from ...engine.loop_share import take_turn
 from .liveness import WRITERS_TABLE
+from .model import CheckpointRecord, ListChunk
 from .sql_plan import Plan
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
-from .store import StoreError
+from .store import IORecord, StoreError
+
+T = TypeVar("T")
 
 LOCK_TIMEOUT = 15.0  # seconds a write waits for another process's commit (longer than a large one) before it fails
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -195,4 +205,41 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             time.sleep(min(_POLL, max(0.0, deadline - time.monotonic())))
 
 
-__all__ = ["OLDEST_UPGRADED", "SCHEMA_VERSION", "SQLiteCheckpointStore"]
+class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
+    """`SQLiteCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a runner
+    recording into it awaits (`RunnerCheckpoints`, as the asyncio PostgreSQL store's): the record is
+    encoded in the caller's thread, and its statements and commit run in the store's one writer
+    thread, in the order asked. The event loop runs other work meanwhile: the commit, a checkpoint of
+    the WAL and a wait for another process's lock (up to `LOCK_TIMEOUT`) no longer hold it. Reads, and
+    the synchronous writes a script or a studio makes, go over the same connection (one at a time)."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        super().__init__(path, create=create)
+        self._writer: ThreadPoolExecutor | None = None
+
+    def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
+        """The record encoded now (the runner's picture moves on), written when awaited: its
+        `parent_id` and `base_id` may be set until then."""
+        return self._in_writer(self.saving(record, events))
+
+    async def add_events_async(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
+        await self._in_writer(self.adding_events(events))
+
+    async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
+        await self._in_writer(self.putting_io(record, chunks))
+
+    async def _in_writer(self, plan: Plan[T]) -> T:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
+        written = await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
+        if (turn := take_turn()) is not None:  # writes end together: what follows each takes its turn
+            await turn
+        return written
+
+    def close(self) -> None:
+        if self._writer is not None:  # (its writes asked for land first)
+            self._writer.shutdown()
+        super().close()
+
+
+__all__ = ["OLDEST_UPGRADED", "SCHEMA_VERSION", "SQLiteCheckpointStore", "ThreadedSQLiteCheckpointStore"]
