@@ -20,10 +20,10 @@ from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
 from runtime.debug.past import RunPast
 from runtime.debug.protocol import encode
-from runtime.debug.ticks import events_in, tick_events
+from runtime.debug.ticks import TickBacklog, events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
-from runtime.engine.record import TickReport, TickTelemetry, telemetry_record
+from runtime.engine.record import TickReport, TickTelemetry
 from runtime.memory.checkpoint import open_store
 from studio.session import RunState
 
@@ -143,24 +143,29 @@ async def test_an_attached_studio_logs_the_events_a_local_one_logs(name, tmp_pat
 
 
 def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
-    """docs/protocol.md names the version the server speaks and every field of a tick's telemetry record,
-    and a record with every field rebuilds to the events it stands for, in the order published."""
+    """docs/protocol.md names the version the server speaks and every column of the ticks' telemetry,
+    and ticks with every column rebuild to the events they stand for, in the order published."""
     text = (ROOT / "docs" / "protocol.md").read_text()
     assert f"# The Jianmu debug protocol, version {PROTOCOL_VERSION}\n" in text
     assert f"`PROTOCOL_VERSION` is {PROTOCOL_VERSION}." in text
     section = text.split("### A tick's telemetry", 1)[1].split("\n### ", 1)[0]
-    documented = set(re.findall(r"^- `(\w)`", section, re.M)) | set(re.findall(r"and `(\w)`:", section))
-    report = TickReport(4, Status.RUNNING, changed={"root/loop": (Status.INVALID, Status.RUNNING)},
-                        ticked=["root/loop/done", "root/loop"], returned=[Status.FAILURE, Status.RUNNING],
-                        unseen=[(0, Status.INVALID)], state_changes={"count": (1, 2)}, duration_ms=1.5,
-                        telemetry=TickTelemetry((10, 1.0), (12, 1.0), (13, 1.0), (11, 1.0)))
-    record = telemetry_record(report)
-    assert set(record) == documented
-    events = tick_events([["run1", 4, "RUNNING", record]])
-    assert [(event.seq, event.type, event.node) for event in events] == [
-        (10, "tick.started", None), (11, "node.returned", "root/loop/done"), (12, "node.status", "root/loop"),
-        (13, "tick.completed", None)]
-    assert events_in(record) == len(events)
+    documented = set(re.findall(r"^- `(\w+)`", section, re.M)) | set(re.findall(r", `(\w+)`", section))
+    backlog = TickBacklog(100)
+    backlog.add("run1", TickReport(4, Status.RUNNING, changed={"root/loop": (Status.INVALID, Status.RUNNING)},
+                                   ticked=["root/loop/done", "root/loop"], returned=[Status.FAILURE, Status.RUNNING],
+                                   unseen=[(0, Status.INVALID)], state_changes={"count": (1, 2)}, duration_ms=1.5,
+                                   telemetry=TickTelemetry((10, 1.0), (12, 1.0), (13, 1.0), (11, 1.0))))
+    backlog.add("run1", TickReport(5, Status.SUCCESS, ticked=["root/loop"], returned=[Status.SUCCESS],
+                                   telemetry=TickTelemetry((15, 2.0), None, (16, 2.0))))
+    ticks = json.loads(encode(backlog.take()))
+    assert set(ticks) == documented
+    events = tick_events(ticks)
+    assert [(event.seq, event.type, event.node, event.tick) for event in events] == [
+        (10, "tick.started", None, 4), (11, "node.returned", "root/loop/done", 4), (12, "node.status", "root/loop", 4),
+        (13, "tick.completed", None, 4), (15, "tick.started", None, 5), (16, "tick.completed", None, 5)]
+    assert events[3].payload == {"status": "RUNNING", "duration_ms": 1.5, "changed": {"root/loop": ["INVALID", "RUNNING"]},
+                                 "state_keys": ["count"], "ticked": 2}
+    assert {event.run_id for event in events} == {"run1"} and events_in(ticks) == len(events)
 
 
 async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):

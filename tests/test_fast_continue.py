@@ -78,11 +78,11 @@ async def test_a_fast_continue_tells_the_server_once_an_update_and_sends_every_t
     controller.seal()
     assert wakeups == [False, False]
     updates = [message for message in controller.outbox if message["type"] == "update"]
-    ticks = [tick for update in updates for tick in update["ticks"]]
-    assert [tick[1] for tick in ticks] == list(range(1, 251))
+    ticks = [event for update in updates for event in tick_events(update["ticks"])]
+    assert [event.tick for event in ticks if event.type == "tick.completed"] == list(range(1, 251))
     logged = [event["payload"]["count"] for update in updates for event in update["events"] if event["type"] == "log"]
     assert logged == list(range(1, 251))
     events = sorted([*(event["seq"] for update in updates for event in update["events"]),
-                     *(event.seq for event in tick_events(ticks))])
+                     *(event.seq for event in ticks)])
     assert events == list(range(events[0], events[0] + len(events)))  # none missing: each number once
     controller.detach()

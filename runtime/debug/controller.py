@@ -382,7 +382,7 @@ class DebugController:
         """Keep the tick's report as it is (and what it left the run waiting for): only the last one
         before an update is sent, so it is turned into JSON then, not at every tick."""
         self._ticks.add(runner.run_id, report)
-        if self.past.recording:
+        if runner.checkpoints is not None:
             self.past.ticked(report)
         self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
         if not self._due:
