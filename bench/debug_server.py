@@ -142,7 +142,7 @@ async def throughput(ticks: int, folder: str | None = None) -> tuple[float, floa
     updates = events = dropped = 0
     while (message := await client.next_message())["type"] != "bye":
         updates += message["type"] == "update"
-        events += len(message.get("events", ())) + (events_in(message["ticks"]) if "ticks" in message else 0)
+        events += len(message.get("events", {}).get("seq", ())) + (events_in(message["ticks"]) if "ticks" in message else 0)
         dropped += message.get("dropped_events", 0)
     await client.close()
     attached = json.loads((await process.stdout.read()).decode())["rate"]

@@ -14,13 +14,13 @@ telemetry").
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping
-from itertools import groupby
+from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
 from ..engine.events import EventType, RuntimeEvent, tick_completed_payload
 from ..engine.record import TickReport
+from .protocol import each_run, runs_json
 
 _TICK, _DURATION, _TICKED, _STATE, _TELEMETRY = (attrgetter("tick"), attrgetter("duration_ms"), attrgetter("ticked"),
                                                  attrgetter("state_changes"), attrgetter("telemetry"))
@@ -66,7 +66,7 @@ class TickBacklog:
         if first:
             reports, runs = reports[first:], runs[first:]
         telemetry, writes = list(map(_TELEMETRY, reports)), list(map(_STATE, reports))
-        return {"runs": [[run_id, len(list(ticks))] for run_id, ticks in groupby(runs)],
+        return {"runs": runs_json(runs),
                 "tick": list(map(_TICK, reports)),
                 "status": [report.status._value_ for report in reports],
                 "started": [t.started for t in telemetry],
@@ -106,7 +106,7 @@ def tick_events(ticks: Mapping[str, Any] | None) -> list[RuntimeEvent]:
     events: list[RuntimeEvent] = []
     add, keys, written = events.append, ticks["state_keys"], 0
     for i, (run_id, tick, status, (started, started_at), (completed, completed_at), duration_us, ticked,
-            wrote) in enumerate(zip(_runs(ticks["runs"]), ticks["tick"], ticks["status"], ticks["started"],
+            wrote) in enumerate(zip(each_run(ticks["runs"]), ticks["tick"], ticks["status"], ticks["started"],
                                     ticks["completed"], ticks["duration_us"], ticks["ticked"], ticks["wrote"],
                                     strict=True)):
         tick, state_keys, written = int(tick), keys[written:written + wrote], written + wrote
@@ -129,13 +129,6 @@ def tick_events(ticks: Mapping[str, Any] | None) -> list[RuntimeEvent]:
 def _by_tick(blocks: list[list[Any]]) -> dict[int, tuple[int, float, list[list[str]]]]:
     """`returned` or `changed` by the place of its tick: (first number, time, rows)."""
     return {int(i): (first, at, rows) for i, first, at, rows in blocks}
-
-
-def _runs(runs: list[list[Any]]) -> Iterator[str | None]:
-    """The run id of each tick, from `runs`' [run id, how many ticks in a row] pairs."""
-    for run_id, count in runs:
-        for _ in range(int(count)):
-            yield run_id
 
 
 __all__ = ["TickBacklog", "events_in", "tick_events"]
