@@ -168,6 +168,20 @@ def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
     assert {event.run_id for event in events} == {"run1"} and events_in(ticks) == len(events)
 
 
+def test_the_ticks_kept_for_a_slow_client_are_the_newest_limit_events_worth_and_the_others_are_counted():
+    """A client that does not read while the run ticks on: the server keeps the newest ticks' telemetry, up to
+    its limit in events (a tick that changed many statuses weighs as many), and says how many it let go."""
+    backlog = TickBacklog(10)
+    many = {f"n{i}": (Status.INVALID, Status.RUNNING) for i in range(5)}
+    for tick in range(1, 6):  # 2, 7, 2, 2, 2 events
+        backlog.add("run1", TickReport(tick, Status.RUNNING, changed=many if tick == 2 else {}, ticked=["n0"],
+                                       returned=[Status.RUNNING], telemetry=TickTelemetry(
+                                           (tick * 10, 1.0), (tick * 10 + 1, 1.0) if tick == 2 else None, (tick * 10 + 9, 1.0))))
+    events = tick_events(json.loads(encode(backlog.take())))
+    assert [event.tick for event in events if event.type == "tick.completed"] == [3, 4, 5]
+    assert backlog.dropped == 9 and not backlog
+
+
 async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):
     """Each timeline row says what its checkpoint changed since its parent: the tick that saved it
     knows, so the server does not decode a checkpoint per row (more than a small tree's tick), and

@@ -3,10 +3,10 @@
 Every tick publishes `tick.started`, a `node.status` per changed node, a `node.returned` per return
 its end does not show and `tick.completed`. Built as objects, handed to the server and encoded one
 by one, they cost an attached run more than its own tick; so does a record made and encoded per
-tick. So the server has the runner number them only (`ReactiveRunner.number_telemetry`), keeps
-each tick's report as it is (one append a tick), and when it sends an update turns the ticks kept
-into columns (`TickBacklog.take`): a list a field, one entry a tick, and the few ticks that changed
-a status or returned one their end does not show listed apart. The client rebuilds the very events
+tick. So the server has the runner number them only (`ReactiveRunner.number_telemetry`), keeps of
+each tick the few values its events need (one tuple a tick), and when it sends an update turns the
+ticks kept into columns (`TickBacklog.take`): a list a field, one entry a tick, and the few ticks
+that changed a status or returned one their end does not show listed apart. The client rebuilds the very events
 (`tick_events`), numbered and timed as the runner numbered them (docs/protocol.md, "A tick's
 telemetry").
 """
@@ -15,78 +15,71 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from operator import attrgetter
 from typing import Any
 
 from ..engine.events import EventType, RuntimeEvent, tick_completed_payload
 from ..engine.record import TickReport
 from .protocol import each_run, runs_json
 
-_TICK, _DURATION, _TICKED, _STATE, _TELEMETRY = (attrgetter("tick"), attrgetter("duration_ms"), attrgetter("ticked"),
-                                                 attrgetter("state_changes"), attrgetter("telemetry"))
-
-
-def _events(report: TickReport) -> int:
-    return 2 + len(report.unseen) + len(report.changed)
-
 
 class TickBacklog:
-    """The ticks' reports kept between two updates, the newest `limit` events' worth (a tick at least);
-    the older ticks' events are counted in `dropped`, as the server counts the events it lets go."""
+    """The ticks' telemetry kept between two updates, the newest `limit` events' worth (a tick at least);
+    the older ticks' events are counted in `dropped`, as the server counts the events it lets go. A
+    tick is kept as one tuple of what its events need (not its report: that holds every return of
+    a large tree's tick and the old state values it overwrote)."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.dropped = 0
-        self._reports: deque[TickReport] = deque(maxlen=max(limit // 2, 1))  # a tick is two events at least
-        self._runs: deque[str | None] = deque(maxlen=self._reports.maxlen)  # the run each tick is of
+        self._ticks: deque[tuple] = deque()
+        self._events = 0
 
     def __bool__(self) -> bool:
-        return bool(self._reports)
+        return bool(self._ticks)
 
     def add(self, run_id: str | None, report: TickReport) -> None:
-        """Keep a completed tick's report (one numbered by the runner: else it has nothing to send)."""
-        if report.telemetry is None:  # numbered only from the next tick (attached in the middle of this one)
+        """Keep a completed tick's telemetry (one numbered by the runner: else it has nothing to send)."""
+        telemetry = report.telemetry
+        if telemetry is None:  # numbered only from the next tick (attached in the middle of this one)
             return
-        reports = self._reports
-        if len(reports) == reports.maxlen:
-            self.dropped += _events(reports[0])
-        reports.append(report)
-        self._runs.append(run_id)
+        returned, changed, events = None, None, 2
+        if telemetry.returned is not None:
+            ticked, values = report.ticked, report.returned
+            returned = [*telemetry.returned, [[ticked[place], values[place]._value_, end._value_]
+                                              for place, end in report.unseen]]
+            events += len(report.unseen)
+        if telemetry.statuses is not None:
+            changed = [*telemetry.statuses, report.changed]
+            events += len(report.changed)
+        self._ticks.append((run_id, report.tick, report.status._value_, telemetry.started, telemetry.completed,
+                            report.duration_ms, len(report.ticked), [*report.state_changes], returned, changed, events))
+        self._events += events
+        if self._events > self.limit and len(self._ticks) > 1:
+            self._trim()
+
+    def _trim(self) -> None:
+        ticks = self._ticks
+        while self._events > self.limit and len(ticks) > 1:
+            gone = ticks.popleft()[-1]
+            self._events -= gone
+            self.dropped += gone
 
     def take(self) -> dict[str, Any]:
-        """The ticks kept, oldest first, as an update's `ticks` carries them; the backlog is then empty."""
-        reports, runs = list(self._reports), list(self._runs)
+        """The ticks kept, oldest first, as an update's `ticks` carries them (columns: one transposition
+        of the tuples kept); the backlog is then empty."""
+        runs, tick, status, started, completed, duration, ticked, keys, returned, changed, _ = zip(*self._ticks, strict=True)
         self.clear()
-        counts = list(map(_events, reports))
-        total, first = sum(counts), 0
-        while total > self.limit and first < len(reports) - 1:
-            total -= counts[first]
-            self.dropped += counts[first]
-            first += 1
-        if first:
-            reports, runs = reports[first:], runs[first:]
-        telemetry, writes = list(map(_TELEMETRY, reports)), list(map(_STATE, reports))
-        return {"runs": runs_json(runs),
-                "tick": list(map(_TICK, reports)),
-                "status": [report.status._value_ for report in reports],
-                "started": [t.started for t in telemetry],
-                "completed": [t.completed for t in telemetry],
-                "duration_us": [round(ms * 1000) for ms in map(_DURATION, reports)],
-                "ticked": list(map(len, map(_TICKED, reports))),
-                "wrote": list(map(len, writes)),
-                "state_keys": [key for written in writes for key in written],
-                "returned": [[i, *t.returned, [[report.ticked[place], report.returned[place]._value_, end._value_]
-                                                for place, end in report.unseen]]
-                             for i, (report, t) in enumerate(zip(reports, telemetry, strict=True))
-                             if t.returned is not None],
-                "changed": [[i, *t.statuses, [[path, old._value_, new._value_] for path, (old, new)
-                                               in report.changed.items()]]
-                            for i, (report, t) in enumerate(zip(reports, telemetry, strict=True))
-                            if t.statuses is not None]}
+        return {"runs": runs_json(list(runs)), "tick": tick, "status": status, "started": started,
+                "completed": completed, "duration_us": [round(ms * 1000) for ms in duration], "ticked": ticked,
+                "wrote": list(map(len, keys)), "state_keys": [key for written in keys for key in written],
+                "returned": [[i, *block] for i, block in enumerate(returned) if block is not None],
+                "changed": [[i, block[0], block[1], [[path, old._value_, new._value_]
+                                                     for path, (old, new) in block[2].items()]]
+                            for i, block in enumerate(changed) if block is not None]}
 
     def clear(self) -> None:
-        self._reports.clear()
-        self._runs.clear()
+        self._ticks.clear()
+        self._events = 0
 
 
 def events_in(ticks: Mapping[str, Any]) -> int:
