@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
 from runtime.debug.past import RunPast
-from runtime.debug.protocol import encode, events_of
+from runtime.debug.protocol import encode, events_json, events_of
 from runtime.debug.ticks import TickBacklog, events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
@@ -166,6 +166,17 @@ def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
     assert events[3].payload == {"status": "RUNNING", "duration_ms": 1.5, "changed": {"root/loop": ["INVALID", "RUNNING"]},
                                  "state_keys": ["count"], "ticked": 2}
     assert {event.run_id for event in events} == {"run1"} and events_in(ticks) == len(events)
+
+
+def test_events_in_columns_read_back_as_they_were_and_columns_that_do_not_line_up_are_refused():
+    events = [RuntimeEvent(1, "log", 1.5, 1, None, "run1", {"count": 1}), RuntimeEvent(2, "state.changed", 1.75, 1, "n",
+                                                                                        "run1", {"keys": ["count"]}),
+              RuntimeEvent(3, "run.started", 2.0, 0, None, "run2", {})]
+    columns = json.loads(encode(events_json(events)))
+    assert columns["runs"] == [["run1", 2], ["run2", 1]] and events_of(columns) == events
+    for field, value in (("seq", [1, 2]), ("payload", [{}, {}, "x"]), ("runs", [["run1", 4]])):
+        with pytest.raises(ValueError):
+            events_of({**columns, field: value})
 
 
 def test_the_ticks_kept_for_a_slow_client_are_the_newest_limit_events_worth_and_the_others_are_counted():

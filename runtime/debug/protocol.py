@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import groupby
+from itertools import groupby, starmap
 from operator import attrgetter
 from typing import Any
 
@@ -199,8 +199,8 @@ def events_of(columns: Any) -> list[RuntimeEvent]:
     if not columns:
         return []
     c = _EVENT_COLUMNS.validate_python(columns)
-    return list(map(RuntimeEvent, c["seq"], c["type"], c["time"], c["tick"], c["node"], each_run(c["runs"]),
-                    c["payload"]))
+    return list(starmap(RuntimeEvent, zip(c["seq"], c["type"], c["time"], c["tick"], c["node"], each_run(c["runs"]),
+                                          c["payload"], strict=True)))
 
 
 def parse_address(address: str | int) -> tuple[str, int]:
