@@ -11,7 +11,8 @@
    Then where an attached tick's time goes, in one process, CPU time: `runner.run()`; the debugger
    continuing with nobody watching (what a local studio's continue costs before its views); with
    the server's controller watching it too (hooks, state, every event, an update sealed every
-   20 ms, no JSON); the rest, to the figure above, is JSON, the socket and the client.
+   20 ms, no JSON); and each update encoded as the server sends it; the rest, to the figure above,
+   is the socket and the client.
 3. Runner overhead: bench/runner_overhead.py's 1,101-node tree ticked with a debug server
    listening and nobody attached, beside the runner without one and raw py_trees.
 
@@ -43,6 +44,7 @@ NODES = nodes_of(100)  # the static tree build_tree() makes
 from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, Debugger, DebugServer  # noqa: E402
 from runtime.debug.controller import DebugController  # noqa: E402
+from runtime.debug.protocol import encode, utf8  # noqa: E402
 from runtime.debug.server import FLUSH_INTERVAL  # noqa: E402
 from runtime.debug.ticks import events_in  # noqa: E402
 from runtime.engine import ReactiveRunner, RuntimeEventBus  # noqa: E402
@@ -142,7 +144,7 @@ async def throughput(ticks: int, folder: str | None = None) -> tuple[float, floa
     updates = events = dropped = 0
     while (message := await client.next_message())["type"] != "bye":
         updates += message["type"] == "update"
-        events += len(message.get("events", ())) + sum(events_in(tick[3]) for tick in message.get("ticks", ()))
+        events += len(message.get("events", {}).get("seq", ())) + (events_in(message["ticks"]) if "ticks" in message else 0)
         dropped += message.get("dropped_events", 0)
     await client.close()
     attached = json.loads((await process.stdout.read()).decode())["rate"]
@@ -152,36 +154,41 @@ async def throughput(ticks: int, folder: str | None = None) -> tuple[float, floa
 
 async def _layer(ticks: int, layer: str) -> float:
     """Ticks per CPU second of the counter run in this process: `runner.run()` ("alone"), the debugger
-    continuing it ("debugger"), or that with the server's controller watching ("watched")."""
+    continuing it ("debugger"), that with the server's controller watching ("watched"), and its updates
+    encoded too ("encoded")."""
     node = CountUp("count", clock=time.process_time)
     runner = Agent(node, state_schema=Count).make_runner()
     if layer == "alone":
         await runner.run(input_data={"limit": ticks})
         return node.rate(ticks)
     debugger = Debugger(runner)
-    if layer == "watched":
+    watched = layer in ("watched", "encoded")
+    if watched:
         controller = DebugController(debugger, lambda urgent: None)
         controller.attach()
-        sealing = asyncio.create_task(_seal_every(controller, FLUSH_INTERVAL))
+        sealing = asyncio.create_task(_seal_every(controller, FLUSH_INTERVAL, encoded=layer == "encoded"))
     else:
         debugger.attach()
     debugger.begin({"limit": ticks})
     await debugger.continue_()
-    if layer == "watched":
+    if watched:
         sealing.cancel()
     return node.rate(ticks)
 
 
-async def _seal_every(controller: DebugController, seconds: float) -> None:
+async def _seal_every(controller: DebugController, seconds: float, *, encoded: bool) -> None:
     while True:
         await asyncio.sleep(seconds)
         controller.seal()
+        if encoded:
+            for message in controller.outbox:
+                utf8(encode(message))
         controller.outbox.clear()
 
 
 def layers(ticks: int, repeats: int) -> dict[str, float]:
     """Each layer's best of `repeats`, the layers taken in turn."""
-    best = dict.fromkeys(("alone", "debugger", "watched"), 0.0)
+    best = dict.fromkeys(("alone", "debugger", "watched", "encoded"), 0.0)
     for _ in range(repeats):
         for layer in best:
             best[layer] = max(best[layer], asyncio.run(_layer(ticks, layer)))
@@ -242,7 +249,8 @@ def main() -> None:
     best = layers(args.ticks // 2, 3)
     print(f"where an attached tick's time goes, {args.ticks // 2:,} ticks in one process, CPU ticks/s, best of 3")
     for layer, label in (("alone", "runner.run()"), ("debugger", "Debugger continuing, nobody watching"),
-                         ("watched", "... and the server's controller watching")):
+                         ("watched", "... and the server's controller watching"),
+                      ("encoded", "... and its updates encoded as JSON")):
         print(f"{label:<44}{best[layer]:>10,.0f}{best[layer] / best['alone']:>7.2f}x")
 
     raw, bare, served = overhead(300, 7)

@@ -19,11 +19,11 @@ from websockets.asyncio.client import connect
 from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
 from runtime.debug.past import RunPast
-from runtime.debug.protocol import encode
-from runtime.debug.ticks import events_in, tick_events
+from runtime.debug.protocol import encode, events_json, events_of
+from runtime.debug.ticks import TickBacklog, events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
-from runtime.engine.record import TickReport, TickTelemetry, telemetry_record
+from runtime.engine.record import TickReport, TickTelemetry
 from runtime.memory.checkpoint import open_store
 from studio.session import RunState
 
@@ -69,7 +69,7 @@ async def test_a_run_at_full_speed_sends_few_updates_to_a_client_that_reads_noth
     state = [value for update in updates for namespace, key, value in update.get("state", ()) if key == "count"]
     assert state[-1] == TICKS
     events = [event for update in updates for event in sorted(  # the ticks' own telemetry rebuilt beside the others
-        [*map(RuntimeEvent.validate, update.get("events", ())), *tick_events(update.get("ticks", ()))],
+        [*events_of(update.get("events")), *tick_events(update.get("ticks", ()))],
         key=lambda event: event.seq)]
     dropped = sum(update.get("dropped_events", 0) for update in updates)
     seqs = [event.seq for event in events]
@@ -143,24 +143,54 @@ async def test_an_attached_studio_logs_the_events_a_local_one_logs(name, tmp_pat
 
 
 def test_the_protocol_docs_say_what_a_tick_s_telemetry_carries():
-    """docs/protocol.md names the version the server speaks and every field of a tick's telemetry record,
-    and a record with every field rebuilds to the events it stands for, in the order published."""
+    """docs/protocol.md names the version the server speaks and every column of the ticks' telemetry,
+    and ticks with every column rebuild to the events they stand for, in the order published."""
     text = (ROOT / "docs" / "protocol.md").read_text()
     assert f"# The Jianmu debug protocol, version {PROTOCOL_VERSION}\n" in text
     assert f"`PROTOCOL_VERSION` is {PROTOCOL_VERSION}." in text
     section = text.split("### A tick's telemetry", 1)[1].split("\n### ", 1)[0]
-    documented = set(re.findall(r"^- `(\w)`", section, re.M)) | set(re.findall(r"and `(\w)`:", section))
-    report = TickReport(4, Status.RUNNING, changed={"root/loop": (Status.INVALID, Status.RUNNING)},
-                        ticked=["root/loop/done", "root/loop"], returned=[Status.FAILURE, Status.RUNNING],
-                        unseen=[(0, Status.INVALID)], state_changes={"count": (1, 2)}, duration_ms=1.5,
-                        telemetry=TickTelemetry((10, 1.0), (12, 1.0), (13, 1.0), (11, 1.0)))
-    record = telemetry_record(report)
-    assert set(record) == documented
-    events = tick_events([["run1", 4, "RUNNING", record]])
-    assert [(event.seq, event.type, event.node) for event in events] == [
-        (10, "tick.started", None), (11, "node.returned", "root/loop/done"), (12, "node.status", "root/loop"),
-        (13, "tick.completed", None)]
-    assert events_in(record) == len(events)
+    documented = set(re.findall(r"^- `(\w+)`", section, re.M)) | set(re.findall(r", `(\w+)`", section))
+    backlog = TickBacklog(100)
+    backlog.add("run1", TickReport(4, Status.RUNNING, changed={"root/loop": (Status.INVALID, Status.RUNNING)},
+                                   ticked=["root/loop/done", "root/loop"], returned=[Status.FAILURE, Status.RUNNING],
+                                   unseen=[(0, Status.INVALID)], state_changes={"count": (1, 2)}, duration_ms=1.5,
+                                   telemetry=TickTelemetry((10, 1.0), (12, 1.0), (13, 1.0), (11, 1.0))))
+    backlog.add("run1", TickReport(5, Status.SUCCESS, ticked=["root/loop"], returned=[Status.SUCCESS],
+                                   telemetry=TickTelemetry((15, 2.0), None, (16, 2.0))))
+    ticks = json.loads(encode(backlog.take()))
+    assert set(ticks) == documented
+    events = tick_events(ticks)
+    assert [(event.seq, event.type, event.node, event.tick) for event in events] == [
+        (10, "tick.started", None, 4), (11, "node.returned", "root/loop/done", 4), (12, "node.status", "root/loop", 4),
+        (13, "tick.completed", None, 4), (15, "tick.started", None, 5), (16, "tick.completed", None, 5)]
+    assert events[3].payload == {"status": "RUNNING", "duration_ms": 1.5, "changed": {"root/loop": ["INVALID", "RUNNING"]},
+                                 "state_keys": ["count"], "ticked": 2}
+    assert {event.run_id for event in events} == {"run1"} and events_in(ticks) == len(events)
+
+
+def test_events_in_columns_read_back_as_they_were_and_columns_that_do_not_line_up_are_refused():
+    events = [RuntimeEvent(1, "log", 1.5, 1, None, "run1", {"count": 1}), RuntimeEvent(2, "state.changed", 1.75, 1, "n",
+                                                                                        "run1", {"keys": ["count"]}),
+              RuntimeEvent(3, "run.started", 2.0, 0, None, "run2", {})]
+    columns = json.loads(encode(events_json(events)))
+    assert columns["runs"] == [["run1", 2], ["run2", 1]] and events_of(columns) == events
+    for field, value in (("seq", [1, 2]), ("payload", [{}, {}, "x"]), ("runs", [["run1", 4]])):
+        with pytest.raises(ValueError):
+            events_of({**columns, field: value})
+
+
+def test_the_ticks_kept_for_a_slow_client_are_the_newest_limit_events_worth_and_the_others_are_counted():
+    """A client that does not read while the run ticks on: the server keeps the newest ticks' telemetry, up to
+    its limit in events (a tick that changed many statuses weighs as many), and says how many it let go."""
+    backlog = TickBacklog(10)
+    many = {f"n{i}": (Status.INVALID, Status.RUNNING) for i in range(5)}
+    for tick in range(1, 6):  # 2, 7, 2, 2, 2 events
+        backlog.add("run1", TickReport(tick, Status.RUNNING, changed=many if tick == 2 else {}, ticked=["n0"],
+                                       returned=[Status.RUNNING], telemetry=TickTelemetry(
+                                           (tick * 10, 1.0), (tick * 10 + 1, 1.0) if tick == 2 else None, (tick * 10 + 9, 1.0))))
+    events = tick_events(json.loads(encode(backlog.take())))
+    assert [event.tick for event in events if event.type == "tick.completed"] == [3, 4, 5]
+    assert backlog.dropped == 9 and not backlog
 
 
 async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):

@@ -10,6 +10,7 @@ from test_attached_full_speed import TICKS, Count, CountUp
 from runtime import Agent
 from runtime.debug.controller import DebugController
 from runtime.debug.debugger import Debugger
+from runtime.debug.protocol import events_of
 from runtime.debug.ticks import tick_events
 from runtime.engine.record import TickReport
 from runtime.engine.runner import ReactiveRunner
@@ -78,11 +79,11 @@ async def test_a_fast_continue_tells_the_server_once_an_update_and_sends_every_t
     controller.seal()
     assert wakeups == [False, False]
     updates = [message for message in controller.outbox if message["type"] == "update"]
-    ticks = [tick for update in updates for tick in update["ticks"]]
-    assert [tick[1] for tick in ticks] == list(range(1, 251))
-    logged = [event["payload"]["count"] for update in updates for event in update["events"] if event["type"] == "log"]
+    ticks = [event for update in updates for event in tick_events(update["ticks"])]
+    assert [event.tick for event in ticks if event.type == "tick.completed"] == list(range(1, 251))
+    logged = [event.payload["count"] for update in updates for event in events_of(update["events"]) if event.type == "log"]
     assert logged == list(range(1, 251))
-    events = sorted([*(event["seq"] for update in updates for event in update["events"]),
-                     *(event.seq for event in tick_events(ticks))])
+    events = sorted([*(seq for update in updates for seq in update["events"]["seq"]),
+                     *(event.seq for event in ticks)])
     assert events == list(range(events[0], events[0] + len(events)))  # none missing: each number once
     controller.detach()

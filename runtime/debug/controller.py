@@ -26,7 +26,7 @@ from .children import child_namespace, child_path, split_child_path
 from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
-from .protocol import ProtocolError, record_json, returns_json
+from .protocol import ProtocolError, events_json, record_json, returns_json
 from .ticks import TickBacklog
 from .waiting import in_flight
 
@@ -54,12 +54,6 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
     return out
 
 
-def _sent(event: RuntimeEvent) -> dict[str, Any]:
-    """An event as an update carries it: a dict, which the encoder writes in half the time of the dataclass."""
-    return {"seq": event.seq, "type": event.type, "time": event.time, "tick": event.tick, "node": event.node,
-            "run_id": event.run_id, "payload": event.payload}
-
-
 class DebugController:
     """One client's view of the debugger: `post` queues what the server sends it."""
 
@@ -80,7 +74,7 @@ class DebugController:
         self._sent_statuses: dict[str, str] = {}
         self._sent_counters: dict[str, str | None] = {}
         self._indexed: object = None
-        self._report: tuple[TickReport, list[str]] | None = None  # the last tick's, and what it waits for
+        self._report: TickReport | None = None  # the last tick's, not sent yet
         self._branch: str | None = None
         self._sent_marks: list[list[Any]] = []
         self._sent_rebound: list[str] = []
@@ -119,7 +113,7 @@ class DebugController:
         self._ticks.clear()
         run_id = self.runner.run_id
         earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
-        return {**self._picture(), "events": earlier}
+        return {**self._picture(), "events": events_json(earlier)}
 
     def _picture(self) -> dict[str, Any]:
         """The run as it is now; later updates carry only what changes after it."""
@@ -195,7 +189,7 @@ class DebugController:
         namespace, dirty = change.namespace or "", self._dirty_state
         for key in change.changes:
             dirty.add((namespace, key))
-        if self.past.recording:
+        if self.runner.checkpoints is not None and self.past.recording:
             self.past.wrote(change.namespace, change.changes, between=not self.runner.in_tick)
         if not self._due:
             self._changed()
@@ -265,7 +259,7 @@ class DebugController:
             if marks != self._sent_marks:
                 update["marks"] = self._sent_marks = marks
         if self._events:
-            update["events"] = list(map(_sent, self._events))
+            update["events"] = events_json(self._events)
             self._events.clear()
         if self._ticks:
             update["ticks"] = self._ticks.take()
@@ -379,17 +373,20 @@ class DebugController:
 
     # -- the ticks, for the report and the marks -------------------------------------------
     def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
-        """Keep the tick's report as it is (and what it left the run waiting for): only the last one
-        before an update is sent, so it is turned into JSON then, not at every tick."""
+        """Keep the tick's report as it is: its telemetry is turned into columns when an update is sent,
+        and only the last report before an update into JSON, not at every tick (a run at full speed
+        makes hundreds between two updates)."""
         self._ticks.add(runner.run_id, report)
-        if self.past.recording:
+        if runner.checkpoints is not None:
             self.past.ticked(report)
-        self._report = report, [] if runner.can_tick_now else in_flight(runner.nodes)
+        self._report = report
         if not self._due:
             self._changed()
 
     def _report_json(self) -> dict[str, Any]:
-        report, waiting = self._report
+        """The last tick's report, with what the run now waits for (nothing when it can tick at once)."""
+        report, runner = self._report, self.runner
+        waiting = [] if runner.can_tick_now else in_flight(runner.nodes)
         return {"tick": report.tick, "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
                 "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},
                 "ticked": report.ticked, **record_json(report), "state_keys": report.state_keys, "waiting": waiting}

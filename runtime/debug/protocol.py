@@ -9,18 +9,24 @@ as `re`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby, starmap
+from operator import attrgetter
 from typing import Any
 
 from py_trees.common import Status
+from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+from typing_extensions import TypedDict  # (pydantic reads typing's only from Python 3.12)
 
+from ..engine.events import RuntimeEvent
 from ..engine.record import Returns, TickReport
 
-PROTOCOL_VERSION = 6  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+PROTOCOL_VERSION = 7  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
 # 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents;
 # 5: one debugger (a local studio's stops), breakpoints enabled/disabled and their hits, set_breakpoint,
 # the tick's record (what each node returned) in the report, a tick held inside and a past checkpoint;
-# 6: a tick's telemetry as numbers (`ticks`), NaN as a string
+# 6: a tick's telemetry as numbers (`ticks`), NaN as a string; 7: events and the ticks' telemetry in columns
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 MAX_SERVER_FRAME = 64 << 20  # a server message above this makes the client close the connection (1009)
@@ -147,6 +153,56 @@ def record_of(report: dict[str, Any]) -> dict[str, Any]:
             "unseen": [(place, STATUS[value]) for place, value in report.get("unseen", ())]}
 
 
+def runs_json(run_ids: list[str | None]) -> list[list[Any]]:
+    """The run id of each of a list's entries as `[[run_id, how many entries in a row], ...]` (one run
+    for all, usually: counted in C)."""
+    if run_ids and run_ids.count(run_ids[0]) == len(run_ids):
+        return [[run_ids[0], len(run_ids)]]
+    return [[run_id, sum(1 for _ in entries)] for run_id, entries in groupby(run_ids)]
+
+
+def each_run(runs: Iterable[Sequence[Any]]) -> Iterator[str | None]:
+    """`runs_json` read back: the run id of each entry."""
+    for run_id, count in runs:
+        for _ in range(int(count)):
+            yield run_id
+
+
+_SEQ, _TYPE, _TIME, _TICK, _NODE, _RUN, _PAYLOAD = map(attrgetter, RuntimeEvent.__slots__)
+
+
+def events_json(events: Sequence[RuntimeEvent]) -> dict[str, list[Any]]:
+    """Events as an update and the picture carry them: a list a field, an entry an event (`runs`: their
+    run ids as `runs_json` has them), which a run continuing at full speed builds and encodes in about
+    half the time of an object an event."""
+    return {"runs": runs_json(list(map(_RUN, events))), "seq": list(map(_SEQ, events)), "type": list(map(_TYPE, events)),
+            "time": list(map(_TIME, events)), "tick": list(map(_TICK, events)), "node": list(map(_NODE, events)),
+            "payload": list(map(_PAYLOAD, events))}
+
+
+class _EventColumns(TypedDict):
+    runs: list[tuple[str | None, int]]
+    seq: list[int]
+    type: list[str]
+    time: list[float]
+    tick: list[int]
+    node: list[str | None]
+    payload: list[dict[str, Any]]
+
+
+_EVENT_COLUMNS = TypeAdapter(_EventColumns)
+
+
+def events_of(columns: Any) -> list[RuntimeEvent]:
+    """`events_json` read back, every field checked as `RuntimeEvent.validate` checks one event's (a value
+    of the wrong shape: `ValueError`); none for none."""
+    if not columns:
+        return []
+    c = _EVENT_COLUMNS.validate_python(columns)
+    return list(starmap(RuntimeEvent, zip(c["seq"], c["type"], c["time"], c["tick"], c["node"], each_run(c["runs"]),
+                                          c["payload"], strict=True)))
+
+
 def parse_address(address: str | int) -> tuple[str, int]:
     """`host:port`, `:port` or a bare port (loopback); raises `ValueError` with the reason."""
     text = str(address).strip()
@@ -164,5 +220,5 @@ def parse_address(address: str | int) -> tuple[str, int]:
 
 
 __all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "MAX_SERVER_FRAME", "PROTOCOL_VERSION", "REQUESTS",
-           "ProtocolError", "encode", "error", "parse_address", "parse_request", "record_json", "record_of",
-           "returns_json", "returns_of"]
+           "ProtocolError", "each_run", "encode", "error", "events_json", "events_of", "parse_address", "parse_request",
+           "record_json", "record_of", "returns_json", "returns_of", "runs_json"]

@@ -40,7 +40,7 @@ from runtime.debug.edits import (
     check_port,
     check_state_key,
 )
-from runtime.debug.protocol import record_of, returns_of
+from runtime.debug.protocol import events_of, record_of, returns_of
 from runtime.debug.stops import RunState, Stop
 from runtime.debug.ticks import tick_events
 from runtime.engine.events import EventType, RuntimeEvent
@@ -166,7 +166,7 @@ class RemoteSession:
         self._placing: dict[int, asyncio.Task] = {}  # id(bp) -> the task that placed it (its result: the server's id)
         self._tasks: set[asyncio.Task] = set()
         self._apply_picture(client.welcome)
-        self._add_events(map(RuntimeEvent.validate, client.welcome.get("events", ())))  # before this studio attached
+        self._add_events(events_of(client.welcome.get("events")))  # before this studio attached
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -323,7 +323,7 @@ class RemoteSession:
         self._finished = self._finished or self._status in ("SUCCESS", "FAILURE")  # before its stop is said
         self.branch = update.get("branch", self.branch)  # the server sends a fork's events after it, never before
         self._add_rows(update.get("checkpoints", ()))
-        self._add_events(sorted([*map(RuntimeEvent.validate, update.get("events", ())),  # with the ticks' telemetry
+        self._add_events(sorted([*events_of(update.get("events")),  # with the ticks' telemetry
                                  *tick_events(update.get("ticks", ()))], key=_SEQ))
         if "breakpoints" in update:
             self._mirror_breakpoints(update["breakpoints"])
