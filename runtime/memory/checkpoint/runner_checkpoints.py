@@ -348,7 +348,8 @@ class RunnerCheckpoints:
     @contextlib.contextmanager
     def _storable(self) -> Iterator[None]:
         """A record that cannot be encoded (a text no store can keep: a lone surrogate, from a decoded
-        hostile input) is a failed save naming the state key that holds it, not the encoder's words."""
+        hostile input) is a failed save naming the state key that holds it and the nodes that wrote it
+        in the tick, not the encoder's words."""
         try:
             yield
         except PydanticSerializationError as exc:
@@ -359,6 +360,10 @@ class RunnerCheckpoints:
                         dumpb(value)
                     except PydanticSerializationError:
                         where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns else "")
+                        writers = sm.writers(key, ns)
+                        if writers:
+                            where += f" written by node{'s' if len(writers) > 1 else ''} " + \
+                                ", ".join(map(repr, writers))
                         raise StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {where} "
                                          "holds a text that is not valid Unicode (a lone surrogate): a store "
                                          "cannot keep it") from exc

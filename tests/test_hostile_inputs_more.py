@@ -1,0 +1,123 @@
+"""Hostile inputs beyond #32's list, one test per cause: each is one line naming what is at fault, the
+right exit status, nothing recorded lost, no hang and no traceback without --debug."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from test_cli import ROOT, cli
+
+from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
+
+BOUND = 60.0  # seconds any wait below gets before the test gives up
+
+released = threading.Event()  # ends the thread a tool given up on still holds
+
+
+@tool(timeout=0.2)
+def holds_its_thread(x: int) -> int:
+    """A plain synchronous function that does not return (until the test ends)."""
+    released.wait(BOUND)
+    return x
+
+
+async def test_a_synchronous_tool_that_never_returns_is_answered_by_its_timeout():
+    """It runs off the event loop: the loop goes on, and the timeout answers for it."""
+    root = create_react_node(name="R", model_client=ModelClient(ScriptedProvider(
+        [{"tool_calls": [{"name": "holds_its_thread", "arguments": {"x": 1}}]}, "done"])), tools=[holds_its_thread])
+    try:
+        result = await asyncio.wait_for(Agent(root, state_schema=ReActState).run({"messages": [human("go")]}), BOUND)
+    finally:
+        released.set()
+    assert result.final_answer == "done"
+    assert [m.content for m in result.state.messages if m.role == "tool"] == [
+        "Error: tool 'holds_its_thread' gave no answer within 0.2s"]
+
+
+HELD_IN_TOOL = """\
+import pathlib, time
+from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
+
+@tool
+def spins(x: int) -> int:
+    \"\"\"Never returns, and never sleeps long enough for anything else to run.\"\"\"
+    pathlib.Path("holding").touch()
+    while True:
+        time.sleep(0.001)
+
+def build():
+    root = create_react_node(name="R", model_client=ModelClient(ScriptedProvider(
+        [{"tool_calls": [{"name": "spins", "arguments": {"x": 1}}]}, "done"])), tools=[spins])
+    return Agent(root, state_schema=ReActState)
+
+INPUT = {"messages": [human("go")]}
+"""
+
+
+def test_ctrl_c_stops_a_run_held_in_a_synchronous_tool_and_its_thread_does_not_hold_the_exit(tmp_path):
+    tree = tmp_path / "spins.py"
+    tree.write_text(HELD_IN_TOOL)
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", str(tree), "--db", str(tmp_path / "s.db")],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    try:
+        deadline = time.monotonic() + BOUND
+        while not (tmp_path / "holding").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=BOUND)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+
+
+SURROGATE_WRITERS = '''
+from pydantic import BaseModel
+from runtime import Agent
+from runtime.node import Parallel, Sequence, node
+from py_trees.common import ParallelPolicy
+
+
+class Notes(BaseModel):
+    notes: list[str] = []
+
+
+@node(name="Early")
+def early(state: dict) -> dict:
+    return {"notes": ["fine"]}
+
+
+@node(name="Good")
+def good(state: dict) -> dict:
+    return {"notes": state["notes"] + ["good"]}
+
+
+@node(name="Bad")
+def bad(state: dict) -> dict:
+    return {"notes": state["notes"] + ["bad \\udc80"]}
+
+
+def build():
+    both = Parallel("Both", policy=ParallelPolicy.SuccessOnAll(), children=[good(), bad()])
+    return Agent(Sequence("Root", memory=True, children=[early(), both]), state_schema=Notes)
+'''
+
+
+def test_a_lone_surrogate_in_state_names_the_nodes_that_wrote_the_key_in_that_tick(tmp_path):
+    """`Early` wrote the key in an earlier tick (saved): only the tick's writers are named."""
+    tree = tmp_path / "writers.py"
+    tree.write_text(SURROGATE_WRITERS)
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 1, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert "state key 'notes' written by nodes 'Root/Both/Good', 'Root/Both/Bad' holds a text that is not " \
+           "valid Unicode" in first or "state key 'notes' written by nodes 'Root/Both/Bad', 'Root/Both/Good' " \
+           "holds" in first, first
+    assert "Traceback" not in result.stderr
