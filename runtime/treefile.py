@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import inspect
 import os
 import shutil
 import stat
@@ -91,6 +92,10 @@ def load_tree(target: str | Path) -> LoadedTree:
     except BaseException as exc:
         raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
+        if inspect.iscoroutine(agent):  # closed: never awaited, it would warn on stderr when collected
+            agent.close()
+            raise TreeLoadError(f"{path}: {function}() is async (returned a coroutine): it must be a plain "
+                                "function returning a runtime.Agent")
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
     input_data = getattr(module, "INPUT", None) or {}
     if not isinstance(input_data, dict):
