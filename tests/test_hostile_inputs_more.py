@@ -9,10 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
+import pytest
 from test_cli import ROOT, cli
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
+from runtime.config import ConfigError, get_config
+from studio.session.persist import tree_file
 
 BOUND = 60.0  # seconds any wait below gets before the test gives up
 
@@ -121,3 +125,62 @@ def test_a_lone_surrogate_in_state_names_the_nodes_that_wrote_the_key_in_that_ti
            "valid Unicode" in first or "state key 'notes' written by nodes 'Root/Both/Bad', 'Root/Both/Good' " \
            "holds" in first, first
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "not a file (named by $JIANMU_CONFIG)"),  # a folder
+    (b"\xff\xfe\x00models: {}", "not UTF-8 text (byte 0)"),
+    (b"a: " + b"[" * 100_000 + b"]" * 100_000, "nested too deeply to be a config file"),
+])
+def test_a_config_file_that_cannot_be_read_is_a_config_error_naming_it(no_config_file, monkeypatch, content, expected):
+    config = no_config_file / "settings.yaml"
+    if content is None:
+        config.mkdir()
+    else:
+        config.write_bytes(content)
+    monkeypatch.setenv("JIANMU_CONFIG", str(config))
+    with pytest.raises(ConfigError) as raised:
+        get_config()
+    assert str(raised.value) == f"{config}: {expected}"
+
+
+@pytest.mark.parametrize("setting", ["llm:\n  timeout: .inf\n", "llm:\n  temperature: .nan\n",
+                                     "writers:\n  heartbeat: .nan\n"])
+def test_a_setting_that_is_no_finite_number_is_refused(no_config_file, setting):
+    """.inf would be no bound on a model call, .nan no JSON in its request."""
+    (no_config_file / "jianmu.yaml").write_text(setting)
+    with pytest.raises(ConfigError, match="jianmu.yaml: invalid setting .*: Input should be a finite number"):
+        get_config()
+
+
+def test_an_async_build_is_one_line_without_a_never_awaited_warning(tmp_path):
+    tree = tmp_path / "tree.py"
+    tree.write_text("async def build():\n    return None\n")
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 2
+    assert result.stderr == (f"jianmu-studio: {tree}: build() is async (returned a coroutine): it must be a plain "
+                             "function returning a runtime.Agent\n")
+
+
+def _saved_breakpoints(store: Path, tree: Path, text: str) -> Path:
+    class Store:
+        location = str(store)
+
+    path = tree_file(Store(), tree, "build", "breakpoints")
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("saved", "warning"), [
+    ('{"kind": "node", "node": "Calculator"}', "{path}: not a list of breakpoints (dict); breakpoints not loaded"),
+    ('[{"kind": "condition", "condition": "final_answer == \\"\\ud800\\""}]',
+     "{name}: not a breakpoint here (condition 'final_answer == \"\\ud800\"': syntax error at column 18: a "
+     "character that is not valid Unicode (a lone surrogate)); skipped"),
+])
+def test_a_breakpoints_file_that_cannot_be_used_is_a_warning_and_the_run_goes_on(tmp_path, saved, warning):
+    tree, store = ROOT / "sample_trees/react_calculator.py", tmp_path / "s.db"
+    path = _saved_breakpoints(store, tree, saved)
+    result = cli("run", str(tree), "--db", str(store))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == f"jianmu-studio: {warning.format(path=path, name=path.name)}\n"
