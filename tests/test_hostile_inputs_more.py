@@ -4,6 +4,8 @@ right exit status, nothing recorded lost, no hang and no traceback without --deb
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import signal
 import subprocess
 import sys
@@ -12,10 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+from debug_fixtures import TOKEN, agent_process
+from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp_test_server import PIXEL
 from test_cli import ROOT, cli
+from websockets.asyncio.client import connect
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.config import ConfigError, get_config
+from runtime.debug import PROTOCOL_VERSION
+from runtime.tools.mcp_results import observation
+from runtime.tools.observation import split_images
 from studio.session.persist import tree_file
 
 BOUND = 60.0  # seconds any wait below gets before the test gives up
@@ -184,3 +193,64 @@ def test_a_breakpoints_file_that_cannot_be_used_is_a_warning_and_the_run_goes_on
     result = cli("run", str(tree), "--db", str(store))
     assert result.returncode == 0, result.stderr
     assert result.stderr == f"jianmu-studio: {warning.format(path=path, name=path.name)}\n"
+
+
+def test_an_image_an_endpoint_cannot_take_is_dropped_from_a_servers_answer_with_a_note():
+    """Sent on, it would make the endpoint refuse every later model call of the run, naming no tool."""
+    pixel = base64.b64encode(PIXEL).decode()
+    result = CallToolResult(content=[
+        TextContent(type="text", text="chart:"),
+        ImageContent(type="image", data="!!not base64", mimeType="image/png"),
+        ImageContent(type="image", data=pixel, mimeType="text/html"),
+        ImageContent(type="image", data=pixel, mimeType="image/png")])
+    text, images = split_images(observation(result, server="s", tool="t", max_chars=None))
+    assert text == ("chart:\n[an image dropped: its image/png data is not base64]\n"
+                    "[an image dropped: its type 'text/html' is no image type]")
+    assert [(image.mime_type, image.data) for image in images] == [("image/png", pixel)]
+
+
+NOT_WHOLE = [  # (request, the start of its answer)
+    ({"type": "checkpoint", "checkpoint": True}, "checkpoint True: a checkpoint id is a whole number"),
+    ({"type": "checkpoint", "checkpoint": 1.5}, "checkpoint 1.5: a checkpoint id is a whole number"),
+    ({"type": "checkpoint", "checkpoint": 2**70}, "checkpoint 1180591620717411303424: a checkpoint id is a whole number"),
+    ({"type": "model_io", "run_id": "r", "node": "n", "round": 1e308}, "model_io: round and index are whole numbers"),
+    ({"type": "model_io", "run_id": "r", "node": "n", "round": 0, "index": "2"},
+     "model_io: round and index are whole numbers"),
+]
+
+
+async def test_a_number_in_a_request_that_is_no_whole_number_is_a_bad_request(tmp_path):
+    """Coerced, `true` read checkpoint 1 and 1.5 checkpoint 1; past 64 bits the store raised an internal error."""
+    async with agent_process(wait=30, db=tmp_path / "runs.db") as target, connect(f"ws://{target.address}") as ws:
+        await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+        assert json.loads(await ws.recv())["type"] == "welcome"
+        for number, (sent, _) in enumerate(NOT_WHOLE):
+            await ws.send(json.dumps({**sent, "id": number}))
+        answers: dict = {}
+        while len(answers) < len(NOT_WHOLE):
+            message = json.loads(await asyncio.wait_for(ws.recv(), BOUND))
+            if message["type"] in ("ok", "error") and message.get("re") is not None:
+                answers[message["re"]] = message
+    for number, (_, answer) in enumerate(NOT_WHOLE):
+        assert answers[number]["code"] == "bad_request" and answers[number]["message"].startswith(answer), answers[number]
+    assert "Traceback" not in "".join(target.stderr)
+
+
+async def test_hostile_numbers_and_paths_in_requests_are_answered_in_one_line_without_a_traceback(tmp_path):
+    """A number past Python's 4,300 digits is `bad_json`; a node path of 900,000 characters is not sent back whole."""
+    async with agent_process(wait=30, db=tmp_path / "runs.db") as target, connect(f"ws://{target.address}") as ws:
+        await ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+        assert json.loads(await ws.recv())["type"] == "welcome"
+        await ws.send('{"type": "ping", "id": 1, "x": ' + "9" * 5000 + "}")
+        await ws.send(json.dumps({"type": "break", "kind": "node", "node": "x" * 900_000, "id": 2}))
+        await ws.send(json.dumps({"type": "model_io", "run_id": "r", "node": "n", "round": 1e308, "id": 3}))
+        await ws.send(json.dumps({"type": "ping", "id": 4}))
+        answers: dict = {}
+        while 4 not in answers:
+            message = json.loads(await asyncio.wait_for(ws.recv(), BOUND))
+            if message["type"] in ("ok", "error"):
+                answers[message.get("re")] = message
+    assert answers[None]["code"] == "bad_json" and "4300 digits" in answers[None]["message"]
+    assert answers[2]["code"] == "bad_request" and len(answers[2]["message"]) < 120
+    assert answers[3]["code"] == "bad_request"
+    assert "Traceback" not in "".join(target.stderr)
