@@ -254,3 +254,30 @@ async def test_hostile_numbers_and_paths_in_requests_are_answered_in_one_line_wi
     assert answers[2]["code"] == "bad_request" and len(answers[2]["message"]) < 120
     assert answers[3]["code"] == "bad_request"
     assert "Traceback" not in "".join(target.stderr)
+
+
+def test_a_postgresql_store_another_session_holds_locked_is_given_up_after_the_lock_timeout(postgres_url, monkeypatch):
+    """PostgreSQL waits for a lock forever by default: every command would hang."""
+    import psycopg
+
+    from runtime.memory.checkpoint import StoreError, open_store, postgres_store
+
+    open_store(postgres_url).close()  # the store's tables exist
+    monkeypatch.setattr(postgres_store, "LOCK_TIMEOUT", 1)
+    outcome: list[BaseException] = []
+
+    def opening() -> None:
+        try:
+            open_store(postgres_url).close()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("LOCK TABLE jianmu.meta, jianmu.checkpoints IN ACCESS EXCLUSIVE MODE")
+        worker = threading.Thread(target=opening, daemon=True)
+        worker.start()
+        worker.join(BOUND)
+    assert not worker.is_alive(), "open_store still waits for the lock"
+    [error] = outcome
+    assert isinstance(error, StoreError) and str(error).endswith(": canceling statement due to lock timeout")
+    assert "s3cret" not in str(error)
