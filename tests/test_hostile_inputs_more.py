@@ -281,3 +281,19 @@ def test_a_postgresql_store_another_session_holds_locked_is_given_up_after_the_l
     [error] = outcome
     assert isinstance(error, StoreError) and str(error).endswith(": canceling statement due to lock timeout")
     assert "s3cret" not in str(error)
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("JIANMU_DEBUG_HEARTBEAT", "nan", "more than 0 and finite"),
+    ("JIANMU_DEBUG_HEARTBEAT", "inf", "more than 0 and finite"),  # a client gone silent never dropped
+    ("JIANMU_DEBUG_HEARTBEAT", "0", "more than 0 and finite"),
+    ("JIANMU_DEBUG_WAIT", "-1", "0 or more"),
+    ("JIANMU_DEBUG_HOLD_END", "nan", "0 or more"),
+])
+async def test_a_debug_variable_that_is_no_usable_number_of_seconds_is_refused_naming_it(monkeypatch, variable,
+                                                                                       value, expected):
+    monkeypatch.setenv(variable, value)
+    root = create_react_node(name="R", model_client=ModelClient(ScriptedProvider(["done"])), tools=[])
+    with pytest.raises(ValueError) as raised:
+        await Agent(root, state_schema=ReActState).run({"messages": [human("go")]}, debug="127.0.0.1:0")
+    assert str(raised.value) == f"${variable}={value!r}: expected a number of seconds {expected}"
