@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from .agent import Agent
 from .config import ConfigError
 from .engine.tree import NameHoldsSlash
@@ -153,9 +155,13 @@ def _checked_input(path: Path, agent: Agent, input_data: dict[str, Any]) -> dict
             raise TreeLoadError(f"{path}: INPUT key {key!r} is not a field of {state.schema.__name__} "
                                 f"(fields: {fields})")
         try:
-            state.validate(key, value)
+            to_json(state.validate(key, value), fallback=repr)  # what the run's first checkpoint stores
         except StateValidationError as exc:
             raise TreeLoadError(f"{path}: INPUT: {exc}") from exc
+        except PydanticSerializationError as exc:  # no store can keep it: the run could not be recorded
+            why = ("holds a text that is not valid Unicode (a lone surrogate)" if "surrogates not allowed" in str(exc)
+                   else f"cannot be recorded ({exc})")
+            raise TreeLoadError(f"{path}: INPUT key {key!r} {why}") from exc
         except Exception as exc:  # a value that cannot even be copied
             raise TreeLoadError(f"{path}: INPUT key {key!r}: {type(exc).__name__}: {exc}") from exc
     return dict(input_data)
