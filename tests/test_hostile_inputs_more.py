@@ -17,12 +17,14 @@ import pytest
 from debug_fixtures import TOKEN, agent_process
 from mcp.types import CallToolResult, ImageContent, TextContent
 from mcp_test_server import PIXEL
+from pydantic import BaseModel
 from test_cli import ROOT, cli
 from websockets.asyncio.client import connect
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.config import ConfigError, get_config
 from runtime.debug import PROTOCOL_VERSION
+from runtime.node import Log, Sequence
 from runtime.tools.mcp_results import observation
 from runtime.tools.observation import split_images
 from studio.session.persist import tree_file
@@ -297,3 +299,48 @@ async def test_a_debug_variable_that_is_no_usable_number_of_seconds_is_refused_n
     with pytest.raises(ValueError) as raised:
         await Agent(root, state_schema=ReActState).run({"messages": [human("go")]}, debug="127.0.0.1:0")
     assert str(raised.value) == f"${variable}={value!r}: expected a number of seconds {expected}"
+
+
+class Text(BaseModel):
+    x: str = ""
+
+
+async def test_a_lone_surrogate_in_the_runs_input_stops_the_run_instead_of_recording_it_without_its_start(tmp_path):
+    """The input is saved by the run's first checkpoint, outside any tick: that save failing was swallowed,
+    and the run went on recording deltas of a checkpoint never written (its input lost, a SUCCESS listed)."""
+    from runtime.memory.checkpoint import StoreError, open_store
+
+    store = open_store(tmp_path / "s.db")
+    agent = Agent(Sequence("Root", memory=True, children=[Log("Says", "hi")]), state_schema=Text)
+    agent.runner = agent.make_runner(checkpointer=store)
+    with pytest.raises(StoreError) as raised:
+        await agent.run({"x": "a\ud800b"})
+    assert str(raised.value) == ("checkpoint of tick 1 not written: state key 'x' holds a text that is not valid "
+                                 "Unicode (a lone surrogate): a store cannot keep it")
+    assert store.runs() == []  # nothing that reads as a whole run
+    store.close()
+
+
+def test_a_lone_surrogate_in_a_tree_files_input_is_refused_before_the_run(tmp_path):
+    tree = tmp_path / "tree.py"
+    tree.write_text("from pydantic import BaseModel\nfrom runtime import Agent\nfrom runtime.node import Log\n"
+                    "class Text(BaseModel):\n    x: str = ''\n"
+                    "def build():\n    return Agent(Log('Says', 'hi'), state_schema=Text)\n"
+                    "INPUT = {'x': 'a\\ud800b'}\n")
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 2
+    assert result.stderr == f"jianmu-studio: {tree}: INPUT key 'x' holds a text that is not valid Unicode (a lone surrogate)\n"
+
+
+def test_a_thread_a_node_leaves_running_does_not_keep_run_from_exiting(tmp_path):
+    """Python waits for every non-daemon thread at exit: the run was done and recorded, the command never ended."""
+    tree = tmp_path / "tree.py"
+    tree.write_text("import threading\nfrom pydantic import BaseModel\nfrom runtime import Agent\n"
+                    "from runtime.node import node\n"
+                    "class Text(BaseModel):\n    x: str = ''\n"
+                    "@node(name='Starts')\ndef starts(state):\n"
+                    "    threading.Thread(target=threading.Event().wait, name='poller').start()\n    return {'x': 'on'}\n"
+                    "def build():\n    return Agent(starts(), state_schema=Text)\n")
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))  # (given up on after 120 s)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("SUCCESS after")
