@@ -30,7 +30,7 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf is no bound, .nan no JSON
 
 
 class ModelsSettings(_Section):
@@ -103,7 +103,8 @@ def config_files() -> list[Path]:
     if configured:
         path = Path(configured)
         if not path.is_file():
-            raise ConfigError(f"{path}: no such config file (named by ${CONFIG_ENV})")
+            what = "not a file" if path.exists() else "no such config file"
+            raise ConfigError(f"{path}: {what} (named by ${CONFIG_ENV})")
         found.append(path)
     unique: dict[Path, Path] = {}
     for path in found:  # a file named twice counts once, where it comes last
@@ -152,6 +153,10 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:  # the parser recurses per level of nesting
+        raise ConfigError(f"{path}: nested too deeply to be a config file") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

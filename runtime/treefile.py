@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import inspect
 import os
 import shutil
 import stat
@@ -16,6 +17,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
 
 from .agent import Agent
 from .config import ConfigError
@@ -91,6 +94,10 @@ def load_tree(target: str | Path) -> LoadedTree:
     except BaseException as exc:
         raise TreeLoadError(f"{path}: {function}() raised {_raised(exc)}") from exc
     if not isinstance(agent, Agent):
+        if inspect.iscoroutine(agent):  # closed: never awaited, it would warn on stderr when collected
+            agent.close()
+            raise TreeLoadError(f"{path}: {function}() is async (returned a coroutine): it must be a plain "
+                                "function returning a runtime.Agent")
         raise TreeLoadError(f"{path}: {function}() returned {type(agent).__name__}, expected a runtime.Agent")
     input_data = getattr(module, "INPUT", None) or {}
     if not isinstance(input_data, dict):
@@ -148,9 +155,13 @@ def _checked_input(path: Path, agent: Agent, input_data: dict[str, Any]) -> dict
             raise TreeLoadError(f"{path}: INPUT key {key!r} is not a field of {state.schema.__name__} "
                                 f"(fields: {fields})")
         try:
-            state.validate(key, value)
+            to_json(state.validate(key, value), fallback=repr)  # what the run's first checkpoint stores
         except StateValidationError as exc:
             raise TreeLoadError(f"{path}: INPUT: {exc}") from exc
+        except PydanticSerializationError as exc:  # no store can keep it: the run could not be recorded
+            why = ("holds a text that is not valid Unicode (a lone surrogate)" if "surrogates not allowed" in str(exc)
+                   else f"cannot be recorded ({exc})")
+            raise TreeLoadError(f"{path}: INPUT key {key!r} {why}") from exc
         except Exception as exc:  # a value that cannot even be copied
             raise TreeLoadError(f"{path}: INPUT key {key!r}: {type(exc).__name__}: {exc}") from exc
     return dict(input_data)

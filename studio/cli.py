@@ -52,7 +52,7 @@ from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
 
-from . import cli_check, cli_resume, headless, logs, samples, startup, stopping, web
+from . import cli_check, cli_resume, headless, leaving, logs, samples, startup, stopping, web
 from .loader import LoadedTree, TreeLoadError, load_tree
 from .places import default_db_path, default_store
 from .session import DebugSession, EditError
@@ -191,6 +191,13 @@ made esc back to live feel slow; 50 ms is neovim's ttimeoutlen). $ESCDELAY, if s
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (`argv`, else the process's own: then the process ends with the command, whatever
+    threads the tree left running: studio/leaving.py)."""
+    status = _main(argv)
+    return status if argv is not None else leaving.leave(status)
+
+
+def _main(argv: list[str] | None) -> int:
     os.environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)  # read when textual is first imported, below
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(_argv_with_default_command(argv))

@@ -366,6 +366,6 @@ def test_a_lone_surrogate_written_into_state_stops_the_run_naming_its_key_and_th
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[0] == (f"jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: state key "
-                        f"'{key}' holds a text that is not valid Unicode (a lone surrogate): a store cannot keep it")
+                        f"'{key}' written by node 'Root/Writes' holds a text that is not valid Unicode (a lone surrogate): a store cannot keep it")
     assert lines[1:] == [f"jianmu-studio: its end is recorded in {tmp_path / 's.db'} (status ERROR)"]
     assert "Traceback" not in result.stderr

@@ -125,10 +125,10 @@ async def test_call_sync_and_async_functions():
     assert await web_search.call({"query": "q"}) == ["q", "q"]
 
 
-async def test_blocking_tool_runs_in_a_worker_thread():
-    blocking = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where",
-                    blocking=True)
-    inline = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where")
+async def test_a_synchronous_tool_runs_in_a_worker_thread_unless_it_says_it_does_not_block():
+    blocking = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where")
+    inline = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where",
+                  blocking=False)
     assert await blocking.call({}) is False
     assert await inline.call({}) is True
 

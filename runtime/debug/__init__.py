@@ -13,6 +13,7 @@ named: a run that is not served never loads them, a studio on a local tree not t
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -40,14 +41,20 @@ def __getattr__(name: str) -> Any:
 RunFunction = Callable[..., Awaitable[Status]]
 
 
-def _seconds(name: str, default: float) -> float:
+def _seconds(name: str, default: float, *, bound: bool = False) -> float:
+    """The variable's seconds: 0 or more (NaN is none), and finite when it `bound`s a wait (a heartbeat of
+    inf would never drop a client that went silent, one of 0 would ping without pause)."""
     text = os.environ.get(name)
     if not text:
         return default
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         raise ValueError(f"${name}={text!r}: expected a number of seconds") from None
+    if not (0 < seconds < math.inf if bound else seconds >= 0):
+        raise ValueError(f"${name}={text!r}: expected a number of seconds "
+                         f"{'more than 0 and finite' if bound else '0 or more'}")
+    return seconds
 
 
 @asynccontextmanager
@@ -63,7 +70,7 @@ async def debugging(runner: ReactiveRunner, debug: str | int | None = None, *,
         return
     from .server import DEFAULT_HOLD_END, DebugServer
 
-    async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT),
+    async with DebugServer(runner, address, heartbeat=_seconds("JIANMU_DEBUG_HEARTBEAT", DEFAULT_HEARTBEAT, bound=True),
                            wait=_seconds("JIANMU_DEBUG_WAIT", 0.0),
                            hold_end=_seconds("JIANMU_DEBUG_HOLD_END", DEFAULT_HOLD_END), agent=agent) as server:
         yield server.run

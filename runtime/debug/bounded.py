@@ -48,6 +48,9 @@ def parse_expression(source: str) -> ast.expr:
         raise TooLarge(f"expression of {len(source):,} characters (at most {MAX_SOURCE:,})")
     try:
         tree = ast.parse(source, mode="eval").body
+    except UnicodeEncodeError as exc:  # the parser reads UTF-8: a lone surrogate (from JSON's \ud800) is none
+        raise SyntaxError("a character that is not valid Unicode (a lone surrogate)",
+                          ("<condition>", 1, exc.start + 1, None)) from None
     except (RecursionError, MemoryError):
         raise TooLarge(f"expression nested too deeply (at most {MAX_DEPTH} levels)") from None
     if _depth(tree) > MAX_DEPTH:

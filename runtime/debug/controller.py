@@ -26,7 +26,7 @@ from .children import child_namespace, child_path, split_child_path
 from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
-from .protocol import ProtocolError, events_json, record_json, returns_json
+from .protocol import ProtocolError, events_json, record_json, returns_json, whole_number
 from .ticks import TickBacklog
 from .waiting import in_flight
 
@@ -508,10 +508,9 @@ class DebugController:
     def _do_model_io(self, message):
         """The recorded request and response of one model call (what the studio's model-call screen shows)."""
         store = self.past.store()
-        try:
-            where = int(message["round"]), int(message.get("index") or 0)
-        except (TypeError, ValueError):
-            raise ProtocolError("bad_request", f"model_io: round and index are numbers, not {message['round']!r}") from None
+        where = message["round"], message.get("index", 0)
+        if not all(map(whole_number, where)):
+            raise ProtocolError("bad_request", f"model_io: round and index are whole numbers, not {where!r:.60}")
         run_id, node, branches = str(message["run_id"]), str(message["node"]), message.get("branches") or []
         record = None
         for branch in branches:  # the call's own branch first, then those it forked from

@@ -210,7 +210,7 @@ class Debugger:
             return self.runner, path
         found = self.children.resolve(path) if self.children is not None else None
         if found is None:
-            raise EditRefused(f"no node at path {path!r}")
+            raise EditRefused(f"no node at path {path!r:.80}")
         return found
 
     def node_at(self, path: str) -> Any:
@@ -218,7 +218,7 @@ class Debugger:
         try:
             return runner.nodes[inner]
         except KeyError:
-            raise EditRefused(f"no node at path {path!r}") from None
+            raise EditRefused(f"no node at path {path!r:.80}") from None
 
     # -- breakpoints ---------------------------------------------------------------------
     def _take_id(self) -> int:
@@ -258,7 +258,7 @@ class Debugger:
         try:
             self.node_at(path)
         except EditRefused:
-            raise BreakpointError(f"no node at path {path!r}") from None
+            raise BreakpointError(f"no node at path {path!r:.80}") from None
         if (refused := refused_moment(path, on)) is not None:
             raise BreakpointError(refused)
         return self._add(Breakpoint("node", node=path, on=on, enabled=enabled))

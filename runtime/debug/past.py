@@ -28,7 +28,7 @@ from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, Sto
 from ..node.composites import loop_counter
 from .children import PastAgents, agents_state, state_manager_of, swarm_of
 from .names import State, StateNames
-from .protocol import ProtocolError, returns_json
+from .protocol import ProtocolError, returns_json, whole_number
 from .summaries import TickSummaries
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
@@ -163,9 +163,11 @@ class RunPast:
         """The decoded checkpoint (stored lists left as references unless `lists`: enough to compare
         two checkpoints); `bad_request` for an id the store does not hold."""
         store = self.store()
+        if not whole_number(checkpoint_id):
+            raise ProtocolError("bad_request", f"checkpoint {checkpoint_id!r:.40}: a checkpoint id is a whole number")
+        key = (checkpoint_id, lists)
         try:
-            key = (int(checkpoint_id), lists)
-            checkpoint = self._cache.pop(key, None) or store.get(key[0], read_lists=lists)
+            checkpoint = self._cache.pop(key, None) or store.get(checkpoint_id, read_lists=lists)
         except (CheckpointError, StoreError, ValueError, TypeError) as exc:
             raise ProtocolError("bad_request", f"checkpoint {checkpoint_id!r}: {exc}") from None
         self._cache[key] = checkpoint

@@ -73,7 +73,7 @@ def parse_request(text: str | bytes) -> dict[str, Any]:
         raise ProtocolError("too_large", f"message of {len(text)} bytes exceeds the limit of {MAX_MESSAGE}")
     try:
         message = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, a number past Python's 4,300 digits
         raise ProtocolError("bad_json", f"not JSON: {exc}") from None
     except RecursionError:
         raise ProtocolError("bad_json", "JSON nested too deeply to read") from None
@@ -87,6 +87,12 @@ def parse_request(text: str | bytes) -> dict[str, Any]:
     if missing:
         raise ProtocolError("bad_message", f"{kind}: missing field {missing[0]!r}", re)
     return message
+
+
+def whole_number(value: Any) -> bool:
+    """Whether a request's integer field (an id, a round) is one a store can look up: not true, 1.5,
+    "3", 1e308 or past 64 bits (coerced, `true` read checkpoint 1; past 64 bits SQLite raised)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63
 
 
 def encode(message: dict[str, Any]) -> str:
@@ -221,4 +227,4 @@ def parse_address(address: str | int) -> tuple[str, int]:
 
 __all__ = ["DEFAULT_HEARTBEAT", "DEFAULT_PORT", "MAX_FRAME", "MAX_MESSAGE", "MAX_SERVER_FRAME", "PROTOCOL_VERSION", "REQUESTS",
            "ProtocolError", "each_run", "encode", "error", "events_json", "events_of", "parse_address", "parse_request",
-           "record_json", "record_of", "returns_json", "returns_of", "runs_json"]
+           "record_json", "record_of", "returns_json", "returns_of", "runs_json", "whole_number"]

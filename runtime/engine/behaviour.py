@@ -195,7 +195,7 @@ class JianmuNodeMixin:
         if tag is not None and tag[0] == id(self) and tag[1] != self._activation:
             log.debug("dropping write of %s from a stale activation of %s", list(values), self.path)
             return
-        self._require_state().update(values, self.namespace, signal)
+        self._require_state().update(values, self.namespace, signal, writer=self.path)
 
     def read_port(self, port: str, default: Any = None, state_key: str | None = None) -> Any:
         return self.read_state(self.resolve_input_port(port, state_key), default)

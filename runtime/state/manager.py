@@ -172,6 +172,8 @@ class StateManager:
         self._subscribers: list[Callable[[StateChange], Any]] = []
         self._wake_listeners: list[Callable[[], Any]] = []
         self._dirty: set[tuple[str, str]] = set()
+        self._batch = 0  # counts `take_dirty` calls: a batch of writes is what one checkpoint stores
+        self._writers: dict[tuple[str, str], tuple[int, dict[str, None]]] = {}  # slot -> (batch, nodes)
         self._deferred: set[tuple[str | None, str]] = set()  # slots that may hold a `Deferred` still
 
     def _defaults(self) -> dict[str, Any]:
@@ -288,8 +290,10 @@ class StateManager:
                 raise StateValidationError(f"state key '{_where(namespace, key)}': not JSON ({exc})") from None
             raise self._invalid(namespace, key, text, exc) from None
 
-    def update(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = True) -> StateChange:
-        """Apply several writes as one update: validate, reduce, store, notify, then wake."""
+    def update(self, values: Mapping[str, Any], namespace: str | None = None, signal: bool = True, *,
+               writer: str | None = None) -> StateChange:
+        """Apply several writes as one update: validate, reduce, store, notify, then wake. `writer`: the
+        path of the node writing, kept for `writers`."""
         namespace = normalize_namespace(namespace)
         prepared = []
         for key, value in values.items():
@@ -304,7 +308,9 @@ class StateManager:
             prepared.append((key, old, new))
         changes = {}
         for key, old, new in prepared:
-            self._store(key, new, namespace)
+            slot = self._store(key, new, namespace)
+            if writer is not None:
+                self._wrote(slot, writer)
             if old is _MISSING or old is not new and old != new:
                 changes[key] = (None if old is _MISSING else old, new)
         return self._notify(namespace, changes, signal)
@@ -320,19 +326,36 @@ class StateManager:
                     for key, value in values.items()]
         changes = {}
         for key, old, new in prepared:
-            self._store(key, new, namespace)
+            self._writers.pop(self._store(key, new, namespace), None)  # loaded: no node wrote it
             if type(new) is Deferred:
                 self._deferred.add((namespace, key))
             if old is _MISSING or old != new:
                 changes[key] = (None if old is _MISSING else old, new)
         return self._notify(namespace, changes, signal)
 
-    def _store(self, key: str, value: Any, namespace: str | None) -> None:
+    def _store(self, key: str, value: Any, namespace: str | None) -> tuple[str, str]:
+        """Put the value and mark its slot dirty; returns the slot."""
         spec = self._specs.get(key) if namespace is None else None
         # a field written by its alias is dirty by its attribute, the one name snapshots use: a
         # checkpoint holding both names would restore whichever it happened to list last
-        self._dirty.add((GLOBAL, spec.attr) if spec is not None else (namespace or GLOBAL, key))
+        slot = (GLOBAL, spec.attr) if spec is not None else (namespace or GLOBAL, key)
+        self._dirty.add(slot)
         self._put(key, value, namespace)
+        return slot
+
+    def _wrote(self, slot: tuple[str, str], writer: str) -> None:
+        entry = self._writers.get(slot)
+        if entry is None or entry[0] != self._batch:  # the first write of a new batch
+            entry = self._writers[slot] = (self._batch, {})
+        entry[1][writer] = None
+
+    def writers(self, key: str, namespace: str | None = None) -> list[str]:
+        """The nodes that wrote `key` in the last batch of writes to it (since a `take_dirty`), in order:
+        who put its value there, for a save that cannot store it to name them. Empty when no node did
+        (a restore, an edit, the run's input)."""
+        spec = self._specs.get(key) if namespace is None else None
+        entry = self._writers.get((GLOBAL, spec.attr) if spec is not None else (namespace or GLOBAL, key))
+        return list(entry[1]) if entry is not None else []
 
     def _put(self, key: str, value: Any, namespace: str | None) -> None:
         if namespace is None:
@@ -410,6 +433,7 @@ class StateManager:
     def take_dirty(self) -> set[tuple[str, str]]:
         """The (namespace, key) pairs written since the last call (what a checkpoint must store)."""
         dirty, self._dirty = self._dirty, set()
+        self._batch += 1
         return dirty
 
     # -- snapshots -----------------------------------------------------------------
@@ -438,6 +462,7 @@ class StateManager:
         for ns, values in snapshot.items():
             self._load(values, normalize_namespace(ns), False, (trusted or {}).get(ns, ()))
         self._dirty = set()
+        self._writers = {}
 
 
 __all__ = ["GLOBAL", "Deferred", "FieldSpec", "StateChange", "StateManager", "StateValidationError", "normalize_namespace",

@@ -75,8 +75,10 @@ class Tool:
 
     `timeout` (seconds, 60) and `max_output_chars` (100,000) bound a call: a call still running
     then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
-    runtime/tools/bounds.py). `blocking=True` runs a synchronous function in a thread of its own,
-    which the timeout can leave behind; one that is not blocking holds the event loop while it runs.
+    runtime/tools/bounds.py). A synchronous function runs in a thread of its own, so that a call that
+    never returns holds neither the event loop nor Ctrl-C, and its timeout can answer for it (leaving
+    the thread behind). `blocking=False` says a synchronous function is quick and runs it on the event
+    loop's thread instead (no thread per call; it may then use the loop).
     """
 
     name: str = ""
@@ -84,7 +86,7 @@ class Tool:
     Args: type[BaseModel] | None = None
     parallel_safe: bool | None = None  # None: True unless the tool declares effect tags
     effect_tags: frozenset[str] = frozenset()
-    blocking: bool = False
+    blocking: bool | None = None  # None: True for a synchronous function
     return_direct: bool = False
     timeout: float | None = DEFAULT_CALL_TIMEOUT
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS
@@ -158,12 +160,13 @@ class Tool:
                                      tool=self.name, field=field) from None
 
     async def call(self, arguments: Mapping[str, Any]) -> Any:
-        """Validate, then run: blocking functions in a thread of their own, coroutines awaited."""
+        """Validate, then run: a synchronous function in a thread of its own (unless `blocking=False`),
+        a coroutine awaited."""
         kwargs = dict(self.validate(arguments))
-        if self.blocking:
-            result = await in_thread(self.func, **kwargs)
-        else:
+        if self.blocking is False or _is_async(self.func):
             result = self.func(**kwargs)
+        else:
+            result = await in_thread(self.func, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -179,7 +182,7 @@ class Tool:
 
 def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, parallel_safe: bool | None = None,
-         effect_tags: Iterable[str] = (), blocking: bool = False, return_direct: bool = False,
+         effect_tags: Iterable[str] = (), blocking: bool | None = None, return_direct: bool = False,
          timeout: float | None = DEFAULT_CALL_TIMEOUT, max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS) -> Any:
     """Turn a typed function into a `Tool`; usable bare (`@tool`) or configured (`@tool(...)`)."""
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -187,6 +190,11 @@ def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
                     effect_tags=effect_tags, blocking=blocking, return_direct=return_direct,
                     timeout=timeout, max_output_chars=max_output_chars)
     return wrap if func is None else wrap(func)
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    """Whether calling `func` makes a coroutine (an async function, or an object with an async `__call__`)."""
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
 
 
 def _args_model_from_signature(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:

@@ -9,9 +9,10 @@ about 25,000 tokens; None: no cap) with a marker saying how much was dropped. Th
 way: the model decides what to do without that answer.
 
 An MCP server's tools are bounded the same way, with the provider's `call_timeout` (the MCP library
-counts it, and cancels the request at the server) and `max_output_chars`. A synchronous function that
-holds the thread cannot be interrupted: mark it `blocking=True` to run it in a thread of its own,
-which a timeout leaves behind (a daemon: it never holds the process's exit).
+counts it, and cancels the request at the server) and `max_output_chars`. A synchronous function
+cannot be interrupted, so it runs in a thread of its own (`Tool.call`), which a timeout leaves behind
+(a daemon: it never holds the process's exit); on the event loop's thread it would hold the loop, the
+timeout and Ctrl-C with it.
 """
 
 from __future__ import annotations

@@ -753,9 +753,12 @@ class DebugSession:
             saved = read_json(self.breakpoints_file) or []
         except ValueError as exc:
             return [f"{exc}; breakpoints not loaded"]
+        if not isinstance(saved, list):
+            return [f"{self.breakpoints_file}: not a list of breakpoints ({type(saved).__name__}); breakpoints "
+                    "not loaded"]
         warnings, self._loading = [], True
         try:
-            for data in saved if isinstance(saved, list) else []:
+            for data in saved:
                 try:
                     self.debugger.add_breakpoint(Breakpoint.from_json(data if isinstance(data, dict) else {}))
                 except (BreakpointError, EditError) as exc:

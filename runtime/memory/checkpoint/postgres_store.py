@@ -40,6 +40,8 @@ SCHEMA = "jianmu"
 CHANNEL = "jianmu_checkpoints"
 CONNECT_TIMEOUT = 10  # seconds to connect, unless the URL (connect_timeout) or $PGCONNECT_TIMEOUT says: libpq's
 # own default is to wait forever, and an address that accepts TCP but never answers would hang every command
+LOCK_TIMEOUT = 60  # seconds a statement waits for a lock, unless the URL's or $PGOPTIONS's lock_timeout says:
+# PostgreSQL's own default is forever, and a session holding the store's tables locked would hang every command
 _SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key: one process creates the tables
 
 _TABLES = """
@@ -143,7 +145,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         self._url = url
         parts = self._parts(url)
         self._secrets = [s for s in (parts.get("password"), os.environ.get("PGPASSWORD"), *url_secrets(url)) if s]
-        self._options = f"{parts.get('options') or os.environ.get('PGOPTIONS', '')} -c search_path={SCHEMA}".strip()
+        given = parts.get("options") or os.environ.get("PGOPTIONS", "")
+        bound = "" if "lock_timeout" in given else f" -c lock_timeout={LOCK_TIMEOUT * 1000}"
+        self._options = f"{given} -c search_path={SCHEMA}{bound}".strip()
         timeout_given = parts.get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
         self._timeout = {} if timeout_given else {"connect_timeout": CONNECT_TIMEOUT}
         self._listener: psycopg.Connection | None = None

@@ -252,9 +252,14 @@ class RunnerCheckpoints:
     def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
         """The record taken now (the runner as it is after this tick), written once the write in
         flight before it is done (its id is this one's parent)."""
-        with self._storable():
-            record, events = self._record(source, status, tick)
-            line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
+        record = events = None
+        fresh = self._base_id is None
+        try:
+            with self._storable():
+                record, events = self._record(source, status, tick)
+                line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
+        except _Unstorable as exc:
+            raise self._unstored(record, events, fresh, exc) from exc
 
         async def write() -> int:
             record.parent_id = self.head
@@ -334,13 +339,17 @@ class RunnerCheckpoints:
         """Write a checkpoint of the runner as it is now (its status: the root's, or `status`);
         returns its id. A store that cannot write it raises `StoreError`: the run must stop.
         After a tick (`tick`: its report) the record also says how its telemetry was numbered."""
-        with self._storable():
-            record, events = self._record(source, status, tick)
-            try:
+        record = events = None
+        fresh = self._base_id is None
+        try:
+            with self._storable():
+                record, events = self._record(source, status, tick)
                 checkpoint_id = self.store.save(record, events)
-            except StoreError as exc:
-                self._events[:0] = events
-                raise self._unsaved(record.tick, exc) from exc
+        except _Unstorable as exc:
+            raise self._unstored(record, events, fresh, exc) from exc
+        except StoreError as exc:
+            self._events[:0] = events
+            raise self._unsaved(record.tick, exc) from exc
         self._saved(record, checkpoint_id, self._line)
         return checkpoint_id
 
@@ -350,10 +359,23 @@ class RunnerCheckpoints:
         self._start_session(self._run_id, self.branch, self.head)
         return StoreError(f"checkpoint of tick {tick} not written: {exc}")
 
+    def _unstored(self, record: CheckpointRecord | None, events: list | None, fresh: bool,
+                  exc: _Unstorable) -> StoreError:
+        """A record `_storable` refused: its events are kept for the next save, and a full one (the run's
+        first, which holds its input) begins its line again: no delta may build on a record never written.
+        A delta's line goes on (the run stops; its end is recorded without the value)."""
+        if events is not None:
+            self._events[:0] = events
+        if fresh or (record is not None and record.full):
+            self._failures += 1
+            self._start_session(self._run_id, self.branch, self.head)
+        return StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {exc}")
+
     @contextlib.contextmanager
     def _storable(self) -> Iterator[None]:
         """A record that cannot be encoded (a text no store can keep: a lone surrogate, from a decoded
-        hostile input) is a failed save naming the state key that holds it, not the encoder's words."""
+        hostile input) is a failed save (`_Unstorable`) naming the state key that holds it and the nodes
+        that wrote it in the tick, not the encoder's words."""
         try:
             yield
         except PydanticSerializationError as exc:
@@ -364,8 +386,11 @@ class RunnerCheckpoints:
                         dumpb(value)
                     except PydanticSerializationError:
                         where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns else "")
-                        raise StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {where} "
-                                         "holds a text that is not valid Unicode (a lone surrogate): a store "
+                        writers = sm.writers(key, ns)
+                        if writers:
+                            where += f" written by node{'s' if len(writers) > 1 else ''} " + \
+                                ", ".join(map(repr, writers))
+                        raise _Unstorable(f"{where} holds a text that is not valid Unicode (a lone surrogate): a store "
                                          "cannot keep it") from exc
             raise
 
@@ -709,6 +734,10 @@ class RunnerCheckpoints:
                         raise CheckpointError(f"node {path!r} has no {side[:-1]} port {port!r} "
                                               f"(it has {', '.join(declared)})")
         return dict(changes)
+
+
+class _Unstorable(StoreError):
+    """A record holding a value no store can keep (`RunnerCheckpoints._storable`)."""
 
 
 def _touched(changed: Iterable[str]) -> dict[str, None]:
