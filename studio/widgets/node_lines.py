@@ -279,6 +279,11 @@ class NodeLines(ScrollView, can_focus=True):
         super().notify_style_update()
         self._labels.clear()
 
+    def on_resize(self) -> None:
+        """Drawn whole again at its new size (as Textual's Tree is): the first layout paints it outside
+        the update a refresh asked for before, and that refresh stays pending until the next one."""
+        self.refresh()
+
     def relabel(self, row: int, line: int) -> None:
         """The row's label drawn again, on its line."""
         self._labels.discard(row)
