@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 from py_trees.common import Status
@@ -196,8 +196,7 @@ class TreePane(Vertical):
         return len(self._rows)
 
     def knows(self, paths: Iterable[str]) -> bool:
-        index = self._rows.index
-        return all(path in index for path in paths)
+        return self._rows.index.keys() >= (paths if isinstance(paths, Set) else set(paths))
 
     def statuses(self) -> dict[str, Any]:
         """Every node's status as its line shows it, or will once it is on screen."""
@@ -252,15 +251,13 @@ class TreePane(Vertical):
     def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
         """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
         rows = self._rows
-        index, status, code = rows.index, rows.status, rows.code
         for report in reports:
-            for path, (_, new) in report.changed.items():
-                status[index[path]] = code(new)
+            rows.take_changes(report.changed)
         if reports:
             self._ticked = set(reports[-1].ticked)
-            for path in {path for report in reports for path in report.ticked}:  # every tick of the batch
-                if index[path] in rows.counters:
-                    rows.refetch(index[path], fetch)
+            ticked = self._ticked.union(*(report.ticked for report in reports[:-1]))  # every tick of the batch
+            for row in [row for row in rows.counters if rows.paths[row] in ticked]:
+                rows.refetch(row, fetch)
         rows.breakpoints = rows.marked(breakpoints)
         self.flush()
 
