@@ -163,9 +163,10 @@ class TickEvents(Sequence[StampedEvent]):
             return RuntimeEvent(seq, EventType.NODE_STATUS.value, record["n"][1], self.tick, path, self.run_id,
                                 {"old": old._value_, "new": new._value_})
         _, at, duration_ms, ticked, state_keys = record["c"]
-        pairs: dict[int, list[str]] = {}  # one list per kind of change, as the runner shares them
-        changed = {path: pairs.get(id(change)) or pairs.setdefault(id(change), [change[0]._value_, change[1]._value_])
-                   for path, change in self.changed.items()}
+        changes = self.changed.values()
+        kinds = dict(zip(map(id, changes), changes, strict=True))  # the runner shares a kind of change's pair
+        pairs = {key: [old._value_, new._value_] for key, (old, new) in kinds.items()}  # ... and so do these lists
+        changed = dict(zip(self.changed, map(pairs.__getitem__, map(id, changes)), strict=True))  # made in C
         return RuntimeEvent(seq, EventType.TICK_COMPLETED.value, at, self.tick, None, self.run_id,
                             tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
 
