@@ -23,7 +23,6 @@ from textual._segment_tools import line_pad
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
-from textual.message import Message
 from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -81,9 +80,6 @@ class NodeLines(ScrollView, can_focus=True):
 
     cursor_line = var(-1, always_update=True)
 
-    class Toggled(Message):
-        """A line was folded or unfolded (the lines below it moved)."""
-
     def __init__(self, label: Callable[[int], Text], key: Callable[[int], tuple], width: Callable[[int], int],
                  **kwargs) -> None:
         super().__init__(**kwargs)
@@ -134,10 +130,11 @@ class NodeLines(ScrollView, can_focus=True):
         self.lines[line + 1:line + 1] = array("i", [kid for kid, _ in below])
         self.depths[line + 1:line + 1] = array("i", [depth for _, depth in below])
 
-    def _end_of(self, line: int) -> int:
-        """The line after the last one under `line`."""
+    def _end_of(self, line: int, limit: int | None = None) -> int:
+        """The line after the last one under `line` (or `limit`, if that comes first)."""
         depth, depths, end = self.depths[line], self.depths, line + 1
-        while end < len(depths) and depths[end] > depth:
+        last = len(depths) if limit is None else min(limit, len(depths))
+        while end < last and depths[end] > depth:
             end += 1
         return end
 
@@ -157,7 +154,6 @@ class NodeLines(ScrollView, can_focus=True):
             del self.lines[line + 1:end]
             del self.depths[line + 1:end]
         self._relaid(cursor if self.line_of(cursor) is not None else row)
-        self.post_message(self.Toggled())
 
     def collapse_all(self) -> None:
         """Every row folded but the root: its children alone shown."""
@@ -206,7 +202,7 @@ class NodeLines(ScrollView, can_focus=True):
     def _refresh_lines_under(self, line: int) -> None:
         """The line and those under it (their guides show which node the cursor is on)."""
         top, height = self.scroll_offset.y, self.size.height
-        end = min(self._end_of(line), top + height)
+        end = self._end_of(line, top + height)  # the screen's lines at most: the root has every line under it
         if end > line and line < top + height:
             self.refresh_lines(line, end - line)
 
