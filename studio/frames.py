@@ -33,7 +33,7 @@ from runtime.engine.events import EventType
 from runtime.engine.record import Returns
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint, CheckpointInfo, StoreError
-from runtime.node.composites import loop_counter
+from runtime.node.composites import LoopUntilSuccess, loop_counter
 from runtime.state import Deferred, StateManager
 
 from .edits import EditError, StagedEdits
@@ -208,11 +208,12 @@ class Frame:
         return self._view_of(path, self._shown(), breakpoints)
 
     def _view_of(self, path: str, shown: Set[str], breakpoints: set[str]) -> NodeView:
-        """One node's line; `node_views` makes 10,000 of them for the first frame of a large tree,
-        so each is built once, positionally, and a leaf skips the walk over its (no) children."""
+        """One node's line; `node_views` makes 100,000 of them for the first frame of a large tree,
+        so each is built once, positionally, a leaf skips the walk over its (no) children and a node
+        that is no loop the read of its resume data (what a counter is made from)."""
         node = self.runner.nodes[path]
         status = self.status(path)
-        counter = _counter(node, status, self.resume_data(path))
+        counter = _counter(node, status, self.resume_data(path)) if isinstance(node, LoopUntilSuccess) else None
         path_of = self.runner.path_of
         children = [p for child in node.children if (p := path_of(child)) in shown] if node.children else []
         return NodeView(path, node.name, type(node).__name__, path.count("/"), path.rpartition("/")[0] or None,
