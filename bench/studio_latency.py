@@ -104,10 +104,11 @@ from studio.app import REFRESH_HZ, MainScreen, StudioApp  # noqa: E402
 from studio.loader import LoadedTree, load_tree  # noqa: E402
 from studio.session import DebugSession, open_store  # noqa: E402
 from studio.widgets.events_pane import EventsPane  # noqa: E402
+from studio.widgets.node_lines import ICON_EXPANDED  # noqa: E402
 from studio.widgets.state_pane import StatePane, qualified  # noqa: E402
 from studio.widgets.status_line import StatusLine  # noqa: E402
 from studio.widgets.timeline import Timeline  # noqa: E402
-from studio.widgets.tree_pane import TICKED, TreePane, node_label, ticked_paths  # noqa: E402
+from studio.widgets.tree_pane import TreePane, node_label, ticked_paths  # noqa: E402
 from studio.widgets.values import preview, summary  # noqa: E402
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -235,18 +236,41 @@ def _painted(*widgets) -> bool:
     return not any(w._repaint_required or w._repaint_regions or w._layout_required for w in widgets)
 
 
-def _tree_lines_current(pane: TreePane, session: DebugSession) -> bool:
-    tree = pane.tree
+def drawn_label(pane: TreePane, path: str) -> str | None:
+    """The label the tree last drew on the node's line (its toggle icon left out), None if it has not."""
+    drawn = _drawn(pane, path)
+    return drawn[0] if drawn is not None else None
+
+
+def _drawn(pane: TreePane, path: str) -> tuple[str, bool] | None:
+    """The label the tree last drew on the node's line and whether it was highlighted as ticked."""
+    tree, row = pane.tree, pane._rows.index[path]
+    kept = tree._labels.get(row)  # (key: (the pane's key of the row, ...), pieces)
+    if kept is None:
+        return None
+    text = "".join(piece for piece, _ in kept[1])
+    ticked = kept[0][0][3]  # the pane's key: (status, counter, breakpoint, ticked, pending, rebound)
+    return (text[len(ICON_EXPANDED):] if tree.rows.has_kids(row) else text), ticked
+
+
+def _wrong_lines(pane: TreePane, session: DebugSession) -> list[str]:
+    """The lines on screen whose drawing is not the session's node (text, or the ticked highlight)."""
+    tree, wrong = pane.tree, []
     ticked = ticked_paths(session.frame.returns, session.last_report, session.viewing is None)
     top = tree.scroll_offset.y
-    for line in range(top, top + tree.size.height):
-        node = tree.get_node_at_line(line)
-        if node is None:
-            break
-        expected = node_label(session.node_view(node.data), node.data in ticked)
-        if node.label.plain != expected.plain or node.label.spans != expected.spans:
-            return False
-    return True
+    for line in range(top, min(top + tree.size.height, tree.line_count)):
+        path = tree.rows.paths[tree.lines[line]]
+        expected = node_label(session.node_view(path), path in ticked)
+        drawn, lit = _drawn(pane, path) or (None, False)
+        if drawn != expected.plain:
+            wrong.append(f"line {line} shows {drawn!r}, not {expected.plain.strip()!r}")
+        elif lit != (path in ticked):
+            wrong.append(f"line {line} {drawn!r} is {'' if lit else 'not '}highlighted as ticked")
+    return wrong
+
+
+def _tree_lines_current(pane: TreePane, session: DebugSession) -> bool:
+    return not _wrong_lines(pane, session)
 
 
 def _state_current(pane: StatePane, snapshot: dict, changes: dict) -> bool:
@@ -288,27 +312,14 @@ def shows_tick(app: ProbedApp, tick: int, at_step_end: tuple[dict, dict] | None 
 
 def shows_mark(app: ProbedApp, path: str, on: bool) -> bool:
     pane = app.main.query_one(TreePane)
-    node = pane._tree_nodes[path]
-    return node.label.plain.startswith("◆") == on and _painted(pane.tree)
+    drawn = drawn_label(pane, path)
+    return drawn is not None and drawn.startswith("◆") == on and _painted(pane.tree)
 
 
 def _stale_reason(app: ProbedApp, tick: int) -> str:
     """Which part of the screen disagrees with the session (for a step that never showed)."""
     screen, session = app.main, app.session
-    pane = screen.query_one(TreePane)
-    tree = pane.tree
-    ticked = ticked_paths(session.frame.returns, session.last_report, session.viewing is None)
-    wrong = []
-    for line in range(tree.scroll_offset.y, tree.scroll_offset.y + tree.size.height):
-        node = tree.get_node_at_line(line)
-        if node is None:
-            break
-        expected = node_label(session.node_view(node.data), node.data in ticked)
-        if node.label.plain != expected.plain:
-            wrong.append(f"line {line} shows {node.label.plain.strip()!r}, not {expected.plain.strip()!r}")
-        elif node.label.spans != expected.spans:
-            lit = any(span.style == TICKED for span in node.label.spans)
-            wrong.append(f"line {line} {node.label.plain.strip()!r} is {'' if lit else 'not '}highlighted as ticked")
+    wrong = _wrong_lines(screen.query_one(TreePane), session)
     if wrong:
         return f"tick {tick}: tree {'; '.join(wrong)}"
     return f"tick {tick}: status/state pane or paint"
@@ -464,7 +475,7 @@ async def burst_latency(bursts: int) -> dict:
             screen: TimedMainScreen = app.main
             pane = screen.query_one(TreePane)
             root = session.runner.path_of(session.runner.root)
-            pane.tree.move_cursor(pane._tree_nodes[root])
+            pane.jump(root)
             events_pane, slices = screen.query_one(EventsPane), []
             take = events_pane._take
 
@@ -513,8 +524,9 @@ async def first_screen(path: Path, starts: int) -> dict:
 
         def root_shown(app=app, name=name) -> bool:
             pane = app.main.query_one(TreePane)
-            root = pane.tree.root
-            return root.data is not None and name in root.label.plain and _painted(pane.tree)
+            root = pane.tree.rows.paths[0] if pane.tree.line_count else None
+            drawn = drawn_label(pane, root) if root is not None else None
+            return drawn is not None and name in drawn and _painted(pane.tree)
 
         shown = app.expect(root_shown)
         started = time.perf_counter()
@@ -601,9 +613,8 @@ def shows_match(app: ProbedApp, text: str, path: str) -> bool:
     """The search box shows `text` and the tree's cursor is on `path`, its line on screen, both painted."""
     pane = app.main.query_one(TreePane)
     tree, search = pane.tree, pane.query_one("#tree-search")
-    node = tree.cursor_node
     top = tree.scroll_offset.y
-    return (search.value == text and node is not None and node.data == path
+    return (search.value == text and pane.selected_path == path
             and top <= tree.cursor_line < top + tree.size.height and _painted(tree, search))
 
 
@@ -627,8 +638,7 @@ async def tree_search(rounds: int) -> dict:
         search = pane.query_one("#tree-search")
         for _ in range(rounds):
             search.value = ""
-            pane.tree.root.collapse_all()
-            pane.tree.root.expand()
+            pane.tree.collapse_all()
             search.focus()
             await pilot.pause()
             for n, text in enumerate(prefixes):

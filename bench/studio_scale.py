@@ -44,6 +44,7 @@ from studio_latency import (  # noqa: E402
     _painted,
     _state_now,
     _until,
+    drawn_label,
     private_store,
     rss_mb,
     shows_tick,
@@ -120,8 +121,9 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
     session.step = noted_step  # the screen looks the method up at each key press
 
     def root_shown() -> bool:
-        tree = app.main.query_one(TreePane).tree
-        return tree.root.data is not None and root.name in tree.root.label.plain and _painted(tree)
+        pane = app.main.query_one(TreePane)
+        drawn = drawn_label(pane, pane.tree.rows.paths[0]) if pane.tree.line_count else None
+        return drawn is not None and root.name in drawn and _painted(pane.tree)
 
     def shows(tick: int) -> bool:
         """The screen shows `tick` (`shows_tick`); its state pane as the step left it, as it is now, or

@@ -19,7 +19,7 @@ telemetry as one block (`studio.event_log`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import is_
@@ -33,7 +33,7 @@ from runtime.engine.events import EventType
 from runtime.engine.record import Returns
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import Checkpoint, CheckpointInfo, StoreError
-from runtime.node.composites import loop_counter
+from runtime.node.composites import LoopUntilSuccess, loop_counter
 from runtime.state import Deferred, StateManager
 
 from .edits import EditError, StagedEdits
@@ -108,7 +108,7 @@ class Frame:
         self.runner = runner
         self.timeline = timeline
         self.log = log
-        self._paths: set[str] | None = None
+        self._paths: Set[str] | None = None
 
     @property
     def key(self) -> tuple:
@@ -167,7 +167,7 @@ class Frame:
         """The paths of the frame's tree: equal for two frames that draw the same nodes."""
         return frozenset(self._shown())
 
-    def _shown(self) -> set[str]:
+    def _shown(self) -> Set[str]:
         """The paths of the frame's tree, for membership tests (computed once per frame)."""
         if self._paths is None:
             self._paths = set(self.paths())
@@ -207,12 +207,13 @@ class Frame:
     def node_view(self, path: str, breakpoints: set[str]) -> NodeView:
         return self._view_of(path, self._shown(), breakpoints)
 
-    def _view_of(self, path: str, shown: set[str], breakpoints: set[str]) -> NodeView:
-        """One node's line; `node_views` makes 10,000 of them for the first frame of a large tree,
-        so each is built once, positionally, and a leaf skips the walk over its (no) children."""
+    def _view_of(self, path: str, shown: Set[str], breakpoints: set[str]) -> NodeView:
+        """One node's line; `node_views` makes 100,000 of them for the first frame of a large tree,
+        so each is built once, positionally, a leaf skips the walk over its (no) children and a node
+        that is no loop the read of its resume data (what a counter is made from)."""
         node = self.runner.nodes[path]
         status = self.status(path)
-        counter = _counter(node, status, self.resume_data(path))
+        counter = _counter(node, status, self.resume_data(path)) if isinstance(node, LoopUntilSuccess) else None
         path_of = self.runner.path_of
         children = [p for child in node.children if (p := path_of(child)) in shown] if node.children else []
         return NodeView(path, node.name, type(node).__name__, path.count("/"), path.rpartition("/")[0] or None,
@@ -257,6 +258,10 @@ class HeadFrame(Frame):
 
     def paths(self) -> Iterable[str]:
         return self.runner.nodes
+
+    def _shown(self) -> Set[str]:
+        """The runner's paths as they are (a frame a step: a set of 100,000 paths made anew cost ~10 ms)."""
+        return self.runner.nodes.keys()
 
     def status(self, path: str) -> Status:
         """The node's status now; in a tick held inside, what it returned last in it, if it did."""
@@ -348,7 +353,7 @@ class PastFrame(Frame):
     def node(self, path: str) -> Any:
         return self.agents.nodes[path] if path in self.agents.nodes else self.runner.nodes[path]
 
-    def _view_of(self, path: str, shown: set[str], breakpoints: set[str]) -> NodeView:
+    def _view_of(self, path: str, shown: Set[str], breakpoints: set[str]) -> NodeView:
         """A host node's line (with the roots of the agents it spawned), or an agent's as it was then."""
         agents = self.agents
         node = agents.nodes.get(path)

@@ -182,8 +182,7 @@ async def test_a_search_that_expands_branches_lays_nothing_out(tmp_path, layouts
         await settle(app, pilot)
         pane = app.main.query_one(TreePane)
         tree = pane.tree
-        tree.root.collapse_all()
-        tree.root.expand()
+        tree.collapse_all()
         assert pane.jump("LargeTree/Stage0/Fan0/s0.b0")  # one fan open: the tree scrolls, the others are shut
         pane.query_one("#tree-search").focus()
         await settle(app, pilot)
@@ -193,9 +192,9 @@ async def test_a_search_that_expands_branches_lays_nothing_out(tmp_path, layouts
         await settle(app, pilot)
         assert _outside_the_footer(layouts) == []
         assert session.node_view(pane.selected_path).name.startswith("s9.b87")
-        assert tree.cursor_node.data == pane.selected_path
+        assert pane.selected_path == pane._rows.paths[tree.cursor_row]
         assert tree.scroll_y <= tree.cursor_line < tree.scroll_y + tree.scrollable_content_region.height
-        assert tree.virtual_size.height == tree.last_line + 1
+        assert tree.virtual_size.height == tree.line_count
         assert tree.vertical_scrollbar.window_virtual_size == tree.virtual_size.height
 
 
@@ -208,8 +207,7 @@ async def test_a_search_key_is_drawn_in_one_frame(tmp_path, monkeypatch):
         await settle(app, pilot)
         pane, detail = app.main.query_one(TreePane), app.main.query_one(NodeDetailPane)
         tree, box, body = pane.tree, pane.query_one("#tree-search"), detail.query_one("#node-detail-body")
-        pane.tree.root.collapse_all()
-        pane.tree.root.expand()
+        pane.tree.collapse_all()
         box.focus()
         await settle(app, pilot)
         frames: list[tuple] = []

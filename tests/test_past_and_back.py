@@ -86,8 +86,8 @@ def _lines_on_screen(pane) -> dict[str, str]:
     tree = pane.tree
     top = tree.scroll_offset.y
     drawn = tree.render_lines(Region(0, 0, *tree.size))
-    nodes = (tree.get_node_at_line(line) for line in range(top, top + tree.size.height))
-    return {node.data: strip.text for node, strip in zip(nodes, drawn, strict=True) if node is not None}
+    rows = (tree.lines[line] if line < tree.line_count else None for line in range(top, top + tree.size.height))
+    return {tree.rows.paths[row]: strip.text for row, strip in zip(rows, drawn, strict=True) if row is not None}
 
 
 @BOTH
@@ -277,7 +277,7 @@ async def test_past_titles_are_drawn_in_warning_without_repainting_the_tree_s_li
     original = Widget.refresh
 
     def counting(widget, *regions, **kwargs):
-        if type(widget).__name__ in ("NodeTree", "SearchBox") and not regions:
+        if type(widget).__name__ in ("NodeLines", "SearchBox") and not regions:
             repainted.append(type(widget).__name__)
         return original(widget, *regions, **kwargs)
 

@@ -36,12 +36,11 @@ async def test_swarm_agents_trees_hang_under_the_node_that_spawned_them(kind, tm
         await until(lambda: session.node_status("@writer/Writer").name == "SUCCESS")  # the agents' last ticks
         await settle(app, pilot)
         tree = app.main.query_one(TreePane)
-        researcher = tree._tree_nodes["@researcher/Researcher"]
-        assert researcher.parent.data == "Coordinator/Hire/Hire researcher"
-        assert tree._tree_nodes["@writer/Writer"].parent.data == "Coordinator/Hire/Hire writer"
-        assert "✔ Research.llm" in str(tree._tree_nodes[RESEARCH_LLM].label)
-        assert "iter 2/10" in str(tree._tree_nodes["@researcher/Researcher/Research"].label)
-        assert [child.data for child in tree._tree_nodes["@writer/Writer"].children] == [
+        assert tree.parent_of("@researcher/Researcher") == "Coordinator/Hire/Hire researcher"
+        assert tree.parent_of("@writer/Writer") == "Coordinator/Hire/Hire writer"
+        assert "✔ Research.llm" in str(tree.label_of(RESEARCH_LLM))
+        assert "iter 2/10" in str(tree.label_of("@researcher/Researcher/Research"))
+        assert tree.kids_of("@writer/Writer") == [
             "@writer/Writer/Wait for notes", "@writer/Writer/Draft", "@writer/Writer/Send draft"]
         state = app.main.query_one(StatePane)
         assert ("@researcher", "final_answer") in state._key_nodes  # the agent's own state
@@ -69,7 +68,7 @@ async def test_stepping_the_coordinator_moves_its_agents_with_it_to_the_end(kind
                 break
         assert session.root_status.name == "SUCCESS", session.failure
         assert session.tick > 1
-        assert "iter 2/10" in str(app.main.query_one(TreePane)._tree_nodes["@researcher/Researcher/Research"].label)
+        assert "iter 2/10" in str(app.main.query_one(TreePane).label_of("@researcher/Researcher/Research"))
 
 
 async def test_an_attached_studio_shows_the_agents_as_a_local_one_does(tmp_path):
@@ -224,10 +223,10 @@ async def test_agents_spawned_outside_any_node_hang_under_the_root_of_their_spaw
         await until(lambda: session.run_state == RunState.FINISHED)
         await until(lambda: session.node_status("@nested/Helper").name == "SUCCESS")
         await settle(app, pilot)
-        lines = app.main.query_one(TreePane)._tree_nodes
-        assert lines["@side/Helper"].parent.data == "Host"
-        assert lines["@nested/Helper"].parent.data == "@side/Helper"
-        assert "✔ Work" in str(lines["@nested/Helper/Work"].label)
+        lines = app.main.query_one(TreePane)
+        assert lines.parent_of("@side/Helper") == "Host"
+        assert lines.parent_of("@nested/Helper") == "@side/Helper"
+        assert "✔ Work" in str(lines.label_of("@nested/Helper/Work"))
         assert session.node_view("@side/Helper").parent == "Host"
 
 
@@ -285,7 +284,7 @@ async def test_b_on_a_swarm_agents_node_says_it_stops_after_and_a_restart_stops_
         await settle(app, pilot)
         said = [str(n.message) for n in app._notifications]
         assert f"breakpoint: after {RESEARCH_LLM} changes status (B lists them)" in said  # not "before"
-        assert "◆" in str(tree._tree_nodes[RESEARCH_LLM].label)
+        assert "◆" in str(tree.label_of(RESEARCH_LLM))
         await pilot.press("r")
         await settle(app, pilot)
         await pilot.press("c")

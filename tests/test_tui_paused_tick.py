@@ -26,7 +26,8 @@ LOOP = "Calculator/Calculator.loop"
 
 
 def _lines(app: StudioApp) -> dict[str, str]:
-    return {path: node.label.plain.strip() for path, node in app.main.query_one(TreePane)._tree_nodes.items()}
+    pane = app.main.query_one(TreePane)
+    return {path: pane.label_of(path).plain.strip() for path in pane.statuses()}
 
 
 async def test_step_into_shows_what_returned_in_the_tick_and_marks_what_is_not_reached(tmp_path):

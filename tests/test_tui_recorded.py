@@ -49,7 +49,7 @@ async def test_a_recorded_run_shows_its_last_checkpoint_everywhere(tmp_path):
         assert pane.line_count == events > 40  # every stored event of the recording, in order
         assert pane.lines[-1].split()[2] == "run.completed"
         tree = app.main.query_one(TreePane)
-        assert "iter 2/10" in str(tree._tree_nodes["Calculator"].label)  # the loop's counter, recorded: 2 rounds
+        assert "iter 2/10" in str(tree.label_of("Calculator"))  # the loop's counter, recorded: 2 rounds
 
 
 async def test_a_recorded_run_is_read_only_until_a_fork(tmp_path):

@@ -11,7 +11,7 @@ from tui_fixtures import BOTH, TEXT_PIPELINE, settle, steady_terminal, studio_on
 
 from studio.screens.choice import ChoiceScreen
 from studio.session import RunState
-from studio.widgets.node_tree import NodeTree
+from studio.widgets.node_lines import NodeLines
 from studio.widgets.state_pane import StatePane
 from studio.widgets.status_line import StatusLine
 from studio.widgets.timeline import Timeline, field_of
@@ -98,7 +98,7 @@ async def test_the_past_border_still_shows_which_pane_has_the_focus(tmp_path):
         assert [pane.styles.border_top[0] for pane in (tree, state)] == ["heavy", "heavy"]
         assert lit() == []  # the timeline has the focus
         for pane, name in ((state, "state"), (tree, "tree")):
-            (pane if pane is state else pane.query_one(NodeTree)).focus()
+            (pane if pane is state else pane.query_one(NodeLines)).focus()
             await pilot.pause()
             assert lit() == [name]
             assert all(p.styles.border_top[1].hex == colours["warning-muted"].upper() for p in (tree, state) if p is not pane)
@@ -205,11 +205,11 @@ async def test_the_viewed_checkpoint_is_marked_and_under_the_cursor(kind, tmp_pa
         assert timeline.cursor_row == 1
         assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "▶", ""]
         tree = app.main.query_one(TreePane)
-        assert "● Normalize" in str(tree._tree_nodes["TextPipeline/Normalize"].label)  # as at tick 1
+        assert "● Normalize" in str(tree.label_of("TextPipeline/Normalize"))  # as at tick 1
         await pilot.press("escape")
         await settle(app, pilot)
         assert [str(timeline.get_cell(str(row.id), "mark")) for row in rows] == ["", "", ""]
-        assert "✔ Normalize" in str(tree._tree_nodes["TextPipeline/Normalize"].label)  # live again
+        assert "✔ Normalize" in str(tree.label_of("TextPipeline/Normalize"))  # live again
 
 
 @BOTH

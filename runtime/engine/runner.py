@@ -48,7 +48,7 @@ from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
-from .shape import check_shape
+from .shape import check_shape_once
 from .tree import iter_paths
 from .user_code import FAILURES, PASSED_ON, failure
 
@@ -135,7 +135,7 @@ class ReactiveRunner:
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
                  checkpointer: Checkpointer | None = None):
-        check_shape(root)
+        check_shape_once(root)  # Agent() checked it just now: not walked again
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()

@@ -1,27 +1,25 @@
 """The behaviour tree, live: one line per node, redrawn only where something changed.
 
 The pane keeps what every node's line should show as rows of arrays (`TreeRows`: no object per
-node), and a path → `TreeNode` map of the lines built so far. A tick report updates those rows
-(status from `report.changed`, the highlight from `report.ticked`) and marks them stale;
-paused inside a tick, every line is restated from the frame (what returned so far shows what
-it returned, highlighted; a node not reached yet shows `◌`, not yet ticked);
-only the stale lines on screen are relabelled, the rest when they scroll into view. A
-branch's lines are built when it is first expanded: a tree opens expanded level by level
-while it shows at most `OPEN_LINES` lines, so a 100,000-node tree builds a few thousand
-Textual nodes, not 100,000, and a tick costs the same as in a small one. Search and
-`jump()` read the rows, so they find a node in a branch never opened (and open it).
-Nodes that appear or vanish (a subtree compiled on its first tick) are added or removed in
-place: the cursor, scroll position and expansion survive.
+node); its lines (`NodeLines`) are drawn from those rows as they come on screen, nothing is built
+for a line that is not. A tick report updates the rows (status from `report.changed`, the highlight
+from `report.ticked`); paused inside a tick, every line is restated from the frame (what returned so
+far shows what it returned, highlighted; a node not reached yet shows `◌`, not yet ticked); then
+only the lines on screen whose label changed are drawn again. A tree opens expanded level by level
+while it shows at most `OPEN_LINES` lines. Search and `jump()` read the rows, so they find a node in
+a branch never opened (and open it). Nodes that appear or vanish (a subtree compiled on its first
+tick) come and go in place: the cursor and expansion survive.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 from py_trees.common import Status
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -29,16 +27,15 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import Reactive, var
-from textual.widgets import Input, OptionList, Tree
+from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
-from textual.widgets.tree import TreeNode
 
 from runtime.engine.record import Returns, TickReport
 
 from ..session import NodeView
 from .extent import FixedExtent
-from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark, status_name
-from .node_tree import NodeTree
+from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark
+from .node_lines import NodeLines
 from .tree_rows import NONE, TreeRows
 
 TICKED = "on #3b3f1f"  # nodes visited by the last tick
@@ -73,9 +70,36 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     return label
 
 
-def _drawn(view: NodeView, ticked: bool) -> tuple:
-    """What a line's label is drawn from: equal, the label is the same."""
-    return status_name(view.status), view.counter, view.breakpoint, ticked, view.pending, view.rebound
+def label_width(view: NodeView) -> int:
+    """The cells `node_label(view, ...)` takes, counted without building it."""
+    width = 6 + cell_len(view.name) + cell_len(view.class_name)
+    if view.namespace:
+        width += 4 + cell_len(view.namespace)
+    if view.counter:
+        width += 2 + cell_len(view.counter)
+    return width + (2 + cell_len(REBOUND[0]) if view.rebound else 0)
+
+
+def _open(rows: TreeRows, expanded: bytearray, fresh: bytearray) -> None:
+    """Which rows new to the tree (`fresh`: or a leaf that now has children) open expanded: level by
+    level from the root, a level's fresh rows open when the lines shown so far and the level's
+    children fit in OPEN_LINES; otherwise they stay folded until the user opens them."""
+    if not len(rows):
+        return
+    expanded[0] = expanded[0] or fresh[0]  # the root's children are always shown at first
+    lines, level = 1, [0]
+    while level:
+        opening = sum(1 for row in level if expanded[row] or fresh[row] for _ in rows.kids(row))
+        fits = lines + opening <= OPEN_LINES
+        below = []
+        for row in level:
+            if fresh[row] and row != 0:
+                expanded[row] = fits
+            if expanded[row]:
+                kids = list(rows.kids(row))
+                lines += len(kids)
+                below += kids
+        level = below
 
 
 class NameIndex:
@@ -141,184 +165,123 @@ class TreePane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._tree_nodes: dict[str, TreeNode[str]] = {}  # the lines built so far
-        self._rows = TreeRows([])  # what each node's line should show, built or not
+        self._rows = TreeRows([])  # what each node's line shows
         self._ticked: set[str] = set()
-        self._drawn: dict[str, tuple] = {}
         self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
         self._names: NameIndex | None = None  # the names in line order, for search
 
     def compose(self) -> ComposeResult:
         yield SearchBox(placeholder="search nodes by name (enter: go there, again: next)", id="tree-search")
-        tree = NodeTree(self._grow, id="tree-view")
-        tree.guide_depth = 3
-        yield tree
+        yield NodeLines(self.label, self._drawn, self._width, id="tree-view")
         yield RunningList(id="running-now")
 
     def on_mount(self) -> None:
         self.query_one("#running-now", OptionList).border_title = "running now"
-        self.watch(self.tree, "scroll_y", self.flush, init=False)
         self.watch(self.tree, "cursor_line", self._cursor_moved, init=False)
         # the search runs as the key changes the box, not on its Changed message: the box, the tree
         # and the node pane then all ask for their repaint before any of them is drawn, one frame
         self.watch(self.query_one("#tree-search", SearchBox), "value", self._search_changed, init=False)
 
     @property
-    def tree(self) -> NodeTree:
-        return self.query_one("#tree-view", NodeTree)
+    def tree(self) -> NodeLines:
+        return self.query_one("#tree-view", NodeLines)
 
     @property
     def selected_path(self) -> str | None:
-        node = self.tree.cursor_node
-        return node.data if node is not None else None
+        row = self.tree.cursor_row
+        return self._rows.paths[row] if row != NONE else None
 
     @property
     def node_count(self) -> int:
         return len(self._rows)
 
     def knows(self, paths: Iterable[str]) -> bool:
-        index = self._rows.index
-        return all(path in index for path in paths)
+        return self._rows.index.keys() >= (paths if isinstance(paths, Set) else set(paths))
 
     def statuses(self) -> dict[str, Any]:
         """Every node's status as its line shows it, or will once it is on screen."""
         rows = self._rows
         return {path: rows.status_of(row) for row, path in enumerate(rows.paths)}
 
+    def label(self, row: int) -> Text:
+        """A row's label, as its line shows it."""
+        return node_label(self._rows.view(row), self._rows.paths[row] in self._ticked)
+
+    def label_of(self, path: str) -> Text:
+        return self.label(self._rows.index[path])
+
+    def parent_of(self, path: str) -> str | None:
+        up = self._rows.parent[self._rows.index[path]]
+        return self._rows.paths[up] if up != NONE else None
+
+    def kids_of(self, path: str) -> list[str]:
+        return self._rows.kid_paths(path)
+
+    def shown(self, path: str) -> bool:
+        """The node has a line (every node above it is expanded)."""
+        row = self._rows.index.get(path)
+        return row is not None and self.tree.line_of(row) is not None
+
+    def _drawn(self, row: int) -> tuple:
+        """What a row's label is drawn from: equal, the label is the same."""
+        rows = self._rows
+        return (rows.status[row], rows.counters.get(row), row in rows.breakpoints, rows.paths[row] in self._ticked,
+                row in rows.pending, row in rows.rebound)
+
+    def _width(self, row: int) -> int:
+        return label_width(self._rows.view(row))
+
     # -- drawing -------------------------------------------------------------------
     def sync(self, views: list[NodeView], ticked: set[str]) -> None:
-        """Match the whole tree: add new nodes, drop vanished ones, restate every line."""
+        """Match the whole tree: new nodes, vanished ones, every line restated; the lines that stay keep
+        whether they are expanded."""
+        old, was_expanded = self._rows, self.tree.expanded
         self._rows = rows = TreeRows(views)
         self._ticked = ticked
-        root = views[0].path if views else None
-        with self.tree.adding():
-            if self.tree.root.data != root:  # another tree (or the first): nothing built is kept
-                self.tree.root.remove_children()
-                self._tree_nodes.clear()
-                self._drawn.clear()
-            for path in [p for p in self._tree_nodes if p not in rows.index]:
-                node = self._tree_nodes.pop(path)
-                self._drawn.pop(path, None)
-                if node.parent is not None and node.parent.data in self._tree_nodes:
-                    node.remove()
-            self._open(root)
-        rows.stale[:] = b"\x01" * len(rows)
+        expanded, fresh = bytearray(len(rows)), bytearray(b"\x01") * len(rows)
+        if len(old) and len(rows) and old.paths[0] == rows.paths[0]:  # the same tree (or the first)
+            for row, path in enumerate(rows.paths):
+                was = old.index.get(path)
+                if was is not None and old.has_kids(was) == rows.has_kids(row):
+                    fresh[row], expanded[row] = 0, was_expanded[was]
+        _open(rows, expanded, fresh)
+        self.tree.show(rows, expanded)
         self._names = None
-        self.call_after_refresh(self.flush)
-
-    def _open(self, root: str | None) -> None:
-        """Build the lines shown: under every expanded line, its children. A line new to the tree
-        (or a leaf that now has children) opens expanded when its whole level fits in OPEN_LINES
-        lines; otherwise it stays collapsed and its children unbuilt until it is expanded."""
-        tree, rows = self.tree, self._rows
-        if root is None:
-            return
-        fresh: set[str] = set()
-        if root not in self._tree_nodes:
-            tree.root.data = root
-            tree.root.set_label(self._label(root))
-            tree.root._expanded = True
-            self._tree_nodes[root] = tree.root
-        lines, level = 1, [tree.root]
-        while level:
-            for node in level:
-                if node.allow_expand != rows.has_kids(rows.index[node.data]):
-                    node.allow_expand = not node.allow_expand
-                    fresh.add(node.data)
-            opening = sum(len(rows.kid_paths(node.data)) for node in level
-                          if node._expanded or node.data in fresh)
-            fits = lines + opening <= OPEN_LINES
-            below = []
-            for node in level:
-                if node.data in fresh and node is not tree.root:
-                    node._expanded = fits or not node.allow_expand  # a leaf: expanded as Textual draws it
-                if node._expanded:
-                    fresh.update(self._grow(node))
-                    lines += len(node.children)
-                    below += node.children
-            level = below
-
-    def _grow(self, node: TreeNode[str]) -> list[str]:
-        """Build the children of `node` not built yet, each in its place; the paths built."""
-        built, rows = [], self._rows
-        with self.tree.adding():
-            for index, path in enumerate(rows.kid_paths(node.data)):
-                if path not in self._tree_nodes:
-                    leaf = not rows.has_kids(rows.index[path])
-                    self._tree_nodes[path] = node.add(self._label(path), data=path, before=index, expand=leaf,
-                                                      allow_expand=not leaf)
-                    built.append(path)
-        return built
-
-    def _label(self, path: str) -> Text:
-        """A line's label, recorded as drawn."""
-        row = self._rows.index[path]
-        view, ticked = self._rows.view(row), path in self._ticked
-        self._rows.stale[row] = 0
-        self._drawn[path] = _drawn(view, ticked)
-        return node_label(view, ticked)
 
     def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
         """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
         rows = self._rows
-        index, status, stale, code = rows.index, rows.status, rows.stale, rows.code
         for report in reports:
-            for path, (_, new) in report.changed.items():
-                row = index[path]
-                status[row] = code(new)
-                stale[row] = 1
+            rows.take_changes(report.changed)
         if reports:
-            ticked = set(reports[-1].ticked)
-            rows.mark(ticked ^ self._ticked)
-            self._ticked = ticked
-            for path in {path for report in reports for path in report.ticked}:  # every tick of the batch
-                if index[path] in rows.counters:
-                    rows.refetch(index[path], fetch)
-        rows.breakpoints = rows.marked(rows.breakpoints, breakpoints)
+            self._ticked = set(reports[-1].ticked)
+            ticked = self._ticked.union(*(report.ticked for report in reports[:-1]))  # every tick of the batch
+            for row in [row for row in rows.counters if rows.paths[row] in ticked]:
+                rows.refetch(row, fetch)
+        rows.breakpoints = rows.marked(breakpoints)
         self.flush()
 
     def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
                 fetch: Callable[[str], NodeView], pending: frozenset[str] = frozenset()) -> None:
         """The same nodes at another moment (a past checkpoint, back live, a tick held further in):
         each line's status from `statuses` (every node's), `pending` those not returned yet in a tick
-        held inside, loops' counters re-read; only the lines that differ are relabelled."""
+        held inside, loops' counters re-read."""
         rows = self._rows
-        rows.pending = rows.marked(rows.pending, pending)
+        rows.pending = rows.marked(pending)
         rows.restatus(statuses)
         for row in list(rows.counters):  # a loop's status and counter as the session reads them
             rows.refetch(row, fetch)
-        rows.mark(ticked ^ self._ticked)
         self._ticked = ticked
         self.apply([], breakpoints, fetch)
 
     def mark_rebound(self, rebound: set[str]) -> None:
-        """Say which nodes' ports are bound unlike the tree file says (the frame's); relabel those that
-        changed."""
-        self._rows.rebound = self._rows.marked(self._rows.rebound, rebound)
+        """Say which nodes' ports are bound unlike the tree file says (the frame's)."""
+        self._rows.rebound = self._rows.marked(rebound)
         self.flush()
 
-    def flush(self, *_) -> None:
-        """Relabel the stale nodes that are on screen (the others wait until they are)."""
-        tree, rows = self.tree, self._rows
-        top = tree.scroll_offset.y
-        for line in range(top, top + tree.size.height):
-            node = tree.get_node_at_line(line)
-            if node is None:
-                break
-            path = node.data
-            row = rows.index.get(path)
-            if row is None or not rows.stale[row]:
-                continue
-            rows.stale[row] = 0
-            if self._drawn.get(path) != _drawn(rows.view(row), path in self._ticked):
-                tree.relabel(node, line, self._label(path))
-
-    @on(Tree.NodeExpanded, "#tree-view")
-    def _expanded(self) -> None:
-        self.call_after_refresh(self.flush)
-
-    def on_resize(self) -> None:
-        self.call_after_refresh(self.flush)
+    def flush(self) -> None:
+        """Draw again the lines on screen that changed (the others are drawn as they come into view)."""
+        self.tree.refresh_changed()
 
     def set_running(self, paths: list[str]) -> None:
         if paths == self._running_paths:
@@ -331,25 +294,15 @@ class TreePane(Vertical):
 
     # -- moving around -------------------------------------------------------------
     def jump(self, path: str) -> bool:
-        """Put the cursor on a node (expanding its ancestors, building their lines); False if there is none."""
+        """Put the cursor on a node (expanding its ancestors); False if there is none."""
         rows = self._rows
-        chain, row = [], rows.index.get(path, NONE)  # the node and its ancestors, up to the root
-        while row != NONE:
-            chain.append(rows.paths[row])
-            row = rows.parent[row]
-        if not chain or chain[-1] != self.tree.root.data:
+        row = up = rows.index.get(path, NONE)
+        while up not in (NONE, 0):  # reachable from the root (a swarm agent hangs under its spawner)
+            up = rows.parent[up]
+        if up == NONE:
             return False
-        tree, expanded = self.tree, False
-        for ancestor in reversed(chain[1:]):  # from the root down: expanding one builds the next
-            if not self._tree_nodes[ancestor].is_expanded:
-                self._tree_nodes[ancestor].expand()
-                expanded = True
-        node = self._tree_nodes[path]
-        if expanded:  # move_cursor reads the node's line from the line index, which expanding made stale
-            tree.get_node_at_line(0)  # ... and reading a line rebuilds it
-        tree.move_cursor(node)  # scrolls to it too, within the tree's size as last laid out
-        if expanded:  # the tree grew: scroll again once the layout has the new size
-            tree.call_after_refresh(tree.scroll_to_node, node)
+        tree = self.tree
+        tree.move_to(tree.reveal(row))
         return True
 
     def search(self, text: str, after: str | None = None) -> str | None:
