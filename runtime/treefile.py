@@ -61,6 +61,9 @@ def split_target(target: str) -> tuple[Path, str]:
 
 
 def load_tree(target: str | Path) -> LoadedTree:
+    if isinstance(target, str) and target.endswith(":") and not Path(target).exists():
+        raise TreeLoadError(f"{target[:-1]}: no function named after ':' (FILE.py:FUNCTION builds the tree with "
+                            f"FUNCTION; FILE.py alone with build)")
     path, function = split_target(str(target))
     _check_regular_file(path)
     if path.suffix != ".py":

@@ -344,3 +344,24 @@ def test_a_thread_a_node_leaves_running_does_not_keep_run_from_exiting(tmp_path)
     result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))  # (given up on after 120 s)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("SUCCESS after")
+
+
+def test_a_breakpoint_entry_that_is_no_object_is_skipped_naming_what_it_is(tmp_path):
+    tree, store = ROOT / "sample_trees/react_calculator.py", tmp_path / "s.db"
+    path = _saved_breakpoints(store, tree, '[7, {"kind": "event", "event": "tool.call.failed"}]')
+    result = cli("run", str(tree), "--db", str(store))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (f"jianmu-studio: {path.name}: not a breakpoint here (a breakpoint is an object with "
+                             f"a 'kind', not int 7); skipped\n")
+
+
+def test_a_tree_target_with_nothing_after_its_colon_says_a_function_is_missing():
+    result = cli("run", "sample_trees/react_calculator.py:")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("jianmu-studio: sample_trees/react_calculator.py: no function named after ':' "
+                             "(FILE.py:FUNCTION builds the tree with FUNCTION; FILE.py alone with build)\n")
+
+
+def test_a_folder_given_to_import_is_said_to_be_a_folder(tmp_path):
+    result = cli("import", str(tmp_path), "--into", str(tmp_path / "s.db"))
+    assert (result.returncode, result.stderr) == (2, f"jianmu-studio: {tmp_path}: a folder, not a run file\n")

@@ -114,6 +114,8 @@ class Breakpoint:
     def from_json(cls, data: Mapping[str, Any]) -> Breakpoint:
         """One breakpoint from its JSON; `BreakpointError` saying what is wrong when it is not one.
         Files saved before the one form (`on`, `event_type`) are read too."""
+        if not isinstance(data, Mapping):
+            raise BreakpointError(f"a breakpoint is an object with a 'kind', not {type(data).__name__} {data!r:.40}")
         kind = data.get("kind")
         enabled = data.get("enabled", True)
         if not isinstance(enabled, bool):

@@ -760,7 +760,7 @@ class DebugSession:
         try:
             for data in saved:
                 try:
-                    self.debugger.add_breakpoint(Breakpoint.from_json(data if isinstance(data, dict) else {}))
+                    self.debugger.add_breakpoint(Breakpoint.from_json(data))
                 except (BreakpointError, EditError) as exc:
                     warnings.append(f"{self.breakpoints_file.name}: not a breakpoint here ({exc}); skipped")
         finally:

@@ -250,6 +250,8 @@ def export_run_file(source: CheckpointStore, run_id: str, path: str | Path, *, f
 def import_run_file(path: str | Path, dest: CheckpointStore) -> list[str]:
     """Copy every run of the run file `path` into `dest`; returns their ids."""
     if not is_run_file(path):
+        if Path(path).is_dir():
+            raise StoreError(f"{path}: a folder, not a run file")
         if not Path(path).is_file():
             raise StoreError(f"{path}: no such run file")
         raise StoreError(f"{path}: not a run file (export one with `jianmu-studio export STORE --run ID -o FILE{SUFFIX}`)")
