@@ -183,27 +183,20 @@ async def test_a_swarms_full_records_are_rebuilt_from_their_own_deltas(store_nam
     _every_full_record_rebuilt(store, store_name, loaded.agent.runner.run_id)
 
 
-async def test_a_large_first_record_is_not_carried_and_damaged_costs_its_chain_each_read_naming_it(
-        store_name, monkeypatch):
-    """The stated limit: a line's first record of 64 KB or more (a large tree's) would double its line's
-    bytes carried; damaged, the deltas of its chain name it, and the chains after it read back."""
+async def test_a_large_trees_damaged_first_record_costs_itself_only(store_name, monkeypatch):
+    """A line's first record of a large tree (a row deflated fast and alone) is carried whole in its
+    child's row like any other: damaged, it is read back from there, and so is its chain."""
     monkeypatch.setattr(sql_store, "_LARGE_ROW", 4_000)  # (below the packed tree's first record)
     store = open_store(store_name)
     runner, _, _ = await packed_run(store, ticks=8, full_every=3)
     saved = {info.id: store.get(info.id) for info in store.list(runner.run_id)}
-    bases = _bases(store)
     first = min(saved)
-    chain = [i for i in saved if bases[i] == first]
-    assert len(chain) >= 3 and len(chain) < len(saved)
     DAMAGES["flipped"](store, "checkpoints", first)
     store = _reopened(store, store_name)
     try:
-        assert all(store.get(i) == saved[i] for i in saved if i not in chain)
+        assert all(store.get(i) == saved[i] for i in saved if i != first)
         with pytest.raises(StoreError, match=rf": checkpoint {first} is corrupt$"):
             store.get(first)
-        for delta in chain[1:]:
-            with pytest.raises(StoreError, match=rf"checkpoint {delta} cannot be read: checkpoint {first} of its chain"):
-                store.get(delta)
     finally:
         store.close()
 

@@ -14,10 +14,9 @@ of its chain (and of its run's events) unreadable. Now the damage stays in the r
   so the row after a damaged full record rebuilds it from the chain before; the first record of a
   line (a run's tick 0, a fork's, a restored run's), which has no delta, is carried whole. So any
   one damaged or deleted row costs its own checkpoint only (a `StoreError` naming it): every other
-  record is read from its own row or the copy in its child's. The one limit: a large tree's first
-  record of a line (64 KB of JSON or more: 54 KB deflated at 10,000 nodes, its deltas a few hundred
-  bytes) is not carried, which would double its line's bytes; damaged, it costs its chain (up to
-  `full_every` checkpoints), each read naming it. Two damaged rows in a row lose the
+  record is read from its own row or the copy in its child's. A large tree's first record of a line
+  is carried too (54 KB deflated at 10,000 nodes, where its deltas are a few hundred bytes): once a
+  line, its second row costs about what its first does. Two damaged rows in a row lose the
   first one's record (its only two copies) and so every record that builds on it: the second,
   and the rest of their line up to the next full record that is not itself damaged. Each of
   those reads a `StoreError` naming a damaged one it needs; none reads as other data;

@@ -734,9 +734,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 context = ()
             else:
                 context = (*context, carried)[-_CONTEXT:]
-            if not whole or len(data) < _LARGE_ROW:  # (a large tree's first record is not carried: most of its
-                # line's bytes, it would double them; damaged, it costs its chain)
-                tx.kept[checkpoint_id] = _Line(Carried(checkpoint_id, None if whole else record.parent_id, kept), context)
+            tx.kept[checkpoint_id] = _Line(Carried(checkpoint_id, None if whole else record.parent_id, kept), context)
             if self._writer_id is not None and time.monotonic() - self._beaten >= PIGGYBACK:
                 yield from self._beat()
             ticked = record if record.telemetry is not None else None
