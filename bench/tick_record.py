@@ -161,9 +161,10 @@ async def _ticks(build: Callable[[], py_trees.behaviour.Behaviour], ticks: int, 
     if config == "step":
         out.update(own_work(runner, report))
     if store is not None:
-        with store._guard() as conn:  # the deltas' stored bytes (the first, full record left out)
-            out["bytes"] = conn.execute("SELECT sum(length(data)) FROM checkpoints WHERE base_id != id").fetchone()[0]
-        out["bytes"] /= ticks
+        with store._guard() as conn:  # a delta's stored bytes (the full record left out, and the first delta,
+            # which carries it: row_codec.py)
+            out["bytes"] = conn.execute("SELECT avg(length(data)) FROM checkpoints WHERE base_id != id "
+                                        "AND parent_id != base_id").fetchone()[0]
         store.close()
     return out
 
