@@ -6,12 +6,6 @@ each index) cost a step ~60 ms and ~200 bytes a change. So a local session takes
 the record `runtime.engine.record.telemetry_record` makes of it with the tick's changes beside it
 (`TickEvents`), and builds one of those events only when something reads it: the events pane the
 rows on screen, a node's detail that node's. The other events are logged one by one (`StampedEvent`).
-
-The tick blocks kept are bounded by the node changes they hold (`CHANGES_KEPT`), the oldest block
-going first: at 100,000 nodes a tick changes ~10,000 and each block kept its changes for ever, the
-session growing with the run. What a view reads of them is recent (the events pane holds at most
-`MAX_ROWS` rows, a node's detail its last `HISTORY` changes); a past frame's statuses come from its
-checkpoint, not from here. A small tree keeps thousands of ticks.
 """
 
 from __future__ import annotations
@@ -20,7 +14,6 @@ import heapq
 import math
 from array import array
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -33,7 +26,6 @@ from runtime.engine.record import TickReport, telemetry_record
 
 from .timeline import RUN_END, Lineage
 
-CHANGES_KEPT = 100_000  # node changes kept in tick blocks, over every run and branch (the newest block always)
 TICK_BLOCK = frozenset({EventType.NODE_RETURNED, EventType.NODE_STATUS, EventType.TICK_COMPLETED})  # `TickEvents`' types
 NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_RETURNED, EventType.NODE_ERROR,
                          EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
@@ -311,8 +303,6 @@ class EventLog:
         self._ticks: dict[tuple[str | None, str], list[tuple[int, TickEvents]]] = {}  # per branch
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
-        self._blocks: deque[TickEvents] = deque()  # the tick blocks kept, oldest first
-        self._changes = 0  # ... and the node changes they hold
 
     def _place(self, run_id: str | None, branch_name: str, entry: Entry) -> int:
         position = self._logged.get(run_id, 0)
@@ -339,24 +329,6 @@ class EventLog:
         """A tick's telemetry as one entry (`TickEvents`): nothing done per changed node."""
         position = self._place(ticked.run_id, ticked.branch, ticked)
         self._ticks.setdefault((ticked.run_id, ticked.branch), []).append((position, ticked))
-        self._blocks.append(ticked)
-        self._changes += len(ticked.changed)
-        while self._changes > CHANGES_KEPT and len(self._blocks) > 1:
-            self._forget(self._blocks.popleft())
-
-    def _forget(self, block: TickEvents) -> None:
-        """An old tick block dropped from its branch and its index (found near their start: it is old)."""
-        self._changes -= len(block.changed)
-        key = (block.run_id, block.branch)
-        branch = self._branches.get(key)
-        if branch is not None:
-            at = next((i for i, entry in enumerate(branch.events) if entry is block), None)
-            if at is not None:
-                del branch.events[at], branch.positions[at]
-        ticks = self._ticks.get(key, [])
-        at = next((i for i, (_, entry) in enumerate(ticks) if entry is block), None)
-        if at is not None:
-            del ticks[at]
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
@@ -381,8 +353,6 @@ class EventLog:
         self._branches, self._nodes, self._ticks, self._writes, self._tokens = (
             {key: value for key, value in index.items() if wanted(key[0])}
             for index in (self._branches, self._nodes, self._ticks, self._writes, self._tokens))
-        self._blocks = deque(block for block in self._blocks if wanted(block.run_id))
-        self._changes = sum(len(block.changed) for block in self._blocks)
 
     def of(self, lineage: Lineage) -> Events:
         """The lineage's events in the order logged (its branches' merged by position)."""

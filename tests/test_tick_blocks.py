@@ -16,12 +16,10 @@ from runtime.engine import RuntimeEvent
 from runtime.engine.record import TickReport, TickTelemetry
 from runtime.memory.checkpoint import EventsRead
 from sample_trees import large_tree
-from studio import event_log
 from studio.app import StudioApp
-from studio.event_log import TICK_BLOCK, EventLog, StampedEvent, TickEvents
+from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents
 from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
-from studio.timeline import Lineage
 from studio.widgets.event_rows import EventRows
 from studio.widgets.events_pane import EventsPane
 from studio.widgets.tree_pane import TreePane
@@ -135,17 +133,3 @@ async def test_a_filter_on_types_passes_over_a_ticks_rows_without_building_them(
         await settle(app, pilot)
         assert [row.node for row in pane._rows] == [e.node for e in session.frame_events()
                                                     if e.type == "node.status" and "s1.b0" in e.node] != []
-
-
-def test_the_log_keeps_the_newest_tick_blocks_up_to_its_bound_whatever_the_run_s_length(monkeypatch):
-    monkeypatch.setattr(event_log, "CHANGES_KEPT", 10)
-    log, lineage = EventLog(), Lineage("run", "main", None, {"main": None})
-    blocks = [_block(first, 4) for first in (1, 11, 21, 31)]
-    for block in blocks:
-        log.add_tick(block)
-        log.add(_event(block.last_seq + 1))  # an event of its own after each tick
-    kept = [seq for block in blocks[2:] for seq in range(block.seq, block.last_seq + 1)]  # 8 changes: a third is 12
-    assert [e.seq for e in log.of(lineage)] == sorted([*kept, *(block.last_seq + 1 for block in blocks)])
-    assert [e.seq for e in log.of_node(lineage, "n0")] == [blocks[2].seq, blocks[3].seq]
-    log.add_tick(_block(41, 20))  # more than the bound alone: kept, the older ones go
-    assert [e.seq for e in log.of(lineage) if e.type != "log"] == list(range(41, 62))
