@@ -6,6 +6,7 @@ on screen, and a line scrolled into view after a step shows the status the step 
 from __future__ import annotations
 
 import pytest
+from py_trees.common import Status
 from textual.geometry import Region
 from textual.widgets import Input
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
@@ -105,3 +106,27 @@ async def test_a_line_scrolled_into_view_after_a_step_shows_the_status_the_step_
     await pilot.pause()
     assert "✔ s0.b100" in line_of(pane, "s0.b100")
     assert "✔ s0.b99" in line_of(pane, "s0.b99")  # the lines above it, drawn as they came into view
+
+
+async def test_a_line_whose_status_goes_back_to_what_it_first_showed_is_drawn_again(studio, monkeypatch):
+    """Changed while scrolled away, drawn as it came back into view, then changed back: the line is drawn
+    again (what a line shows is what it was last drawn with, not what it was first drawn with)."""
+    _, app, pilot = studio
+    pane = app.main.query_one(TreePane)
+    tree, fetch, first = pane.tree, app.session.node_view, pane.statuses()
+    line = 5
+    path = pane._rows.paths[tree.lines[line]]
+    assert first[path] is Status.INVALID
+    tree.scroll_to(y=200, animate=False)
+    await pilot.pause()
+    pane.restate({**first, path: Status.SUCCESS}, set(), set(), fetch)
+    await pilot.pause()
+    tree.scroll_to(y=0, animate=False)
+    await pilot.pause()
+    assert "✔" in on_screen(pane)[line]
+    redrawn, refresh_line = [], type(tree).refresh_line
+    monkeypatch.setattr(type(tree), "refresh_line", lambda self, at: (redrawn.append(at), refresh_line(self, at)))
+    pane.restate(first, set(), set(), fetch)
+    await pilot.pause()
+    assert line in redrawn
+    assert "○" in on_screen(pane)[line]

@@ -5,8 +5,9 @@ nodes that was thousands of objects built before the first frame and a re-index 
 Here the lines shown are an array of row numbers (`TreeRows`), with each line's depth beside it, and
 which rows are expanded is a byte per row. `render_line` draws one line from its row: the guides from
 its ancestors' rows, the label from the pane (`label`), kept per row while the pane's `key` for it is
-unchanged. It looks and answers the keys as Textual's Tree does (its component classes, its
-stylesheet, its bindings), so a user and a snapshot see the same tree.
+unchanged. It looks as Textual's Tree does (its component classes and stylesheet), so a user and a
+snapshot see the same tree, and answers its keys but two: shift+right and shift+space (to a parent's
+next sibling; fold all siblings) are not bound, and a line is not highlighted under the mouse.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class NodeLines(ScrollView, can_focus=True):
         self.lines = array("i")  # the rows shown, in line order
         self.depths = array("i")  # each line's depth (the root's is 0)
         self._labels: LRUCache[int, tuple] = LRUCache(LABELS_KEPT)  # row -> (its key, label pieces)
+        self._pass: tuple[Style, Style, Style, Style, Style] | None = None  # the styles of the drawing pass
 
     # -- the model -----------------------------------------------------------------
     @property
@@ -315,7 +317,7 @@ class NodeLines(ScrollView, can_focus=True):
 
     def _draw_line(self, line: int) -> Strip:
         """A line as Textual's Tree draws it: its guides, then its label, padded to the tree's width."""
-        base, guides, guides_selected, label_style, cursor_style = self._pass
+        base, guides, guides_selected, label_style, cursor_style = self._pass or self._pass_styles()
         rows, row = self.rows, self.lines[line]
         line_style = base + Style(meta={"line": line})
         chain = [row]  # the row and its ancestors, from the row up
@@ -348,6 +350,7 @@ class NodeLines(ScrollView, can_focus=True):
         if self.rows.has_kids(row):
             label = Text.assemble((ICON_EXPANDED if self.expanded[row] else ICON_COLLAPSED, TOGGLE), label)
         pieces = [(segment.text, segment.style or Style()) for segment in label.render(self.app.console)]
+        self._labels.discard(row)  # (Textual's LRUCache keeps a key's first value: what the line shows now goes in)
         self._labels[row] = (key, pieces)
         return pieces
 
