@@ -110,3 +110,17 @@ def test_a_root_checked_by_agent_is_not_walked_again_by_its_runner_but_by_the_ne
     assert walked == []
     agent.make_runner()  # the tree may have changed since: walked again
     assert walked == [agent.root]
+
+
+class Unhashable(Sequence):
+    """A node class that compares by value (as a dataclass would) and so has no hash."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return isinstance(other, Unhashable) and other.name == self.name
+
+
+def test_a_root_of_a_node_class_without_a_hash_runs():
+    agent = Agent(Unhashable("Root", memory=True, children=[Success("a")]), state_schema=S)
+    assert agent.make_runner().root is agent.root

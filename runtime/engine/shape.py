@@ -15,6 +15,7 @@ the same 100,000 nodes again a moment later (~0.3 s at that size).
 from __future__ import annotations
 
 import collections
+import contextlib
 import weakref
 from typing import Any
 
@@ -27,7 +28,8 @@ MAX_DEPTH = 200
 about a thousand (a real agent's tree is a dozen deep)."""
 
 _END = object()
-_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()  # roots checked that no runner has been made from yet
+_CHECKED: dict[int, weakref.ref] = {}  # roots checked that no runner has been made from yet, by identity
+# (a node class may define __eq__ without __hash__, and two equal roots are still two trees)
 
 
 def _path(line: list[Any]) -> str:
@@ -82,15 +84,16 @@ def check_shape(root: Any) -> None:
         children.append(iter(child.children))
     if slashed:  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
         collections.deque(iter_paths(root), maxlen=0)
-    _CHECKED.add(root)
+    key = id(root)
+    with contextlib.suppress(TypeError):  # (no weak reference to it: a runner checks it again)
+        _CHECKED[key] = weakref.ref(root, lambda _: _CHECKED.pop(key, None))
 
 
 def check_shape_once(root: Any) -> None:
     """`check_shape`, unless it has just passed on this root (an Agent's, before its runner is made):
     the mark is used up, so a later runner on the same root walks it again."""
-    try:
-        _CHECKED.remove(root)
-    except (KeyError, TypeError):  # not marked (or no weak reference to it)
+    marked = _CHECKED.pop(id(root), None)
+    if marked is None or marked() is not root:
         check_shape(root)
 
 
