@@ -2,8 +2,10 @@
 
 Python waits for every non-daemon thread before a process exits: a node or a tool that started one
 that never ends (a poller, a little server) kept `run` from returning to the shell after its run was
-done and recorded. The command's own work is over by then, so the process ends without them (its exit
-handlers still run: temporary folders removed, logs flushed).
+done and recorded. So the exit goes on as Python's own (an executor's queued work finishes, threads
+that end are waited for, exit handlers run) for `GRACE` seconds; a thread still running then is left,
+and the process ends with the command's status (its exit handlers run first: temporary folders
+removed, logs flushed).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import contextlib
 import os
 import sys
 import threading
+import time
+
+GRACE = 5.0  # seconds the threads a tree left running get to end once the command is done
 
 
 def holding_the_exit() -> list[threading.Thread]:
@@ -23,14 +28,19 @@ def holding_the_exit() -> list[threading.Thread]:
 
 
 def leave(status: int) -> int:
-    """`status`, when nothing would hold the exit; otherwise the process ends here, with `status`."""
-    if not holding_the_exit():
-        return status
-    atexit._run_exitfuncs()  # noqa: SLF001 - what a normal exit runs, which os._exit skips
+    """`status`, for the process's exit; when threads would hold that exit, it ends after `GRACE` at the latest."""
+    if holding_the_exit():
+        threading.Thread(target=_end_after_grace, args=(status,), name="jianmu-leaving", daemon=True).start()
+    return status
+
+
+def _end_after_grace(status: int) -> None:
+    time.sleep(GRACE)
+    atexit._run_exitfuncs()  # noqa: SLF001 - what a normal exit runs after the threads, which os._exit skips
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # (a closed pipe: nothing to flush into)
             stream.flush()
     os._exit(status)
 
 
-__all__ = ["holding_the_exit", "leave"]
+__all__ = ["GRACE", "holding_the_exit", "leave"]

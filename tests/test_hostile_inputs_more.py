@@ -365,3 +365,19 @@ def test_a_tree_target_with_nothing_after_its_colon_says_a_function_is_missing()
 def test_a_folder_given_to_import_is_said_to_be_a_folder(tmp_path):
     result = cli("import", str(tmp_path), "--into", str(tmp_path / "s.db"))
     assert (result.returncode, result.stderr) == (2, f"jianmu-studio: {tmp_path}: a folder, not a run file\n")
+
+
+def test_work_a_tree_queued_in_an_executor_is_finished_before_the_process_ends(tmp_path):
+    """The exit is Python's own while the threads end within the grace: an executor's queued work is done."""
+    tree, done = tmp_path / "tree.py", tmp_path / "uploaded.txt"
+    tree.write_text("import concurrent.futures, pathlib, time\nfrom pydantic import BaseModel\nfrom runtime import Agent\n"
+                    "from runtime.node import node\n"
+                    "class Text(BaseModel):\n    x: str = ''\n"
+                    "POOL = concurrent.futures.ThreadPoolExecutor(1)\n"
+                    "def upload():\n    time.sleep(0.3)\n"
+                    f"    pathlib.Path({str(done)!r}).write_text('done')\n"
+                    "@node(name='Queues')\ndef queues(state):\n    POOL.submit(upload)\n    return {'x': 'on'}\n"
+                    "def build():\n    return Agent(queues(), state_schema=Text)\n")
+    result = cli("run", str(tree), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 0, result.stderr
+    assert done.read_text() == "done"
