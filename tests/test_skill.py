@@ -455,9 +455,9 @@ async def test_the_tree_pane_follows_the_compiled_subtree(tmp_path, scripted):
         await pilot.pause()
         app.main.drain()
         await pilot.pause()
-        lines = app.main.query_one(TreePane)
-        assert "TripBrief/ResearchParis/(not compiled)" not in lines
-        assert "⟨skill_runtime.ResearchParis_" in str(lines.label_of("TripBrief/ResearchParis/research/frame"))
+        pane = app.main.query_one(TreePane)
+        assert not pane.knows(["TripBrief/ResearchParis/(not compiled)"])
+        assert "⟨skill_runtime.ResearchParis_" in str(pane.label_of("TripBrief/ResearchParis/research/frame"))
 
 
 def test_the_sample_runs_headless_to_its_answer(tmp_path):
