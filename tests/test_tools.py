@@ -1,4 +1,5 @@
 import asyncio
+import copy
 import sqlite3
 import threading
 import time
@@ -158,6 +159,13 @@ async def test_the_calls_of_a_synchronous_tool_take_turns_in_their_threads():
     bump, state = _bumping()
     seen = await asyncio.gather(*(bump.call({}) for _ in range(20)))
     assert sorted(seen) == list(range(20)) and state["count"] == 20 and state["most"] == 1
+
+
+async def test_a_copy_of_a_synchronous_tool_takes_turns_with_it():
+    bump, state = _bumping()
+    twin = copy.deepcopy(bump)  # the same function: one turn between them
+    await asyncio.gather(*(tool.call({}) for tool in [bump, twin] * 10))
+    assert state["count"] == 20 and state["most"] == 1
 
 
 async def test_a_parallel_safe_synchronous_tool_overlaps_its_own_calls():

@@ -13,7 +13,6 @@ import functools
 import inspect
 import json
 import re
-import threading
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,7 +22,7 @@ from pydantic_core import to_json
 
 from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
 from runtime.tools.observation import CarryingImages, plain
-from runtime.tools.threads import in_thread, needs_the_loop_thread
+from runtime.tools.threads import Turns, in_thread, needs_the_loop_thread
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
 
@@ -112,7 +111,7 @@ class Tool:
         self.effect_tags = frozenset(self.effect_tags if effect_tags is None else effect_tags)
         declared = self.parallel_safe if parallel_safe is None else parallel_safe
         self.parallel_safe = not self.effect_tags if declared is None else declared
-        self._turns = None if declared is True else threading.Lock()  # a synchronous function's calls, in threads
+        self._turns = None if declared is True else Turns()  # a synchronous function's calls, in threads
         self.blocking = self.blocking if blocking is None else blocking
         self.return_direct = self.return_direct if return_direct is None else return_direct
         self.timeout = self.timeout if timeout is UNSET else timeout

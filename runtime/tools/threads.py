@@ -4,8 +4,8 @@ the event loop nor Ctrl-C, and its timeout can answer for it (`Tool.call`, runti
 A thread changes what the function may take for granted, against running on the event loop's thread:
 
 - two calls of one tool could now truly overlap (the calls of a round run in parallel): a read-modify-write
-  of the tool's own state would lose updates. So the calls of one tool take turns (`turns`, a lock held in
-  the thread around the call) unless the tool says `parallel_safe=True`;
+  of the tool's own state would lose updates. So the calls of one tool take turns (`Turns`, held in the
+  thread around the call) unless the tool says `parallel_safe=True`;
 - there is no running event loop (`asyncio.get_running_loop()`, `create_task`, a future), and an object
   bound to the thread that made it (a sqlite3 connection made at import) refuses the call. Such an error
   is recognised (`needs_the_loop_thread`) so the model, and the author, read what to change.
@@ -27,7 +27,24 @@ _NO_LOOP = ("no running event loop", "no current event loop")  # get_running_loo
 _SQLITE_THREAD = "can only be used in that same thread"
 
 
-async def in_thread(func: Callable[..., T], kwargs: Mapping[str, Any], *, turns: threading.Lock | None = None) -> T:
+class Turns:
+    """What the calls of one synchronous tool take turns on, in their threads. A copy of the tool
+    (`copy.deepcopy`) calls the same function, so it shares them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Turns:
+        return self
+
+
+async def in_thread(func: Callable[..., T], kwargs: Mapping[str, Any], *, turns: Turns | None = None) -> T:
     """`func(**kwargs)` in a daemon thread of its own: awaited like `asyncio.to_thread`, but a call a
     timeout gave up on neither holds the executor nor the interpreter's exit (`asyncio.run` and Python
     both wait for the default executor's threads). With `turns`, the call holds that lock while it runs
@@ -68,4 +85,4 @@ def needs_the_loop_thread(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.ProgrammingError) and _SQLITE_THREAD in str(exc)
 
 
-__all__ = ["in_thread", "needs_the_loop_thread"]
+__all__ = ["Turns", "in_thread", "needs_the_loop_thread"]
