@@ -47,7 +47,7 @@ class Turns:
 async def in_thread(func: Callable[..., T], kwargs: Mapping[str, Any], *, turns: Turns | None = None) -> T:
     """`func(**kwargs)` in a daemon thread of its own: awaited like `asyncio.to_thread`, but a call a
     timeout gave up on neither holds the executor nor the interpreter's exit (`asyncio.run` and Python
-    both wait for the default executor's threads). With `turns`, the call holds that lock while it runs
+    both wait for the default executor's threads). With `turns`, the call holds its turn while it runs
     (taken in the thread: a call given up on still holds it until it returns), and a call given up on
     while waiting for it never runs."""
     loop = asyncio.get_running_loop()
