@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from py_trees.common import Status
@@ -136,6 +137,38 @@ async def test_a_raising_tool_becomes_an_error_observation_and_the_round_goes_on
         ("b", "Error: calculator: division by zero"),
         ("c", "6")]
     assert failures(runner) == ["tool 'boom' failed: ValueError: kaput", "calculator: division by zero"]
+
+
+async def test_a_round_of_calls_to_one_synchronous_tool_loses_no_update():
+    """Its calls run in threads, one at a time (as they did on the event loop's thread): a tool that
+    counts its calls, read-modify-write, counts them all."""
+    calls = {"count": 0}
+
+    @tool
+    def stock_level(sku: str) -> int:
+        """Count a call."""
+        seen = calls["count"]
+        time.sleep(0.001)  # (another thread's turn, if one may run)
+        calls["count"] = seen + 1
+        return seen
+
+    status, runner = await execute(ToolExecutor(tools=[stock_level]),
+                                   [call("stock_level", str(i), sku="A-100") for i in range(10)])
+    assert status == Status.SUCCESS and calls["count"] == 10
+    assert sorted(int(text) for _, text in observations(runner)) == list(range(10))
+
+
+async def test_a_synchronous_tool_that_needs_the_event_loop_is_answered_with_what_to_change():
+    @tool
+    def schedules() -> str:
+        """Needs the running loop."""
+        return str(asyncio.get_running_loop())
+
+    status, runner = await execute(ToolExecutor(tools=[schedules]), [call("schedules", "a")])
+    assert status == Status.SUCCESS
+    assert observations(runner) == [("a", "Error: tool 'schedules' failed: RuntimeError: no running event loop "
+                                          "(a synchronous tool runs in a thread of its own: declare it "
+                                          "blocking=False to run it on the event loop's thread, or make it async)")]
 
 
 async def test_malformed_arguments_become_error_observations():

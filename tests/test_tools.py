@@ -1,5 +1,8 @@
 import asyncio
+import copy
+import sqlite3
 import threading
+import time
 from typing import Annotated, Literal
 
 import pytest
@@ -131,6 +134,99 @@ async def test_a_synchronous_tool_runs_in_a_worker_thread_unless_it_says_it_does
                   blocking=False)
     assert await blocking.call({}) is False
     assert await inline.call({}) is True
+
+
+def _bumping(**options) -> tuple[Tool, dict[str, int]]:
+    """A tool that reads, lets other threads run, then writes its count back: calls that overlap lose
+    updates."""
+    state = {"count": 0, "inside": 0, "most": 0}
+
+    @tool(**options)
+    def bump() -> int:
+        """Count a call."""
+        state["inside"] += 1
+        state["most"] = max(state["most"], state["inside"])
+        seen = state["count"]
+        time.sleep(0.001)  # (another thread's turn, if one may run)
+        state["count"] = seen + 1
+        state["inside"] -= 1
+        return seen
+
+    return bump, state
+
+
+async def test_the_calls_of_a_synchronous_tool_take_turns_in_their_threads():
+    bump, state = _bumping()
+    seen = await asyncio.gather(*(bump.call({}) for _ in range(20)))
+    assert sorted(seen) == list(range(20)) and state["count"] == 20 and state["most"] == 1
+
+
+async def test_a_copy_of_a_synchronous_tool_takes_turns_with_it():
+    bump, state = _bumping()
+    twin = copy.deepcopy(bump)  # the same function: one turn between them
+    await asyncio.gather(*(tool.call({}) for tool in [bump, twin] * 10))
+    assert state["count"] == 20 and state["most"] == 1
+
+
+async def test_a_parallel_safe_synchronous_tool_overlaps_its_own_calls():
+    both_inside = threading.Barrier(2, timeout=30)  # passes only when two calls run at once
+
+    @tool(parallel_safe=True)
+    def meet() -> int:
+        """Wait for the other call."""
+        return both_inside.wait()
+
+    assert sorted(await asyncio.gather(meet.call({}), meet.call({}))) == [0, 1]
+
+
+async def test_a_call_given_up_on_while_waiting_for_its_turn_never_runs():
+    entered, release, ran = threading.Event(), threading.Event(), []
+
+    @tool
+    def holds(n: int) -> int:
+        """Hold the tool's turn until released."""
+        ran.append(n)
+        entered.set()
+        release.wait()
+        return n
+
+    first = asyncio.ensure_future(holds.call({"n": 1}))
+    await asyncio.to_thread(entered.wait)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(holds.call({"n": 2}), 0.1)  # (waits for the turn whatever the clock)
+    release.set()
+    assert await first == 1
+    for thread in threading.enumerate():
+        if thread.name == "tool holds":
+            thread.join(30)
+    assert ran == [1]
+    assert await holds.call({"n": 3}) == 3 and ran == [1, 3]
+
+
+_made_here = sqlite3.connect(":memory:", check_same_thread=True)
+
+
+@pytest.mark.parametrize("uses", [
+    lambda: str(asyncio.get_running_loop()),
+    lambda: asyncio.get_event_loop().create_future() and "a future",
+    lambda: str(_made_here.execute("select 1").fetchone()),
+], ids=["running-loop", "future", "sqlite3-of-another-thread"])
+async def test_a_synchronous_tool_that_needs_the_loop_thread_is_told_what_to_change(uses):
+    in_thread = Tool(uses, name="needs_loop")
+    with pytest.raises(ToolError, match=r"^tool 'needs_loop' failed: \w+: .*declare it blocking=False to "
+                                        r"run it on the event loop's thread, or make it async\)$"):
+        await in_thread.call({})
+    assert await Tool(uses, name="needs_loop", blocking=False).call({})
+
+
+async def test_other_failures_of_a_synchronous_tool_are_its_own():
+    @tool
+    def fails() -> str:
+        """Fail as the tool does."""
+        raise RuntimeError("the upstream is down")
+
+    with pytest.raises(RuntimeError, match="the upstream is down"):
+        await fails.call({})
 
 
 @pytest.mark.parametrize(("arguments", "field"), [

@@ -20,8 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
-from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds, in_thread
+from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
 from runtime.tools.observation import CarryingImages, plain
+from runtime.tools.threads import Turns, in_thread, needs_the_loop_thread
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept
 
@@ -68,7 +69,9 @@ class Tool:
     `parallel_safe`: whether a call may run while other calls of the same round run (seed 003:
     the calls of one round run in parallel by default). A tool that must run alone says so
     with `parallel_safe=False`; one that declares `effect_tags` (side effects the guard
-    tracks) runs alone unless it says `parallel_safe=True`.
+    tracks) runs alone unless it says `parallel_safe=True`. The calls of one synchronous
+    function take turns in their threads (one at a time, as on the event loop's thread) unless
+    it says `parallel_safe=True`: then they may overlap, and the function must be thread-safe.
 
     `return_direct`: the tool's result is the agent's answer. When its call succeeds, the ReAct
     loop ends there (`ToolExecutor` writes `done` and `final_answer`), without another model call.
@@ -77,8 +80,10 @@ class Tool:
     then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
     runtime/tools/bounds.py). A synchronous function runs in a thread of its own, so that a call that
     never returns holds neither the event loop nor Ctrl-C, and its timeout can answer for it (leaving
-    the thread behind). `blocking=False` says a synchronous function is quick and runs it on the event
-    loop's thread instead (no thread per call; it may then use the loop).
+    the thread behind). There it has no running event loop, nor the objects bound to another thread
+    (a sqlite3 connection): such a failure is answered with what to change. `blocking=False` says a
+    synchronous function is quick and runs it on the event loop's thread instead (no thread per call;
+    it may then use the loop). runtime/tools/threads.py tells why.
     """
 
     name: str = ""
@@ -106,6 +111,7 @@ class Tool:
         self.effect_tags = frozenset(self.effect_tags if effect_tags is None else effect_tags)
         declared = self.parallel_safe if parallel_safe is None else parallel_safe
         self.parallel_safe = not self.effect_tags if declared is None else declared
+        self._turns = None if declared is True else Turns()  # a synchronous function's calls, in threads
         self.blocking = self.blocking if blocking is None else blocking
         self.return_direct = self.return_direct if return_direct is None else return_direct
         self.timeout = self.timeout if timeout is UNSET else timeout
@@ -166,7 +172,14 @@ class Tool:
         if self.blocking is False or _is_async(self.func):
             result = self.func(**kwargs)
         else:
-            result = await in_thread(self.func, **kwargs)
+            try:
+                result = await in_thread(self.func, kwargs, turns=self._turns)
+            except Exception as exc:
+                if not needs_the_loop_thread(exc):
+                    raise
+                raise ToolError(f"tool '{self.name}' failed: {error_line(exc)} (a synchronous tool runs in a "
+                                "thread of its own: declare it blocking=False to run it on the event loop's "
+                                "thread, or make it async)") from exc
         if inspect.isawaitable(result):
             result = await result
         return result

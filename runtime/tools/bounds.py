@@ -10,21 +10,12 @@ way: the model decides what to do without that answer.
 
 An MCP server's tools are bounded the same way, with the provider's `call_timeout` (the MCP library
 counts it, and cancels the request at the server) and `max_output_chars`. A synchronous function
-cannot be interrupted, so it runs in a thread of its own (`Tool.call`), which a timeout leaves behind
-(a daemon: it never holds the process's exit); on the event loop's thread it would hold the loop, the
-timeout and Ctrl-C with it.
+cannot be interrupted, so it runs in a thread of its own (`Tool.call`, runtime/tools/threads.py), which a
+timeout leaves behind (a daemon: it never holds the process's exit); on the event loop's thread it would
+hold the loop, the timeout and Ctrl-C with it.
 """
 
 from __future__ import annotations
-
-import asyncio
-import contextlib
-import contextvars
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-T = TypeVar("T")
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
@@ -47,28 +38,4 @@ def capped(text: str, max_chars: int | None, source: str) -> str:
             f"answered more than max_output_chars={max_chars:,}]")
 
 
-async def in_thread(func: Callable[..., T], /, **kwargs: Any) -> T:
-    """`func(**kwargs)` in a daemon thread of its own: awaited like `asyncio.to_thread`, but a call a
-    timeout gave up on neither holds the executor nor the interpreter's exit (`asyncio.run` and Python
-    both wait for the default executor's threads)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-    context = contextvars.copy_context()  # as asyncio.to_thread: the caller's context variables
-
-    def settle(setter: Callable[[Any], None], value: Any) -> None:
-        if not done.done():  # (given up on: nobody waits)
-            setter(value)
-
-    def run() -> None:
-        try:
-            setter, value = done.set_result, context.run(func, **kwargs)
-        except BaseException as exc:  # handed to the awaiting task, whatever it is
-            setter, value = done.set_exception, exc
-        with contextlib.suppress(RuntimeError):  # the loop has closed since: nobody waits
-            loop.call_soon_threadsafe(settle, setter, value)
-
-    threading.Thread(target=run, name=f"tool {getattr(func, '__name__', 'call')}", daemon=True).start()
-    return await done
-
-
-__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS", "capped", "checked_bounds", "in_thread"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS", "capped", "checked_bounds"]
