@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import select
+import selectors
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -97,13 +97,12 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
         used for (a read, how a stopped run ended) does not fail on a loss it never met."""
         if raw.broken or raw.closed:
             return True
-        try:
-            lost = bool(select.select([raw.fileno()], [], [], 0)[0])
+        try:  # (a selector, not select.select: that refuses a descriptor past 1024, as a busy process has)
+            with selectors.DefaultSelector() as selector:
+                selector.register(raw.fileno(), selectors.EVENT_READ)
+                return bool(selector.select(0))
         except (OSError, ValueError, psycopg.OperationalError):
             return True
-        if lost:
-            raw.close()
-        return lost
 
     def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
         """The record encoded now (the runner's picture moves on), written when awaited: its
