@@ -5,11 +5,12 @@ connection's lock), and what is stored is what the synchronous store stores."""
 import asyncio
 import sqlite3
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine import ReactiveRunner
-from runtime.memory.checkpoint import SQLiteCheckpointStore, open_store
+from runtime.memory.checkpoint import SQLiteCheckpointStore, StoreError, open_store
 from runtime.memory.checkpoint.sqlite_store import ThreadedSQLiteCheckpointStore
 from runtime.node import Node
 
@@ -74,3 +75,13 @@ async def test_closing_lands_the_writes_asked_for(tmp_path):
     reopened = SQLiteCheckpointStore(tmp_path / "runs.db")
     assert [info.tick for info in reopened.list(run_id)] == [0, 1, 2, 3]
     reopened.close()
+
+
+async def test_a_write_asked_of_a_closed_store_is_refused_in_one_line_and_closing_again_does_nothing(tmp_path):
+    store = open_store(tmp_path / "runs.db", asynchronous=True)
+    runner = ReactiveRunner(Count(2), Counted, checkpointer=store)
+    assert await runner.run() == Status.SUCCESS
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="runs.db: the store is closed"):
+        await store.add_events_async([])

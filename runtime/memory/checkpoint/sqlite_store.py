@@ -211,11 +211,15 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
     encoded in the caller's thread, and its statements and commit run in the store's one writer
     thread, in the order asked. The event loop runs other work meanwhile: the commit, a checkpoint of
     the WAL and a wait for another process's lock (up to `LOCK_TIMEOUT`) no longer hold it. Reads, and
-    the synchronous writes a script or a studio makes, go over the same connection (one at a time)."""
+    the synchronous writes a script or a studio makes, go over the same connection, one at a time: one
+    made from the loop's thread while the writer holds the connection waits as long as the writer does,
+    that wait for another process's lock included (a studio reading a store another process writes to
+    pauses with it)."""
 
     def __init__(self, path: str | Path, *, create: bool = True):
         super().__init__(path, create=create)
         self._writer: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
         """The record encoded now (the runner's picture moves on), written when awaited: its
@@ -229,6 +233,9 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         await self._in_writer(self.putting_io(record, chunks))
 
     async def _in_writer(self, plan: Plan[T]) -> T:
+        if self._closed:
+            plan.close()
+            raise StoreError(f"{self.location}: the store is closed")
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
         written = await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
@@ -237,6 +244,9 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         return written
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self._writer is not None:  # (its writes asked for land first)
             self._writer.shutdown()
         super().close()
