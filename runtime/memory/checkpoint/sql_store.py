@@ -127,11 +127,27 @@ def _decoding(method):
 
 
 def _decoded(store: Any, plan: Plan[T]) -> Plan[T]:
-    """`_decoding` for a read's plan (the asyncio store runs it over its own connections)."""
-    try:
-        return (yield from plan)
-    except _UNDECODABLE as exc:
-        raise _corrupt(store, exc) from exc
+    """`_decoding` for a read's plan (the asyncio store runs it over its own connections): what the plan
+    raises as it reads the rows is damage; a driver refusing a parameter as it sends a statement (a
+    `TypeError`, a `UnicodeEncodeError`) is the question's fault, and said so."""
+    send, value, met = plan.send, None, None
+    while True:
+        try:
+            query = send(value)
+        except StopIteration as stop:
+            return stop.value
+        except _UNDECODABLE as exc:
+            if exc is met:
+                raise StoreError(f"{store.location}: a value asked about cannot be sent "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+            raise _corrupt(store, exc) from exc
+        try:
+            send, value, met = plan.send, (yield query), None
+        except GeneratorExit:
+            plan.close()
+            raise
+        except BaseException as exc:
+            send, value, met = plan.throw, exc, exc
 
 
 _UNDECODABLE = (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError)
