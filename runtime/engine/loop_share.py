@@ -26,6 +26,7 @@ held at most `SLICE` plus the last piece of work that began within it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import weakref
 from collections import deque
@@ -120,13 +121,23 @@ def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
     return share
 
 
+_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("jianmu_run_context", default=None)
+
+
+def runs_as(context: Any) -> None:
+    """The work of this task, and of the tasks it starts from now on, is the run's with `context` (its
+    `RunContext`): what takes a turn without naming its run (a store's write) takes it as that run's."""
+    _RUN.set(context)
+
+
 def take_turn(context: Any = None, quiet: Callable[[], bool] | None = None) -> Awaitable[None] | None:
-    """The running loop's `LoopShare.turn(quiet)` for a run with `context` (its `RunContext`): None, go
-    on; else await it first. A run in a swarm (its context has a `runtime`) takes none: how its agents
-    interleave is part of what a restore replays, and turns taken by the clock would change it."""
-    if getattr(context, "runtime", None) is not None:
+    """The running loop's `LoopShare.turn(quiet)` for a run with `context` (its `RunContext`; None: the
+    run this work is of, `runs_as`): None, go on; else await it first. A run in a swarm (its context has
+    a `runtime`) takes none: how its agents interleave is part of what a restore replays, and turns
+    taken by the clock would change it."""
+    if getattr(context if context is not None else _RUN.get(), "runtime", None) is not None:
         return None
     return share_of(asyncio.get_running_loop()).turn(quiet)
 
 
-__all__ = ["SLICE", "LoopShare", "share_of", "take_turn"]
+__all__ = ["SLICE", "LoopShare", "runs_as", "share_of", "take_turn"]

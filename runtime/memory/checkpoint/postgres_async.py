@@ -39,11 +39,9 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
     is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
     socket that is always writable, which here cost more CPU than the round trips it saved.)"""
     stepping = Stepping(plan)
-    while True:
-        if (turn := take_turn()) is not None:  # answers come due together: what each builds and sends
-            await turn  # next takes its turn in the loop's share
-        if (query := stepping.query()) is None:
-            break
+    if (turn := take_turn()) is not None:  # writes come due together: what each builds and sends takes
+        await turn  # its turn in the loop's share, once, before its first statement (never inside a transaction)
+    while (query := stepping.query()) is not None:
         try:
             cursor = await conn.execute(_dialect(query.sql), query.params)
             stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
