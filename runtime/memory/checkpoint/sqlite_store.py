@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ...engine.events import RuntimeEvent
@@ -229,15 +229,18 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         if self.read_only or self.location == ":memory:":
             return super()._run(plan)
         with self._write_lock:
-            if self._closed:
-                plan.close()
-                raise StoreError(f"{self.location}: the store is closed")
+            self._refuse_if_closed(plan)
             try:
                 if self._writing is None:
                     self._writing = self._writing_connection()
                 return run(plan, self._writing.execute)
             except sqlite3.Error as exc:
                 raise StoreError(self._explain(exc)) from None
+
+    def _refuse_if_closed(self, plan: Plan[Any]) -> None:
+        if self._closed:
+            plan.close()
+            raise StoreError(f"{self.location}: the store is closed")
 
     def _writing_connection(self) -> sqlite3.Connection:
         """A second connection to the file, set up as the store's (the WAL journal is the file's own)."""
@@ -258,9 +261,7 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         await self._in_writer(self.putting_io(record, chunks))
 
     async def _in_writer(self, plan: Plan[T]) -> T:
-        if self._closed:
-            plan.close()
-            raise StoreError(f"{self.location}: the store is closed")
+        self._refuse_if_closed(plan)  # (its writer thread is gone)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
         written = await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
@@ -273,7 +274,8 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
             return
         if self._writer is not None:  # (its writes asked for land first)
             self._writer.shutdown()
-        super().close()  # (this writer's row marked closed: a write)
+        self.close_writer()  # (a write: before the base's, which holds the reads' lock, as a write never does first)
+        super().close()
         with self._write_lock:
             self._closed = True
             if self._writing is not None:
