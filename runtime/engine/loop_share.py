@@ -14,7 +14,8 @@ Turns are taken by the clock, so they may change the order in which a run's own 
 (its ticks, its async nodes' work) interleave, an order a restore retraces. So a run alone in its
 loop takes a turn only before a tick with none of its work in flight (nothing of it moves while it
 waits: its order stays asyncio's, and whatever else the application runs in the loop still gets
-its turn between its ticks), and a swarm's runs take none (`take_turn`). Runs side by side take
+its turn between its ticks), and a swarm's runs take none (`take_turn`; a store's write, which names
+no run, asks as the run whose work it is: `runs_as`, set by the runner). Runs side by side take
 every turn: how each one's work interleaves may then differ from one time to the next, as it would
 with a model whose answers take their time.
 
