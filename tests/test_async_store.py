@@ -8,6 +8,8 @@ bench/many_runs.py's figure, never a test's.)"""
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import signal
 import time
 
@@ -246,3 +248,46 @@ def test_a_command_recording_into_postgresql_stopped_by_a_signal_mid_call_record
     wait_for(lambda: all_gone(pids), "the MCP server and its helper gone")
     status, source, _, ended = interrupted_run(postgres_url)
     assert (status, source, ended) == ("INTERRUPTED", "interrupt", "failed")
+
+
+@pytest.fixture
+def many_descriptors():
+    """Over 1024 descriptors open, as a busy process has: what opens next is numbered past select()'s reach."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1100 + 64
+    if soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"this process may open {hard} descriptors only")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    base = os.open(os.devnull, os.O_RDONLY)
+    held = [os.dup(base) for _ in range(1100)]
+    yield
+    for fd in [base, *held]:
+        os.close(fd)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_its_synchronous_connection_numbered_past_1024_is_kept_between_reads(many_descriptors, postgres_url):
+    store = await AsyncPostgresCheckpointStore.open(postgres_url)
+    checkpoint_id = await store.save_async(_record(1))
+    assert store.get(checkpoint_id).tick == 1  # the synchronous connection, opened now
+    first = store._conn
+    assert first.raw.fileno() >= 1024
+    assert store.get(checkpoint_id).tick == 1
+    assert store._conn is first  # a healthy connection: not taken for lost, nor replaced
+    await store.aclose()
+
+
+async def test_its_synchronous_connection_replaced_after_a_loss_is_closed(store, postgres_url):
+    checkpoint_id = await store.save_async(_record(1))
+    assert store.get(checkpoint_id).tick == 1
+    first = store._conn.raw
+    killer = open_store(postgres_url)
+    with killer._guard() as conn:
+        ended = [pid for pid, _ in conn.execute("SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+        while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(?)", (ended,)).fetchone()[0]:
+            await asyncio.sleep(0.01)
+    killer.close()
+    assert store.get(checkpoint_id).tick == 1
+    assert store._conn.raw is not first and first.closed  # the lost one closed, not left open

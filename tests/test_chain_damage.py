@@ -357,3 +357,12 @@ def test_a_row_is_checked_whole():
         for cut in (data[:-1], data[:2], data + b"\x00", b""):
             with pytest.raises(ValueError):
                 decode_row(cut, texts)
+
+
+def test_a_reading_of_events_keeps_no_full_record_for_the_rows_after(recorded, store_name):
+    """A follower keeps the records later rows are deflated against: deltas only (a full record never is one)."""
+    store, run_id, _, events, _ = recorded
+    read = EventsRead()
+    assert store.events(run_id, since=read) == events
+    bases = {base_id for _, base_id in rows(store, "SELECT id, base_id FROM checkpoints")}
+    assert read.known and not bases & set(read.known)

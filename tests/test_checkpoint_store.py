@@ -238,3 +238,15 @@ def test_a_run_killed_mid_run_leaves_every_committed_checkpoint_whole(tmp_path):
         assert checkpoint.state[""]["messages"] == [f"message {i}" for i in range(1, turns + 1)]
         assert checkpoint.tick == info.tick and set(checkpoint.statuses) >= {"loop", "loop/seq/say"}
     store.close()
+
+
+async def test_a_recorded_call_asked_about_with_a_value_the_driver_cannot_send_is_not_called_corrupt(store):
+    """Only bytes that do not decode make a store "corrupt": a question it cannot send is the question's fault."""
+    with pytest.raises(StoreError) as raised:
+        store.get_io("r", "model", "bad \udc80", 0, 0)
+    assert "corrupt" not in str(raised.value) and "cannot be sent" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    if hasattr(store, "get_io_async"):  # the asyncio PostgreSQL store's own connections
+        with pytest.raises(StoreError) as raised:
+            await store.get_io_async("r", "model", "bad \udc80", 0, 0)
+        assert "corrupt" not in str(raised.value) and "\n" not in str(raised.value)

@@ -2,6 +2,7 @@
 for anything lets the loop's other coroutines run between them, and runs side by side share it."""
 
 import asyncio
+import contextvars
 import time
 
 import pytest
@@ -120,3 +121,58 @@ async def test_a_lone_run_with_work_in_flight_keeps_the_order_asyncio_gives_it(m
         await runner.run()
         outcomes.append((runner.tick_count, runner.state_manager.get("seen")))
     assert outcomes[0] == outcomes[1]
+
+
+class _Run:
+    """A run as its loop's share sees it (joined, side by side with another: every turn is taken)."""
+
+
+async def test_a_write_of_a_swarms_run_takes_no_turn_though_it_names_no_run(no_slice):
+    share = loop_share.share_of(asyncio.get_running_loop())
+    runs = [_Run(), _Run()]
+    for run in runs:
+        share.join(run)
+    swarm_run = type("Context", (), {"runtime": object()})()
+
+    def a_stores_turn(context):
+        """What a store's write asks in a task started by the run with `context` (it knows no run)."""
+        loop_share.runs_as(context)
+        return loop_share.take_turn()
+
+    assert loop_share.take_turn() is None  # the iteration's first turn: the slice (none) is spent now
+    assert contextvars.copy_context().run(a_stores_turn, swarm_run) is None
+    waits = contextvars.copy_context().run(a_stores_turn, None)  # any other run's waits its turn
+    assert waits is not None
+    await waits
+    for run in runs:
+        share.leave(run)
+
+
+async def test_a_postgresql_write_takes_its_turn_before_its_first_statement_only(monkeypatch):
+    from runtime.memory.checkpoint import postgres_async
+    from runtime.memory.checkpoint.sql_plan import ONE, Query
+
+    turns, sent = [], []
+
+    async def turn():
+        turns.append(len(sent))
+
+    class Cursor:
+        async def fetchone(self):
+            return (1,)
+
+    class Connection:
+        async def execute(self, sql, params):
+            sent.append(sql)
+            return Cursor()
+
+    def plan():
+        yield Query("BEGIN")
+        yield Query("SELECT 1", want=ONE)
+        yield Query("SELECT 2", want=ONE)
+        yield Query("COMMIT")
+        return "done"
+
+    monkeypatch.setattr(postgres_async, "take_turn", lambda: turn())
+    assert await postgres_async.run_async(plan(), Connection()) == "done"
+    assert sent == ["BEGIN", "SELECT 1", "SELECT 2", "COMMIT"] and turns == [0]  # never inside the transaction

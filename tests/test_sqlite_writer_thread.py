@@ -5,11 +5,12 @@ connection's lock), and what is stored is what the synchronous store stores."""
 import asyncio
 import sqlite3
 
+import pytest
 from py_trees.common import Status
 from pydantic import BaseModel
 
 from runtime.engine import ReactiveRunner
-from runtime.memory.checkpoint import SQLiteCheckpointStore, open_store
+from runtime.memory.checkpoint import SQLiteCheckpointStore, StoreError, open_store
 from runtime.memory.checkpoint.sqlite_store import ThreadedSQLiteCheckpointStore
 from runtime.node import Node
 
@@ -51,6 +52,26 @@ async def test_the_loop_runs_on_while_a_save_waits_for_another_writers_lock(tmp_
     store.close()
 
 
+async def test_a_read_from_the_loop_does_not_wait_while_a_save_waits_for_another_writers_lock(tmp_path):
+    path = tmp_path / "runs.db"
+    store = open_store(path, asynchronous=True)
+    runner = ReactiveRunner(Count(3), Counted, checkpointer=store)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    run = asyncio.create_task(runner.run())
+    while runner.tick_count < 1:  # (its first save is waiting for the lock now, or about to)
+        await asyncio.sleep(0.001)
+    for _ in range(20):
+        await asyncio.sleep(0.001)
+    # over the writer's connection this read would wait until that save gave up on the lock (and the run failed)
+    assert store.list() == [] and not run.done()
+    other.execute("COMMIT")
+    assert await run == Status.SUCCESS
+    assert [info.tick for info in store.list(runner.run_id)] == [0, 1, 2, 3]
+    other.close()
+    store.close()
+
+
 async def test_it_stores_what_the_synchronous_store_stores(tmp_path):
     stored = []
     for store in (SQLiteCheckpointStore(tmp_path / "sync.db"), open_store(tmp_path / "threaded.db", asynchronous=True)):
@@ -74,3 +95,13 @@ async def test_closing_lands_the_writes_asked_for(tmp_path):
     reopened = SQLiteCheckpointStore(tmp_path / "runs.db")
     assert [info.tick for info in reopened.list(run_id)] == [0, 1, 2, 3]
     reopened.close()
+
+
+async def test_a_write_asked_of_a_closed_store_is_refused_in_one_line_and_closing_again_does_nothing(tmp_path):
+    store = open_store(tmp_path / "runs.db", asynchronous=True)
+    runner = ReactiveRunner(Count(2), Counted, checkpointer=store)
+    assert await runner.run() == Status.SUCCESS
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="runs.db: the store is closed"):
+        await store.add_events_async([])

@@ -14,7 +14,8 @@ Turns are taken by the clock, so they may change the order in which a run's own 
 (its ticks, its async nodes' work) interleave, an order a restore retraces. So a run alone in its
 loop takes a turn only before a tick with none of its work in flight (nothing of it moves while it
 waits: its order stays asyncio's, and whatever else the application runs in the loop still gets
-its turn between its ticks), and a swarm's runs take none (`take_turn`). Runs side by side take
+its turn between its ticks), and a swarm's runs take none (`take_turn`; a store's write, which names
+no run, asks as the run whose work it is: `runs_as`, set by the runner). Runs side by side take
 every turn: how each one's work interleaves may then differ from one time to the next, as it would
 with a model whose answers take their time.
 
@@ -26,6 +27,7 @@ held at most `SLICE` plus the last piece of work that began within it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import weakref
 from collections import deque
@@ -120,13 +122,23 @@ def share_of(loop: asyncio.AbstractEventLoop) -> LoopShare:
     return share
 
 
+_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("jianmu_run_context", default=None)
+
+
+def runs_as(context: Any) -> None:
+    """The work of this task, and of the tasks it starts from now on, is the run's with `context` (its
+    `RunContext`): what takes a turn without naming its run (a store's write) takes it as that run's."""
+    _RUN.set(context)
+
+
 def take_turn(context: Any = None, quiet: Callable[[], bool] | None = None) -> Awaitable[None] | None:
-    """The running loop's `LoopShare.turn(quiet)` for a run with `context` (its `RunContext`): None, go
-    on; else await it first. A run in a swarm (its context has a `runtime`) takes none: how its agents
-    interleave is part of what a restore replays, and turns taken by the clock would change it."""
-    if getattr(context, "runtime", None) is not None:
+    """The running loop's `LoopShare.turn(quiet)` for a run with `context` (its `RunContext`; None: the
+    run this work is of, `runs_as`): None, go on; else await it first. A run in a swarm (its context has
+    a `runtime`) takes none: how its agents interleave is part of what a restore replays, and turns
+    taken by the clock would change it."""
+    if getattr(context if context is not None else _RUN.get(), "runtime", None) is not None:
         return None
     return share_of(asyncio.get_running_loop()).turn(quiet)
 
 
-__all__ = ["SLICE", "LoopShare", "share_of", "take_turn"]
+__all__ = ["SLICE", "LoopShare", "runs_as", "share_of", "take_turn"]

@@ -46,7 +46,7 @@ from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
 from .long_lived import freezes, keep_out_of_collections
-from .loop_share import share_of, take_turn
+from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
 from .shape import check_shape_once
 from .tree import iter_paths
@@ -462,6 +462,7 @@ class ReactiveRunner:
         return await self._drive(into=False, detailed=detailed)
 
     async def _drive(self, into: bool, detailed: bool = True) -> TickReport:
+        runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
@@ -675,6 +676,7 @@ class ReactiveRunner:
         stopping at one returns at once (`paused_at` says where, the status is RUNNING's
         or the last tick's).
         """
+        runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
         held = self._held is not None
         fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
         self._restored = False

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import select
+import selectors
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -39,11 +39,9 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
     is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
     socket that is always writable, which here cost more CPU than the round trips it saved.)"""
     stepping = Stepping(plan)
-    while True:
-        if (turn := take_turn()) is not None:  # answers come due together: what each builds and sends
-            await turn  # next takes its turn in the loop's share
-        if (query := stepping.query()) is None:
-            break
+    if (turn := take_turn()) is not None:  # writes come due together: what each builds and sends takes
+        await turn  # its turn in the loop's share, once, before its first statement (never inside a transaction)
+    while (query := stepping.query()) is not None:
         try:
             cursor = await conn.execute(_dialect(query.sql), query.params)
             stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
@@ -97,13 +95,12 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
         used for (a read, how a stopped run ended) does not fail on a loss it never met."""
         if raw.broken or raw.closed:
             return True
-        try:
-            lost = bool(select.select([raw.fileno()], [], [], 0)[0])
+        try:  # (a selector, not select.select: that refuses a descriptor past 1024, as a busy process has)
+            with selectors.DefaultSelector() as selector:
+                selector.register(raw.fileno(), selectors.EVENT_READ)
+                return bool(selector.select(0))
         except (OSError, ValueError, psycopg.OperationalError):
             return True
-        if lost:
-            raw.close()
-        return lost
 
     def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
         """The record encoded now (the runner's picture moves on), written when awaited: its

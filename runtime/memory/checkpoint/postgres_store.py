@@ -182,6 +182,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
             if self._closed:
                 raise StoreError(f"{self.location}: the store is closed")
             if self._conn is None or self._lost(self._conn.raw):
+                if self._conn is not None:  # replaced: the lost one closed, not left open for the process's life
+                    with contextlib.suppress(psycopg.Error):
+                        self._conn.close()
                 self._conn = _Connection(self._connect())
             with super()._guard() as conn:
                 yield conn

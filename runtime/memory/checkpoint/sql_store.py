@@ -127,11 +127,27 @@ def _decoding(method):
 
 
 def _decoded(store: Any, plan: Plan[T]) -> Plan[T]:
-    """`_decoding` for a read's plan (the asyncio store runs it over its own connections)."""
-    try:
-        return (yield from plan)
-    except _UNDECODABLE as exc:
-        raise _corrupt(store, exc) from exc
+    """`_decoding` for a read's plan (the asyncio store runs it over its own connections): what the plan
+    raises as it reads the rows is damage; a driver refusing a parameter as it sends a statement (a
+    `TypeError`, a `UnicodeEncodeError`) is the question's fault, and said so."""
+    send, value, met = plan.send, None, None
+    while True:
+        try:
+            query = send(value)
+        except StopIteration as stop:
+            return stop.value
+        except _UNDECODABLE as exc:
+            if exc is met:
+                raise StoreError(f"{store.location}: a value asked about cannot be sent "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+            raise _corrupt(store, exc) from exc
+        try:
+            send, value, met = plan.send, (yield query), None
+        except GeneratorExit:
+            plan.close()
+            raise
+        except BaseException as exc:
+            send, value, met = plan.throw, exc, exc
 
 
 _UNDECODABLE = (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error, RecursionError)
@@ -870,7 +886,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                  lacks: dict[int, int] | None = None) -> dict[int, _Read]:
         """The records of checkpoint rows (id, parent id, base id, stream, data) in id order, by id: each
         read from its own row, else (its row damaged, or gone: an id after `after`) from the copy its
-        child's row among `rows` carries (`row_codec.py`). Absent: not there (`_values`' `lacks`)."""
+        child's row among `rows` carries (`row_codec.py`). Absent: not there (`_values`' `lacks`). `known`
+        keeps the deltas read only: a full record is never a row's context, and a large tree's is large."""
         rows = list(rows)
         heads = {row[0]: row[1:3] for row in rows}  # id -> (parent id, base id)
         read: dict[int, _Read] = {}
@@ -891,6 +908,10 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                     (i for i, (_, base_id) in heads.items() if base_id == chain and i < copy_id), default=chain)
             with contextlib.suppress(ValueError):
                 read[copy_id] = _Read(from_json(carried.json), carrier, of)
+        if known is not None:
+            for full_id in [i for i, (_, base_id) in heads.items() if i == base_id] + [
+                    i for i, (carried, _) in copies.items() if carried.of is None]:
+                known.pop(full_id, None)
         return dict(sorted(read.items()))
 
     def _built(self, conn: Any, checkpoint_id: int, rows: list[tuple], *, copy: bool = False) -> list[Any]:

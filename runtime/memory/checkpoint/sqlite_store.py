@@ -13,18 +13,19 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ...engine.events import RuntimeEvent
 from ...engine.loop_share import take_turn
 from .liveness import WRITERS_TABLE
 from .model import CheckpointRecord, ListChunk
-from .sql_plan import Plan
+from .sql_plan import Plan, run
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
 from .store import IORecord, StoreError
 
@@ -210,12 +211,43 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
     recording into it awaits (`RunnerCheckpoints`, as the asyncio PostgreSQL store's): the record is
     encoded in the caller's thread, and its statements and commit run in the store's one writer
     thread, in the order asked. The event loop runs other work meanwhile: the commit, a checkpoint of
-    the WAL and a wait for another process's lock (up to `LOCK_TIMEOUT`) no longer hold it. Reads, and
-    the synchronous writes a script or a studio makes, go over the same connection (one at a time)."""
+    the WAL and a wait for another process's lock (up to `LOCK_TIMEOUT`) no longer hold it. Every write
+    (the synchronous ones a script or a studio makes too) goes over the writer's own connection, one
+    at a time; reads over the store's: in WAL mode a reader never waits for a writer, so a read from
+    the loop's thread does not wait out the writer's wait for a lock. (An in-memory or read-only
+    store has one connection: its reads and writes take turns.)"""
 
     def __init__(self, path: str | Path, *, create: bool = True):
-        super().__init__(path, create=create)
         self._writer: ThreadPoolExecutor | None = None
+        self._writing: sqlite3.Connection | None = None  # the writes' connection, opened on the first
+        self._write_lock = threading.Lock()
+        self._closed = False
+        super().__init__(path, create=create)
+
+    def _run(self, plan: Plan[T]) -> T:
+        """A write's plan over the writer's connection (`_writing_connection`)."""
+        if self.read_only or self.location == ":memory:":
+            return super()._run(plan)
+        with self._write_lock:
+            self._refuse_if_closed(plan)
+            try:
+                if self._writing is None:
+                    self._writing = self._writing_connection()
+                return run(plan, self._writing.execute)
+            except sqlite3.Error as exc:
+                raise StoreError(self._explain(exc)) from None
+
+    def _refuse_if_closed(self, plan: Plan[Any]) -> None:
+        if self._closed:
+            plan.close()
+            raise StoreError(f"{self.location}: the store is closed")
+
+    def _writing_connection(self) -> sqlite3.Connection:
+        """A second connection to the file, set up as the store's (the WAL journal is the file's own)."""
+        conn = sqlite3.connect(self.location, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(LOCK_TIMEOUT * 1000)}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
 
     def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
         """The record encoded now (the runner's picture moves on), written when awaited: its
@@ -229,6 +261,7 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         await self._in_writer(self.putting_io(record, chunks))
 
     async def _in_writer(self, plan: Plan[T]) -> T:
+        self._refuse_if_closed(plan)  # (its writer thread is gone)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
         written = await asyncio.get_running_loop().run_in_executor(self._writer, self._run, plan)
@@ -237,9 +270,16 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         return written
 
     def close(self) -> None:
+        if self._closed:
+            return
         if self._writer is not None:  # (its writes asked for land first)
             self._writer.shutdown()
+        self.close_writer()  # (a write: before the base's, which holds the reads' lock, as a write never does first)
         super().close()
+        with self._write_lock:
+            self._closed = True
+            if self._writing is not None:
+                self._writing.close()
 
 
 __all__ = ["OLDEST_UPGRADED", "SCHEMA_VERSION", "SQLiteCheckpointStore", "ThreadedSQLiteCheckpointStore"]
