@@ -347,9 +347,10 @@ class RunnerCheckpoints:
                 checkpoint_id = self.store.save(record, events)
         except _Unstorable as exc:
             raise self._unstored(record, events, fresh, exc) from exc
-        except StoreError as exc:
-            self._events[:0] = events
-            raise self._unsaved(record.tick, exc) from exc
+        except StoreError as exc:  # (`_record` may have failed reading the store: nothing taken yet)
+            if events is not None:
+                self._events[:0] = events
+            raise self._unsaved(self.runner.tick_count if record is None else record.tick, exc) from exc
         self._saved(record, checkpoint_id, self._line)
         return checkpoint_id
 
