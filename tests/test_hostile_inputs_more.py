@@ -34,7 +34,7 @@ BOUND = 60.0  # seconds any wait below gets before the test gives up
 released = threading.Event()  # ends the thread a tool given up on still holds
 
 
-@tool(timeout=0.2)
+@tool(timeout=0.2, blocking=True)
 def holds_its_thread(x: int) -> int:
     """A plain synchronous function that does not return (until the test ends)."""
     released.wait(BOUND)
@@ -58,7 +58,7 @@ HELD_IN_TOOL = """\
 import pathlib, time
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
 
-@tool
+@tool(blocking=True)
 def spins(x: int) -> int:
     \"\"\"Never returns, and never sleeps long enough for anything else to run.\"\"\"
     pathlib.Path("holding").touch()

@@ -144,7 +144,7 @@ async def test_a_round_of_calls_to_one_synchronous_tool_loses_no_update():
     counts its calls, read-modify-write, counts them all."""
     calls = {"count": 0}
 
-    @tool
+    @tool(blocking=True)
     def stock_level(sku: str) -> int:
         """Count a call."""
         seen = calls["count"]
@@ -159,7 +159,7 @@ async def test_a_round_of_calls_to_one_synchronous_tool_loses_no_update():
 
 
 async def test_a_synchronous_tool_that_needs_the_event_loop_is_answered_with_what_to_change():
-    @tool
+    @tool(blocking=True)
     def schedules() -> str:
         """Needs the running loop."""
         return str(asyncio.get_running_loop())
@@ -167,7 +167,7 @@ async def test_a_synchronous_tool_that_needs_the_event_loop_is_answered_with_wha
     status, runner = await execute(ToolExecutor(tools=[schedules]), [call("schedules", "a")])
     assert status == Status.SUCCESS
     assert observations(runner) == [("a", "Error: tool 'schedules' failed: RuntimeError: no running event loop "
-                                          "(a synchronous tool runs in a thread of its own: declare it "
+                                          "(a blocking=True tool runs in a thread of its own: declare it "
                                           "blocking=False to run it on the event loop's thread, or make it async)")]
 
 

@@ -128,10 +128,10 @@ async def test_call_sync_and_async_functions():
     assert await web_search.call({"query": "q"}) == ["q", "q"]
 
 
-async def test_a_synchronous_tool_runs_in_a_worker_thread_unless_it_says_it_does_not_block():
-    blocking = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where")
-    inline = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where",
-                  blocking=False)
+async def test_a_synchronous_tool_runs_on_the_loops_thread_unless_it_says_it_blocks():
+    blocking = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where",
+                    blocking=True)
+    inline = Tool(lambda: threading.current_thread() is threading.main_thread(), name="where")
     assert await blocking.call({}) is False
     assert await inline.call({}) is True
 
@@ -141,7 +141,7 @@ def _bumping(**options) -> tuple[Tool, dict[str, int]]:
     updates."""
     state = {"count": 0, "inside": 0, "most": 0}
 
-    @tool(**options)
+    @tool(blocking=True, **options)
     def bump() -> int:
         """Count a call."""
         state["inside"] += 1
@@ -171,7 +171,7 @@ async def test_a_copy_of_a_synchronous_tool_takes_turns_with_it():
 async def test_a_parallel_safe_synchronous_tool_overlaps_its_own_calls():
     both_inside = threading.Barrier(2, timeout=30)  # passes only when two calls run at once
 
-    @tool(parallel_safe=True)
+    @tool(parallel_safe=True, blocking=True)
     def meet() -> int:
         """Wait for the other call."""
         return both_inside.wait()
@@ -182,7 +182,7 @@ async def test_a_parallel_safe_synchronous_tool_overlaps_its_own_calls():
 async def test_a_call_given_up_on_while_waiting_for_its_turn_never_runs():
     entered, release, ran = threading.Event(), threading.Event(), []
 
-    @tool
+    @tool(blocking=True)
     def holds(n: int) -> int:
         """Hold the tool's turn until released."""
         ran.append(n)
@@ -212,7 +212,7 @@ _made_here = sqlite3.connect(":memory:", check_same_thread=True)
     lambda: str(_made_here.execute("select 1").fetchone()),
 ], ids=["running-loop", "future", "sqlite3-of-another-thread"])
 async def test_a_synchronous_tool_that_needs_the_loop_thread_is_told_what_to_change(uses):
-    in_thread = Tool(uses, name="needs_loop")
+    in_thread = Tool(uses, name="needs_loop", blocking=True)
     with pytest.raises(ToolError, match=r"^tool 'needs_loop' failed: \w+: .*declare it blocking=False to "
                                         r"run it on the event loop's thread, or make it async\)$"):
         await in_thread.call({})
@@ -220,7 +220,7 @@ async def test_a_synchronous_tool_that_needs_the_loop_thread_is_told_what_to_cha
 
 
 async def test_other_failures_of_a_synchronous_tool_are_its_own():
-    @tool
+    @tool(blocking=True)
     def fails() -> str:
         """Fail as the tool does."""
         raise RuntimeError("the upstream is down")

@@ -78,12 +78,12 @@ class Tool:
 
     `timeout` (seconds, 60) and `max_output_chars` (100,000) bound a call: a call still running
     then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
-    runtime/tools/bounds.py). A synchronous function runs in a thread of its own, so that a call that
-    never returns holds neither the event loop nor Ctrl-C, and its timeout can answer for it (leaving
-    the thread behind). There it has no running event loop, nor the objects bound to another thread
-    (a sqlite3 connection): such a failure is answered with what to change. `blocking=False` says a
-    synchronous function is quick and runs it on the event loop's thread instead (no thread per call;
-    it may then use the loop). runtime/tools/threads.py tells why.
+    runtime/tools/bounds.py). A synchronous function runs on the event loop's thread, within its
+    tick's turn, so a run steps, replays and checks alike every time. `blocking=True` says it may take
+    long or never return: it then runs in a thread of its own, so that it holds neither the event loop
+    nor Ctrl-C, and its timeout can answer for it (leaving the thread behind). There it has no running
+    event loop, nor the objects bound to another thread (a sqlite3 connection): such a failure is
+    answered with what to change. runtime/tools/threads.py tells why.
     """
 
     name: str = ""
@@ -91,7 +91,7 @@ class Tool:
     Args: type[BaseModel] | None = None
     parallel_safe: bool | None = None  # None: True unless the tool declares effect tags
     effect_tags: frozenset[str] = frozenset()
-    blocking: bool | None = None  # None: True for a synchronous function
+    blocking: bool = False  # True: a synchronous function runs in a thread of its own
     return_direct: bool = False
     timeout: float | None = DEFAULT_CALL_TIMEOUT
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS
@@ -166,10 +166,10 @@ class Tool:
                                      tool=self.name, field=field) from None
 
     async def call(self, arguments: Mapping[str, Any]) -> Any:
-        """Validate, then run: a synchronous function in a thread of its own (unless `blocking=False`),
-        a coroutine awaited."""
+        """Validate, then run: a synchronous function on the loop's thread (in a thread of its own when
+        `blocking`), a coroutine awaited."""
         kwargs = dict(self.validate(arguments))
-        if self.blocking is False or _is_async(self.func):
+        if not self.blocking or _is_async(self.func):
             result = self.func(**kwargs)
         else:
             try:
@@ -177,7 +177,7 @@ class Tool:
             except Exception as exc:
                 if not needs_the_loop_thread(exc):
                     raise
-                raise ToolError(f"tool '{self.name}' failed: {error_line(exc)} (a synchronous tool runs in a "
+                raise ToolError(f"tool '{self.name}' failed: {error_line(exc)} (a blocking=True tool runs in a "
                                 "thread of its own: declare it blocking=False to run it on the event loop's "
                                 "thread, or make it async)") from exc
         if inspect.isawaitable(result):

@@ -1,5 +1,7 @@
-"""How a synchronous tool runs: in a thread of its own, so that a call that never returns holds neither
-the event loop nor Ctrl-C, and its timeout can answer for it (`Tool.call`, runtime/tools/bounds.py).
+"""How a `blocking=True` synchronous tool runs: in a thread of its own, so that a call that never returns
+holds neither the event loop nor Ctrl-C, and its timeout can answer for it (`Tool.call`,
+runtime/tools/bounds.py). (A plain synchronous tool runs on the loop's thread, within its tick's turn, so
+a run steps and replays alike every time: in a thread, its answer could land a tick later or not.)
 
 A thread changes what the function may take for granted, against running on the event loop's thread:
 
