@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
+from collections.abc import Iterator
 
 import pytest
 from pydantic import BaseModel
 
 from runtime import Agent
+from runtime import agent as agent_module
 from runtime.memory.checkpoint import StoreError, open_store, sqlite_store
 from runtime.memory.checkpoint.runner_checkpoints import RunnerCheckpoints
 from runtime.node import Sequence, node
@@ -21,8 +23,9 @@ class Text(BaseModel):
     b: str = ""
 
 
-def _held_writes(monkeypatch) -> threading.Event:
-    """The asyncio SQLite store's writer waits while the event returned is clear."""
+@pytest.fixture
+def free(monkeypatch) -> Iterator[threading.Event]:
+    """The asyncio SQLite store's writer waits while this event is clear (set again at the end)."""
     free = threading.Event()
     free.set()
     run = sqlite_store.SQLiteCheckpointStore._run
@@ -32,11 +35,11 @@ def _held_writes(monkeypatch) -> threading.Event:
         return run(self, plan)
 
     monkeypatch.setattr(sqlite_store.SQLiteCheckpointStore, "_run", held)
-    return free
+    yield free
+    free.set()
 
 
-async def test_an_unstorable_full_record_leaves_the_checkpoints_taken_before_it_to_be_written(tmp_path, monkeypatch):
-    free = _held_writes(monkeypatch)
+async def test_an_unstorable_full_record_leaves_the_checkpoints_taken_before_it_to_be_written(tmp_path, free):
 
     @node(name="Hold")
     def hold(state: dict) -> dict:
@@ -89,3 +92,64 @@ async def test_waiting_for_writes_whose_last_is_done_but_not_yet_let_go_yields_t
 
     await asyncio.gather(done, asyncio.ensure_future(wait()))
     assert not checkpoints._flying
+
+
+def _waiting_agent(tmp_path) -> tuple[Agent, object, list[str]]:
+    """An agent recording into an asyncio SQLite store, whose run waits an hour; and what its close() saw."""
+    store = open_store(str(tmp_path / "runs.db"), asynchronous=True)
+    agent = Agent(Sequence("Root", memory=True, children=[Wait("w", 3600.0)]), state_schema=Text)
+    agent.runner = agent.make_runner(checkpointer=store)
+    closed: list[str] = []
+
+    async def close() -> None:
+        closed.append("closed")
+
+    agent.close = close
+    return agent, store, closed
+
+
+async def _started(agent: Agent) -> asyncio.Task:
+    task = asyncio.ensure_future(agent.run({}))
+    while agent.runner.run_id is None:
+        await asyncio.sleep(0.01)
+    return task
+
+
+async def test_a_cancelled_run_whose_store_hangs_waits_a_bounded_time_and_closes_its_providers(tmp_path, free):
+    free.clear()  # the store never answers (until the test lets it)
+    agent, store, closed = _waiting_agent(tmp_path)
+    agent.runner.settle_within = 0.05
+    task = await _started(agent)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 60)  # (a guard: unbounded, the wait never ends)
+    assert closed == ["closed"]
+    free.set()
+    await agent_module.settled(agent.runner)  # (its last writes, let go)
+    store.close()
+
+
+async def test_a_run_cancelled_again_while_it_waits_for_its_last_checkpoints_closes_its_providers(tmp_path,
+                                                                                                 monkeypatch, free):
+    waiting = asyncio.Event()
+    settled = agent_module.settled
+
+    async def noted(runner) -> None:
+        waiting.set()
+        await settled(runner)
+
+    monkeypatch.setattr(agent_module, "settled", noted)
+    agent, store, closed = _waiting_agent(tmp_path)
+    task = await _started(agent)
+    while agent.runner.checkpoints._flying:  # (its writes done, the run waits)
+        await asyncio.sleep(0.01)
+    free.clear()  # its last checkpoint, interrupted, is never written (until the test lets it)
+    task.cancel()
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed == ["closed"]
+    free.set()
+    await agent_module.settled(agent.runner)  # (its last writes, let go)
+    store.close()
