@@ -256,7 +256,9 @@ class Agent:
 
         `store` may also be its name (`runs.db`, `postgresql://…`): it is opened for this call and closed
         when it returns, a PostgreSQL store as the asyncio one (`open_store_async`), whose connect and
-        saves never hold this event loop.
+        saves never hold this event loop. Finding the run's last checkpoint, restoring it and taking the
+        run over do hold it: they are short reads and a write on the store's synchronous connection (which
+        the first of them opens, a PostgreSQL store's within its connect timeout).
         """
         if isinstance(store, str | os.PathLike):
             from .memory.checkpoint.naming import close_store_async, open_store_async
