@@ -220,7 +220,9 @@ class Agent:
         `debug="127.0.0.1:7777"` (or $JIANMU_DEBUG) serves the run to a debugger (`runtime.debug`).
         Cancelled (a host's signal handler, a timeout) or interrupted (Ctrl-C), the run is recorded
         as interrupted (`interrupt`), its work in flight is cancelled and its tool providers closed
-        (MCP servers stopped with their process groups) before the cancellation goes on.
+        (MCP servers stopped with their process groups) before the cancellation goes on. It waits at most
+        `runner.settle_within` seconds for its last checkpoints to be written, and closes its providers even when
+        cancelled again meanwhile.
         """
         if self.runner is None:
             self.runner = self.make_runner()
@@ -228,11 +230,14 @@ class Agent:
             async with self.serving(self.runner, debug, agent=self) as run:
                 await run(max_ticks, input_data=input_data)
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):  # stopped from outside: say so
-                interrupt(self.runner, stopped_by(exc))
-                self.runner.stop()  # the work in flight too (a tool call), before its providers close
-                await settled(self.runner)
-            await self.close()
+            try:
+                if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):  # stopped from outside: say so
+                    interrupt(self.runner, stopped_by(exc))
+                    self.runner.stop()  # the work in flight too (a tool call), before its providers close
+                    with contextlib.suppress(TimeoutError):  # (a hung store: its writes go on, the run ends)
+                        await asyncio.wait_for(settled(self.runner), self.runner.settle_within)
+            finally:  # (cancelled again while it waits: the providers close all the same)
+                await self.close()
             raise
         return await self.finalize(self.runner)
 
@@ -251,7 +256,9 @@ class Agent:
 
         `store` may also be its name (`runs.db`, `postgresql://…`): it is opened for this call and closed
         when it returns, a PostgreSQL store as the asyncio one (`open_store_async`), whose connect and
-        saves never hold this event loop.
+        saves never hold this event loop. Finding the run's last checkpoint, restoring it and taking the
+        run over do hold it: they are short reads and a write on the store's synchronous connection (which
+        the first of them opens, a PostgreSQL store's within its connect timeout).
         """
         if isinstance(store, str | os.PathLike):
             from .memory.checkpoint.naming import close_store_async, open_store_async

@@ -22,6 +22,7 @@ collections stop walking the tree (`runtime.engine.long_lived` says what that me
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import threading
@@ -132,6 +133,8 @@ def _guarded(node: py_trees.behaviour.Behaviour) -> bool:
 
 
 class ReactiveRunner:
+    settle_within = 10.0  # seconds a run stopped from outside waits for its writes in flight (a hung store: forever)
+
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
                  checkpointer: Checkpointer | None = None):
@@ -474,10 +477,15 @@ class ReactiveRunner:
             await settling
         return report
 
-    async def _settle(self) -> None:
-        """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends)."""
+    async def _settle(self, within: float | None = None) -> None:
+        """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends), at
+        most `within` seconds when given (they go on meanwhile)."""
         if (settling := self._settling()) is not None:
-            await settling
+            if within is None:
+                await settling
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(settling, within)
 
     def _settling(self) -> Awaitable[None] | None:
         """The checkpointer's writes in flight to wait for; None when there are none (no coroutine a tick)."""
@@ -690,7 +698,7 @@ class ReactiveRunner:
         self._go_live()
         bus = self.event_bus
         bus.publish(EventType.RUN_STARTED, {"fresh": fresh, "tick": self.tick_count})
-        ticks = 0
+        ticks, stopped = 0, False
         try:
             while True:
                 if held or not self.finished:  # only a restored finished run is finished here
@@ -714,9 +722,12 @@ class ReactiveRunner:
         except Exception as exc:
             bus.publish(EventType.RUN_FAILED, {"status": "ERROR", "error": f"{type(exc).__name__}: {exc}"})
             raise
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            stopped = True
+            raise
         finally:
             try:
-                await self._settle()
+                await self._settle(self.settle_within if stopped else None)
             finally:
                 if not was_live:
                     self._go_idle()

@@ -130,7 +130,7 @@ class RunnerCheckpoints:
         self._agents = AgentCheckpoints(runner)  # its swarm's agents, recorded with it
         self._awaited = callable(getattr(store, "save_async", None))  # an asyncio store: a runner awaits its writes
         self._flying: deque[asyncio.Future] = deque()  # its writes in flight, oldest first: each starts after the last
-        self._failures = 0  # writes that failed: a record taken before one is void (its deltas build on it)
+        self._failures = 0  # writes that failed: a record taken before one failed, written after, is void (it builds on it)
         self._failed: StoreError | None = None  # why the last write failed, for the run to stop on
         runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY)  # rebuilt from the records
         if runner.context.io_recorder is None:
@@ -319,11 +319,10 @@ class RunnerCheckpoints:
         return self._settled()
 
     async def _settled(self) -> None:
-        """(Shielded: a cancellation that meets the run awaiting a write never cancels the write, whose
-        record the later ones are deltas of, and which the run's last checkpoint, interrupted, follows.)"""
-        while self._flying:
-            with contextlib.suppress(StoreError):
-                await asyncio.shield(self._flying[-1])
+        """(A cancellation that meets the run awaiting a write never cancels the write, whose record the
+        later ones are deltas of, and which the run's last checkpoint, interrupted, follows.)"""
+        while writing := [write for write in self._flying if not write.done()]:  # (a done one leaves soon after)
+            await asyncio.wait(writing)  # (never cancels them; their failures: `_failed`)
         self._raise_failed()
 
     def _start_session(self, run_id: str | None, branch: str, parent: int | None) -> None:
@@ -367,8 +366,7 @@ class RunnerCheckpoints:
         A delta's line goes on (the run stops; its end is recorded without the value)."""
         if events is not None:
             self._events[:0] = events
-        if fresh or (record is not None and record.full):
-            self._failures += 1
+        if fresh or (record is not None and record.full):  # (the writes taken before it build on none of it)
             self._start_session(self._run_id, self.branch, self.head)
         return StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {exc}")
 
