@@ -17,16 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import selectors
-from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 import psycopg
 from psycopg.types.numeric import Int8Dumper
 
-from ...engine.events import RuntimeEvent
 from ...engine.loop_share import take_turn
+from .awaited_writes import AwaitedWrites
 from .liveness import heartbeats
-from .model import CheckpointRecord, ListChunk
 from .postgres_store import PostgresCheckpointStore, _dialect
 from .sql_plan import ALL, COUNT, ONE, Plan, Stepping
 from .store import IORecord, StoreError
@@ -51,7 +49,7 @@ async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
     return stepping.result
 
 
-class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
+class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
     """`PostgresCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a
     runner recording into it awaits (`RunnerCheckpoints`) instead of blocking its event loop, and
     `get_io_async`, which a runner replaying a recorded run awaits (`IOReplayer`).
@@ -101,17 +99,6 @@ class AsyncPostgresCheckpointStore(PostgresCheckpointStore):
                 return bool(selector.select(0))
         except (OSError, ValueError, psycopg.OperationalError):
             return True
-
-    def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
-        """The record encoded now (the runner's picture moves on), written when awaited: its
-        `parent_id` and `base_id` may be set until then."""
-        return self._run_async(self.saving(record, events))
-
-    async def add_events_async(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
-        await self._run_async(self.adding_events(events))
-
-    async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
-        await self._run_async(self.putting_io(record, chunks))
 
     async def get_io_async(self, run_id: str, kind: str, node: str, round: int, index: int,
                            branch: str | None = None) -> IORecord | None:

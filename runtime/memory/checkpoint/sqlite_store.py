@@ -15,19 +15,17 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from ...engine.events import RuntimeEvent
 from ...engine.loop_share import take_turn
+from .awaited_writes import AwaitedWrites
 from .liveness import WRITERS_TABLE
-from .model import CheckpointRecord, ListChunk
 from .sql_plan import Plan, run
 from .sql_store import SCHEMA_VERSION, SQLCheckpointStore, _decoding, _item_data
-from .store import IORecord, StoreError
+from .store import StoreError
 
 T = TypeVar("T")
 
@@ -206,7 +204,7 @@ class SQLiteCheckpointStore(SQLCheckpointStore):
             time.sleep(min(_POLL, max(0.0, deadline - time.monotonic())))
 
 
-class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
+class ThreadedSQLiteCheckpointStore(AwaitedWrites, SQLiteCheckpointStore):
     """`SQLiteCheckpointStore` with `save_async`, `add_events_async` and `put_io_async`, which a runner
     recording into it awaits (`RunnerCheckpoints`, as the asyncio PostgreSQL store's): the record is
     encoded in the caller's thread, and its statements and commit run in the store's one writer
@@ -249,18 +247,7 @@ class ThreadedSQLiteCheckpointStore(SQLiteCheckpointStore):
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    def save_async(self, record: CheckpointRecord, events: Sequence[tuple[str, RuntimeEvent]] = ()) -> Awaitable[int]:
-        """The record encoded now (the runner's picture moves on), written when awaited: its
-        `parent_id` and `base_id` may be set until then."""
-        return self._in_writer(self.saving(record, events))
-
-    async def add_events_async(self, events: Sequence[tuple[str, RuntimeEvent]]) -> None:
-        await self._in_writer(self.adding_events(events))
-
-    async def put_io_async(self, record: IORecord, chunks: Sequence[ListChunk] = ()) -> None:
-        await self._in_writer(self.putting_io(record, chunks))
-
-    async def _in_writer(self, plan: Plan[T]) -> T:
+    async def _run_async(self, plan: Plan[T]) -> T:
         self._refuse_if_closed(plan)  # (its writer thread is gone)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"jianmu-writer-{Path(self.location).name}")
