@@ -1,6 +1,7 @@
 """A throw-away PostgreSQL server for the tests: its own data directory, a free loopback port and
 a Unix socket in that directory, a password (so tests can check it never shows), stopped and
-deleted at the end.
+deleted at the end. A test run killed before its end leaves its server running: the next server
+started stops and deletes those whose starting process is gone (`reap_abandoned`).
 
 `initdb` refuses to run as root, and the tests may run as root: the server then runs as the
 unprivileged `postgres` system user (`runuser`), owning only its temporary directory.
@@ -21,6 +22,7 @@ from pathlib import Path
 
 PASSWORD = "s3cret-pw-do-not-print"
 USER = "jianmu"
+PREFIX, OWNER = "jianmu-pg-", "owner"  # a server's directory, and the file naming the process that started it
 DEBIAN_DIRS = "/usr/lib/postgresql/*/bin"  # Debian keeps the server binaries off PATH, one dir per version
 HOW_TO_GET = ("PostgreSQL server binaries (initdb, pg_ctl) not found: install them "
               "(`apt-get install postgresql` on Debian/Ubuntu) or point $JIANMU_PG_BIN at their directory")
@@ -59,11 +61,33 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def reap_abandoned() -> None:
+    """Stop and delete the servers whose starting process is gone (a test run killed, `kill -9`, a
+    timeout): on a shared machine they would pile up, each a postmaster and its memory."""
+    for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((root / OWNER).read_text())
+        except (OSError, ValueError):  # being started, or not ours
+            continue
+        if not _alive(owner):
+            PostgresServer(root).stop()
+
+
 class PostgresServer:
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         self.bin = find_binaries()
         assert self.bin is not None, HOW_TO_GET
-        self.root = Path(tempfile.mkdtemp(prefix="jianmu-pg-"))
+        self.root = root or Path(tempfile.mkdtemp(prefix=PREFIX))
         self.data = self.root / "data"
         self.port = _free_port()
         self._databases = 0
@@ -77,6 +101,8 @@ class PostgresServer:
             raise RuntimeError(f"{' '.join(argv[:2])} failed: {done.stderr.strip() or done.stdout.strip()}")
 
     def start(self) -> PostgresServer:
+        reap_abandoned()
+        (self.root / OWNER).write_text(str(os.getpid()))
         (self.root / "pw").write_text(PASSWORD)
         if os.geteuid() == 0:
             user = pwd.getpwnam("postgres")
