@@ -111,3 +111,48 @@ async def test_a_run_that_goes_on_after_a_refused_save_stores_what_it_had_at_eac
     for _ in range(6):
         await seen.step()
     assert await seen.stored_as_seen(store) == [t for t in range(1, bad + 7) if t != bad]
+
+
+async def test_a_run_stopped_by_a_refused_save_records_its_end_as_it_was_but_the_value_refused(store):
+    runner = _runner(store, bad=3, full_every=10)
+    seen = Seen(runner)
+    for _ in range(2):
+        await seen.step()
+    with pytest.raises(StoreError, match="state key 'text'"):
+        await runner.step()
+    state, statuses = runner.state_manager.snapshot(), dict(runner.capture().statuses)
+    if (settling := runner.checkpoints.settle()) is not None:
+        await settling
+    end = store.get(runner.checkpoints.save(status="ERROR"))  # as the CLI records a stopped run's end
+    assert (end.tick, end.status) == (3, "ERROR")
+    assert (end.state, end.statuses) == ({**state, "": {**state[""], "text": ""}}, statuses)  # its last stored text
+
+
+async def test_a_restored_lines_first_record_refused_and_fixed_stores_what_the_run_had(store):
+    runner = _runner(store, bad=3, full_every=3)
+    seen = Seen(runner)
+    for _ in range(2):
+        await seen.step()
+    if (settling := runner.checkpoints.settle()) is not None:
+        await settling
+    runner.checkpoints.restore(store.list(runner.run_id)[1].id)  # tick 2: the run goes on from there
+    await seen.refused()  # tick 3: the first record of the restored line
+    for _ in range(4):
+        await seen.step()
+    assert await seen.stored_as_seen(store) == [1, 2, 4, 5, 6, 7]
+
+
+async def test_a_forks_first_record_refused_and_fixed_stores_what_the_run_had(store):
+    runner = _runner(store, bad=0, full_every=3)
+    seen = Seen(runner)
+    for _ in range(3):
+        await seen.step()
+    if (settling := runner.checkpoints.settle()) is not None:
+        await settling
+    with pytest.raises(StoreError, match="state key 'text'.*not valid Unicode"):
+        runner.checkpoints.fork(store.list(runner.run_id)[1].id, state_updates={"text": BAD})
+    assert runner.checkpoints.branch == "fork-1"
+    runner.state_manager.load({"text": "fixed"}, signal=True)
+    for _ in range(4):
+        await seen.step()
+    assert await seen.stored_as_seen(store) == [1, 2, 3, 3, 4, 5, 6]
