@@ -16,8 +16,9 @@ from py_trees.behaviours import Success
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime.engine.record import Returns
 from runtime.engine.runner import ReactiveRunner
-from runtime.memory.checkpoint import StoreError
+from runtime.memory.checkpoint import StoreError, runner_checkpoints
 from runtime.node import Node, Selector, Sequence
 
 BAD = "bad \udc80"  # a lone surrogate: no store can keep it
@@ -66,21 +67,34 @@ def _runner(store, bad: int, full_every: int) -> ReactiveRunner:
     return runner
 
 
+def _seen(runner: ReactiveRunner) -> tuple[dict, dict, dict]:
+    """The runner's state, statuses and composite positions now."""
+    captured = runner.capture()
+    return runner.state_manager.snapshot(), dict(captured.statuses), dict(captured.positions)
+
+
+def _read(checkpoint) -> tuple[dict, dict, dict]:
+    """A checkpoint's state, statuses and composite positions."""
+    positions = {path: entry["child"] for path, entry in checkpoint.resume.items() if "child" in entry}
+    return checkpoint.state, checkpoint.statuses, positions
+
+
+def _returns(returns: Returns | None) -> tuple[list[str], list[str]] | None:
+    return None if returns is None else (list(returns.paths), [status.value for status in returns.statuses])
+
+
 class Seen:
-    """The runner's state and statuses after each tick, by (branch, tick): what its checkpoints must read back."""
+    """The runner's state, statuses and positions after each tick, and what its nodes returned in
+    it, by (branch, tick): what its checkpoints must read back."""
 
     def __init__(self, runner: ReactiveRunner):
         self.runner = runner
-        self.at: dict[tuple[str, int], tuple[dict, dict]] = {}
-
-    def note(self) -> None:
-        runner = self.runner
-        self.at[runner.checkpoints.branch, runner.tick_count] = (runner.state_manager.snapshot(),
-                                                                 dict(runner.capture().statuses))
+        self.at: dict[tuple[str, int], tuple[dict, dict, dict, tuple | None]] = {}
 
     async def step(self) -> None:
-        await self.runner.step()
-        self.note()
+        report = await self.runner.step()
+        self.at[self.runner.checkpoints.branch, self.runner.tick_count] = (*_seen(self.runner),
+                                                                           _returns(report.returns))
 
     async def refused(self) -> None:
         """A step whose save is refused, naming the key; the run goes on once `text` is fixed."""
@@ -95,14 +109,18 @@ class Seen:
         ticks = []
         for info in store.list(self.runner.run_id):
             checkpoint = store.get(info.id)
-            state, statuses = self.at[checkpoint.branch, checkpoint.tick]
-            assert (checkpoint.state, checkpoint.statuses) == (state, statuses), (checkpoint.branch, checkpoint.tick)
+            assert (*_read(checkpoint), _returns(checkpoint.returns)) == self.at[checkpoint.branch, checkpoint.tick], \
+                (checkpoint.branch, checkpoint.tick)
             ticks.append(checkpoint.tick)
         return ticks
 
 
+@pytest.mark.parametrize("packed", [False, True])  # (its statuses packed, as a large tree's are)
 @pytest.mark.parametrize("bad", [3, 5])  # (full_every 3: tick 3's record a delta, tick 5's a full one)
-async def test_a_run_that_goes_on_after_a_refused_save_stores_what_it_had_at_each_tick(store, bad):
+async def test_a_run_that_goes_on_after_a_refused_save_stores_what_it_had_at_each_tick(store, bad, packed,
+                                                                                        monkeypatch):
+    if packed:
+        monkeypatch.setattr(runner_checkpoints, "TREE_PATHS_FROM", 1)
     runner = _runner(store, bad, full_every=3)
     seen = Seen(runner)
     for _ in range(1, bad):
@@ -120,12 +138,12 @@ async def test_a_run_stopped_by_a_refused_save_records_its_end_as_it_was_but_the
         await seen.step()
     with pytest.raises(StoreError, match="state key 'text'"):
         await runner.step()
-    state, statuses = runner.state_manager.snapshot(), dict(runner.capture().statuses)
+    state, statuses, positions = _seen(runner)
     if (settling := runner.checkpoints.settle()) is not None:
         await settling
     end = store.get(runner.checkpoints.save(status="ERROR"))  # as the CLI records a stopped run's end
     assert (end.tick, end.status) == (3, "ERROR")
-    assert (end.state, end.statuses) == ({**state, "": {**state[""], "text": ""}}, statuses)  # its last stored text
+    assert _read(end) == ({**state, "": {**state[""], "text": ""}}, statuses, positions)  # its last stored text
 
 
 async def test_a_restored_lines_first_record_refused_and_fixed_stores_what_the_run_had(store):
