@@ -361,10 +361,11 @@ class RunnerCheckpoints:
         return StoreError(f"checkpoint of tick {tick} not written: {exc}")
 
     def _unstored(self, mark: _Baseline, events: list | None, exc: _Unstorable) -> StoreError:
-        """A record `_storable` refused: its events are kept for the next save, and the writer goes back
-        to `mark` (what the store holds: no record may build on one never written), the keys the record
-        held written since but the one refused (the run stops; its end is recorded without it, and a
-        value written there later, an edit fixing it, is saved as any)."""
+        """A record `_storable` refused, never stored: its events are kept for the next save, and the writer
+        goes back to `mark`, what the store holds, for the next record to be taken against (a delta of one
+        never written reads back wrong: a list's chunk past a gap, the tick's statuses lost). The keys it
+        took as written stay written but the refused one: the run stops and its end is recorded without
+        that value (its last stored stays); a value written there later (an edit fixing it) is stored."""
         if events is not None:
             self._events[:0] = events
         (self._line, self._base_id, self._since_full, self._chain_bytes, self._values, self._lists,
