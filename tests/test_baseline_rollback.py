@@ -16,6 +16,7 @@ from py_trees.behaviours import Success
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from runtime.debug import Debugger
 from runtime.engine.record import Returns
 from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import StoreError, runner_checkpoints
@@ -100,7 +101,7 @@ class Seen:
         """A step whose save is refused, naming the key; the run goes on once `text` is fixed."""
         with pytest.raises(StoreError, match="state key 'text'.*not valid Unicode"):
             await self.runner.step()
-        self.runner.state_manager.load({"text": "fixed"}, signal=True)  # as an edit does
+        Debugger(self.runner).edit_state(None, "text", "fixed")
 
     async def stored_as_seen(self, store) -> list[int]:
         """Every checkpoint the store holds reads back as the run was at its tick; returns their ticks."""
