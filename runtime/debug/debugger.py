@@ -64,7 +64,10 @@ Listener = Callable[[str, Any], None]
 
 
 def _preview(value: Any, limit: int = 200) -> str:
+    """A value as a `state.edited` event shows it: short, and a text a store can keep (a lone surrogate
+    as its escape: the value an edit replaces may be one the store refused, and the event is stored)."""
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = text.encode("utf-8", "backslashreplace").decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -436,6 +436,11 @@ class StateManager:
         self._batch += 1
         return dirty
 
+    def put_back_dirty(self, slots: set[tuple[str, str]]) -> None:
+        """Pairs a `take_dirty` gave whose values were never stored (a checkpoint refused): the next
+        call gives them again."""
+        self._dirty |= slots
+
     # -- snapshots -----------------------------------------------------------------
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Every namespace as plain JSON-able data: {"" (global): {...}, "<ns>": {...}}."""

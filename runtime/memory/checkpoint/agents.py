@@ -101,6 +101,14 @@ class AgentCheckpoints:
         self._recorded.clear()
         self._whole.clear()
 
+    def mark(self) -> tuple[dict[str, set[str]], dict[str, ReactiveRunner]]:
+        """What has been recorded of the agents, for `back` to return to."""
+        return dict(self._recorded), dict(self._whole)
+
+    def back(self, mark: tuple[dict[str, set[str]], dict[str, ReactiveRunner]]) -> None:
+        """Recorded as at `mark` (the records taken since were never stored)."""
+        self._recorded, self._whole = mark
+
     def _swarm(self) -> Swarm | None:
         """The swarm to record: the runner's, unless it still holds another run's agents (a fresh run's
         first checkpoint: its host nodes have not used the swarm yet, which then starts empty)."""

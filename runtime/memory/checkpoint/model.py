@@ -210,6 +210,13 @@ class ListTracker:
     def forget(self, slot: Any) -> None:
         self._known.pop(slot, None)
 
+    def copy(self) -> ListTracker:
+        """A tracker that knows what this one knows now: what its writer goes back to when a record
+        this one encodes lists for is never stored (its chunks with it)."""
+        copied = ListTracker()
+        copied._known = dict(self._known)
+        return copied
+
 
 __all__ = ["Checkpoint", "CheckpointInfo", "CheckpointRecord", "ListChunk", "ListTracker", "Source",
            "Step", "TreePaths", "dumpb", "dumps", "jsonable", "tick_positions"]

@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import itertools
 import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Set
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from py_trees.composites import Composite
 from pydantic_core import PydanticSerializationError
@@ -123,6 +124,7 @@ class RunnerCheckpoints:
         self._packed: PackedWriter | None = None  # its statuses, packed (`statuses.py`)
         self._composites: frozenset[str] = frozenset()  # its composites' paths (a packed save captures their positions)
         self._events: list[tuple[str, RuntimeEvent]] = []
+        self._taken: list[tuple[StateManager, set[tuple[str, str]]]] = []  # the dirty keys the record being taken took
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
@@ -252,14 +254,13 @@ class RunnerCheckpoints:
     def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
         """The record taken now (the runner as it is after this tick), written once the write in
         flight before it is done (its id is this one's parent)."""
-        record = events = None
-        fresh = self._base_id is None
+        events, mark = None, self._mark()
         try:
             with self._storable():
                 record, events = self._record(source, status, tick)
                 line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
         except _Unstorable as exc:
-            raise self._unstored(record, events, fresh, exc) from exc
+            raise self._unstored(mark, events, exc) from exc
 
         async def write() -> int:
             record.parent_id = self.head
@@ -339,13 +340,13 @@ class RunnerCheckpoints:
         returns its id. A store that cannot write it raises `StoreError`: the run must stop.
         After a tick (`tick`: its report) the record also says how its telemetry was numbered."""
         record = events = None
-        fresh = self._base_id is None
+        mark = self._mark()
         try:
             with self._storable():
                 record, events = self._record(source, status, tick)
                 checkpoint_id = self.store.save(record, events)
         except _Unstorable as exc:
-            raise self._unstored(record, events, fresh, exc) from exc
+            raise self._unstored(mark, events, exc) from exc
         except StoreError as exc:  # (`_record` may have failed reading the store: nothing taken yet)
             if events is not None:
                 self._events[:0] = events
@@ -359,15 +360,20 @@ class RunnerCheckpoints:
         self._start_session(self._run_id, self.branch, self.head)
         return StoreError(f"checkpoint of tick {tick} not written: {exc}")
 
-    def _unstored(self, record: CheckpointRecord | None, events: list | None, fresh: bool,
-                  exc: _Unstorable) -> StoreError:
-        """A record `_storable` refused: its events are kept for the next save, and a full one (the run's
-        first, which holds its input) begins its line again: no delta may build on a record never written.
-        A delta's line goes on (the run stops; its end is recorded without the value)."""
+    def _unstored(self, mark: _Baseline, events: list | None, exc: _Unstorable) -> StoreError:
+        """A record `_storable` refused, never stored: its events are kept for the next save, and the writer
+        goes back to `mark`, what the store holds, for the next record to be taken against (a delta of one
+        never written reads back wrong: a list's chunk past a gap, the tick's statuses lost). The keys it
+        took as written stay written but the refused one: the run stops and its end is recorded without
+        that value (its last stored stays); a value written there later (an edit fixing it) is stored."""
         if events is not None:
             self._events[:0] = events
-        if fresh or (record is not None and record.full):  # (the writes taken before it build on none of it)
-            self._start_session(self._run_id, self.branch, self.head)
+        (self._line, self._base_id, self._since_full, self._chain_bytes, self._values, self._lists,
+         self._statuses, self._resume, self._touched, self._returns, self._packed, agents) = mark
+        self._agents.back(agents)
+        host = self.runner.state_manager
+        for sm, written in self._taken:
+            sm.put_back_dirty(written - {exc.slot} if sm is host else written)
         return StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {exc}")
 
     @contextlib.contextmanager
@@ -390,7 +396,7 @@ class RunnerCheckpoints:
                             where += f" written by node{'s' if len(writers) > 1 else ''} " + \
                                 ", ".join(map(repr, writers))
                         raise _Unstorable(f"{where} holds a text that is not valid Unicode (a lone surrogate): a store "
-                                         "cannot keep it") from exc
+                                         "cannot keep it", (ns or GLOBAL, key)) from exc
             raise
 
     def _saved(self, record: CheckpointRecord, checkpoint_id: int, line: _Line) -> None:
@@ -405,13 +411,22 @@ class RunnerCheckpoints:
         else:
             self._chain_bytes += record.size
 
+    def _mark(self) -> _Baseline:
+        """The line the next record goes on, readied (a new run's; another tree's), and what the writer
+        tracks of it now, for a record `_storable` refuses to go back to: copies of what taking a
+        record changes in place, the rest as it is (taking a record replaces it)."""
+        if self.runner.run_id != self._run_id:
+            self._start_session(self.runner.run_id, "main", None)
+        self._index()
+        self._taken = []
+        return _Baseline(self._line, self._base_id, self._since_full, self._chain_bytes, dict(self._values),
+                         self._lists.copy(), dict(self._statuses), dict(self._resume), self._touched,
+                         copy.copy(self._returns), copy.copy(self._packed), self._agents.mark())
+
     def _record(self, source: str, status: str | None,
                 tick: TickReport | None) -> tuple[CheckpointRecord, list[tuple[str, RuntimeEvent]]]:
-        """The record of the runner as it is now, and the events it takes along."""
+        """The record of the runner as it is now (on the line `_mark` readied), and the events it takes along."""
         runner = self.runner
-        if runner.run_id != self._run_id:
-            self._start_session(runner.run_id, "main", None)
-        self._index()
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         changed = tick.changed if tick is not None else {}
@@ -558,6 +573,7 @@ class RunnerCheckpoints:
         namespace as `named` names it in the record; into `step.state`, those written since (and
         not as saved) only."""
         written = sm.take_dirty()
+        self._taken.append((sm, written))  # (given back if the record is refused)
         dirty = {(ns or GLOBAL, key) for ns in sm.namespaces() for key in sm.view(ns)} if whole else written
         if whole:  # (the keys deleted since: none of every key)
             dirty |= {(ns, key) for ns, key in written if not sm.contains(key, ns or None)}
@@ -736,7 +752,30 @@ class RunnerCheckpoints:
 
 
 class _Unstorable(StoreError):
-    """A record holding a value no store can keep (`RunnerCheckpoints._storable`)."""
+    """A record holding a value no store can keep (`RunnerCheckpoints._storable`): that of `slot`
+    ((namespace, key) of the runner's state)."""
+
+    def __init__(self, message: str, slot: tuple[str, str]):
+        super().__init__(message)
+        self.slot = slot
+
+
+class _Baseline(NamedTuple):
+    """What a writer tracks of what its store holds (the line a record goes on, and what its next delta
+    is taken against), as `RunnerCheckpoints._mark` found it before taking a record."""
+
+    line: _Line
+    base_id: int | None
+    since_full: int
+    chain_bytes: int
+    values: dict[tuple[str, str], Any]
+    lists: ListTracker
+    statuses: dict[str, str]
+    resume: dict[str, Any]
+    touched: dict[str, None]
+    returns: ReturnsWriter
+    packed: PackedWriter | None
+    agents: tuple[dict, dict]
 
 
 def _touched(changed: Iterable[str]) -> dict[str, None]:
