@@ -453,7 +453,7 @@ class ReactiveRunner:
         self._unreported = False
         self._state_changes.clear()
 
-    async def step(self, *, detailed: bool = True) -> TickReport:
+    async def step(self, *, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
         """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
 
         A held tick is resumed and run to its end instead of starting a new one. The tick
@@ -461,21 +461,26 @@ class ReactiveRunner:
         `detailed=False`: the tick as `run()` makes it, its report's record and changes built
         only for the observers that ask for them (hooks, a checkpointer, event subscribers): a
         debugger continuing with nothing to check in them.
+        `go_on`: step again after a tick while it says so and the run can tick at once (not held,
+        finished, or waiting for a wake): a debugger's continue between two looks at the loop, a
+        step's setup made once, not each tick. Returns the last tick's report.
         """
-        return await self._drive(into=False, detailed=detailed)
+        return await self._drive(into=False, detailed=detailed, go_on=go_on)
 
-    async def _drive(self, into: bool, detailed: bool = True) -> TickReport:
+    async def _drive(self, into: bool, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
         runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        report = await self._step(detailed=detailed, into=into)
-        if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
-            finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
-            self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
-        if (settling := self._settling()) is not None:  # a step returns with its tick stored
-            await settling
-        return report
+        while True:
+            report = await self._step(detailed=detailed, into=into)
+            if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
+                finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
+                self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
+            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a step returns
+                await settling                                                                   # with its tick stored
+            if go_on is None or not report.completed or self.finished or not self.can_tick_now or not go_on():
+                return report
 
     async def _settle(self, within: float | None = None) -> None:
         """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends), at
