@@ -5,6 +5,7 @@ every event the run published reaches the client or is counted in `dropped_event
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import re
@@ -191,6 +192,37 @@ def test_the_ticks_kept_for_a_slow_client_are_the_newest_limit_events_worth_and_
     events = tick_events(json.loads(encode(backlog.take())))
     assert [event.tick for event in events if event.type == "tick.completed"] == [3, 4, 5]
     assert backlog.dropped == 9 and not backlog
+
+
+def test_a_slow_client_s_backlog_lets_the_oldest_ticks_go_as_they_come_and_keeps_the_newest_in_order():
+    """Ticks passed over are let go in bulk, later: what an update takes is still the newest `limit` events'
+    worth, with the blocks of the ticks that changed a status at their own tick's place."""
+    backlog = TickBacklog(40)
+    for tick in range(1, 1001):
+        changed = {"n0": (Status.INVALID, Status.RUNNING)} if tick % 7 == 0 else {}
+        backlog.add("run1", TickReport(tick, Status.RUNNING, changed=changed, ticked=["n0"], returned=[Status.RUNNING],
+                                       state_changes={f"k{tick}": (0, 1)}, telemetry=TickTelemetry(
+                                           (tick * 10, 1.0), (tick * 10 + 1, 1.0) if changed else None, (tick * 10 + 9, 1.0))))
+    ticks = json.loads(encode(backlog.take()))
+    events = tick_events(ticks)
+    kept = [event.tick for event in events if event.type == "tick.completed"]
+    assert kept == list(range(kept[0], 1001)) and len(events) <= 40 < len(events) + 3
+    assert [event.tick for event in events if event.type == "node.status"] == [t for t in kept if t % 7 == 0]
+    assert ticks["state_keys"] == [f"k{t}" for t in kept]
+    assert backlog.dropped + len(events) == 1000 * 2 + 1000 // 7 and not backlog
+
+
+def test_the_backlog_keeps_no_object_a_tick_for_the_garbage_collector_to_walk():
+    """A run at full speed keeps an update's 20 ms of ticks: an object each (a tuple, a list) is what has
+    the collector walk the whole heap every few hundred ticks; numbers and names in columns are not."""
+    report = TickReport(1, Status.RUNNING, ticked=["n0"], returned=[Status.RUNNING], state_changes={"count": (1, 2)},
+                        telemetry=TickTelemetry((10, 1.0), None, (11, 1.0)))
+    backlog = TickBacklog(100_000)
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(1000):
+        backlog.add("run1", report)
+    assert len(gc.get_objects()) - before < 50
 
 
 async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_from_the_store(tmp_path):

@@ -87,3 +87,21 @@ async def test_a_fast_continue_tells_the_server_once_an_update_and_sends_every_t
                      *(event.seq for event in ticks)])
     assert events == list(range(events[0], events[0] + len(events)))  # none missing: each number once
     controller.detach()
+
+
+async def test_a_continue_nothing_can_stop_between_ticks_steps_the_runner_once_a_batch_not_once_a_tick(monkeypatch):
+    """With no breakpoint and no listener of ticks (the debug server's continue), the runner ticks on
+    until the debugger lets the loop run: a step's setup is made once a batch (#34.4)."""
+    drives = []
+    drive = ReactiveRunner._drive
+    monkeypatch.setattr(ReactiveRunner, "_drive", lambda runner, *args, **kwargs: (drives.append(1),
+                                                                                   drive(runner, *args, **kwargs))[1])
+    debugger = counter()
+    debugger.add_listener(lambda kind, data: None, ticks=False)
+    stop = await debugger.continue_()
+    assert (stop.kind, debugger.runner.tick_count) == ("finished", TICKS)
+    assert len(drives) < TICKS // 4  # a batch a yield to the loop (5 ms), a tick taking far less
+    drives.clear()
+    debugger = counter()
+    debugger.add_condition_breakpoint("count == 1500")  # a condition is looked at after every tick
+    assert (await debugger.continue_()).tick == 1500 and len(drives) == 1500

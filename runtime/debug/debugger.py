@@ -429,6 +429,17 @@ class Debugger:
         reason = Stop("paused", "paused")
         ticks = 0
         yield_at = time.perf_counter() + YIELD_EVERY
+
+        def going_on() -> bool:
+            """Another plain tick now: nothing asked to stop it (a pause, a divergence, a suspension,
+            `max_ticks`) and it is not time to let the loop run."""
+            nonlocal ticks
+            if (pause.is_set() or self._divergence is not None or runner.suspended or time.perf_counter() >= yield_at
+                    or (max_ticks is not None and ticks + 1 >= max_ticks)):
+                return False
+            ticks += 1
+            return True
+
         try:
             with self._host_moving():
                 while True:
@@ -450,7 +461,10 @@ class Debugger:
                     if self.breakpoints and (hit := self._hit_between_ticks()) is not None:
                         reason = hit  # work that finished after the last tick caused it: stop there
                         break
-                    report = await runner.step(detailed=self._detailed())
+                    if self._plain():  # nothing to look at between ticks: the runner ticks on until the next yield
+                        report = await runner.step(detailed=False, go_on=going_on)
+                    else:
+                        report = await runner.step(detailed=self._detailed())
                     ticks += 1
                     hit = self._after_tick(report)
                     if hit is not None:
@@ -465,6 +479,12 @@ class Debugger:
             reason, self._child_hit = self._child_hit, None
         self._settle(reason)
         return reason
+
+    def _plain(self) -> bool:
+        """Whether nothing but the run's own state can stop a continue between two ticks: no breakpoint,
+        no listener of ticks, no swarm, no async node (the loop then runs after every tick anyway).
+        Asked once between two yields to the loop: what changes these comes in while the loop runs."""
+        return not (self.breakpoints or self._tick_listeners or self._swarm or self._has_async_nodes())
 
     def _detailed(self) -> bool:
         """Whether the next tick's report must carry its record and changes: a listener reads every

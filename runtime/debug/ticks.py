@@ -4,16 +4,15 @@ Every tick publishes `tick.started`, a `node.status` per changed node, a `node.r
 its end does not show and `tick.completed`. Built as objects, handed to the server and encoded one
 by one, they cost an attached run more than its own tick; so does a record made and encoded per
 tick. So the server has the runner number them only (`ReactiveRunner.number_telemetry`), keeps of
-each tick the few values its events need (one tuple a tick), and when it sends an update turns the
-ticks kept into columns (`TickBacklog.take`): a list a field, one entry a tick, and the few ticks
-that changed a status or returned one their end does not show listed apart. The client rebuilds the very events
+each tick the few values its events need, in columns (`TickBacklog`: a list a field, one entry a
+tick, and the few ticks that changed a status or returned one their end does not show listed apart),
+which an update takes as they are (`TickBacklog.take`). The client rebuilds the very events
 (`tick_events`), numbered and timed as the runner numbered them (docs/protocol.md, "A tick's
 telemetry").
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,65 +20,98 @@ from ..engine.events import EventType, RuntimeEvent, tick_completed_payload
 from ..engine.record import TickReport
 from .protocol import each_run, runs_json
 
+_COLUMNS = ("runs", "tick", "status", "started", "started_at", "completed", "completed_at", "duration_ms",
+            "ticked", "wrote", "events")
+
 
 class TickBacklog:
     """The ticks' telemetry kept between two updates, the newest `limit` events' worth (a tick at least);
-    the older ticks' events are counted in `dropped`, as the server counts the events it lets go. A
-    tick is kept as one tuple of what its events need (not its report: that holds every return of
-    a large tree's tick and the old state values it overwrote)."""
+    the older ticks' events are counted in `dropped`, as the server counts the events it lets go. Kept
+    in columns, a list a field, a tick adding a number or a name to each (not its report: that holds
+    every return of a large tree's tick and the old state values it overwrote; nor a tuple a tick:
+    objects kept for an update's 20 ms are what has the garbage collector walk the whole heap). A
+    tick let go is only passed over (`_first`) until half the columns are such ticks."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.dropped = 0
-        self._ticks: deque[tuple] = deque()
-        self._events = 0
+        self.clear()
 
     def __bool__(self) -> bool:
-        return bool(self._ticks)
+        return self._first < len(self._tick)
 
     def add(self, run_id: str | None, report: TickReport) -> None:
         """Keep a completed tick's telemetry (one numbered by the runner: else it has nothing to send)."""
         telemetry = report.telemetry
         if telemetry is None:  # numbered only from the next tick (attached in the middle of this one)
             return
-        returned, changed, events = None, None, 2
+        events = 2
         if telemetry.returned is not None:
             ticked, values = report.ticked, report.returned
-            returned = [*telemetry.returned, [[ticked[place], values[place]._value_, end._value_]
-                                              for place, end in report.unseen]]
+            self._returned.append([len(self._tick), *telemetry.returned,
+                                   [[ticked[place], values[place]._value_, end._value_] for place, end in report.unseen]])
             events += len(report.unseen)
         if telemetry.statuses is not None:
-            changed = [*telemetry.statuses, report.changed]
+            self._changed.append([len(self._tick), *telemetry.statuses, [[path, old._value_, new._value_]
+                                                                          for path, (old, new) in report.changed.items()]])
             events += len(report.changed)
-        self._ticks.append((run_id, report.tick, report.status._value_, telemetry.started, telemetry.completed,
-                            report.duration_ms, len(report.ticked), [*report.state_changes], returned, changed, events))
-        self._events += events
-        if self._events > self.limit and len(self._ticks) > 1:
+        keys = report.state_changes
+        self._runs.append(run_id)
+        self._tick.append(report.tick)
+        self._status.append(report.status._value_)
+        self._started.append(telemetry.started[0])
+        self._started_at.append(telemetry.started[1])
+        self._completed.append(telemetry.completed[0])
+        self._completed_at.append(telemetry.completed[1])
+        self._duration_ms.append(report.duration_ms)
+        self._ticked.append(len(report.ticked))
+        self._wrote.append(len(keys))
+        self._state_keys += keys
+        self._events.append(events)
+        self._count += events
+        if self._count > self.limit:
             self._trim()
 
     def _trim(self) -> None:
-        ticks = self._ticks
-        while self._events > self.limit and len(ticks) > 1:
-            gone = ticks.popleft()[-1]
-            self._events -= gone
-            self.dropped += gone
+        """Pass over the oldest ticks until the rest hold `limit` events (a tick at least)."""
+        first, events, last = self._first, self._events, len(self._events) - 1
+        while self._count > self.limit and first < last:
+            self._count -= events[first]
+            self.dropped += events[first]
+            self._keys_first += self._wrote[first]
+            first += 1
+        self._first = first
+        if first > last // 2:  # the ticks passed over are half the columns: let them go
+            for name in _COLUMNS:
+                del getattr(self, "_" + name)[:first]
+            del self._state_keys[:self._keys_first]
+            self._returned = [[i - first, *rest] for i, *rest in self._returned if i >= first]
+            self._changed = [[i - first, *rest] for i, *rest in self._changed if i >= first]
+            self._first = self._keys_first = 0
 
     def take(self) -> dict[str, Any]:
-        """The ticks kept, oldest first, as an update's `ticks` carries them (columns: one transposition
-        of the tuples kept); the backlog is then empty."""
-        runs, tick, status, started, completed, duration, ticked, keys, returned, changed, _ = zip(*self._ticks, strict=True)
+        """The ticks kept, oldest first, as an update's `ticks` carries them (the columns, the `returned`
+        and `changed` blocks by their tick's place among them); the backlog is then empty."""
+        first = self._first
+        kept = {name: getattr(self, "_" + name)[first:] for name in _COLUMNS}
+        out = {"runs": runs_json(kept["runs"]), "tick": kept["tick"], "status": kept["status"],
+               "started": list(zip(kept["started"], kept["started_at"], strict=True)),
+               "completed": list(zip(kept["completed"], kept["completed_at"], strict=True)),
+               "duration_us": [round(ms * 1000) for ms in kept["duration_ms"]], "ticked": kept["ticked"],
+               "wrote": kept["wrote"], "state_keys": self._state_keys[self._keys_first:],
+               "returned": [[i - first, *rest] for i, *rest in self._returned if i >= first],
+               "changed": [[i - first, *rest] for i, *rest in self._changed if i >= first]}
         self.clear()
-        return {"runs": runs_json(list(runs)), "tick": tick, "status": status, "started": started,
-                "completed": completed, "duration_us": [round(ms * 1000) for ms in duration], "ticked": ticked,
-                "wrote": list(map(len, keys)), "state_keys": [key for written in keys for key in written],
-                "returned": [[i, *block] for i, block in enumerate(returned) if block is not None],
-                "changed": [[i, block[0], block[1], [[path, old._value_, new._value_]
-                                                     for path, (old, new) in block[2].items()]]
-                            for i, block in enumerate(changed) if block is not None]}
+        return out
 
     def clear(self) -> None:
-        self._ticks.clear()
-        self._events = 0
+        for name in _COLUMNS:
+            setattr(self, "_" + name, [])
+        self._state_keys: list[str] = []
+        self._returned: list[list[Any]] = []  # [place of its tick, first number, time, rows]
+        self._changed: list[list[Any]] = []
+        self._first = self._keys_first = 0  # the ticks (and their state keys) let go, not deleted yet
+        self._count = 0  # the events of the ticks kept
 
 
 def events_in(ticks: Mapping[str, Any]) -> int:

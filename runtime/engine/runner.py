@@ -453,7 +453,7 @@ class ReactiveRunner:
         self._unreported = False
         self._state_changes.clear()
 
-    async def step(self, *, detailed: bool = True) -> TickReport:
+    async def step(self, *, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
         """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
 
         A held tick is resumed and run to its end instead of starting a new one. The tick
@@ -461,21 +461,26 @@ class ReactiveRunner:
         `detailed=False`: the tick as `run()` makes it, its report's record and changes built
         only for the observers that ask for them (hooks, a checkpointer, event subscribers): a
         debugger continuing with nothing to check in them.
+        `go_on`: step again after a tick while it says so and the run can tick at once (not held,
+        finished, or waiting for a wake): a debugger's continue between two looks at the loop, a
+        step's setup made once, not each tick. Returns the last tick's report.
         """
-        return await self._drive(into=False, detailed=detailed)
+        return await self._drive(into=False, detailed=detailed, go_on=go_on)
 
-    async def _drive(self, into: bool, detailed: bool = True) -> TickReport:
+    async def _drive(self, into: bool, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
         runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
-        report = await self._step(detailed=detailed, into=into)
-        if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
-            finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
-            self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
-        if (settling := self._settling()) is not None:  # a step returns with its tick stored
-            await settling
-        return report
+        while True:
+            report = await self._step(detailed=detailed, into=into)
+            if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
+                finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
+                self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
+            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a step returns
+                await settling                                                                   # with its tick stored
+            if go_on is None or not report.completed or self.finished or not self.can_tick_now or not go_on():
+                return report
 
     async def _settle(self, within: float | None = None) -> None:
         """Wait for the checkpointer's writes in flight (an asyncio store writes a run's end as it ends), at
@@ -512,8 +517,8 @@ class ReactiveRunner:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
         if self._after_hooks:
-            if (settling := self._settling()) is not None:  # a hook sees the tick stored
-                await settling
+            if self.checkpoints is not None and (settling := self._settling()) is not None:  # a hook sees the
+                await settling                                                                   # tick stored
             if held := self._call_hooks(self._after_hooks, self, report):
                 await held
         if self._finish_hooks and report.status in _FINISHED and (
@@ -618,46 +623,48 @@ class ReactiveRunner:
                     elapsed: float) -> TickReport:
         bus = self.event_bus
         ticked = self._paths_of(nodes)
-        report = TickReport(self.tick_count, self.root.status, ticked=ticked, returned=returned,
-                            duration_ms=elapsed * 1000)
-        if detailed:
-            ends = list(map(_STATUS_OF, nodes))
-            report.unseen = unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
-            report.changed = changed = self._status_changes()
-            report.state_changes, self._state_changes = self._state_changes, {}
-            numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
-            statuses = completed = returns = None
-            if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
-                now = time.time()
-                if bus.wants(EventType.NODE_RETURNED):
-                    payloads = _RETURN_PAYLOADS
-                    first = bus.publish_each(EventType.NODE_RETURNED, [ticked[i] for i, _ in unseen],
-                                             [payloads[returned[i], end] for i, end in unseen], now)
-                else:
-                    first = bus.reserve(len(unseen))
-                returns = (first, now)
-            if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
-                now = time.time()
-                if bus.wants(EventType.NODE_STATUS):
-                    payloads = _STATUS_PAYLOADS
-                    first = bus.publish_each(EventType.NODE_STATUS, changed.keys(),
-                                             [payloads[id(change)] for change in changed.values()], now)
-                else:
-                    first = bus.reserve(len(changed))
-                statuses = (first, now)
-            if bus.wants(EventType.TICK_COMPLETED):
-                pairs = _STATUS_PAIRS
-                event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
-                    report.status._value_, report.duration_ms, {p: pairs[id(change)] for p, change in changed.items()},
-                    report.state_keys, len(ticked)))
-                completed = (event.seq, event.time)
-            elif numbered:
-                completed = (bus.reserve(1), time.time())
-            if numbered:
-                report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
-        else:
+        if not detailed:
             self._state_changes.clear()
             self._unreported = True
+            return TickReport(self.tick_count, self.root.status, ticked=ticked, returned=returned,
+                              duration_ms=elapsed * 1000)
+        ends = list(map(_STATUS_OF, nodes))
+        unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
+        changed = self._status_changes()
+        report = TickReport(self.tick_count, self.root.status, changed=changed, ticked=ticked, returned=returned,
+                            state_changes=self._state_changes, duration_ms=elapsed * 1000, unseen=unseen)  # (no
+        # default made to be replaced: a tick's report is made every tick a debugger or a store watches)
+        self._state_changes = {}
+        numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
+        statuses = completed = returns = None
+        if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
+            now = time.time()
+            if bus.wants(EventType.NODE_RETURNED):
+                payloads = _RETURN_PAYLOADS
+                first = bus.publish_each(EventType.NODE_RETURNED, [ticked[i] for i, _ in unseen],
+                                         [payloads[returned[i], end] for i, end in unseen], now)
+            else:
+                first = bus.reserve(len(unseen))
+            returns = (first, now)
+        if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
+            now = time.time()
+            if bus.wants(EventType.NODE_STATUS):
+                payloads = _STATUS_PAYLOADS
+                first = bus.publish_each(EventType.NODE_STATUS, changed.keys(),
+                                         [payloads[id(change)] for change in changed.values()], now)
+            else:
+                first = bus.reserve(len(changed))
+            statuses = (first, now)
+        if bus.wants(EventType.TICK_COMPLETED):
+            pairs = _STATUS_PAIRS
+            event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
+                report.status._value_, report.duration_ms, {p: pairs[id(change)] for p, change in changed.items()},
+                report.state_keys, len(ticked)))
+            completed = (event.seq, event.time)
+        elif numbered:
+            completed = (bus.reserve(1), time.time())
+        if numbered:
+            report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
         return report
 
     def _status_changes(self) -> dict[str, tuple[Status, Status]]:
