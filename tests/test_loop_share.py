@@ -123,6 +123,37 @@ async def test_a_lone_run_with_work_in_flight_keeps_the_order_asyncio_gives_it(m
     assert outcomes[0] == outcomes[1]
 
 
+async def test_a_line_let_go_one_at_a_time_lets_more_go_once_their_turns_are_quick(monkeypatch):
+    """One turn longer than the slice leaves one let go an iteration; quick turns after it grow the
+    number let go again (else the loop turns over twice a turn for good, while a line stands)."""
+    monkeypatch.setattr(loop_share, "SLICE", 0.2)
+    share = loop_share.share_of(asyncio.get_running_loop())
+    runs = [_Run() for _ in range(10)]
+    for run in runs:
+        share.join(run)
+    done, iterations = [], []
+
+    async def turns(first: bool) -> None:
+        for n in range(20):
+            if (waits := share.turn()) is not None:
+                await waits
+            if first and n == 0:
+                time.sleep(loop_share.SLICE)  # the slice spent by one turn: a line forms behind it
+            done.append(n)
+
+    async def watch() -> None:
+        while len(done) < 200:
+            iterations.append(len(done))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.gather(*(turns(i == 0) for i in range(10)))
+    await watcher
+    for run in runs:
+        share.leave(run)
+    assert len(iterations) < 60  # 200 turns (one an iteration for good: over 300 iterations)
+
+
 class _Run:
     """A run as its loop's share sees it (joined, side by side with another: every turn is taken)."""
 

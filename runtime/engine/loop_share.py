@@ -8,7 +8,8 @@ each tick, and so does its work outside ticks: an async node's before it starts,
 a model's or a tool's answer (recording it, the node's work on it), which would otherwise all come
 due in one iteration. Once the runs of this loop have held it `SLICE` seconds since it last looked
 at its timers and sockets, the asker waits in line and the loop moves on (its timers and I/O run);
-the line's first go in the next iteration, as many as fitted in the last slice.
+the line's first go in the next iteration, as many as fitted in the last slice (twice as many
+when they all fitted with time to spare).
 
 Turns are taken by the clock, so they may change the order in which a run's own pieces of work
 (its ticks, its async nodes' work) interleave, an order a restore retraces. So a run alone in its
@@ -98,9 +99,13 @@ class LoopShare:
             first = True
 
     def _next_iteration(self) -> None:
-        """The loop has run its timers and I/O since the slice began: let as many go as went in it."""
-        went, self._since = self._went, None
-        self._let_go(max(1, went))
+        """The loop has run its timers and I/O since the slice began: let as many go as went in it, twice
+        as many when they all fitted with time to spare (while a line stands only those let go begin
+        turns: else one long turn would leave one let go an iteration for good, the loop turning over
+        twice a turn)."""
+        went, spare = self._went, SLICE is not None and time.perf_counter() - self._since < SLICE
+        self._since = None
+        self._let_go(max(1, 2 * went if spare else went))
 
     def _let_go(self, count: int) -> None:
         line = self._line
