@@ -20,7 +20,7 @@ RV = TypeVar("RV")
 
 _WAIT_INTERVAL = 0.1  # psycopg's own: its wait wakes this often, so a signal's handler runs meanwhile
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE)\s+(\w+)")
-_WRITES = re.compile(r"\b(?:INSERT|UPDATE|DELETE|COMMIT|CREATE|ALTER|DROP)\b")
+_WRITES = re.compile(r"\b(?:BEGIN|INSERT|UPDATE|DELETE|COMMIT|CREATE|ALTER|DROP)\b")  # (a transaction writes)
 
 
 class NoAnswer(psycopg.OperationalError):
