@@ -92,8 +92,11 @@ class HangingProxy:
                 target.sendall(data)
 
     def close(self) -> None:
+        """No more connections; those held are closed (their clients see the server go)."""
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         for conn in self.held:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
             conn.close()

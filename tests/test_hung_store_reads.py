@@ -55,8 +55,9 @@ def _recorded(url: str, *, asynchronous: bool = False):
     return store, runner, store.latest(runner.run_id)
 
 
-def _returned(call) -> BaseException | None:
-    """What `call()` raised (None: it returned), in a thread the test leaves if it hangs."""
+def _returned(call, proxy: HangingProxy) -> BaseException | None:
+    """What `call()` raised (None: it returned), in a thread; one that hangs fails the test, once the
+    proxy's connections are closed to end its wait (it holds the store's lock, which the test's end takes)."""
     raised: list[BaseException | None] = [None]
 
     def target() -> None:
@@ -68,7 +69,10 @@ def _returned(call) -> BaseException | None:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(GUARD)
-    assert not thread.is_alive(), f"{call} still waits for a server that never answers"
+    if thread.is_alive():
+        proxy.close()
+        thread.join(GUARD)
+        pytest.fail("a call still waited for a server that never answers")
     return raised[0]
 
 
@@ -96,12 +100,12 @@ def test_a_server_that_stops_answering_fails_each_call_in_one_named_line_and_is_
     store, runner, last = _recorded(url, asynchronous=asynchronous)
     try:
         proxy.hanging.set()
-        raised = _returned(lambda: OPERATIONS[operation](store, runner, last))
+        raised = _returned(lambda: OPERATIONS[operation](store, runner, last), proxy)
         assert isinstance(raised, StoreError), raised
         assert str(raised) == f"postgresql://jianmu@127.0.0.1:{proxy.port}/{url.split('/')[-1].split('?')[0]}: " \
                               f"the PostgreSQL server did not answer within {BOUND:g} s ({DOING[operation]})"
         proxy.hanging.clear()
-        again = _returned(lambda: OPERATIONS[operation](store, runner, last))  # connected again
+        again = _returned(lambda: OPERATIONS[operation](store, runner, last), proxy)  # connected again
         assert not isinstance(again, StoreError), again  # (a run that ended has no resume point: an answer)
         assert store.get(last.id).tick == last.tick
     finally:
@@ -115,7 +119,7 @@ def test_closing_a_store_whose_server_stopped_answering_returns(proxy, postgres_
     url = proxy.url(postgres_url)
     store, runner, last = _recorded(url, asynchronous=asynchronous)
     proxy.hanging.set()
-    assert _returned(store.close if not asynchronous else lambda: asyncio.run(store.aclose())) is None
+    assert _returned(store.close if not asynchronous else lambda: asyncio.run(store.aclose()), proxy) is None
     proxy.hanging.clear()
     again = open_store(url)
     assert again.get(last.id).tick == last.tick
