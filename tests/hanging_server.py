@@ -47,14 +47,19 @@ class HangingProxy:
     """A loopback proxy to a PostgreSQL server that, while `hanging` is set, forwards nothing after each
     connection's handshake (up to the server's first ReadyForQuery): a server that accepts connections and
     then answers nothing, as a stopped or hung one does, while the socket stays open. A connection made
-    once `hanging` is cleared works again; one that met the hang stays held (its client gave it up)."""
+    once `hanging` is cleared works again; one that met the hang stays held (its client gave it up).
+    `hang_at` n sets `hanging` as the n-th connection comes (one a command makes after others);
+    `held` is set once a statement goes unanswered, so a test acts while a client waits for its answer."""
 
     def __init__(self, server_port: int):
         self._server_port = server_port
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.hanging = threading.Event()
-        self.held: list[socket.socket] = []
+        self.hang_at: int | None = None
+        self.held = threading.Event()
+        self._connections = 0
+        self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, server_url: str) -> str:
@@ -70,7 +75,10 @@ class HangingProxy:
             except OSError:  # closed
                 return
             server = socket.create_connection(("127.0.0.1", self._server_port))
-            self.held += [client, server]
+            self._sockets += [client, server]
+            self._connections += 1
+            if self._connections == self.hang_at:
+                self.hanging.set()
             ready = threading.Event()
             threading.Thread(target=self._forward, args=(client, server, ready, None), daemon=True).start()
             threading.Thread(target=self._forward, args=(server, client, ready, bytearray()), daemon=True).start()
@@ -82,6 +90,7 @@ class HangingProxy:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 if self.hanging.is_set() and ready.is_set():
+                    self.held.set()
                     return  # held: neither read nor answered again
                 if frames is not None and not ready.is_set():
                     frames += data
@@ -96,7 +105,7 @@ class HangingProxy:
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
-        for conn in self.held:
+        for conn in self._sockets:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
             conn.close()

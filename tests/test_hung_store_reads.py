@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -140,3 +141,34 @@ def test_a_command_on_a_store_that_never_answers_says_so_in_one_line(proxy, post
     (line,) = process.stderr.splitlines()
     assert re.fullmatch(rf"jianmu-studio: postgresql://jianmu@127\.0\.0\.1:{proxy.port}/\w+: the PostgreSQL "
                         rf"server did not answer within {BOUND:g} s \(reading \w+\)", line), line
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("hang_at", [1, 2], ids=["opening", "running"])
+def test_a_signal_ends_a_command_waiting_for_an_answer_without_asking_the_server_to_cancel(
+        proxy, postgres_url, tmp_path, hang_at, signum):
+    """A signal while `run` waits for an answer (the bound far off) ends it with 128 + N. The statement is
+    dropped with its connection, not cancelled on the server: a server that does not answer holds a
+    cancel request too, and psycopg would wait for it up to ten seconds (saying so in its log records)."""
+    (tmp_path / "jianmu.yaml").write_text("postgres:\n  answer_timeout: 600\n")
+    proxy.hang_at = hang_at
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", "text_pipeline", "--db",
+                                proxy.url(postgres_url), "--debug"], cwd=tmp_path, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proxy.held.wait(GUARD), process.communicate()
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=GUARD)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signum, err
+    assert "cancel" not in err and PASSWORD not in out + err
+
+
+def test_psycopgs_log_records_never_reach_stderr_by_themselves():
+    """A program that configures no logging hears nothing from psycopg (the CLI shows its records with --debug)."""
+    said = subprocess.run([sys.executable, "-c", "import logging, runtime.memory.checkpoint.postgres_store; "
+                           "logging.getLogger('psycopg').warning('query cancellation interrupted')"],
+                          text=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert said.returncode == 0 and said.stderr == "", said.stderr
