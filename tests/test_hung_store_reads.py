@@ -143,17 +143,29 @@ def test_a_command_on_a_store_that_never_answers_says_so_in_one_line(proxy, post
                         rf"server did not answer within {BOUND:g} s \(reading \w+\)", line), line
 
 
+SIGNALLED = {  # a command, and the connection of it that meets the hang: what it then waits for
+    "run opening": (["run", "text_pipeline", "--db", "URL"], 1),  # the store's check, over the async connection
+    "run running": (["run", "text_pipeline", "--db", "URL"], 2),
+    "resume reading": (["resume", "URL", "--approve", "all", "--run"], 2),  # where the run goes on from (sync)
+}
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("hang_at", [1, 2], ids=["opening", "running"])
+@pytest.mark.parametrize("waiting", list(SIGNALLED))
 def test_a_signal_ends_a_command_waiting_for_an_answer_without_asking_the_server_to_cancel(
-        proxy, postgres_url, tmp_path, hang_at, signum):
-    """A signal while `run` waits for an answer (the bound far off) ends it with 128 + N. The statement is
-    dropped with its connection, not cancelled on the server: a server that does not answer holds a
+        proxy, postgres_url, tmp_path, waiting, signum):
+    """A signal while a command waits for an answer (the bound far off) ends it with 128 + N. The statement
+    is dropped with its connection, not cancelled on the server: a server that does not answer holds a
     cancel request too, and psycopg would wait for it up to ten seconds (saying so in its log records)."""
     (tmp_path / "jianmu.yaml").write_text("postgres:\n  answer_timeout: 600\n")
-    proxy.hang_at = hang_at
-    process = subprocess.Popen([sys.executable, "-m", "studio.cli", "run", "text_pipeline", "--db",
-                                proxy.url(postgres_url), "--debug"], cwd=tmp_path, text=True,
+    command, proxy.hang_at = SIGNALLED[waiting]
+    if command[0] == "resume":
+        store, _, last = _recorded(postgres_url)  # (not through the proxy: its connections are the command's)
+        store.close()
+        command = [*command, last.run_id]
+    url = proxy.url(postgres_url)
+    process = subprocess.Popen([sys.executable, "-m", "studio.cli", *(url if arg == "URL" else arg for arg in command),
+                                "--debug"], cwd=tmp_path, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
