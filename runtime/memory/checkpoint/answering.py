@@ -21,13 +21,16 @@ _WAIT_INTERVAL = 0.1  # psycopg's own: its wait wakes this often, so a signal's 
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE)\s+(\w+)")
 _WRITES = re.compile(r"\b(?:BEGIN|INSERT|UPDATE|DELETE|COMMIT|CREATE|ALTER|DROP)\b")  # (a transaction writes)
 
+
 class NoAnswer(psycopg.OperationalError):
     """The server did not answer a statement in time; its connection is closed."""
 
-def doing(sql: str) -> str:
+
+def _doing(sql: str) -> str:
     """What a statement does, as a message says it: `reading checkpoints`, `writing writers`."""
     table = _TABLE.search(sql)
     return f"{'writing' if _WRITES.search(sql) else 'reading'} {table[1] if table else 'the store'}"
+
 
 def _ended(conn: psycopg.BaseConnection[Any], exc: BaseException, timeout: float | None) -> BaseException:
     """What a wait that did not complete raises: `NoAnswer` at the store's deadline (a caller's own timeout,
@@ -41,6 +44,7 @@ def _ended(conn: psycopg.BaseConnection[Any], exc: BaseException, timeout: float
     if not isinstance(exc, Exception):
         conn.pgconn.finish()
     return exc
+
 
 class BoundedConnection(psycopg.Connection):
     """A synchronous connection whose waits for the server end after `answer_timeout` seconds (None: never)."""
@@ -58,7 +62,8 @@ class BoundedConnection(psycopg.Connection):
         try:
             return super().execute(query, params, **kwargs)
         except NoAnswer as exc:
-            raise NoAnswer(f"{exc} ({doing(str(query))})") from None
+            raise NoAnswer(f"{exc} ({_doing(str(query))})") from None
+
 
 class AsyncBoundedConnection(psycopg.AsyncConnection):
     """`BoundedConnection` for the event loop's connections."""
@@ -76,6 +81,7 @@ class AsyncBoundedConnection(psycopg.AsyncConnection):
         try:
             return await super().execute(query, params, **kwargs)
         except NoAnswer as exc:
-            raise NoAnswer(f"{exc} ({doing(str(query))})") from None
+            raise NoAnswer(f"{exc} ({_doing(str(query))})") from None
 
-__all__ = ["AsyncBoundedConnection", "BoundedConnection", "NoAnswer", "doing"]
+
+__all__ = ["AsyncBoundedConnection", "BoundedConnection", "NoAnswer"]
