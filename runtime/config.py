@@ -80,11 +80,21 @@ class WritersSettings(_Section):
         return self
 
 
+class PostgresSettings(_Section):
+    """How long a PostgreSQL store waits for its server (seconds)."""
+
+    answer_timeout: float = Field(default=30.0, gt=0)
+    """A statement not answered for this long fails, naming the store, and its connection is dropped: a
+    server that accepted the connection and then answers nothing (stopped, hung) holds no read or write
+    longer than that. A statement that legitimately runs longer (none of the store's do) needs it raised."""
+
+
 class JianmuSettings(_Section):
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     writers: WritersSettings = Field(default_factory=WritersSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
 
 _cache: tuple[tuple[tuple[str, int], ...], JianmuSettings] | None = None

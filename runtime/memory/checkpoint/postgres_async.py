@@ -23,6 +23,7 @@ import psycopg
 from psycopg.types.numeric import Int8Dumper
 
 from ...engine.loop_share import take_turn
+from .answering import AsyncBoundedConnection
 from .awaited_writes import AwaitedWrites
 from .liveness import heartbeats
 from .postgres_store import PostgresCheckpointStore, _dialect
@@ -131,10 +132,11 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
 
     async def _connect_async(self) -> psycopg.AsyncConnection:
         try:
-            conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True, options=self._options,
-                                                          **self._timeout)
+            conn = await AsyncBoundedConnection.connect(self._url, autocommit=True, options=self._options,
+                                                         **self._timeout)
         except psycopg.Error as exc:
             raise self._unconnected(exc) from None
+        conn.answer_timeout = self._answer_timeout
         conn.adapters.register_dumper(int, Int8Dumper)  # as the synchronous connection's
         self._opened.add(conn)
         return conn

@@ -10,6 +10,12 @@ it commits. A writer whose connection
 is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
 the store connects again for what comes after (how the run ended).
 
+Every wait for the server is bounded (`postgres.answer_timeout` in jianmu.yaml, 30 s): a server that
+accepted the connection and then answers nothing (a stopped or hung server, a dead proxy, which TCP does
+not tell: a stopped server's kernel still acknowledges what is sent, and `statement_timeout` is the
+server's own) fails the statement in one line naming the store and what it was doing, and the
+connection is dropped, connected again on its next use (`answering.py`).
+
 The store is named by a `postgresql://user:password@host:port/database` URL; its
 `location` (what messages show) is that URL without the password.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +35,9 @@ import psycopg
 from psycopg import conninfo
 from psycopg.types.numeric import Int8Dumper
 
+from ...config import ConfigError, PostgresSettings, get_config
 from ...urls import masked_url, url_secrets
+from .answering import BoundedConnection, NoAnswer
 from .liveness import WRITERS_TABLE
 from .reserved_ids import ReservedIds
 from .sql_plan import ONE, Plan, Query, run
@@ -43,6 +52,9 @@ CONNECT_TIMEOUT = 10  # seconds to connect, unless the URL (connect_timeout) or 
 LOCK_TIMEOUT = 60  # seconds a statement waits for a lock, unless the URL's or $PGOPTIONS's lock_timeout says:
 # PostgreSQL's own default is forever, and a session holding the store's tables locked would hang every command
 _SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key: one process creates the tables
+# psycopg logs what it does on an interrupted statement ("query cancellation interrupted"): records for
+# the program's handlers (the CLI shows them with --debug), never Python's last resort on the user's stderr
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 _TABLES = """
 CREATE SCHEMA IF NOT EXISTS jianmu;
@@ -99,6 +111,14 @@ def redacted(url: str) -> str:
     return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
 
 
+def _answer_timeout() -> float:
+    """jianmu.yaml's `postgres.answer_timeout`; the default when the file cannot be read (its error shows elsewhere)."""
+    try:
+        return get_config().postgres.answer_timeout
+    except ConfigError:
+        return PostgresSettings().answer_timeout
+
+
 @functools.lru_cache(maxsize=256)
 def _dialect(sql: str) -> str:
     """A shared query (`?` placeholders) as psycopg takes it (`%s`, literal `%` doubled)."""
@@ -150,6 +170,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         self._options = f"{given} -c search_path={SCHEMA}{bound}".strip()
         timeout_given = parts.get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
         self._timeout = {} if timeout_given else {"connect_timeout": CONNECT_TIMEOUT}
+        self._answer_timeout = _answer_timeout()
         self._listener: psycopg.Connection | None = None
         self._conn: _Connection | None = None  # connected on first use when the store was opened without it
         self._closed = False
@@ -165,9 +186,10 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         """A connection whose search path names the store's schema from its start (the URL's or
         $PGOPTIONS's own options kept), not set by a statement: a round trip less to open."""
         try:
-            raw = psycopg.connect(self._url, autocommit=True, options=self._options, **self._timeout)
+            raw = BoundedConnection.connect(self._url, autocommit=True, options=self._options, **self._timeout)
         except psycopg.Error as exc:
             raise self._unconnected(exc) from None
+        raw.answer_timeout = self._answer_timeout
         raw.adapters.register_dumper(int, Int8Dumper)  # every id a bigint: a statement prepared once fits all
         return raw
 
@@ -248,6 +270,8 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     def _explain(self, exc: Exception, raw: psycopg.BaseConnection | None = None) -> str:
         """One line for `exc`, met on `raw` (this store's own connection when None)."""
         raw = raw if raw is not None else self._conn.raw if self._conn is not None else None
+        if isinstance(exc, NoAnswer):  # (its connection closed, as a lost one is: it says why)
+            return f"{self.location}: {self._first_line(exc)}"
         if raw is None or raw.broken or raw.closed:
             return f"{self.location}: lost the connection to the PostgreSQL server ({self._first_line(exc)})"
         return f"{self.location}: {self._first_line(exc)}"
