@@ -83,7 +83,7 @@ class WritersSettings(_Section):
 class PostgresSettings(_Section):
     """How long a PostgreSQL store waits for its server (seconds)."""
 
-    answer_timeout: float = Field(default=30.0, gt=0)
+    answer_timeout: float = Field(default=90.0, gt=0)
     """A statement not answered for this long fails, naming the store, and its connection is dropped: a
     server that accepted the connection and then answers nothing (stopped, hung) holds no read or write
     longer than that. A statement that legitimately runs longer (none of the store's do) needs it raised."""

@@ -10,7 +10,7 @@ it commits. A writer whose connection
 is lost raises `StoreError` at its next save: the run stops rather than going on unrecorded;
 the store connects again for what comes after (how the run ended).
 
-Every wait for the server is bounded (`postgres.answer_timeout` in jianmu.yaml, 30 s): a server that
+Every wait for the server is bounded (`postgres.answer_timeout` in jianmu.yaml, 90 s: longer than a statement waits for a lock, 60 s): a server that
 accepted the connection and then answers nothing (a stopped or hung server, a dead proxy, which TCP does
 not tell: a stopped server's kernel still acknowledges what is sent, and `statement_timeout` is the
 server's own) fails the statement in one line naming the store and what it was doing, and the
