@@ -29,7 +29,7 @@ from typing import Any
 
 from runtime.agent import interrupt, settled
 from runtime.memory.checkpoint.naming import display_name
-from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise
+from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise, user_code_stops
 from runtime.terminal import terminal_line
 
 _stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
@@ -81,7 +81,8 @@ def on_signals(stop: Callable[[int], Any]) -> Iterator[None]:
     for signum in SIGNALS:
         loop.add_signal_handler(signum, first, signum)
     try:
-        yield
+        with user_code_stops():  # the user's code holding the loop's thread in a run ends there first
+            yield
     finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from runtime.signals import run_user_code
 from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
 from runtime.tools.observation import CarryingImages, plain
 from runtime.tools.threads import Turns, in_thread, needs_the_loop_thread
@@ -170,7 +171,7 @@ class Tool:
         `blocking`), a coroutine awaited."""
         kwargs = dict(self.validate(arguments))
         if not self.blocking or _is_async(self.func):
-            result = self.func(**kwargs)
+            result = await run_user_code(self.func, **kwargs)  # a signal stops it (runtime/signals.py)
         else:
             try:
                 result = await in_thread(self.func, kwargs, turns=self._turns)
