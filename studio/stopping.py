@@ -13,7 +13,10 @@ PostgreSQL server that does not answer: the loop cannot run its handlers then. W
 (`user_code()`, `connecting()`), a signal raises `Stopped` in it instead (runtime/signals.py), which the
 tree loader lets through: the command ends at once, with the same exit status; a connect stopped so is
 said in one line naming the store. A command that runs a tree opens a PostgreSQL store in its event loop
-instead (`connecting_async()`): the signal cancels the connect, and says so in the same line.
+instead (`connecting_async()`): the signal cancels the connect, and says so in the same line. During a
+run, the tree's own synchronous code (a node's `update()`, a plain tool) may hold the thread too: while
+it runs, a signal stops it (`on_signals` installs `user_code_stops()`), and the loop's handler then ends
+the run as above.
 """
 
 from __future__ import annotations

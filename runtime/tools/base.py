@@ -80,9 +80,10 @@ class Tool:
     `timeout` (seconds, 60) and `max_output_chars` (100,000) bound a call: a call still running
     then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
     runtime/tools/bounds.py). A synchronous function runs on the event loop's thread, within its
-    tick's turn, so a run steps, replays and checks alike every time. `blocking=True` says it may take
-    long or never return: it then runs in a thread of its own, so that it holds neither the event loop
-    nor Ctrl-C, and its timeout can answer for it (leaving the thread behind). There it has no running
+    tick's turn, so a run steps, replays and checks alike every time (a signal stops it there, and the run:
+    runtime/signals.py). `blocking=True` says it may take long or never return: it then runs in a thread
+    of its own, so that it does not hold the event loop, and its timeout can answer for it (leaving the
+    thread behind). There it has no running
     event loop, nor the objects bound to another thread (a sqlite3 connection): such a failure is
     answered with what to change. runtime/tools/threads.py tells why.
     """
