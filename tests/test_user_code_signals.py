@@ -15,9 +15,8 @@ import threading
 
 import pytest
 import user_code_hold_tree
-from stopping_fixtures import BOUND, ROOT, interrupted_run, wait_for
+from stopping_fixtures import BOUND, ROOT, interrupted_run, no_node_failed, wait_for
 
-from runtime.memory.checkpoint import open_store
 from runtime.signals import SIGNALS, run_user_code, user_code_stops
 from studio.stopping import on_signals
 
@@ -38,18 +37,6 @@ def stopped_holding(tmp_path, hold: str, signum: int, *args: str) -> tuple[subpr
     finally:
         process.kill()
     return process, out, err
-
-
-def no_node_failed(db: str) -> list[str]:
-    """The run's `node.error` events (none: the code a signal stopped did not fail) and why it ended."""
-    store = open_store(db, create=False)
-    try:
-        [run] = store.runs()
-        events = [event for _, event in store.events(run.run_id)]
-        assert not [event for event in events if event.type == "node.error"]
-        return [event.payload.get("error") for event in events if event.type == "run.failed"]
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("hold", ["tool", "node"])
