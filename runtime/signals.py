@@ -23,6 +23,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from threading import get_ident
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -56,7 +57,7 @@ def exit_status(signum: int) -> int:
 def signals_raise(doing: str | None = None) -> Iterator[None]:
     """While the block runs, SIGINT, SIGTERM and SIGHUP raise `Stopped(signum, doing)` in it; the handlers
     before it come back after. Outside the main thread (where no handler can be set) it changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    if get_ident() != _MAIN:
         yield
         return
 
@@ -74,21 +75,18 @@ def signals_raise(doing: str | None = None) -> Iterator[None]:
 async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`call(*args, **kwargs)`, the user's synchronous code, on the loop's thread: within `user_code_stops()`, a
     signal raises `Stopped` in it. It then waits here, as at any await, for the loop's own handler of that
-    signal (the signal wrote the loop's wakeup fd) to cancel the run."""
-    try:
-        return _holding_thread(call, *args, **kwargs)
-    except _StoppedUserCode:
-        await asyncio.get_running_loop().create_future()  # (nobody sets it: only the cancellation ends it)
-        raise
-
-
-def _holding_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    signal (the signal wrote the loop's wakeup fd) to cancel the run. (A flag set and put back: a tick's
+    cost, not a node's.)"""
     global _holding
-    if threading.get_ident() != _MAIN:  # (a loop in another thread: no signal handler runs in its code)
+    if get_ident() != _MAIN:  # (a loop in another thread: no signal handler runs in its code)
         return call(*args, **kwargs)
     was, _holding = _holding, True
     try:
         return call(*args, **kwargs)
+    except _StoppedUserCode:
+        _holding = was  # (the loop's code runs from here on)
+        await asyncio.get_running_loop().create_future()  # (nobody sets it: only the cancellation ends it)
+        raise
     finally:
         _holding = was
 
@@ -99,14 +97,12 @@ def user_code_stops() -> Iterator[None]:
     has the thread), a signal while the user's code holds the thread (`run_user_code`) raises `Stopped` in it; at any
     other time the handler does nothing, as the loop's own does (the loop hears it through its wakeup fd
     either way). The handlers before it come back after; outside the main thread it changes nothing."""
-    if threading.get_ident() != _MAIN:
+    if get_ident() != _MAIN:
         yield
         return
 
     def stop_user_code(signum: int, _frame: Any) -> None:
-        global _holding
-        if _holding:
-            _holding = False  # (once: what unwinds from here is the runtime's)
+        if _holding:  # (again while it unwinds, or if the code swallowed it: still in `run_user_code`)
             raise _StoppedUserCode(signum)
 
     previous = {signum: signal.signal(signum, stop_user_code) for signum in SIGNALS}
