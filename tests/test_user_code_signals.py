@@ -1,5 +1,5 @@
 """A signal stops the user's synchronous code that holds the event loop's thread and never returns (#32): a
-plain (not `blocking`) tool, a node's own `update()`. `run` and `serve` end as a signal ends them at any
+plain (not `blocking`) tool, a node's own `update()`, a synchronous `@node` function. `run` and `serve` end as a signal ends them at any
 await: exit 128 + N with nothing said, the run's last checkpoint INTERRUPTED, and the code stopped is no
 failure of that tool or node. Every wait is for a condition (the file the code writes before it loops),
 with a generous bound."""
@@ -39,7 +39,7 @@ def stopped_holding(tmp_path, hold: str, signum: int, *args: str) -> tuple[subpr
     return process, out, err
 
 
-@pytest.mark.parametrize("hold", ["tool", "node"])
+@pytest.mark.parametrize("hold", ["tool", "node", "function"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_run_while_the_trees_sync_code_holds_the_loop(tmp_path, hold, signum):
     db = str(tmp_path / "runs.db")

@@ -1,6 +1,6 @@
 """A tree whose synchronous code never returns, on the event loop's thread: a plain (not `blocking`) tool the
-model calls, or with $JIANMU_TEST_HOLD=node a node whose own `update()` loops. Either writes the file
-$JIANMU_TEST_HOLD_FLAG before it loops."""
+model calls, or with $JIANMU_TEST_HOLD=node a node whose own `update()` loops (=function: a synchronous `@node`
+function). Each writes the file $JIANMU_TEST_HOLD_FLAG before it loops."""
 
 import os
 from pathlib import Path
@@ -9,6 +9,7 @@ from py_trees.common import Status
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
 from runtime.engine.behaviour import Behaviour
+from runtime.node import node
 
 HOLD = "JIANMU_TEST_HOLD"
 FLAG = "JIANMU_TEST_HOLD_FLAG"
@@ -32,8 +33,15 @@ class Spins(Behaviour):
         _holding()
 
 
+@node(name="SpinsInAFunction")
+def spins_in_a_function(state):
+    _holding()
+
+
 def build() -> Agent:
     if os.environ.get(HOLD) == "node":
         return Agent(Spins("Spins"), state_schema=ReActState)
+    if os.environ.get(HOLD) == "function":
+        return Agent(spins_in_a_function(), state_schema=ReActState)
     model = ModelClient(ScriptedProvider([{"tool_calls": [{"name": "spin", "arguments": {}}]}, "Done."]))
     return Agent(create_react_node(name="Spinner", model_client=model, tools=[spin]), state_schema=ReActState)
