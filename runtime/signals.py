@@ -8,12 +8,13 @@ between two steps of the code that holds it (the driver's wait wakes at least ev
 `signals_raise()` the handler raises `Stopped` there: the wait ends at once, and the command says what
 it waited for (`doing`) and exits with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 
-The same holds during a run: the user's synchronous code on the loop's thread (a node's tick, a plain
-synchronous tool) may loop forever. A command's loop takes its signals with `user_code_stops()` around
-it: one handler for the whole run, which does nothing unless such code runs (a flag `run_user_code` sets in
-the main thread around it: ~nothing per call); then it raises `Stopped` there.
-`run_user_code` catches it and waits for what the loop makes of the same signal once it has the thread
-back: the run is cancelled as a signal cancels it at any await, and the code is no failure of its own.
+The same holds during a run: the user's synchronous code on the loop's thread (a tick of the tree's
+nodes, a plain synchronous tool, a synchronous `@node` function) may loop forever. A command's loop
+takes its signals with `user_code_stops()` around it: one handler for the whole run, which does nothing
+unless such code runs (a flag `run_user_code` sets in the main thread around it: a tick's cost, ~1 µs,
+nothing per node); then it raises `Stopped` there. `run_user_code` catches it and waits for what the
+loop makes of the same signal once it has the thread back: the run is cancelled as a signal cancels it
+at any await, and the code is no failure of its own.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def exit_status(signum: int) -> int:
 def signals_raise(doing: str | None = None) -> Iterator[None]:
     """While the block runs, SIGINT, SIGTERM and SIGHUP raise `Stopped(signum, doing)` in it; the handlers
     before it come back after. Outside the main thread (where no handler can be set) it changes nothing."""
-    if get_ident() != _MAIN:
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
@@ -75,8 +76,7 @@ def signals_raise(doing: str | None = None) -> Iterator[None]:
 async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`call(*args, **kwargs)`, the user's synchronous code, on the loop's thread: within `user_code_stops()`, a
     signal raises `Stopped` in it. It then waits here, as at any await, for the loop's own handler of that
-    signal (the signal wrote the loop's wakeup fd) to cancel the run. (A flag set and put back: a tick's
-    cost, not a node's.)"""
+    signal (the signal wrote the loop's wakeup fd) to cancel the run."""
     global _holding
     if get_ident() != _MAIN:  # (a loop in another thread: no signal handler runs in its code)
         return call(*args, **kwargs)

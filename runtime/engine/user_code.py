@@ -6,8 +6,8 @@ tool is that node's or tool's failure, named as such, never the end of the proce
 (`PASSED_ON`: a cancellation, a coroutine closed, a signal that stops the command). The
 user's own Ctrl-C never arrives as a KeyboardInterrupt inside user code: it cancels the run's task
 (`asyncio.run`, studio/stopping.py), or, while the user's synchronous code holds the loop's thread,
-raises `Stopped` in it (runtime/signals.py `run_user_code`), passed on. Caught as it is raised, before it leaves the user's code:
-a task whose coroutine raises either one stops the whole event loop.
+raises `Stopped` in it (runtime/signals.py `run_user_code`), passed on. Caught as it is raised,
+before it leaves the user's code: a task whose coroutine raises either one stops the whole event loop.
 """
 
 from __future__ import annotations

@@ -83,9 +83,9 @@ class Tool:
     tick's turn, so a run steps, replays and checks alike every time (a signal stops it there, and the run:
     runtime/signals.py). `blocking=True` says it may take long or never return: it then runs in a thread
     of its own, so that it does not hold the event loop, and its timeout can answer for it (leaving the
-    thread behind). There it has no running
-    event loop, nor the objects bound to another thread (a sqlite3 connection): such a failure is
-    answered with what to change. runtime/tools/threads.py tells why.
+    thread behind). There it has no running event loop, nor the objects bound to another thread (a
+    sqlite3 connection): such a failure is answered with what to change. runtime/tools/threads.py tells
+    why.
     """
 
     name: str = ""
