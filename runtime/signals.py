@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from threading import get_ident
 from typing import Any, TypeVar
 
@@ -91,6 +91,47 @@ async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         _holding = was
 
 
+class user_steps:  # noqa: N801 (awaited as a function's result: `await user_steps(coro)`)
+    """`await awaitable`, the user's coroutine (an async node's `update_async()`, an async tool): each of its
+    steps runs as `run_user_code` runs synchronous code, so one that never awaits again (`while True: pass`
+    between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's."""
+
+    __slots__ = ("_awaitable",)
+
+    def __init__(self, awaitable: Awaitable[T]):
+        self._awaitable = awaitable
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        steps = self._awaitable.__await__()
+        if get_ident() != _MAIN:
+            return (yield from steps)
+        step, value = steps.send, None
+        while True:
+            try:
+                awaited = _holding_thread(step, value)
+            except StopIteration as done:
+                return done.value
+            except _StoppedUserCode:
+                yield from asyncio.get_running_loop().create_future().__await__()  # (as in run_user_code)
+                raise
+            try:
+                step, value = steps.send, (yield awaited)
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # (a cancellation, or what the awaited future raised) into its code
+                step, value = steps.throw, exc
+
+
+def _holding_thread(step: Callable[[Any], Any], value: Any) -> Any:
+    global _holding
+    was, _holding = _holding, True
+    try:
+        return step(value)
+    finally:
+        _holding = was
+
+
 @contextlib.contextmanager
 def user_code_stops() -> Iterator[None]:
     """While the block runs (a command's loop, whose `add_signal_handler`s hear SIGINT, SIGTERM and SIGHUP once it
@@ -113,4 +154,4 @@ def user_code_stops() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "run_user_code", "signals_raise", "user_code_stops"]
+__all__ = ["SIGNALS", "Stopped", "exit_status", "run_user_code", "signals_raise", "user_code_stops", "user_steps"]

@@ -1,5 +1,6 @@
 """A signal stops the user's synchronous code that holds the event loop's thread and never returns (#32): a
-plain (not `blocking`) tool, a node's own `update()`, a synchronous `@node` function. `run` and `serve` end as a signal ends them at any
+plain (not `blocking`) tool, a node's own `update()`, a synchronous `@node` function, an async node or tool
+that loops between two awaits. `run` and `serve` end as a signal ends them at any
 await: exit 128 + N with nothing said, the run's last checkpoint INTERRUPTED, and the code stopped is no
 failure of that tool or node. Every wait is for a condition (the file the code writes before it loops),
 with a generous bound."""
@@ -17,7 +18,7 @@ import pytest
 import user_code_hold_tree
 from stopping_fixtures import BOUND, ROOT, interrupted_run, no_node_failed, wait_for
 
-from runtime.signals import SIGNALS, run_user_code, user_code_stops
+from runtime.signals import SIGNALS, run_user_code, user_code_stops, user_steps
 from studio.stopping import on_signals
 
 TREE = str(ROOT / "tests" / "user_code_hold_tree.py")
@@ -39,7 +40,7 @@ def stopped_holding(tmp_path, hold: str, signum: int, *args: str) -> tuple[subpr
     return process, out, err
 
 
-@pytest.mark.parametrize("hold", ["tool", "node", "function"])
+@pytest.mark.parametrize("hold", ["tool", "node", "function", "async-node", "async-tool"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_run_while_the_trees_sync_code_holds_the_loop(tmp_path, hold, signum):
     db = str(tmp_path / "runs.db")
@@ -93,3 +94,27 @@ def test_outside_the_main_thread_nothing_changes():
     thread.start()
     thread.join(BOUND)
     assert seen == [signal.getsignal(signal.SIGINT)]
+
+
+async def test_a_coroutine_run_step_by_step_gets_what_an_await_gives_it():
+    """`user_steps` passes results, exceptions and a cancellation through as `await` does."""
+    loop = asyncio.get_running_loop()
+
+    async def user(awaited: asyncio.Future) -> str:
+        try:
+            return f"got {await awaited}"
+        except ValueError as exc:
+            return f"caught {exc}"
+
+    answered, failed = loop.create_future(), loop.create_future()
+    loop.call_soon(answered.set_result, 1)
+    loop.call_soon(failed.set_exception, ValueError("x"))
+    assert [await user_steps(user(answered)), await user_steps(user(failed))] == ["got 1", "caught x"]
+    async def sleeping() -> None:
+        await user_steps(asyncio.sleep(BOUND))
+
+    task = asyncio.create_task(sleeping())
+    await asyncio.sleep(0)
+    task.cancel("why")
+    with pytest.raises(asyncio.CancelledError, match="why"):
+        await task

@@ -1,14 +1,16 @@
 """A tree whose synchronous code never returns, on the event loop's thread: a plain (not `blocking`) tool the
 model calls, or with $JIANMU_TEST_HOLD=node a node whose own `update()` loops (=function: a synchronous `@node`
-function). Each writes the file $JIANMU_TEST_HOLD_FLAG before it loops."""
+function; =async-node, =async-tool: a coroutine that loops between two awaits). Each writes the file
+$JIANMU_TEST_HOLD_FLAG before it loops."""
 
+import asyncio
 import os
 from pathlib import Path
 
 from py_trees.common import Status
 
 from runtime import Agent, ModelClient, ReActState, ScriptedProvider, create_react_node, human, tool
-from runtime.engine.behaviour import Behaviour
+from runtime.engine.behaviour import AsyncBehaviour, Behaviour
 from runtime.node import node
 
 HOLD = "JIANMU_TEST_HOLD"
@@ -28,8 +30,21 @@ def spin() -> str:
     _holding()
 
 
+@tool(name="spin")
+async def spin_async() -> str:
+    """Never returns."""
+    await asyncio.sleep(0)
+    _holding()
+
+
 class Spins(Behaviour):
     def update(self) -> Status:
+        _holding()
+
+
+class SpinsAsync(AsyncBehaviour):
+    async def update_async(self) -> Status:
+        await asyncio.sleep(0)
         _holding()
 
 
@@ -39,9 +54,10 @@ def spins_in_a_function(state):
 
 
 def build() -> Agent:
-    if os.environ.get(HOLD) == "node":
-        return Agent(Spins("Spins"), state_schema=ReActState)
-    if os.environ.get(HOLD) == "function":
-        return Agent(spins_in_a_function(), state_schema=ReActState)
+    hold = os.environ.get(HOLD, "tool")
+    nodes = {"node": Spins, "async-node": SpinsAsync, "function": lambda name: spins_in_a_function()}
+    if hold in nodes:
+        return Agent(nodes[hold]("Spins"), state_schema=ReActState)
     model = ModelClient(ScriptedProvider([{"tool_calls": [{"name": "spin", "arguments": {}}]}, "Done."]))
-    return Agent(create_react_node(name="Spinner", model_client=model, tools=[spin]), state_schema=ReActState)
+    tools = [spin_async if hold == "async-tool" else spin]
+    return Agent(create_react_node(name="Spinner", model_client=model, tools=tools), state_schema=ReActState)

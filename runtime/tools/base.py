@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
-from runtime.signals import run_user_code
+from runtime.signals import run_user_code, user_steps
 from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
 from runtime.tools.observation import CarryingImages, plain
 from runtime.tools.threads import Turns, in_thread, needs_the_loop_thread
@@ -183,7 +183,7 @@ class Tool:
                                 "thread of its own: declare it blocking=False to run it on the event loop's "
                                 "thread, or make it async)") from exc
         if inspect.isawaitable(result):
-            result = await result
+            result = await user_steps(result)  # its code between awaits: a signal stops it
         return result
 
     @staticmethod
