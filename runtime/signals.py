@@ -79,24 +79,27 @@ async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     signal raises `Stopped` in it. It then waits here, as at any await, for the loop's own handler of that
     signal (the signal wrote the loop's wakeup fd) to cancel the run."""
     global _holding
-    if get_ident() != _MAIN:  # (a loop in another thread: no signal handler runs in its code)
+    if get_ident() != _MAIN:  # (in another thread no signal handler runs in its code)
         return call(*args, **kwargs)
-    was, _holding = _holding, True
+    was, _holding = _holding, True  # (as `_holding_step` does, inline: a tick's path)
     try:
         return call(*args, **kwargs)
     except _StoppedUserCode:
         _holding = was  # (the loop's code runs from here on)
-        await asyncio.get_running_loop().create_future()  # (nobody sets it: only the cancellation ends it)
+        await _never()
         raise
     finally:
         _holding = was
 
 
-class user_steps:  # noqa: N801 (awaited as a function's result: `await user_steps(coro)`)
-    """`await awaitable`, the user's coroutine (an async node's `update_async()`, an async tool): each of its
-    steps runs as `run_user_code` runs synchronous code, so one that never awaits again (`while True: pass`
-    between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's."""
+def user_steps(awaitable: Awaitable[T]) -> Awaitable[T]:
+    """`awaitable`, the user's coroutine (an async node's `update_async()`, an async tool), to await with each
+    of its steps run as `run_user_code` runs synchronous code, so one that never awaits again (`while True:
+    pass` between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's."""
+    return _Steps(awaitable)
 
+
+class _Steps:
     __slots__ = ("_awaitable",)
 
     def __init__(self, awaitable: Awaitable[T]):
@@ -104,16 +107,14 @@ class user_steps:  # noqa: N801 (awaited as a function's result: `await user_ste
 
     def __await__(self) -> Generator[Any, Any, T]:
         steps = self._awaitable.__await__()
-        if get_ident() != _MAIN:
-            return (yield from steps)
         step, value = steps.send, None
         while True:
             try:
-                awaited = _holding_thread(step, value)
+                awaited = _holding_step(step, value)
             except StopIteration as done:
                 return done.value
             except _StoppedUserCode:
-                yield from asyncio.get_running_loop().create_future().__await__()  # (as in run_user_code)
+                yield from _never().__await__()
                 raise
             try:
                 step, value = steps.send, (yield awaited)
@@ -124,13 +125,21 @@ class user_steps:  # noqa: N801 (awaited as a function's result: `await user_ste
                 step, value = steps.throw, exc
 
 
-def _holding_thread(step: Callable[[Any], Any], value: Any) -> Any:
+def _holding_step(step: Callable[[Any], Any], value: Any) -> Any:
+    """`step(value)` with the flag up, in the main thread (in another, no signal handler runs in its code)."""
     global _holding
+    if get_ident() != _MAIN:
+        return step(value)
     was, _holding = _holding, True
     try:
         return step(value)
     finally:
         _holding = was
+
+
+def _never() -> asyncio.Future[Any]:
+    """What code a signal stopped waits on: a future nobody sets, which only the run's cancellation ends."""
+    return asyncio.get_running_loop().create_future()
 
 
 @contextlib.contextmanager
