@@ -9,13 +9,13 @@ between two steps of the code that holds it (the driver's wait wakes at least ev
 it waited for (`doing`) and exits with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 
 The same holds during a run: the user's synchronous code on the loop's thread (a tick of the tree's
-nodes, a plain synchronous tool, a synchronous `@node` function; an async node's or tool's code
-between two awaits, `user_steps`) may loop forever. A command's loop
-takes its signals with `user_code_stops()` around it: one handler for the whole run, which does nothing
-unless such code runs (a flag `run_user_code` sets in the main thread around it: a tick's cost, ~1 µs,
-nothing per node); then it raises `Stopped` there. `run_user_code` catches it and waits for what the
-loop makes of the same signal once it has the thread back: the run is cancelled as a signal cancels it
-at any await, and the code is no failure of its own.
+nodes, a plain synchronous tool, a synchronous `@node` function; an async node's or tool's code between
+two awaits, `user_steps`) may loop forever. A command's loop takes its signals with `user_code_stops()`
+around it: one handler for the whole run, which does nothing unless such code runs (a flag
+`run_user_code` sets in the main thread around it: a tick's cost, ~1 µs, nothing per node); then it
+raises `Stopped` there. `run_user_code` catches it and waits for what the loop makes of the same signal
+once it has the thread back: the run is cancelled as a signal cancels it at any await, and the code is
+no failure of its own.
 """
 
 from __future__ import annotations
