@@ -7,17 +7,32 @@ synchronous connect holds it for its whole timeout. Python runs a signal's handl
 between two steps of the code that holds it (the driver's wait wakes at least every 0.1 s), so inside
 `signals_raise()` the handler raises `Stopped` there: the wait ends at once, and the command says what
 it waited for (`doing`) and exits with 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
+
+The same holds during a run: the user's synchronous code on the loop's thread (a tick of the tree's
+nodes, a plain synchronous tool, a synchronous `@node` function; an async node's or tool's code between
+two awaits, `user_steps`) may loop forever. A command's loop takes its signals with `user_code_stops()`
+around it: one handler for the whole run, which does nothing unless such code runs (a flag
+`run_user_code` sets in the main thread around it: a tick's cost, ~1 µs, nothing per node); then it
+raises `Stopped` there. `run_user_code` catches it and waits for what the loop makes of the same signal
+once it has the thread back: the run is cancelled as a signal cancels it at any await, and the code is
+no failure of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from threading import get_ident
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_MAIN = threading.main_thread().ident  # where Python runs signal handlers
+_holding = False  # the main thread runs the user's code, which a signal stops (`user_code_stops`)
 
 
 class Stopped(BaseException):
@@ -30,6 +45,10 @@ class Stopped(BaseException):
 
     def line(self) -> str | None:
         return None if self.doing is None else f"{self.doing}, stopped by {signal.Signals(self.signum).name}"
+
+
+class _StoppedUserCode(Stopped):
+    """A signal that stopped the user's code in `run_user_code`: the loop's handler of it ends the run."""
 
 
 def exit_status(signum: int) -> int:
@@ -55,4 +74,94 @@ def signals_raise(doing: str | None = None) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "signals_raise"]
+async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`call(*args, **kwargs)`, the user's synchronous code, on the loop's thread: within `user_code_stops()`, a
+    signal raises `Stopped` in it. It then waits here, as at any await, for the loop's own handler of that
+    signal (the signal wrote the loop's wakeup fd) to cancel the run."""
+    global _holding
+    if get_ident() != _MAIN:  # (in another thread no signal handler runs in its code)
+        return call(*args, **kwargs)
+    was, _holding = _holding, True  # (as `_holding_step` does, inline: a tick's path)
+    try:
+        return call(*args, **kwargs)
+    except _StoppedUserCode:
+        _holding = was  # (the loop's code runs from here on)
+        await _never()
+        raise
+    finally:
+        _holding = was
+
+
+def user_steps(awaitable: Awaitable[T]) -> Awaitable[T]:
+    """`awaitable`, the user's coroutine (an async node's `update_async()`, an async tool), to await with each
+    of its steps run as `run_user_code` runs synchronous code, so one that never awaits again (`while True:
+    pass` between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's."""
+    return _Steps(awaitable)
+
+
+class _Steps:
+    __slots__ = ("_awaitable",)
+
+    def __init__(self, awaitable: Awaitable[T]):
+        self._awaitable = awaitable
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        steps = self._awaitable.__await__()
+        step, value = steps.send, None
+        while True:
+            try:
+                awaited = _holding_step(step, value)
+            except StopIteration as done:
+                return done.value
+            except _StoppedUserCode:
+                yield from _never().__await__()
+                raise
+            try:
+                step, value = steps.send, (yield awaited)
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # (a cancellation, or what the awaited future raised) into its code
+                step, value = steps.throw, exc
+
+
+def _holding_step(step: Callable[[Any], Any], value: Any) -> Any:
+    """`step(value)` with the flag up, in the main thread (in another, no signal handler runs in its code)."""
+    global _holding
+    if get_ident() != _MAIN:
+        return step(value)
+    was, _holding = _holding, True
+    try:
+        return step(value)
+    finally:
+        _holding = was
+
+
+def _never() -> asyncio.Future[Any]:
+    """What code a signal stopped waits on: a future nobody sets, which only the run's cancellation ends."""
+    return asyncio.get_running_loop().create_future()
+
+
+@contextlib.contextmanager
+def user_code_stops() -> Iterator[None]:
+    """While the block runs (a command's loop, whose `add_signal_handler`s hear SIGINT, SIGTERM and SIGHUP once it
+    has the thread), a signal while the user's code holds the thread (`run_user_code`) raises `Stopped` in it; at any
+    other time the handler does nothing, as the loop's own does (the loop hears it through its wakeup fd
+    either way). The handlers before it come back after; outside the main thread it changes nothing."""
+    if get_ident() != _MAIN:
+        yield
+        return
+
+    def stop_user_code(signum: int, _frame: Any) -> None:
+        if _holding:  # (again while it unwinds, or if the code swallowed it: still in `run_user_code`)
+            raise _StoppedUserCode(signum)
+
+    previous = {signum: signal.signal(signum, stop_user_code) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+__all__ = ["SIGNALS", "Stopped", "exit_status", "run_user_code", "signals_raise", "user_code_stops", "user_steps"]

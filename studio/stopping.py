@@ -13,7 +13,10 @@ PostgreSQL server that does not answer: the loop cannot run its handlers then. W
 (`user_code()`, `connecting()`), a signal raises `Stopped` in it instead (runtime/signals.py), which the
 tree loader lets through: the command ends at once, with the same exit status; a connect stopped so is
 said in one line naming the store. A command that runs a tree opens a PostgreSQL store in its event loop
-instead (`connecting_async()`): the signal cancels the connect, and says so in the same line.
+instead (`connecting_async()`): the signal cancels the connect, and says so in the same line. During a
+run, the tree's own synchronous code (a node's `update()`, a plain tool) may hold the thread too: while
+it runs, a signal stops it (`on_signals` installs `user_code_stops()`), and the loop's handler then ends
+the run as above.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from runtime.agent import interrupt, settled
 from runtime.memory.checkpoint.naming import display_name
-from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise
+from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise, user_code_stops
 from runtime.terminal import terminal_line
 
 _stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
@@ -81,7 +84,8 @@ def on_signals(stop: Callable[[int], Any]) -> Iterator[None]:
     for signum in SIGNALS:
         loop.add_signal_handler(signum, first, signum)
     try:
-        yield
+        with user_code_stops():  # the user's code holding the loop's thread in a run ends there first
+            yield
     finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)

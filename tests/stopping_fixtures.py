@@ -1,4 +1,4 @@
-"""Runs of `mcp_hold_tree.py` in subprocesses, stopped mid-call: what the stopping tests share."""
+"""Runs in subprocesses stopped mid-call (`mcp_hold_tree.py`) or while the tree's own code loops: what the stopping tests share."""
 
 from __future__ import annotations
 
@@ -65,5 +65,17 @@ def interrupted_run(db: str) -> tuple[str, str, str, str | None]:
         listed = subprocess.run([sys.executable, "-m", "runtime.memory.checkpoint", "list", db], cwd=ROOT,
                                 capture_output=True, text=True, timeout=BOUND).stdout
         return last.status, last.source, listed, run.ended
+    finally:
+        store.close()
+
+
+def no_node_failed(db: str) -> list[str]:
+    """The run's `node.error` events (none: the code a signal stopped did not fail) and why it ended."""
+    store = open_store(db, create=False)
+    try:
+        [run] = store.runs()
+        events = [event for _, event in store.events(run.run_id)]
+        assert not [event for event in events if event.type == "node.error"]
+        return [event.payload.get("error") for event in events if event.type == "run.failed"]
     finally:
         store.close()

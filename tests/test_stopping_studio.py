@@ -1,8 +1,9 @@
 """The studio in a real terminal (tmux) stopped by SIGTERM or SIGHUP mid-call (#30.2): it exits with
 128 + N, the terminal is given back as it was (main screen, cursor shown, mouse reporting off, echo and
 line editing on), the run's last checkpoint says INTERRUPTED and the MCP server's process group is gone.
-Quitting while the run goes on (the studio's Ctrl-C) records and stops it the same way. A run that waits
-for an approval is left waiting instead, for another process to answer."""
+Quitting while the run goes on (the studio's Ctrl-C) records and stops it the same way. So does a signal
+while the tree's own synchronous code holds the loop's thread (#32). A run that waits for an approval is
+left waiting instead, for another process to answer."""
 
 from __future__ import annotations
 
@@ -17,7 +18,17 @@ from pathlib import Path
 import mcp_hold_tree
 import pytest
 import resume_tree
-from stopping_fixtures import BOUND, TREE, all_gone, interrupted_run, server_processes, use_place, wait_for
+import user_code_hold_tree
+from stopping_fixtures import (
+    BOUND,
+    TREE,
+    all_gone,
+    interrupted_run,
+    no_node_failed,
+    server_processes,
+    use_place,
+    wait_for,
+)
 from tui_fixtures import SIZE, until
 
 from runtime.memory.checkpoint import open_store
@@ -48,11 +59,11 @@ def tmux():
     Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket).unlink(missing_ok=True)
 
 
-def studio_in(tmux, place: Path) -> None:
-    """The studio on the tree in a 140x40 terminal; what its shell sees after it: `code`, `stty`."""
+def studio_in(tmux, place: Path, tree: str = TREE) -> None:
+    """The studio on `tree` in a 140x40 terminal; what its shell sees after it: `code`, `stty`."""
     script = place / "studio.sh"
     script.write_text(f"cd {ROOT}\n"
-                      f"env -u JIANMU_BASE_URL -u OPENAI_BASE_URL {sys.executable} -m studio.cli {TREE} "
+                      f"env -u JIANMU_BASE_URL -u OPENAI_BASE_URL {sys.executable} -m studio.cli {tree} "
                       f"--db {place / 'runs.db'}\n"
                       f"echo $? > {place / 'code'}\nstty -a > {place / 'stty'}\nsleep {BOUND:g}\n")
     tmux("new-session", "-d", "-s", "s", "-x", "140", "-y", "40", f"sh {script}")
@@ -96,6 +107,25 @@ def test_the_studio_stopped_mid_call_gives_the_terminal_back(tmux, place, signum
     wait_for(lambda: all_gone(pids), "the MCP server and its helper gone")
     status, source, listed, ended = interrupted_run(str(place / "runs.db"))
     assert (status, source, ended) == ("INTERRUPTED", "interrupt", "failed") and " INTERRUPTED " in listed
+
+
+@in_tmux
+@pytest.mark.parametrize("hold", ["tool", "node"])
+def test_the_studio_stopped_by_sighup_while_the_trees_sync_code_holds_the_loop(tmux, tmp_path, monkeypatch, hold):
+    """The studio's own way: the run recorded as interrupted, the terminal given back, exit 129."""
+    monkeypatch.setenv(user_code_hold_tree.HOLD, hold)  # (the tmux server, started next, passes them on)
+    monkeypatch.setenv(user_code_hold_tree.FLAG, str(tmp_path / "holding"))
+    studio_in(tmux, tmp_path, user_code_hold_tree.__file__)
+    tmux("send-keys", "-t", "s", "c")  # continue: the tree's code loops
+    wait_for(lambda: (tmp_path / "holding").exists(), "the tree's code looping")
+    [studio] = children_of(int(pane(tmux, "#{pane_pid}")))
+    os.kill(studio, signal.SIGHUP)
+    wait_for(lambda: (tmp_path / "stty").exists(), "the studio to exit")
+    assert (tmp_path / "code").read_text().strip() == "129"
+    assert pane(tmux, "#{alternate_on} #{cursor_flag} #{mouse_any_flag}") == "0 1 0"
+    assert "Traceback" not in tmux("capture-pane", "-p", "-t", "s")
+    assert interrupted_run(str(tmp_path / "runs.db"))[:2] == ("INTERRUPTED", "interrupt")
+    assert no_node_failed(str(tmp_path / "runs.db")) == ["interrupted by SIGHUP"]
 
 
 async def test_quitting_mid_call_records_the_run_as_interrupted_and_stops_its_server_group(place):

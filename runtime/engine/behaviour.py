@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Self
 import py_trees
 from py_trees.common import Status
 
+from ..signals import user_steps
 from ..state import StateManager, normalize_namespace
 from ..urls import masked_url
 from .deps import InjectPayload, RunContext, receives_injections
@@ -298,7 +299,7 @@ class AsyncBehaviour(Behaviour):
         if (turn := take_turn(self.ctx)) is not None:  # its work is the run's too
             await turn
         try:
-            return await self.update_async()
+            return await user_steps(self.update_async())  # its code between awaits: a signal stops it
         except (SystemExit, KeyboardInterrupt) as exc:  # out of the task, either would stop the event loop
             raise failure(exc) from exc
 

@@ -38,6 +38,7 @@ import py_trees
 from py_trees.common import Status
 from pydantic import BaseModel
 
+from ..signals import run_user_code
 from ..state import InteractionKeys, StateChange, StateManager
 from ..telemetry.otel import trace_runs
 from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
@@ -505,9 +506,10 @@ class ReactiveRunner:
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
             detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
-            report = self._tick(detailed) if not self._wraps else self._hold_tick(detailed, into)
+            traverse, args = (self._tick, (detailed,)) if not self._wraps else (self._hold_tick, (detailed, into))
         else:
-            report = self._resume_held(into)
+            traverse, args = self._resume_held, (into,)
+        report = await run_user_code(traverse, *args)  # the nodes' own code: a signal stops it (runtime.signals)
         if not report.completed:
             return report
         if self._into:

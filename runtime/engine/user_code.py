@@ -4,9 +4,10 @@
 tool is that node's or tool's failure, named as such, never the end of the process hosting the run
 (the studio, `run`, a service). Only the run's own control flow passes through user code
 (`PASSED_ON`: a cancellation, a coroutine closed, a signal that stops the command). The
-user's own Ctrl-C never arrives as an exception inside user code: it cancels the run's task
-(`asyncio.run`, studio/stopping.py). Caught as it is raised, before it leaves the user's code:
-a task whose coroutine raises either one stops the whole event loop.
+user's own Ctrl-C never arrives as a KeyboardInterrupt inside user code: it cancels the run's task
+(`asyncio.run`, studio/stopping.py), or, while the user's synchronous code holds the loop's thread,
+raises `Stopped` in it (runtime/signals.py `run_user_code`), passed on. Caught as it is raised,
+before it leaves the user's code: a task whose coroutine raises either one stops the whole event loop.
 """
 
 from __future__ import annotations

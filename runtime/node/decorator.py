@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from py_trees.common import Status
 
 from ..engine.behaviour import AsyncBehaviour
+from ..signals import run_user_code
 
 
 class FunctionNode(AsyncBehaviour):
@@ -33,7 +34,7 @@ class FunctionNode(AsyncBehaviour):
         state = self._require_state().view(self.namespace)
         for port in self._input_bindings:
             state[port] = self.read_port(port)
-        result = type(self).func(state)
+        result = await run_user_code(type(self).func, state)  # a sync one: a signal stops it (runtime/signals.py)
         if inspect.isawaitable(result):
             result = await result
         if result is None:

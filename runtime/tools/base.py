@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from runtime.signals import run_user_code, user_steps
 from runtime.tools.bounds import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_OUTPUT_CHARS, checked_bounds
 from runtime.tools.observation import CarryingImages, plain
 from runtime.tools.threads import Turns, in_thread, needs_the_loop_thread
@@ -79,11 +80,12 @@ class Tool:
     `timeout` (seconds, 60) and `max_output_chars` (100,000) bound a call: a call still running
     then is answered "gave no answer within …", a longer text is cut with a marker (None: no bound;
     runtime/tools/bounds.py). A synchronous function runs on the event loop's thread, within its
-    tick's turn, so a run steps, replays and checks alike every time. `blocking=True` says it may take
-    long or never return: it then runs in a thread of its own, so that it holds neither the event loop
-    nor Ctrl-C, and its timeout can answer for it (leaving the thread behind). There it has no running
-    event loop, nor the objects bound to another thread (a sqlite3 connection): such a failure is
-    answered with what to change. runtime/tools/threads.py tells why.
+    tick's turn, so a run steps, replays and checks alike every time (a signal stops it there, and the run:
+    runtime/signals.py). `blocking=True` says it may take long or never return: it then runs in a thread
+    of its own, so that it does not hold the event loop, and its timeout can answer for it (leaving the
+    thread behind). There it has no running event loop, nor the objects bound to another thread (a
+    sqlite3 connection): such a failure is answered with what to change. runtime/tools/threads.py tells
+    why.
     """
 
     name: str = ""
@@ -170,7 +172,7 @@ class Tool:
         `blocking`), a coroutine awaited."""
         kwargs = dict(self.validate(arguments))
         if not self.blocking or _is_async(self.func):
-            result = self.func(**kwargs)
+            result = await run_user_code(self.func, **kwargs)  # a signal stops it (runtime/signals.py)
         else:
             try:
                 result = await in_thread(self.func, kwargs, turns=self._turns)
@@ -181,7 +183,7 @@ class Tool:
                                 "thread of its own: declare it blocking=False to run it on the event loop's "
                                 "thread, or make it async)") from exc
         if inspect.isawaitable(result):
-            result = await result
+            result = await user_steps(result)  # its code between awaits: a signal stops it
         return result
 
     @staticmethod

@@ -10,10 +10,10 @@ way: the model decides what to do without that answer.
 
 An MCP server's tools are bounded the same way, with the provider's `call_timeout` (the MCP library
 counts it, and cancels the request at the server) and `max_output_chars`. A synchronous function
-cannot be interrupted: on the event loop's thread (a plain tool's) it holds the loop, the timeout and
-Ctrl-C with it, so one that may not return is declared `blocking=True` and runs in a thread of its own
-(`Tool.call`, runtime/tools/threads.py), which a timeout leaves behind (a daemon: it never holds the
-process's exit).
+cannot be cancelled: on the event loop's thread (a plain tool's) it holds the loop and the timeout with
+it (a signal still stops it and ends the run: runtime/signals.py), so one that may not return is
+declared `blocking=True` and runs in a thread of its own (`Tool.call`, runtime/tools/threads.py), which
+a timeout leaves behind (a daemon: it never holds the process's exit).
 """
 
 from __future__ import annotations

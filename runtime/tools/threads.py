@@ -1,7 +1,8 @@
 """How a `blocking=True` synchronous tool runs: in a thread of its own, so that a call that never returns
-holds neither the event loop nor Ctrl-C, and its timeout can answer for it (`Tool.call`,
-runtime/tools/bounds.py). (A plain synchronous tool runs on the loop's thread, within its tick's turn, so
-a run steps and replays alike every time: in a thread, its answer could land a tick later or not.)
+does not hold the event loop, and its timeout can answer for it (`Tool.call`, runtime/tools/bounds.py).
+(A plain synchronous tool runs on the loop's thread, within its tick's turn, so a run steps and replays
+alike every time: in a thread, its answer could land a tick later or not. There a signal still stops a
+call that never returns, and the run with it: runtime/signals.py.)
 
 A thread changes what the function may take for granted, against running on the event loop's thread:
 
