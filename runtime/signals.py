@@ -15,7 +15,10 @@ around it: one handler for the whole run, which does nothing unless such code ru
 `run_user_code` sets in the main thread around it: a tick's cost, ~1 µs, nothing per node); then it
 raises `Stopped` there. `run_user_code` catches it and waits for what the loop makes of the same signal
 once it has the thread back: the run is cancelled as a signal cancels it at any await, and the code is
-no failure of its own.
+no failure of its own. Code that has held the thread for less than `GRACE` gets that long to give it back
+(the signal is sent again then, if it still holds it): a Ctrl-C during a long but finite tick (a large
+tree's) stops the run after the tick, as at any await, and its last checkpoint is a whole tick's, not one
+cut through the middle of the nodes' updates. Only code that holds on is cut.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import asyncio
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from threading import get_ident
 from typing import Any, TypeVar
@@ -33,6 +37,8 @@ T = TypeVar("T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _MAIN = threading.main_thread().ident  # where Python runs signal handlers
 _holding = False  # the main thread runs the user's code, which a signal stops (`user_code_stops`)
+_since = 0.0  # since when (time.monotonic()) it has held the thread
+GRACE = 1.0  # seconds the user's code holding the thread has to give it back before a signal cuts it
 
 
 class Stopped(BaseException):
@@ -81,7 +87,10 @@ async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     global _holding
     if get_ident() != _MAIN:  # (in another thread no signal handler runs in its code)
         return call(*args, **kwargs)
+    global _since
     was, _holding = _holding, True  # (as `_holding_step` does, inline: a tick's path)
+    if not was:
+        _since = time.monotonic()
     try:
         return call(*args, **kwargs)
     except _StoppedUserCode:
@@ -127,14 +136,23 @@ class _Steps:
 
 def _holding_step(step: Callable[[Any], Any], value: Any) -> Any:
     """`step(value)` with the flag up, in the main thread (in another, no signal handler runs in its code)."""
-    global _holding
+    global _holding, _since
     if get_ident() != _MAIN:
         return step(value)
     was, _holding = _holding, True
+    if not was:
+        _since = time.monotonic()
     try:
         return step(value)
     finally:
         _holding = was
+
+
+def _again(signum: int) -> None:
+    """The signal once more, to the main thread, if the user's code still holds it after its `GRACE`: it is
+    then cut (the loop, which heard the first, ignores this one)."""
+    if _holding and time.monotonic() - _since >= GRACE:
+        signal.pthread_kill(_MAIN, signum)
 
 
 def _never() -> asyncio.Future[Any]:
@@ -153,8 +171,14 @@ def user_code_stops() -> Iterator[None]:
         return
 
     def stop_user_code(signum: int, _frame: Any) -> None:
-        if _holding:  # (again while it unwinds, or if the code swallowed it: still in `run_user_code`)
+        if not _holding:
+            return
+        held = time.monotonic() - _since
+        if held >= GRACE:  # (again while it unwinds, or if the code swallowed it: still in `run_user_code`)
             raise _StoppedUserCode(signum)
+        again = threading.Timer(GRACE - held, _again, (signum,))
+        again.daemon = True  # (never holds the process's exit)
+        again.start()
 
     previous = {signum: signal.signal(signum, stop_user_code) for signum in SIGNALS}
     try:

@@ -18,6 +18,7 @@ import pytest
 import user_code_hold_tree
 from stopping_fixtures import BOUND, ROOT, interrupted_run, no_node_failed, wait_for
 
+from runtime import signals
 from runtime.signals import SIGNALS, run_user_code, user_code_stops, user_steps
 from studio.stopping import on_signals
 
@@ -81,6 +82,23 @@ async def test_the_loops_handler_ends_what_the_signal_stopped_and_no_handler_is_
     assert heard == [signal.SIGTERM]
     assert [signal.getsignal(signum) for signum in SIGNALS] == [signal.default_int_handler, signal.SIG_DFL,
                                                                 signal.SIG_DFL]
+
+
+async def test_code_that_gives_the_thread_back_within_its_grace_is_not_cut(monkeypatch):
+    """A signal while the user's code holds the thread for less than its grace (a large tree's long tick)
+    lets it finish: the run stops at the next await, its last checkpoint a whole tick's."""
+    monkeypatch.setattr(signals, "GRACE", 3600.0)
+    task = asyncio.current_task()
+
+    def finite() -> str:
+        os.kill(os.getpid(), signal.SIGTERM)  # (its handler runs before the next line)
+        return "whole"
+
+    with on_signals(lambda signum: task.cancel(signal.Signals(signum).name)):
+        assert await run_user_code(finite) == "whole"
+        with pytest.raises(asyncio.CancelledError, match="SIGTERM"):
+            await asyncio.sleep(BOUND)
+        task.uncancel()
 
 
 def test_outside_the_main_thread_nothing_changes():
