@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
@@ -93,7 +94,7 @@ class ModelCallScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall") as dialog:
-            dialog.border_title = f"model call: {self.call.title}"
+            dialog.border_title = Content(f"model call: {self.call.title}")
             offers = " · w: what if (fork, answer edited) · r: re-send as edited" \
                 if self.check_action("what_if", ()) else ""
             dialog.border_subtitle = f"enter: the whole item{offers} · esc: close"
@@ -130,7 +131,7 @@ class ModelCallsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
-            dialog.border_title = self._title
+            dialog.border_title = Content(self._title)
             dialog.border_subtitle = "enter: open the call · esc: close"
             if not self.calls:
                 yield Label("no model call yet: step or continue the run first", classes="hint")

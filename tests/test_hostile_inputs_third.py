@@ -1,0 +1,70 @@
+"""A third, independent set of hostile inputs (issue #32): each test names the input and what must hold."""
+
+from __future__ import annotations
+
+from py_trees.behaviours import Success
+from py_trees.composites import Sequence
+from textual.app import App
+from textual.widgets import DataTable
+from tui_fixtures import SIZE, steady_terminal  # noqa: F401
+
+from runtime import Agent
+from runtime.memory.checkpoint import open_store
+from studio.app import StudioApp
+from studio.loader import LoadedTree
+from studio.screens.breakpoints import BreakpointsScreen
+from studio.session import DebugSession
+from studio.widgets.timeline import Timeline
+from studio.widgets.tree_pane import TreePane
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x00\x9b31m"
+
+
+def drawn(app: App) -> str:
+    return "\n".join("".join(segment.text for segment in strip)
+                     for strip in app.screen._compositor.render_full_update().strips)
+
+
+class _TimelineOnly(App):
+    def compose(self):
+        yield Timeline()
+
+
+async def test_a_branch_and_a_summary_holding_control_codes_are_drawn_as_pictures_in_the_timeline():
+    """A timeline row whose branch and summary (a fork's name, a store's rows) hold ESC, BEL, NUL and
+    a C1 CSI: the timeline draws its lines from segments, which no library strips, so it sends none
+    of them to the terminal and shows each as its picture, as the other panes do."""
+    app = _TimelineOnly()
+    async with app.run_test(size=(100, 6)) as pilot:
+        app.query_one(Timeline).sync([{"id": 1, "tick": 0, "status": "SUCCESS", "branch": "b" + HOSTILE,
+                                       "summary": "s" + HOSTILE}])
+        await pilot.pause()
+        screen = drawn(app)
+    assert not any(code in screen for code in ("\x1b", "\x07", "\x00", "\x9b"))
+    assert "b␛]0;owned␇␛[2J␀\ufffd31m" in screen and "s␛]0;owned␇␛[2J␀\ufffd31m" in screen
+
+
+async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_as_markup(tmp_path):
+    """A node named `Q[x=:1]` (a breakpoint set on it with b, its note and the breakpoints list) and a
+    condition `messages[len(messages) - 1] != 0`: Textual reads a label's, a note's or a table cell's text as markup,
+    so the note raised MarkupError and ended the studio, and the list showed the condition as
+    `messages != 0`. Each is shown as written and the studio goes on."""
+    name = "Q[x=:1]"
+    root = Sequence("Root", memory=True, children=[Success(name)])
+    session = DebugSession(LoadedTree(Agent(root), tmp_path / "tree.py", "build", {}),
+                           store=open_store(tmp_path / "runs.db"))
+    session.add_condition_breakpoint("len(messages) > 1 and messages[len(messages) - 1] != 0")
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        assert app.main.query_one(TreePane).jump(f"Root/{name}")
+        await pilot.press("b")
+        await pilot.pause(0.2)
+        assert f"breakpoint: before Root/{name}" in drawn(app)
+        await pilot.press("B")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, BreakpointsScreen)
+        table = app.screen.query_one(DataTable)
+        cells = [str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)]
+        assert "len(messages) > 1 and messages[len(messages) - 1] != 0" in cells and f"Root/{name}" in cells
+    assert app.return_code in (None, 0)
