@@ -503,6 +503,9 @@ async def serve(args: argparse.Namespace) -> int:
     os.environ["JIANMU_DEBUG_WAIT"] = str(args.wait)  # read by the server the run starts
     try:
         result = await agent.run(loaded.input_data, debug=args.at)
+    except StoreError as exc:  # (an OSError) the run's store refused a write: the run stopped, as `run` says it
+        stopping.complain(f"the run stopped: {type(exc).__name__}: {exc}")
+        return 1
     except ValueError as exc:  # a malformed address
         raise UsageError(f"--at {args.at}: {exc}") from exc
     except OSError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
+from test_cli import cli
+from test_hostile_inputs import SURROGATE_TREE
 from textual.app import App
 from textual.widgets import DataTable
 from tui_fixtures import SIZE, steady_terminal  # noqa: F401
@@ -68,3 +70,16 @@ async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_
         cells = [str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)]
         assert "len(messages) > 1 and messages[len(messages) - 1] != 0" in cells and f"Root/{name}" in cells
     assert app.return_code in (None, 0)
+
+
+def test_a_store_refusing_a_served_runs_checkpoint_is_the_runs_failure_not_the_addresses(tmp_path):
+    """`serve` on a tree whose node writes a lone surrogate into state: the store refuses the tick's
+    checkpoint (a StoreError, an OSError) while the run is served. That is the run's failure, said as
+    `run` says it (exit 1), never `--at …: cannot listen there` (exit 2) blaming a good address."""
+    tree = tmp_path / "writes.py"
+    tree.write_text(SURROGATE_TREE.replace("KEY", "'answer'").replace("VALUE", '"bad \\ud800 text"'))
+    result = cli("serve", str(tree), "--at", "127.0.0.1:0", "--wait", "0", "--db", str(tmp_path / "s.db"))
+    assert result.returncode == 1, result.stderr
+    assert "cannot listen" not in result.stderr and "Traceback" not in result.stderr
+    assert ("jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: state key 'answer'"
+            in result.stderr)
