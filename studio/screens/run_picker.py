@@ -92,7 +92,7 @@ class RunPicker(Screen[str | None]):
             if known is None:
                 self._started[run.run_id] = run.started or run.first_time
                 table.add_row(*cells, key=run.run_id)
-                table.sort("run", key=self._started.__getitem__, reverse=True)
+                table.sort("run", key=lambda run_id: self._started[str(run_id)], reverse=True)  # (its cell: Text)
             else:
                 for name, value in zip(COLUMNS, cells, strict=True):
                     table.update_cell(run.run_id, name, value, update_width=True)  # "abandoned, …" is wider
