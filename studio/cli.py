@@ -51,6 +51,7 @@ from runtime.memory.checkpoint.store import CheckpointError, CheckpointStore
 from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
+from runtime.urls import masked_url
 
 from . import cli_check, cli_resume, headless, leaving, logs, samples, startup, stopping, web
 from .loader import LoadedTree, TreeLoadError, load_tree
@@ -66,10 +67,11 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad flag is one line too (argparse would print the whole usage first)."""
+    """A bad flag is one line too (argparse would print the whole usage first). Its message quotes the
+    arguments as given (`unrecognized arguments: …`): shown, never obeyed, and no URL's password."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: {terminal_line(masked_url(message))} (see --help)\n")
 
 
 def _tick_count(text: str) -> int:

@@ -83,3 +83,13 @@ def test_a_store_refusing_a_served_runs_checkpoint_is_the_runs_failure_not_the_a
     assert "cannot listen" not in result.stderr and "Traceback" not in result.stderr
     assert ("jianmu-studio: the run stopped: StoreError: checkpoint of tick 2 not written: state key 'answer'"
             in result.stderr)
+
+
+def test_arguments_the_parser_refuses_are_quoted_without_control_codes_or_passwords():
+    """`run tree.py ESC]0;owned BEL postgresql://bob:hunter2@db/x`: argparse quotes the arguments it
+    did not expect as given, so the terminal obeyed the escape and the password was shown. The line
+    shows each control code as its escape and the password as `***`; the exit status is 2."""
+    result = cli("run", "tree.py", "\x1b]0;owned\x07", "postgresql://bob:hunter2@db/x")
+    assert result.returncode == 2
+    assert result.stderr == ("jianmu-studio: unrecognized arguments: \\x1b]0;owned\\x07 postgresql://bob:***@db/x "
+                             "(see --help)\n")
