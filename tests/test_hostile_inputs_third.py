@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from otlp_receiver import OTLPReceiver
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
 from test_cli import cli
 from test_hostile_inputs import SURROGATE_TREE
+from test_otel_traces import cli as otel_cli
 from textual.app import App
 from textual.widgets import DataTable
 from tui_fixtures import SIZE, steady_terminal  # noqa: F401
@@ -93,3 +99,40 @@ def test_arguments_the_parser_refuses_are_quoted_without_control_codes_or_passwo
     assert result.returncode == 2
     assert result.stderr == ("jianmu-studio: unrecognized arguments: \\x1b]0;owned\\x07 postgresql://bob:***@db/x "
                              "(see --help)\n")
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """Answers every POST with a 307 to `location` (a collector moved, or http sent on to https)."""
+
+    location = ""
+
+    def do_POST(self):  # noqa: N802 (the handler's name)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(307)
+        self.send_header("Location", self.location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_otlp_endpoint_answering_a_redirect_is_a_trace_not_sent(tmp_path):
+    """`export --otlp` to an endpoint that answers 307 to a working collector: the exporter never
+    follows a redirect yet counted any 3xx as delivered, so the command said the trace was sent
+    (exit 0) while nothing arrived anywhere. It says the trace was not accepted (exit 1)."""
+    recorded = otel_cli(tmp_path, "run", "text_pipeline", "--db", "runs.db", "--json")
+    run_id = json.loads(recorded.stdout.splitlines()[-1])["summary"]["run_id"]
+    with OTLPReceiver() as receiver:
+        _Redirecting.location = receiver.endpoint + "/v1/traces"
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            result = otel_cli(tmp_path, "export", "runs.db", "--run", run_id, "--otlp",
+                              OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.server_port}")
+        finally:
+            server.shutdown()
+    assert receiver.spans == []
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (f"jianmu-studio: the trace of run {run_id} was not accepted by "
+                             f"http://127.0.0.1:{server.server_port}\n")
