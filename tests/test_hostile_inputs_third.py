@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from otlp_receiver import OTLPReceiver
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
@@ -136,3 +139,22 @@ def test_an_otlp_endpoint_answering_a_redirect_is_a_trace_not_sent(tmp_path):
     assert result.returncode == 1, result.stderr
     assert result.stderr == (f"jianmu-studio: the trace of run {run_id} was not accepted by "
                              f"http://127.0.0.1:{server.server_port}\n")
+
+
+@pytest.mark.parametrize("token", ["%C3%A9", "%ff%fe", "s3cr%C3%A9t"])
+def test_a_web_page_asking_with_a_token_that_is_not_ascii_is_refused_as_a_wrong_token(tmp_path, token):
+    """`web --at 0.0.0.0:0` (a token needed) asked for `/?token=é` (or bytes that are no UTF-8): the
+    token was compared as text, which `hmac.compare_digest` refuses beyond ASCII, so the page got a
+    500 Internal Server Error. It is a wrong token: 403, and the right one still opens the page."""
+    from test_web_studio import WebStudio  # (skips without the [web] extra)
+
+    server = WebStudio(tmp_path, "text_pipeline", "--db", str(tmp_path / "web.db"), "--at", "0.0.0.0:0",
+                       env={"JIANMU_DEBUG_TOKEN": "s3cret"})
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/?token={token}", timeout=30)
+        assert refused.value.code == 403
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/?token=s3cret", timeout=30) as page:
+            assert page.status == 200
+    finally:
+        server.close()
