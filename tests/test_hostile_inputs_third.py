@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import threading
 import urllib.error
 import urllib.request
@@ -158,3 +160,30 @@ def test_a_web_page_asking_with_a_token_that_is_not_ascii_is_refused_as_a_wrong_
             assert page.status == 200
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("loop", ["UPDATE checkpoints SET parent_id = (SELECT max(id) FROM checkpoints) WHERE parent_id IS NULL",
+                                  "UPDATE checkpoints SET parent_id = id WHERE tick = 2"])
+def test_a_store_whose_parents_go_round_in_a_loop_is_said_damaged_and_the_studio_still_opens_it(tmp_path, loop):
+    """A store (or a run file received) whose checkpoints' parents loop: the first's parent is the
+    last, or one is its own. `diff` walked the parents forever, its list growing without end, and
+    the studio froze drawing the timeline. `diff` says the store is damaged (exit 2, one line);
+    the studio opens the run, its lineage ending where the loop closes."""
+    store, good = tmp_path / "runs.db", tmp_path / "good.db"
+    for recorded in (store, good):
+        assert cli("run", "text_pipeline", "--db", str(recorded)).returncode == 0
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        conn.execute(loop)
+        conn.commit()
+        run_id = conn.execute("SELECT run_id FROM checkpoints").fetchone()[0]
+    result = cli("diff", str(store), str(good))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"jianmu-studio: {store}: ") and "the store is damaged" in result.stderr
+    assert result.stderr.count("\n") == 1
+    if "max(id)" in loop:  # (a checkpoint its own parent is a damaged delta chain too: not opened)
+        session = DebugSession.open_recorded(store, run_id)
+        framed = threading.Thread(target=lambda: session.frame, daemon=True)
+        framed.start()
+        framed.join(60)
+        assert not framed.is_alive(), "the studio's frame never came: its lineage walked the loop"
+        session.store.close()
