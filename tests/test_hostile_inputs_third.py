@@ -187,3 +187,24 @@ def test_a_store_whose_parents_go_round_in_a_loop_is_said_damaged_and_the_studio
         framed.join(60)
         assert not framed.is_alive(), "the studio's frame never came: its lineage walked the loop"
         session.store.close()
+
+
+@pytest.mark.parametrize("name", ["sqlite:///{tmp}/runs.db", "file:{tmp}/runs.db", "mysql://bob:hunter2@db/runs"])
+def test_a_store_named_by_a_url_of_another_kind_is_refused_not_made_a_folder(tmp_path, name):
+    """`--db sqlite:///tmp/runs.db` (SQLAlchemy's form), `file:` or `mysql://`: such a name was taken
+    as a relative path, the run recorded into a folder `sqlite:` made where the command ran (exit 0)
+    and never where the user will look. It is refused in one line (no password), exit 2, nothing made."""
+    name = name.format(tmp=tmp_path)
+    result = cli("run", "text_pipeline", "--db", name, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (f"jianmu-studio: {name.replace('hunter2', '***')}: not a store address this version "
+                             "opens: give FILE.db (a path, no scheme) or postgresql://…\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_address_holding_a_password_is_quoted_without_it_in_any_error_line():
+    """`attach ws://bob:hunter2@127.0.0.1:1`: the address is refused (not host:port), and the line
+    that said so quoted it whole, password and all. The CLI's error lines show no URL's password."""
+    result = cli("attach", "ws://bob:hunter2@127.0.0.1:1")
+    assert result.returncode == 2
+    assert "hunter2" not in result.stderr and "ws://bob:***@127.0.0.1:1" in result.stderr
