@@ -251,10 +251,11 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) -> int:
-    """Say why the command failed in one line (after the traceback, with --debug); its exit status."""
+    """Say why the command failed in one line (after the traceback, with --debug); its exit status. The
+    line may quote what was given (an address, a URL): no password shows (`attach ws://u:pw@…`)."""
     if args.debug:
         traceback.print_exception(exc)
-    stopping.complain(line)
+    stopping.complain(masked_url(line))
     return status
 
 
