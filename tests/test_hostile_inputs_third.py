@@ -14,7 +14,7 @@ import pytest
 from otlp_receiver import OTLPReceiver
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
-from test_cli import cli
+from test_cli import ROOT, cli
 from test_hostile_inputs import SURROGATE_TREE
 from test_otel_traces import cli as otel_cli
 from textual.app import App
@@ -22,6 +22,7 @@ from textual.widgets import DataTable
 from tui_fixtures import SIZE, steady_terminal  # noqa: F401
 
 from runtime import Agent
+from runtime.debug.breakpoints import BreakpointError
 from runtime.memory.checkpoint import open_store
 from studio.app import StudioApp
 from studio.loader import LoadedTree
@@ -208,3 +209,20 @@ def test_an_address_holding_a_password_is_quoted_without_it_in_any_error_line():
     result = cli("attach", "ws://bob:hunter2@127.0.0.1:1")
     assert result.returncode == 2
     assert "hunter2" not in result.stderr and "ws://bob:***@127.0.0.1:1" in result.stderr
+
+
+def test_a_breakpoints_file_holding_thousands_of_breakpoints_is_bounded_in_one_warning(tmp_path):
+    """A breakpoints file (kept beside the store, so a received one too) holding 3,000 conditions:
+    each added one re-synced all the others and each is evaluated at every change of state, so
+    20,000 held `run` 96 s before its first tick and 200,000 for hours. The first 1,000 are loaded,
+    the rest skipped in one warning line; one more added (the studio, a client) is refused naming why."""
+    tree, store = str(ROOT / "sample_trees" / "text_pipeline.py"), tmp_path / "runs.db"
+    kept = DebugSession.load(tree, db=store).breakpoints_file
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(json.dumps([{"kind": "condition", "condition": f"words > {n}"} for n in range(3_000)]))
+    session = DebugSession.load(tree, db=store)
+    assert session.breakpoint_warnings == [f"{kept.name}: 2,000 breakpoints past the first 1,000 (the most a run "
+                                           "takes) skipped"]
+    assert len(session.breakpoints) == 1_000
+    with pytest.raises(BreakpointError, match="1,000 breakpoints already"):
+        session.add_condition_breakpoint("words > -1")
