@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 import threading
 import urllib.error
@@ -59,7 +60,7 @@ async def test_a_branch_and_a_summary_holding_control_codes_are_drawn_as_picture
 
 
 async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_as_markup(tmp_path):
-    """A node named `Q[x=:1]` (a breakpoint set on it with b, its note and the breakpoints list) and a
+    """A node named `Q[x=:1]` (a breakpoint set on it with b, its note, the node pane and the breakpoints list) and a
     condition `messages[len(messages) - 1] != 0`: Textual reads a label's, a note's or a table cell's text as markup,
     so the note raised MarkupError and ended the studio, and the list showed the condition as
     `messages != 0`. Each is shown as written and the studio goes on."""
@@ -74,7 +75,9 @@ async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_
         assert app.main.query_one(TreePane).jump(f"Root/{name}")
         await pilot.press("b")
         await pilot.pause(0.2)
-        assert f"breakpoint: before Root/{name}" in drawn(app)
+        screen = drawn(app)
+        assert f"breakpoint: before Root/{name}" in screen
+        assert re.search(rf"path +Root/{re.escape(name)} ", screen)  # the node pane
         await pilot.press("B")
         await pilot.pause(0.2)
         assert isinstance(app.screen, BreakpointsScreen)

@@ -32,9 +32,9 @@ def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
     facts = Table.grid(padding=(0, 1))  # one fact a line: nothing runs into its neighbour when it wraps
     facts.add_column(style="dim", no_wrap=True)
     facts.add_column()
-    facts.add_row("node", call.node)
+    facts.add_row("node", Text(call.node))  # (a str cell is read as markup; the model is the endpoint's word)
     facts.add_row("round", f"{call.round}   tick {call.tick}")
-    facts.add_row("model", str(call.model or "-"))
+    facts.add_row("model", Text(str(call.model or "-")))
     facts.add_row("latency", f"{call.duration_ms} ms" if call.duration_ms is not None else "-")
     facts.add_row("usage", ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-")
     facts.add_row("outcome", Text(call.outcome, "red" if call.error else "green"))
