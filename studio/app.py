@@ -585,6 +585,12 @@ class StudioApp(App[None]):
     def on_unmount(self) -> None:
         self._signals.close()
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Never read as markup (a widget's `notify` asks for it by default): the studio writes none,
+        and its notes quote node paths, values and errors (`drawn_text`)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     async def _stop_on_signal(self, signum: int) -> None:
         """The live run recorded as interrupted and stopped with its MCP servers, then the terminal restored
         as at any exit, and the exit status 128 + the signal's number."""

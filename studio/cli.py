@@ -51,6 +51,7 @@ from runtime.memory.checkpoint.store import CheckpointError, CheckpointStore
 from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
+from runtime.urls import masked_url
 
 from . import cli_check, cli_resume, headless, leaving, logs, samples, startup, stopping, web
 from .loader import LoadedTree, TreeLoadError, load_tree
@@ -66,10 +67,11 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad flag is one line too (argparse would print the whole usage first)."""
+    """A bad flag is one line too (argparse would print the whole usage first). Its message quotes the
+    arguments as given (`unrecognized arguments: …`): shown, never obeyed, and no URL's password."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: {terminal_line(masked_url(message))} (see --help)\n")
 
 
 def _tick_count(text: str) -> int:
@@ -249,10 +251,11 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) -> int:
-    """Say why the command failed in one line (after the traceback, with --debug); its exit status."""
+    """Say why the command failed in one line (after the traceback, with --debug); its exit status. The
+    line may quote what was given (an address, a URL): no password shows (`attach ws://u:pw@…`)."""
     if args.debug:
         traceback.print_exception(exc)
-    stopping.complain(line)
+    stopping.complain(masked_url(line))
     return status
 
 
@@ -503,6 +506,9 @@ async def serve(args: argparse.Namespace) -> int:
     os.environ["JIANMU_DEBUG_WAIT"] = str(args.wait)  # read by the server the run starts
     try:
         result = await agent.run(loaded.input_data, debug=args.at)
+    except StoreError as exc:  # (an OSError) the run's store refused a write: the run stopped, as `run` says it
+        stopping.complain(f"the run stopped: {type(exc).__name__}: {exc}")
+        return 1
     except ValueError as exc:  # a malformed address
         raise UsageError(f"--at {args.at}: {exc}") from exc
     except OSError as exc:

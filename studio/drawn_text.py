@@ -8,7 +8,15 @@ each, read whenever text is made (`Text`, `Content`); this module extends those 
 import, so every widget's text is covered without a call per widget: each other C0 control but tab
 and newline, DEL and the C1 controls are drawn as their Unicode control pictures (`␛`, `␀`, `␡`) or `�`
 (the five the libraries drop stay dropped: a CR of a `\r\n` line end is no news).
-The CLI's lines are made safe by `runtime.terminal.terminal_line` instead (it prints no widgets).
+A widget that draws its own segments (`Segment`, `Strip`) bypasses both tables: it passes its text
+through `shown` first. The CLI's lines are made safe by `runtime.terminal.terminal_line` instead (it
+prints no widgets).
+
+Nor is such text read as markup: Textual reads a `str` given to a label, a static, a border title, a
+notification or a data table's cell as markup, so a node named `Q[x=:1]` raised `MarkupError` and
+ended the studio, and a condition `items[i] > 0` was listed as `items > 0`. The studio writes no
+markup of its own: it gives those widgets `Content`/`Text`, `markup=False`, and its notifications
+are never read as markup (`StudioApp.notify`).
 """
 
 from __future__ import annotations
@@ -31,4 +39,11 @@ for _table in (rich_control._CONTROL_STRIP_TRANSLATE, textual_content._CONTROL_S
     for _code, _shown in PICTURES.items():
         _table.setdefault(_code, _shown)
 
-__all__ = ["PICTURES"]
+
+
+def shown(text: str) -> str:
+    """`text` with each control character as its picture, for a widget that draws segments itself."""
+    return text.translate(PICTURES)
+
+
+__all__ = ["PICTURES", "shown"]

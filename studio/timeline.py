@@ -180,10 +180,10 @@ class RunTimeline:
         if listed_run != run_id:
             infos, self._by_id, self._left = [], {}, {}
         new = self.store.list(run_id, after=infos[-1].id if infos else None)
-        for info in new:  # a parent is saved, so listed, before its children
-            parent = self._by_id.get(info.parent_id)
-            self._left[info.id] = (self._left[parent.id] if parent is not None and parent.branch == info.branch
-                                   else info.parent_id)
+        for info in new:  # a parent is saved, so listed, before its children: one that is not (a damaged
+            parent = self._by_id.get(info.parent_id)  # store's loop of parents) is no ancestor, the walk ends
+            self._left[info.id] = (None if parent is None else self._left[parent.id] if parent.branch == info.branch
+                                   else parent.id)
             self._by_id[info.id] = info
         self._infos = (run_id, infos + new)
         return self._infos[1]

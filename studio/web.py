@@ -94,7 +94,10 @@ def _server_class() -> type:
             pass
 
         def _allowed(self, given: str | None) -> bool:
-            return self.token is None or (given is not None and hmac.compare_digest(given, self.token))
+            """Compared as bytes: `compare_digest` refuses a str with non-ASCII characters (TypeError:
+            a page asked with `?token=é` got a 500, not a 403)."""
+            return self.token is None or (given is not None and hmac.compare_digest(
+                given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass")))
 
         async def handle_index(self, request: Any) -> Any:
             if not self._allowed(request.query.get("token") or request.cookies.get(COOKIE)):

@@ -59,6 +59,8 @@ from .whatif import WhatIf
 _WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
 APPROVAL_RESOLVED = "approval resolved: continue or step"
+MAX_BREAKPOINTS = 1_000  # each added one re-syncs the others, and every condition is evaluated at each change of
+# state: a breakpoints file (or a client) with 20,000 held `run` 96 s before its first tick, 200,000 for hours
 YIELD_EVERY = 0.005  # seconds a continuing run of plain nodes ticks before it lets the loop run (views, a server)
 Listener = Callable[[str, Any], None]
 
@@ -229,6 +231,9 @@ class Debugger:
         return self._next_id - 1
 
     def _add(self, bp: Breakpoint) -> Breakpoint:
+        if len(self.breakpoints) >= MAX_BREAKPOINTS:
+            raise BreakpointError(f"there are {MAX_BREAKPOINTS:,} breakpoints already, the most a run takes: "
+                                  "delete some first")
         bp.id = self._take_id()
         self.breakpoints.append(bp)
         self._breakpoints_changed()

@@ -65,7 +65,32 @@ def otlp_exporter() -> Any:
         raise TelemetryError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: this install exports traces over "
                              f"{SUPPORTED_PROTOCOL} only; set that (the collector's HTTP port, usually 4318)")
     require("otel", "opentelemetry.sdk")
-    return require("otel", "opentelemetry.exporter.otlp.proto.http.trace_exporter").OTLPSpanExporter()
+    exporter = require("otel", "opentelemetry.exporter.otlp.proto.http.trace_exporter").OTLPSpanExporter
+    if any(name.endswith("_CREDENTIAL_PROVIDER") for name in os.environ if name.startswith("OTEL_PYTHON_EXPORTER_OTLP")):
+        return exporter()  # the session the user's provider makes
+    return exporter(session=_redirects_refused())
+
+
+class Redirected(Exception):
+    """The endpoint answered a redirect: the exporter never follows one (its body would go to an
+    address nobody configured) yet counts any 3xx as delivered, so the trace went nowhere, said sent."""
+
+
+def _redirects_refused() -> Any:
+    """A requests session whose redirect answers fail the export (`Redirected`), naming where to."""
+    import requests
+
+    from ..urls import masked_url
+
+    def refuse(response: Any, *args: Any, **kwargs: Any) -> None:
+        if 300 <= response.status_code < 400:
+            where = response.headers.get("location")
+            raise Redirected(f"HTTP {response.status_code}: the endpoint redirects"
+                             + (f" to {masked_url(where)}" if where else ""))
+
+    session = requests.Session()
+    session.hooks["response"].append(refuse)
+    return session
 
 
 def provider_from_environment(exporter: Any = None) -> Any:

@@ -16,6 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
@@ -47,11 +48,11 @@ class AnswerEditor(ModalScreen[Any]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall") as dialog:
-            dialog.border_title = self._title
+            dialog.border_title = Content(self._title)
             dialog.border_subtitle = f"ctrl+s: {self._action.lower()} · esc: cancel"
-            yield Label(self._hint, classes="hint")
+            yield Label(self._hint, classes="hint", markup=False)
             yield TextArea(as_text(self._value), id="answer-text", soft_wrap=True)
-            yield Static("", id="answer-error", classes="error")
+            yield Static("", id="answer-error", classes="error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button(self._action, variant="primary", id="apply")
                 yield Button("Cancel", id="cancel")

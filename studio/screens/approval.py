@@ -17,6 +17,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
@@ -52,15 +53,15 @@ class ApprovalScreen(ModalScreen[Decision | None]):
     def compose(self) -> ComposeResult:
         request = self.request
         with VerticalScroll(classes="dialog wide") as dialog:  # scrolls on a small terminal
-            dialog.border_title = f"approve tool call: {request.tool}"
+            dialog.border_title = Content(f"approve tool call: {request.tool}")
             dialog.border_subtitle = KEYS
-            yield Label(f"tool       {request.tool}")
-            yield Label(f"node       {request.node or '-'}")
-            yield Label(f"why asked  {request.reason or '-'}")
+            yield Label(f"tool       {request.tool}", markup=False)
+            yield Label(f"node       {request.node or '-'}", markup=False)
+            yield Label(f"why asked  {request.reason or '-'}", markup=False)
             yield Label("arguments (edit them to approve a corrected call; checked against the tool's schema)",
                         classes="hint")
             yield TextArea(self._original, language="json", id="approval-arguments")
-            yield Static("", id="approval-error", classes="error")
+            yield Static("", id="approval-error", classes="error", markup=False)
             yield Input(placeholder="reason (for a denial; enter denies)", id="approval-reason")
             with Horizontal(classes="buttons"):
                 yield Button("Approve", variant="success", id="approve")

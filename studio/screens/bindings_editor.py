@@ -7,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -26,16 +27,16 @@ class BindingsEditor(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
-            dialog.border_title = f"bindings of {self.path}"
+            dialog.border_title = Content(f"bindings of {self.path}")
             when = ("staged: a fork (f) from this checkpoint applies it" if self.session.viewing is not None
                     else "applied at the next tick")
             yield Label(f"each port → a state key (field of the schema, or ns.key); {when}", classes="hint")
             with Grid(id="ports"):
                 for i, port in enumerate(self.ports):
-                    yield Label(f"{port.direction:>3}  {port.port}", classes="port-name")
+                    yield Label(f"{port.direction:>3}  {port.port}", classes="port-name", markup=False)
                     yield Input(port.key, id=f"port-{i}", classes="port-key")
-                    yield Static("✔", id=f"port-check-{i}", classes="port-check ok")
-            yield Static("", id="bindings-error", classes="error")
+                    yield Static("✔", id=f"port-check-{i}", classes="port-check ok", markup=False)
+            yield Static("", id="bindings-error", classes="error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Apply", variant="primary", id="apply")
                 yield Button("Apply and save", id="save")

@@ -73,9 +73,9 @@ class BreakpointsScreen(ModalScreen[None]):
         with Vertical(classes="dialog wide") as dialog:
             dialog.border_title = "breakpoints"
             dialog.border_subtitle = KEYS
-            yield Label(self.session.breakpoints_kept, classes="hint", id="breakpoints-file")
+            yield Label(self.session.breakpoints_kept, classes="hint", id="breakpoints-file", markup=False)
             yield DataTable(id="breakpoints-table", cursor_type="row", zebra_stripes=True)
-            yield Static("", id="breakpoints-message", classes="error")
+            yield Static("", id="breakpoints-message", classes="error", markup=False)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -88,8 +88,8 @@ class BreakpointsScreen(ModalScreen[None]):
         row = table.cursor_row if cursor is None else cursor
         table.clear()
         for index, bp in enumerate(self.session.breakpoints):
-            table.add_row(Text("●", "bold red") if bp.enabled else Text("○", "dim"), str(bp.hits), bp.kind,
-                          _stops(bp), _short(bp.where) if bp.kind == "node" else bp.where, key=str(index))
+            table.add_row(Text("●", "bold red") if bp.enabled else Text("○", "dim"), str(bp.hits), Text(bp.kind),
+                          _stops(bp), Text(_short(bp.where) if bp.kind == "node" else bp.where), key=str(index))
         if not self.session.breakpoints:
             table.add_row("", "", "", "", Text("no breakpoints: a adds one (b on a tree node, too)", "dim"))
         table.move_cursor(row=max(0, min(row, len(self.session.breakpoints) - 1)))

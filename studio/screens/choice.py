@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
@@ -20,8 +21,8 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as dialog:
-            dialog.border_title = self._title
-            yield Label(self._text, classes="hint")
+            dialog.border_title = Content(self._title)
+            yield Label(self._text, classes="hint", markup=False)
             with Horizontal(classes="buttons"):
                 for choice_id, label in self._choices.items():
                     yield Button(label, id=choice_id)

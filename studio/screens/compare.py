@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -30,9 +31,9 @@ class ComparePicker(ModalScreen[Target | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as dialog:
-            dialog.border_title = f"compare {self._shown} with"
+            dialog.border_title = Content(f"compare {self._shown} with")
             dialog.border_subtitle = "enter: compare · esc: cancel"
-            yield OptionList(*(Option(target.label, id=str(i)) for i, target in enumerate(self.choices)),
+            yield OptionList(*(Option(Content(target.label), id=str(i)) for i, target in enumerate(self.choices)),
                              id="compare-choices")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -66,12 +67,13 @@ class CompareScreen(ModalScreen[None]):
         a, b = comparison.a.label, comparison.b.label
         first = comparison.report.first
         with Vertical(classes="dialog wide tall") as dialog:
-            dialog.border_title = f"compare: {a} ⟷ {b}"
+            dialog.border_title = Content(f"compare: {a} ⟷ {b}")
             dialog.border_subtitle = "arrows: another tick · esc: close"
             yield Label(f"first divergence: {first.line}" if first is not None
-                        else "the two match, tick for tick (times and ids aside)", classes="hint", id="compare-first")
+                        else "the two match, tick for tick (times and ids aside)", classes="hint", id="compare-first",
+                        markup=False)
             table: DataTable = DataTable(id="compare-rows", cursor_type="row", zebra_stripes=True)
-            table.add_columns("tick", "differs", a, b)
+            table.add_columns("tick", "differs", Text(a), Text(b))
             for row in comparison.rows:
                 differs = Text(f"✘ {row.differences[0].what}" + (f" +{len(row.differences) - 1}"
                                                                   if len(row.differences) > 1 else ""), "red") \

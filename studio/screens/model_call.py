@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
@@ -31,9 +32,9 @@ def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
     facts = Table.grid(padding=(0, 1))  # one fact a line: nothing runs into its neighbour when it wraps
     facts.add_column(style="dim", no_wrap=True)
     facts.add_column()
-    facts.add_row("node", call.node)
+    facts.add_row("node", Text(call.node))  # (a str cell is read as markup; the model is the endpoint's word)
     facts.add_row("round", f"{call.round}   tick {call.tick}")
-    facts.add_row("model", str(call.model or "-"))
+    facts.add_row("model", Text(str(call.model or "-")))
     facts.add_row("latency", f"{call.duration_ms} ms" if call.duration_ms is not None else "-")
     facts.add_row("usage", ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-")
     facts.add_row("outcome", Text(call.outcome, "red" if call.error else "green"))
@@ -93,7 +94,7 @@ class ModelCallScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall") as dialog:
-            dialog.border_title = f"model call: {self.call.title}"
+            dialog.border_title = Content(f"model call: {self.call.title}")
             offers = " · w: what if (fork, answer edited) · r: re-send as edited" \
                 if self.check_action("what_if", ()) else ""
             dialog.border_subtitle = f"enter: the whole item{offers} · esc: close"
@@ -130,7 +131,7 @@ class ModelCallsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
-            dialog.border_title = self._title
+            dialog.border_title = Content(self._title)
             dialog.border_subtitle = "enter: open the call · esc: close"
             if not self.calls:
                 yield Label("no model call yet: step or continue the run first", classes="hint")

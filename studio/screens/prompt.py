@@ -7,6 +7,7 @@ from collections.abc import Callable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -23,10 +24,10 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as dialog:
-            dialog.border_title = self._title
-            yield Label(self._hint, classes="hint")
+            dialog.border_title = Content(self._title)
+            yield Label(self._hint, classes="hint", markup=False)
             yield Input(self._value, placeholder=self._placeholder, id="prompt-input")
-            yield Static("", id="prompt-error", classes="error")
+            yield Static("", id="prompt-error", classes="error", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

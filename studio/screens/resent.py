@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
@@ -41,11 +42,11 @@ class ResentScreen(ModalScreen[None]):
                     if k != "tools" and v not in (None, {}, [], False)}
         tools = [(t.get("function") or t).get("name") for t in (mark.edited.get("config") or {}).get("tools") or ()]
         with Vertical(classes="dialog wide tall") as dialog:
-            dialog.border_title = f"re-sent: {self._title}"
+            dialog.border_title = Content(f"re-sent: {self._title}")
             dialog.border_subtitle = "esc: close · the run is not touched"
             yield Label(f"{len(mark.edited.get('messages') or ())} messages sent · tools offered: "
                         f"{', '.join(tools) or '(none)'} · " + (", ".join(f"{k}={v}" for k, v in settings.items())
-                                                               or "no settings"), classes="hint")
+                                                               or "no settings"), classes="hint", markup=False)
             with Horizontal(id="resent-answers"):
                 with VerticalScroll(id="resent-recorded"):
                     yield Static(answer_block("recorded", mark.recorded))

@@ -69,7 +69,7 @@ class RunPicker(Screen[str | None]):
         self._started: dict[str, float] = {}  # run id -> when it started (the rows' order)
 
     def compose(self) -> ComposeResult:
-        yield Label(f"runs in {self.store.location} — enter opens one", id="picker-title")
+        yield Label(f"runs in {self.store.location} — enter opens one", id="picker-title", markup=False)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
         yield Footer()
 
@@ -85,14 +85,14 @@ class RunPicker(Screen[str | None]):
         """New runs go on top; rows whose facts changed (a run ended) are updated in place."""
         table = self.query_one(DataTable)
         for run in self.store.runs():
-            cells = (_when(run), _tree(run), _status(run), str(run.checkpoints), _host(run), run.run_id)
+            cells = (_when(run), Text(_tree(run)), _status(run), str(run.checkpoints), Text(_host(run)), Text(run.run_id))
             known = self._cells.get(run.run_id)
             if known == cells:
                 continue
             if known is None:
                 self._started[run.run_id] = run.started or run.first_time
                 table.add_row(*cells, key=run.run_id)
-                table.sort("run", key=self._started.__getitem__, reverse=True)
+                table.sort("run", key=lambda run_id: self._started[str(run_id)], reverse=True)  # (its cell: Text)
             else:
                 for name, value in zip(COLUMNS, cells, strict=True):
                     table.update_cell(run.run_id, name, value, update_width=True)  # "abandoned, …" is wider

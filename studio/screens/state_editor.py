@@ -8,6 +8,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -27,11 +28,11 @@ class StateEditor(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
-            dialog.border_title = f"edit {self.namespace + '.' if self.namespace else ''}{self.key}"
+            dialog.border_title = Content(f"edit {self.namespace + '.' if self.namespace else ''}{self.key}")
             yield Label("a JSON value (text that is not JSON is taken as a string); "
                         "the edit is checked by the state schema and recorded", classes="hint")
             yield Input(json.dumps(self.value, ensure_ascii=False, default=str), id="state-value")
-            yield Static("", id="state-error", classes="error")
+            yield Static("", id="state-error", classes="error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Apply", variant="primary", id="apply")
                 yield Button("Cancel", id="cancel")

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -46,7 +47,7 @@ class ToolCallScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as dialog:
-            dialog.border_title = f"tool call: {self.call.title}"
+            dialog.border_title = Content(f"tool call: {self.call.title}")
             offer = " · w: what if (fork, result edited)" if self.check_action("what_if", ()) else ""
             dialog.border_subtitle = f"esc: close{offer}"
             with VerticalScroll(id="tool-call-view"):

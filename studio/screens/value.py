@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -39,7 +40,7 @@ class ValueScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog wide tall", id="value-view") as dialog:
-            dialog.border_title = self._title
+            dialog.border_title = Content(self._title)
             dialog.border_subtitle = "esc to close · arrows/pgup/pgdn scroll"
             yield Static(full_view(self.value), id="value-body")
 

@@ -30,7 +30,7 @@ from py_trees.common import Status
 
 from runtime.debug.breakpoints import Breakpoint, BreakpointError
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
-from runtime.debug.debugger import Debugger
+from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
 from runtime.debug.resend import endpoint_of, resend
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.behaviour import JianmuNodeMixin
@@ -757,8 +757,11 @@ class DebugSession:
             return [f"{self.breakpoints_file}: not a list of breakpoints ({type(saved).__name__}); breakpoints "
                     "not loaded"]
         warnings, self._loading = [], True
+        if len(saved) > MAX_BREAKPOINTS:  # said once, not once per entry past the bound
+            warnings.append(f"{self.breakpoints_file.name}: {len(saved) - MAX_BREAKPOINTS:,} breakpoints past the "
+                            f"first {MAX_BREAKPOINTS:,} (the most a run takes) skipped")
         try:
-            for data in saved:
+            for data in saved[:MAX_BREAKPOINTS]:
                 try:
                     self.debugger.add_breakpoint(Breakpoint.from_json(data))
                 except (BreakpointError, EditError) as exc:

@@ -48,7 +48,7 @@ def render_detail(detail: NodeDetail) -> Group:
     view = detail.view
     facts = _grid()
     facts.add_row("class", Text(view.class_name, "bold"))
-    facts.add_row("path", view.path)
+    facts.add_row("path", Text(view.path))  # (a str cell is read as markup: `Q[b]x` showed as Qx)
     facts.add_row("namespace", Text(view.namespace or "(global)", "magenta"))
     status = not_yet_text(view.status) if view.pending else status_text(view.status)
     if view.counter:
@@ -60,7 +60,7 @@ def render_detail(detail: NodeDetail) -> Group:
         if ports:
             table = _grid()
             for port in ports:
-                table.add_row(port.port, Text.assemble(("→ " if direction == "in" else "← ", "dim"),
+                table.add_row(Text(port.port), Text.assemble(("→ " if direction == "in" else "← ", "dim"),
                                                        (port.key, "cyan"), " = ", preview(port.value, 60)))
             parts += [Text(title, "bold underline"), table]
     if detail.history:

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..drawn_text import shown
 from .extent import set_extent
 from .marks import status_text
 from .values import fit
@@ -164,8 +165,10 @@ class Timeline(ScrollView, can_focus=True):
 
     @staticmethod
     def _fields(row: Any) -> tuple:
-        return (field_of(row, "tick"), field_of(row, "status"), field_of(row, "branch") or "main",
-                field_of(row, "summary") or "")
+        """A row's cells; the branch and the summary (names a user, a tree or a store gave) as drawn:
+        the lines are drawn from segments, which no library makes safe."""
+        return (field_of(row, "tick"), field_of(row, "status"), shown(str(field_of(row, "branch") or "main")),
+                shown(str(field_of(row, "summary") or "")))
 
     def _append(self, key: str, fields: tuple) -> None:
         self._index[key] = len(self._keys)

@@ -9,6 +9,7 @@ process that never uses it: the studio on a file store).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ...extras import MissingExtra, require
@@ -18,6 +19,7 @@ from .sqlite_store import SQLiteCheckpointStore, ThreadedSQLiteCheckpointStore
 from .store import StoreError
 
 ENVIRONMENT = "JIANMU_DB"
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")  # a scheme, as in sqlite:///, file:/, mysql:// (C:/ is a drive)
 
 
 def is_postgres_url(name: str) -> bool:
@@ -36,9 +38,14 @@ def chosen_store(given: str | Path | None, default: str | Path | None = None) ->
 
 
 def _named(name: str | Path) -> str:
-    """`name` as a string; `StoreError` when it is empty (SQLite would open a throw-away database)."""
+    """`name` as a string; `StoreError` when it is empty (SQLite would open a throw-away database) or
+    a URL of another kind: `sqlite:///tmp/runs.db` (SQLAlchemy's form) was taken as a relative path,
+    recording into a folder `sqlite:` made where the command ran, never in /tmp/runs.db."""
     if not str(name).strip():
         raise StoreError(f"an empty store name ({str(name)!r}): give FILE.db or postgresql://…")
+    if isinstance(name, str) and _URL.match(name) and not is_postgres_url(name):
+        raise StoreError(f"{masked_url(name)}: not a store address this version opens: give FILE.db (a path, "
+                         "no scheme) or postgresql://…")
     return str(name)
 
 

@@ -1076,9 +1076,13 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         if head is None:
             return []
         by_id = {info.id: info for info in self.list(run_id)}
-        out = []
+        out, seen = [], set()
         current: CheckpointInfo | None = head
         while current is not None:
+            if current.id in seen:  # a damaged (or hostile) parent id: the walk would never end, out growing
+                raise StoreError(f"{self.location}: run {run_id} cannot be read: checkpoint {out[-1].id}'s "
+                                 f"parents go round in a loop (through checkpoint {current.id}): the store is damaged")
+            seen.add(current.id)
             out.append(current)
             current = by_id.get(current.parent_id) if current.parent_id is not None else None
         return out
