@@ -153,3 +153,23 @@ async def test_a_run_cancelled_again_while_it_waits_for_its_last_checkpoints_clo
     free.set()
     await agent_module.settled(agent.runner)  # (its last writes, let go)
     store.close()
+
+
+async def test_a_runs_input_that_could_not_be_written_stops_the_run(tmp_path, monkeypatch):
+    """The first checkpoint (the run's input) refused by a store locked past its wait: the run stops at its
+    first step, naming it, not going on without its input recorded (it cannot be taken again later)."""
+    store = open_store(str(tmp_path / "runs.db"))
+    save = type(store).save
+
+    def locked_once(self, record, events):
+        monkeypatch.setattr(type(store), "save", save)
+        raise StoreError(f"{self.location}: locked by another process")
+
+    monkeypatch.setattr(type(store), "save", locked_once)
+    agent = Agent(Sequence("Root", memory=True, children=[Wait(f"w{i}", 0.0) for i in range(3)]), state_schema=Text)
+    agent.runner = agent.make_runner(checkpointer=store)
+    with pytest.raises(StoreError, match="checkpoint of tick 0 not written: .*locked by another process"):
+        await agent.run({})
+    assert agent.runner.tick_count <= 1
+    assert not [info for run in store.runs() for info in store.list(run.run_id)]  # no line beginning after it
+    store.close()

@@ -216,10 +216,10 @@ class RunnerCheckpoints:
         """Save the tick. Into an asyncio store the write goes on the wire behind those in flight and
         the next tick comes at once, as after a synchronous save, while at most `IN_FLIGHT` writes are;
         beyond that, returns the oldest for the runner to await (it yields the loop meanwhile)."""
+        self._raise_failed()  # (a record written between ticks that failed: the run's input, say)
         if self._packed is None:  # (a packed save finds what changed in the runner's statuses)
             self._touched.update(_touched(report.changed))
         if self._awaited and _in_loop():
-            self._raise_failed()
             self._save_later(Source.LOOP, None, report)
             self._check_divergence()
             return self._oldest() if len(self._flying) > IN_FLIGHT else None
@@ -245,11 +245,17 @@ class RunnerCheckpoints:
             raise divergence
 
     def _write(self, source: str, status: str | None = None) -> None:
-        """Save now, or (an asyncio store, in its event loop) start the save after the write in flight."""
-        if self._awaited and _in_loop():
-            self._save_later(source, status, None)
-        else:
-            self.save(source, status)
+        """Save now, or (an asyncio store, in its event loop) start the save after the write in flight. A
+        record that could not be written (the run's input: a store locked for longer than its wait) stops
+        the run at its next tick (`after_tick`), as a tick's does: it cannot be taken again later."""
+        try:
+            if self._awaited and _in_loop():
+                self._save_later(source, status, None)
+            else:
+                self.save(source, status)
+        except StoreError as exc:
+            self._failed = self._failed or exc
+            raise
 
     def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
         """The record taken now (the runner as it is after this tick), written once the write in
