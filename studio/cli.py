@@ -445,7 +445,7 @@ async def _record_end(session: DebugSession, reason: str) -> str:
 def open_studio(args: argparse.Namespace) -> int:
     with startup.paused():  # no collections until the first frame (studio/startup.py)
         session = _load(args)
-        for warning in [*session.breakpoint_warnings, *session.apply_bindings_file()]:
+        for warning in [*session.breakpoint_warnings, *(f"{problem}; ignored" for problem in session.apply_bindings_file())]:
             stopping.complain(warning)
         from .app import StudioApp
 

@@ -253,6 +253,10 @@ def test_run_bindings_applies_the_studios_saved_file_headless(tmp_path):
                                      "no state field 'nope'")
     missing = cli("run", pipeline, "--bindings", str(tmp_path / "none.json"))
     assert missing.returncode == 2 and "none.json: no such bindings file" in missing.stderr
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    refused = cli("run", pipeline, "--bindings", str(listed))  # refused, so not said to be ignored
+    assert refused.returncode == 2 and refused.stderr == f"jianmu-studio: {listed}: not an object of node paths (list)\n"
 
 
 async def test_failed_tool_calls_are_those_of_the_frame(tmp_path):

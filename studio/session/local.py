@@ -832,25 +832,26 @@ class DebugSession:
         return write_json(self.bindings_file, self.bindings())
 
     def apply_bindings_file(self, path: Path | None = None) -> list[str]:
-        """Apply a saved bindings file (this tree's by default); one line per entry that does not fit."""
+        """Apply a saved bindings file (this tree's by default); one line per entry that does not fit (not
+        applied: the caller says whether the rest goes on)."""
         path = path or self.bindings_file
         try:
             data = read_json(path)
         except ValueError as exc:
-            return [f"{exc}; ignored"]
+            return [str(exc)]
         if data is None and not path.is_file():  # (none saved; a file holding JSON null is said below)
             return []
         if not isinstance(data, dict):
-            return [f"{path}: not an object of node paths ({'null' if data is None else type(data).__name__}); ignored"]
+            return [f"{path}: not an object of node paths ({'null' if data is None else type(data).__name__})"]
         warnings = []
         for node_path, ports in data.items():
             if not isinstance(ports, dict):
-                warnings.append(f"{path.name}: {node_path}: not an object of inputs/outputs; ignored")
+                warnings.append(f"{path.name}: {node_path}: not an object of inputs/outputs")
                 continue
             for direction, field_name in (("in", "inputs"), ("out", "outputs")):
                 entries = ports.get(field_name) or {}
                 if not isinstance(entries, dict):
-                    warnings.append(f"{path.name}: {node_path} {field_name}: not an object; ignored")
+                    warnings.append(f"{path.name}: {node_path} {field_name}: not an object")
                     continue
                 for port, key in entries.items():
                     try:
