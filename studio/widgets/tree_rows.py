@@ -27,7 +27,8 @@ _STATUS_CODES = {id(status): code for code, status in enumerate(Status)}  # memb
 
 class TreeRows:
     """The nodes of `views` (the first the root) as rows, in their order, its columns taken as they are;
-    children in the order their views come (a swarm agent's root, listed after the host tree, last under the node that spawned it)."""
+    children in the order their rows come (a swarm agent's root, listed after the host tree, last under
+    the node that spawned it)."""
 
     def __init__(self, views: NodeColumns) -> None:
         count = len(views)
