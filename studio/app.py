@@ -467,7 +467,7 @@ class MainScreen(Screen):
     @property
     def filter_example(self) -> str:
         """An events filter built from this tree's own node names."""
-        return filter_example([view.name for view in self.session.node_views()])
+        return filter_example(self.session.node_views().names)
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -36,9 +36,9 @@ class StudioCommands(Provider):
                      session.add_event_breakpoint)),
         ]
         tree = main.query_one("#tree")
-        for view in session.node_views():
-            commands.append((f"Jump to node {view.name}", view.path,
-                             partial(tree.jump, view.path)))
+        views = session.node_views()
+        for path, name in zip(views.paths, views.names, strict=True):
+            commands.append((f"Jump to node {name}", path, partial(tree.jump, path)))
         checkpoints = getattr(session, "checkpoints", None)
         for row in checkpoints() if callable(checkpoints) else ():
             row_id = field_of(row, "id")

@@ -39,29 +39,12 @@ from runtime.state import Deferred, StateManager
 from .edits import EditError, StagedEdits
 from .event_log import EventLog, Events, StampedEvent, status_history
 from .failure import ToolFailure
+from .node_views import NodeColumns, NodeView
 from .timeline import Lineage, Mark, RunTimeline, State, diff
 
 HISTORY = 200  # status changes shown per node
 TOOL_FAILURES_KEPT = 20  # failed tool calls shown per node
 STATUS = {status.value: status for status in Status}  # a saved status by value, without Status()'s lookup
-
-
-@dataclass(slots=True)
-class NodeView:
-    """What the tree pane shows of one node."""
-
-    path: str
-    name: str
-    class_name: str
-    depth: int
-    parent: str | None
-    children: list[str]
-    status: Status
-    namespace: str | None
-    counter: str | None  # "iter 2/10" for loops
-    breakpoint: bool
-    pending: bool = False  # a tick is held inside and this node has not returned in it yet (`status`: its last)
-    rebound: bool = False  # its bindings differ from the tree file's (a debugger edited them)
 
 
 @dataclass
@@ -200,16 +183,39 @@ class Frame:
         keys = stamped.payload.get("keys") or ()
         return [f"{ns}.{key}" for key in keys] if ns else [self.timeline.names.key(key) for key in keys]
 
-    def node_views(self, breakpoints: set[str]) -> list[NodeView]:
-        shown = self._shown()
-        return [self._view_of(path, shown, breakpoints) for path in self.paths()]
+    def node_views(self, breakpoints: set[str]) -> NodeColumns:
+        """Every node of the frame as columns (a first frame at 100,000 nodes made a `NodeView` each,
+        ~0.9 s): each column in a pass of its own, loops' counters and namespaces for the few that have
+        them; a row's view is made when asked for (`node_view`)."""
+        paths = list(self.paths())
+        nodes = self._nodes(paths)
+        statuses = self.status_column(paths)
+        types = list(map(type, nodes))  # loops told by their (few) types: an isinstance a node, an ABC's, cost ~0.3 s
+        loops = {kind for kind in set(types) if issubclass(kind, LoopUntilSuccess)}
+        namespaces = {row: ns for row, ns in enumerate([getattr(node, "namespace", None) for node in nodes]) if ns}
+        counters = {row: counter for row, kind in enumerate(types) if kind in loops
+                    and (counter := _counter(nodes[row], statuses[row], self.resume_data(paths[row]))) is not None}
+        return NodeColumns(paths, [node.name for node in nodes], [kind.__name__ for kind in types], statuses,
+                           self._parents(paths), namespaces, counters, breakpoints, self.pending,
+                           functools.partial(self.node_view, breakpoints=breakpoints))
+
+    def _nodes(self, paths: list[str]) -> list[Any]:
+        """The node drawn at each of `paths`, in order."""
+        return list(map(self.node, paths))
+
+    def status_column(self, paths: list[str]) -> list[Any]:
+        """The status of each of `paths`, in order."""
+        return list(map(self.status, paths))
+
+    def _parents(self, paths: list[str]) -> list[str | None]:
+        """The parent of each of `paths`, in order (None: the root)."""
+        return [path.rpartition("/")[0] or None for path in paths]
 
     def node_view(self, path: str, breakpoints: set[str]) -> NodeView:
         return self._view_of(path, self._shown(), breakpoints)
 
     def _view_of(self, path: str, shown: Set[str], breakpoints: set[str]) -> NodeView:
-        """One node's line; `node_views` makes 100,000 of them for the first frame of a large tree,
-        so each is built once, positionally, a leaf skips the walk over its (no) children and a node
+        """One node's line: built positionally, a leaf skips the walk over its (no) children and a node
         that is no loop the read of its resume data (what a counter is made from)."""
         node = self.runner.nodes[path]
         status = self.status(path)
@@ -266,6 +272,17 @@ class HeadFrame(Frame):
     def status(self, path: str) -> Status:
         """The node's status now; in a tick held inside, what it returned last in it, if it did."""
         return self._returned.get(path) or self.runner.nodes[path].status
+
+    def _nodes(self, paths: list[str]) -> list[Any]:
+        return list(self.runner.nodes.values())  # (`paths`: its paths, in its order)
+
+    def status_column(self, paths: list[str]) -> list[Any]:
+        """The runner's statuses as it lists them (`paths`: its nodes, in its order), overlaid with what
+        returned so far in a tick held inside."""
+        statuses = self.runner.status_lists()[1]
+        returned = self._returned
+        return [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)] if returned \
+            else list(statuses)
 
     def statuses(self) -> dict[str, Status]:
         """Every node's, from the runner's lists (esc back to live at 10,000 nodes: ~0.5 ms when the
@@ -344,6 +361,19 @@ class PastFrame(Frame):
 
     def status(self, path: str) -> Status:
         return Status(self.checkpoint.statuses.get(path, Status.INVALID.value))
+
+    def status_column(self, paths: list[str]) -> list[Any]:
+        saved = self.checkpoint.statuses
+        return [STATUS.get(value) or Status(value) for value in [saved.get(path, "INVALID") for path in paths]]
+
+    def _parents(self, paths: list[str]) -> list[str | None]:
+        """An agent's root hangs under the node that spawned it."""
+        parents = super()._parents(paths)
+        agents = self.agents
+        if agents.nodes:
+            parents = [agents.parent(path) if path in agents.nodes else parent
+                       for path, parent in zip(paths, parents, strict=True)]
+        return parents
 
     def statuses(self) -> dict[str, Status]:
         nodes, agents = self.runner.nodes, self.agents.nodes

@@ -6,6 +6,8 @@ row of a tick when scrolled to it."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 
 import pytest
 from py_trees.common import Status
@@ -51,7 +53,7 @@ async def test_a_ticks_telemetry_is_one_block_that_reads_as_the_store_rebuilds_i
     blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
     assert [block.tick for block in blocks] == [1, 2, 3] and all(block in told for block in blocks)
     assert not any(type(e) is StampedEvent and e.type in TICK_BLOCK for e in session.frame_events().entries)
-    assert sum(len(block.changed) for block in blocks) > NODES // 3  # a stage's nodes changed, no event built each
+    assert sum(len(block.paths) for block in blocks) > NODES // 3  # a stage's nodes changed, no event built each
     assert all(not list(block.built()) for block in blocks)  # nothing read them yet
     stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type in TICK_BLOCK]
     shown = [event for event in session.frame_events() if event.type in TICK_BLOCK]
@@ -90,7 +92,7 @@ async def test_the_events_pane_builds_the_rows_it_draws_and_every_row_of_a_tick_
         assert shown and all(row in block.built() or type(row) is StampedEvent for row in shown)
         expected = [e for e in session.frame_events() if e.type == "node.status" and e.tick == 2]
         rows = [row for row in pane._rows if row.type == "node.status" and row.tick == 2]
-        assert _facts(rows) == _facts(expected) and {e.node for e in expected} == set(block.changed)
+        assert _facts(rows) == _facts(expected) and {e.node for e in expected} == set(block.paths)
 
 
 def _block(first: int, nodes: int) -> TickEvents:
@@ -114,6 +116,20 @@ def test_rows_past_the_limit_drop_off_a_block_at_a_time_and_let_their_lines_go()
     assert [e.seq for e in gone] == [1]  # the block is partly there still: its rows stay built
     rows.extend([_event(seq) for seq in range(15, 19)], gone.append)
     assert [e.seq for e in gone] == list(range(1, 9)) and [row.seq for row in rows] == list(range(9, 19))
+
+
+def test_a_block_keeps_its_changes_compactly_and_lets_its_built_events_go_with_its_rows():
+    """A run's length of blocks held a dict of each tick's changes, and the `tick.completed` the pane
+    built (its payload naming each change again): ~200 KB a tick at 100,000 nodes, for the run's length."""
+    block = _block(2, 10_000)
+    held = sum(map(sys.getsizeof, gc.get_referents(block)))  # (a slotted object: its fields)
+    assert held < 12 * 10_000  # the paths in order and a byte a change (a dict: ~37 bytes a change)
+    assert block[-1].payload["changed"]["n7"] == ["INVALID", "SUCCESS"] and block[7].node == "n7"
+    rows = EventRows(limit=5)
+    rows.extend([block], lambda event: None)
+    assert rows.last.type == "tick.completed" and list(block.built())  # drawn: built
+    rows.extend([_event(seq) for seq in range(20_000, 20_005)], lambda event: None)  # its rows all dropped off
+    assert not list(block.built()) and block[-1].payload["changed"]["n7"] == ["INVALID", "SUCCESS"]
 
 
 async def test_a_filter_on_types_passes_over_a_ticks_rows_without_building_them(tmp_path):

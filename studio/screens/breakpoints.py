@@ -41,9 +41,9 @@ def add_breakpoint(session: DebugSession, text: str) -> Breakpoint:
 def node_path(session: DebugSession, text: str, required: bool = True) -> str | None:
     """A node's path from its path or its (unique) name."""
     views = session.node_views()
-    if any(view.path == text for view in views):
+    if text in views.paths:
         return text
-    named = [view.path for view in views if view.name == text]
+    named = [path for path, name in zip(views.paths, views.names, strict=True) if name == text]
     if len(named) == 1:
         return named[0]
     if len(named) > 1:

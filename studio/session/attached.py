@@ -57,6 +57,7 @@ from ..event_log import EventLog, StampedEvent, status_history
 from ..failure import Failure
 from ..frames import NodeDetail, NodeView, PortView
 from ..model_calls import MODEL_EVENTS, ModelCall, collect
+from ..node_views import NodeColumns
 from ..timeline import Lineage, Mark, RunTimeline
 from .api import EVENT_BUFFER, TimelineRow
 
@@ -510,8 +511,8 @@ class RemoteSession:
                 nodes[agent["parent"]] = {**parent, "children": [*parent["children"], agent["path"]]}
         return nodes
 
-    def node_views(self) -> list[NodeView]:
-        return [self.node_view(path) for path in self._shown()]
+    def node_views(self) -> NodeColumns:
+        return NodeColumns.of(self.node_view(path) for path in self._shown())
 
     @property
     def tree_shape(self) -> tuple:

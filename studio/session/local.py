@@ -60,6 +60,7 @@ from ..follow import FINAL, Landed, RunFollower, ending, following
 from ..frames import Frame, HeadFrame, NodeDetail, NodeView, PastFrame, port_views
 from ..loader import LoadedTree, TreeLoadError, load_tree
 from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
+from ..node_views import NodeColumns
 from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
 from ..whatifs import ToolCall, marked, tool_call
@@ -312,12 +313,12 @@ class DebugSession:
         """The nodes marked rebound in the frame shown: their bindings differ from the tree file's."""
         return self.frame.rebound()
 
-    def node_views(self) -> list[NodeView]:
+    def node_views(self) -> NodeColumns:
         """The frame's tree; live, each swarm agent's tree too (under the node that spawned it)."""
         views = self.frame.node_views(self._breakpoint_paths())
         if self.viewing is None:
-            views += [self._child_view(child_path(agent_id, path))
-                      for agent_id, runner in self.children.runners().items() for path in runner.nodes]
+            views.add([self._child_view(child_path(agent_id, path))
+                       for agent_id, runner in self.children.runners().items() for path in runner.nodes])
         return views
 
     @property

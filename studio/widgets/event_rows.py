@@ -73,6 +73,8 @@ class EventRows:
             entry = entries[self._first]
             for event in (entry.built() if type(entry) is TickEvents else (entry,)):
                 dropped(event)
+            if type(entry) is TickEvents:  # its events built for lines are let go with them (read again, made anew)
+                entry.let_go()
             self._first += 1
         if self._first > 1024 and self._first * 2 > len(entries):  # compact now and then, not each time
             del entries[:self._first], ends[:self._first]

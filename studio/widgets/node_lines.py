@@ -28,6 +28,7 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..node_views import NodeColumns
 from .extent import set_extent
 from .tree_rows import NONE, TreeRows
 
@@ -87,7 +88,7 @@ class NodeLines(ScrollView, can_focus=True):
         self.label = label  # a row's label, as the pane says it
         self.key = key  # what a row's label is drawn from: equal, the label is the same
         self.width_of = width  # a row's label's width in cells, measured without drawing it
-        self.rows = TreeRows([])
+        self.rows = TreeRows(NodeColumns.of(()))
         self.expanded = bytearray()  # 1: the row's children are shown (when it is shown)
         self.lines = array("i")  # the rows shown, in line order
         self.depths = array("i")  # each line's depth (the root's is 0)

@@ -32,7 +32,7 @@ from textual.widgets.option_list import Option
 
 from runtime.engine.record import Returns, TickReport
 
-from ..session import NodeView
+from ..node_views import NodeColumns, NodeView
 from .extent import FixedExtent
 from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark
 from .node_lines import NodeLines
@@ -165,7 +165,7 @@ class TreePane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._rows = TreeRows([])  # what each node's line shows
+        self._rows = TreeRows(NodeColumns.of(()))  # what each node's line shows
         self._ticked: set[str] = set()
         self._running_paths: list[str] | None = None  # None: not filled yet (not `_running`: Textual's flag)
         self._names: NameIndex | None = None  # the names in line order, for search
@@ -232,7 +232,7 @@ class TreePane(Vertical):
         return label_width(self._rows.view(row))
 
     # -- drawing -------------------------------------------------------------------
-    def sync(self, views: list[NodeView], ticked: set[str]) -> None:
+    def sync(self, views: NodeColumns, ticked: set[str]) -> None:
         """Match the whole tree: new nodes, vanished ones, every line restated; the lines that stay keep
         whether they are expanded."""
         old, was_expanded = self._rows, self.tree.expanded

@@ -13,38 +13,36 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
 from py_trees.common import Status
 
-from ..session import NodeView
+from ..node_views import NodeColumns, NodeView
 
 NONE = -1  # no parent, no child, no next sibling
 _STATUS_CODES = {id(status): code for code, status in enumerate(Status)}  # members live as long as the process
 
 
 class TreeRows:
-    """The nodes of `views` (the first the root) as rows, in their order; children in the order their
-    views come (a swarm agent's root, listed after the host tree, last under the node that spawned it)."""
+    """The nodes of `views` (the first the root) as rows, in their order, its columns taken as they are;
+    children in the order their rows come (a swarm agent's root, listed after the host tree, last under
+    the node that spawned it)."""
 
-    def __init__(self, views: list[NodeView]) -> None:
-        count = len(views)  # (each column in one pass of its own: ~10x faster than a loop filling them all)
-        self.paths = [view.path for view in views]
-        self.index = dict(zip(self.paths, range(count), strict=True))
-        self.names = [view.name for view in views]
-        self.classes = [view.class_name for view in views]
-        self.namespaces = {row: view.namespace for row, view in enumerate(views) if view.namespace}
-        self.counters = {row: view.counter for row, view in enumerate(views) if view.counter is not None}
-        self.breakpoints = {row for row, view in enumerate(views) if view.breakpoint}
-        self.pending = {row for row, view in enumerate(views) if view.pending}
-        self.rebound = {row for row, view in enumerate(views) if view.rebound}
+    def __init__(self, views: NodeColumns) -> None:
+        count = len(views)
+        self.paths = views.paths
+        self.index = index = dict(zip(self.paths, range(count), strict=True))
+        self.names, self.classes = views.names, views.classes
+        self.namespaces, self.counters = dict(views.namespaces), dict(views.counters)
+        self.breakpoints, self.pending, self.rebound = (self.marked(views.breakpoints), self.marked(views.pending),
+                                                        self.marked(views.rebound))
         self._kinds: list[Any] = list(Status)  # the statuses met, by code: py_trees' (by identity, no
         self._codes: dict[Any, int] = {}  # Python-level Enum hash a row), then any other (a recorded string)
-        codes = [_STATUS_CODES.get(id(view.status)) for view in views]
-        self.status = bytearray(codes) if None not in codes else bytearray(self.code(view.status) for view in views)
-        index = self.index
-        parents = [index.get(view.parent, NONE) for view in views]
+        codes = list(map(_STATUS_CODES.get, map(id, views.statuses)))
+        self.status = bytearray(codes) if None not in codes else bytearray(map(self.code, views.statuses))
+        parents = list(map(index.get, views.parents, repeat(NONE)))
         first, after = [NONE] * count, [NONE] * count
         for row in range(count - 1, 0, -1):  # from the last: each row goes before its later siblings
             up = parents[row]
