@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
+from runtime.debug.breakpoints import marked_nodes
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.engine.runner import TickReport
 
@@ -191,7 +192,7 @@ class MainScreen(Screen):
         shape = session.tree_shape
         held = frame.held_returns is not None  # paused inside a tick: its record so far, and who is not reached yet
         ticked = ticked_paths(frame.returns, last, viewing is None)
-        breakpoints = {bp.node for bp in session.breakpoints if bp.kind == "node"}
+        breakpoints = marked_nodes(session.breakpoints)
         if shape != self._shape or not tree.knows(touched):
             self._shape = shape
             tree.sync(session.node_views(), ticked)

@@ -135,6 +135,33 @@ async def breakpoints_added_disabled_and_removed(app: StudioApp, pilot) -> None:
 
 
 @BOTH
+async def test_a_disabled_breakpoints_node_is_not_marked_in_the_tree(kind, tmp_path):
+    """◆ says the run stops there: a breakpoint disabled in the list takes its mark away, enabled puts it back,
+    and b on a node whose breakpoint is disabled enables it (b does what the mark shows)."""
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        tree = app.main.query_one("#tree")
+        tree.jump(LLM)
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert tree.label_of(LLM).plain.startswith("◆")
+        for enabled in (False, True):
+            await pilot.press("B")
+            await pilot.pause()
+            await pilot.press("space", "escape")
+            await settle(app, pilot)
+            assert app.session.breakpoints[0].enabled is enabled
+            assert tree.label_of(LLM).plain.startswith("◆") is enabled, tree.label_of(LLM).plain
+        await pilot.press("B")
+        await pilot.pause()
+        await pilot.press("space", "escape")  # disabled, so unmarked: b marks it again, the same breakpoint
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert [(bp.node, bp.enabled) for bp in app.session.breakpoints] == [(LLM, True)]
+        assert tree.label_of(LLM).plain.startswith("◆")
+
+
+@BOTH
 async def test_hit_counts_show_in_the_list(kind, tmp_path):
     async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
         await settle(app, pilot)

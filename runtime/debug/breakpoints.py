@@ -149,4 +149,11 @@ def check_names(condition: Condition, known: Iterable[str]) -> None:
         raise BreakpointError(f"condition {condition.source!r}: no state key {unknown[0]!r}")
 
 
-__all__ = ["KINDS", "NODE_MOMENTS", "Breakpoint", "BreakpointError", "Condition", "NodeMoment", "check_names"]
+def marked_nodes(breakpoints: Iterable[Breakpoint]) -> set[str]:
+    """The nodes a view marks as having a breakpoint: those an enabled one watches (a disabled one stops
+    nothing, so a mark for it would say the run stops where it does not)."""
+    return {bp.node for bp in breakpoints if bp.kind == "node" and bp.enabled and bp.node}
+
+
+__all__ = ["KINDS", "NODE_MOMENTS", "Breakpoint", "BreakpointError", "Condition", "NodeMoment", "check_names",
+           "marked_nodes"]

@@ -39,7 +39,7 @@ from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, Sto
 from ..memory.checkpoint.waiting import ResumePoint
 from ..memory.checkpoint.whatif_marks import CallRef
 from ..state import InteractionKeys, StateValidationError
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names, marked_nodes
 from .children import SwarmChildren, refused_moment, split_child_path, swarm_of
 from .edits import (
     EditRefused,
@@ -248,14 +248,19 @@ class Debugger:
         return self.add_condition_breakpoint(bp.condition.source, enabled=bp.enabled)
 
     def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
-        """Add or remove a node breakpoint; True when one is now set (a swarm agent's node: after)."""
+        """Add or remove a node breakpoint, as its mark in the tree shows (`marked_nodes`: a disabled one is
+        enabled again); True when one is now set (a swarm agent's node: after)."""
         self.node_at(path)
         existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
-        if existing:
+        if path in marked_nodes(existing):
             for bp in existing:
                 self.breakpoints.remove(bp)
             self._breakpoints_changed()
             return False
+        if existing:  # disabled only, so not marked: b marks it again, as it was set
+            for bp in existing:
+                self.set_breakpoint(bp, enabled=True)
+            return True
         self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
 

@@ -30,7 +30,7 @@ from typing import Any
 from py_trees.common import Status
 
 from runtime.debug import DebugClient, DebugError
-from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names
+from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names, marked_nodes
 from runtime.debug.children import child_namespace, refused_moment, split_child_path
 from runtime.debug.edits import (
     EditRefused,
@@ -538,7 +538,7 @@ class RemoteSession:
         return NodeView(path=path, name=node["name"], class_name=node["class"], depth=path.count("/"),
                         parent=node["parent"], children=children, status=Status(status),
                         namespace=node["namespace"], counter=counter,
-                        breakpoint=any(bp.kind == "node" and bp.node == path for bp in self.breakpoints),
+                        breakpoint=path in marked_nodes(self.breakpoints),
                         pending=past is None and path in self._pending)
 
     def rebound_paths(self) -> set[str]:
@@ -771,13 +771,17 @@ class RemoteSession:
         return "kept by the debug server while this studio is attached; cleared when it detaches"
 
     def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
-        """Add or remove a node breakpoint; True when one is now set."""
+        """Add or remove a node breakpoint, as its mark shows (a disabled one is enabled again); True when one is now set."""
         self._node(path)
         existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
-        if existing:
+        if path in marked_nodes(existing):
             for bp in existing:
                 self.remove_breakpoint(bp)
             return False
+        if existing:  # disabled only, so not marked: b marks it again, as it was set
+            for bp in existing:
+                self.set_breakpoint(bp, enabled=True)
+            return True
         self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
         return True
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from py_trees.common import Status
 
-from runtime.debug.breakpoints import Breakpoint, BreakpointError
+from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
 from runtime.debug.resend import endpoint_of, resend
@@ -307,7 +307,7 @@ class DebugSession:
         return cached
 
     def _breakpoint_paths(self) -> set[str]:
-        return {bp.node for bp in self.breakpoints if bp.kind == "node" and bp.node}
+        return marked_nodes(self.breakpoints)
 
     def rebound_paths(self) -> set[str]:
         """The nodes marked rebound in the frame shown: their bindings differ from the tree file's."""
