@@ -10,6 +10,7 @@ secret alone (`invalid percent-encoded token: "…"`): `url_secrets` gives the f
 from __future__ import annotations
 
 import re
+import traceback
 import urllib.parse
 
 MASK = "***"
@@ -41,4 +42,10 @@ def url_secrets(url: str) -> list[str]:
     return sorted(forms, key=len, reverse=True)
 
 
-__all__ = ["MASK", "masked_url", "url_secrets"]
+def masked_traceback(exc: BaseException) -> str:
+    """`exc`'s traceback as Python prints it (`--debug`), every URL's secrets masked: a message in it may
+    quote the URL it failed on."""
+    return masked_url("".join(traceback.format_exception(exc)))
+
+
+__all__ = ["MASK", "masked_traceback", "masked_url", "url_secrets"]

@@ -34,7 +34,6 @@ import contextlib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +50,7 @@ from runtime.memory.checkpoint.store import CheckpointError, CheckpointStore
 from runtime.signals import signals_raise
 from runtime.telemetry.otel import TelemetryError
 from runtime.terminal import terminal_line
-from runtime.urls import masked_url
+from runtime.urls import masked_traceback, masked_url
 
 from . import cli_check, cli_resume, headless, leaving, logs, samples, startup, stopping, web
 from .loader import LoadedTree, TreeLoadError, load_tree
@@ -254,7 +253,7 @@ def _said(args: argparse.Namespace, exc: BaseException, line: str, status: int) 
     """Say why the command failed in one line (after the traceback, with --debug); its exit status. The
     line may quote what was given (an address, a URL): no password shows (`attach ws://u:pw@…`)."""
     if args.debug:
-        traceback.print_exception(exc)
+        sys.stderr.write(masked_traceback(exc))
     stopping.complain(masked_url(line))
     return status
 

@@ -6,6 +6,7 @@ configured, Python prints every warning and error with its traceback on stderr, 
 lines. The runtime's warnings are notices meant for the user (no traces without the [otel] extra, an
 MCP server that did not close cleanly): one line each. Its errors and the libraries' records are
 for debugging (a run's failure is said by the run's own line): `--debug` shows them, tracebacks too.
+No URL's credentials show in either (`masked_url`): a record may quote the address it failed on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import sys
 
 from runtime.terminal import terminal_line
+from runtime.urls import masked_url
 
 
 class _Stderr(logging.Handler):
@@ -30,14 +32,14 @@ class _Debug(logging.Formatter):
     """A record with its traceback, each line safe for a terminal (names and messages are data)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return "\n".join(map(terminal_line, super().format(record).split("\n")))
+        return "\n".join(map(terminal_line, masked_url(super().format(record)).split("\n")))
 
 
 class _Notice(logging.Formatter):
     """A runtime warning as the one line it says, safe for a terminal (no traceback)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return terminal_line(record.getMessage())
+        return terminal_line(masked_url(record.getMessage()))
 
 
 def _is_notice(record: logging.LogRecord) -> bool:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 
 import pytest
+from test_cli import cli
 
 from runtime.tools import MCPToolProvider, ToolError
-from runtime.urls import masked_url, url_secrets
+from runtime.urls import masked_traceback, masked_url, url_secrets
 
 SECRET = "Pw-canary-7"
 
@@ -43,3 +44,25 @@ def test_urls_without_credentials_are_left_as_they_are():
     for text in ("http://host:8080/v1/chat/completions", "postgresql://alice@host/db", "a = 1; b = 2",
                  "https://host/search?q=key&page=2"):
         assert masked_url(text) == text
+
+
+def test_a_traceback_masks_the_urls_its_messages_quote():
+    """`--debug` prints tracebacks: a message in one (a cause's too) may quote the URL it failed on."""
+    try:
+        try:
+            raise OSError(f"cannot reach http://alice:{SECRET}@host/v1")
+        except OSError as exc:
+            raise RuntimeError(f"store postgresql://bob:{SECRET}@db/x failed") from exc
+    except RuntimeError as exc:
+        shown = masked_traceback(exc)
+    assert SECRET not in shown and "alice:***@host" in shown and "bob:***@db" in shown and "Traceback" in shown
+
+
+@pytest.mark.parametrize("debug", [(), ("--debug",)])
+def test_the_cli_shows_no_password_in_its_notices_logs_or_tracebacks(tmp_path, debug):
+    """A password in an address reaches neither the line, a runtime notice (`serve`'s warning that the
+    server is reachable from other machines), a library's log record nor a traceback."""
+    refused = cli("serve", "sample_trees/react_calculator.py", "--at", f"u:{SECRET}@127.0.0.1:0",
+                  "--db", str(tmp_path / "s.db"), *debug)
+    assert refused.returncode == 2 and SECRET not in refused.stderr + refused.stdout, refused.stderr
+    assert "u:***@127.0.0.1" in refused.stderr

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from ...signals import Stopped, exit_status, signals_raise
 from ...terminal import terminal_line
+from ...urls import masked_traceback
 from .liveness import ABANDONED, SUSPENDED, run_liveness, when
 from .naming import chosen_store, display_name, open_store
 from .output import OutputPathError, check_output_path, replacing
@@ -131,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
         raise
     except (StoreError, CheckpointError, TraceError, OutputPathError, OSError) as exc:
         if args.debug:
-            raise
+            sys.stderr.write(masked_traceback(exc))
         print(f"error: {terminal_line(exc)}", file=sys.stderr)
         return 2
     return 0
