@@ -61,23 +61,28 @@ def exit_status(signum: int) -> int:
     return 128 + signum
 
 
-@contextlib.contextmanager
-def signals_raise(doing: str | None = None) -> Iterator[None]:
-    """While the block runs, SIGINT, SIGTERM and SIGHUP raise `Stopped(signum, doing)` in it; the handlers
-    before it come back after. Outside the main thread (where no handler can be set) it changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def signals_raise(doing: str | None = None) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, SIGINT, SIGTERM and SIGHUP raise `Stopped(signum, doing)` in it."""
 
     def raise_stopped(signum: int, _frame: Any) -> None:
         raise Stopped(signum, doing)
 
-    previous = {signum: signal.signal(signum, raise_stopped) for signum in SIGNALS}
+    return _handled_by(raise_stopped)
+
+
+@contextlib.contextmanager
+def _handled_by(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """While the block runs, `handler` takes SIGINT, SIGTERM and SIGHUP; the handlers before it come back
+    after. Outside the main thread (where no handler can be set) it changes nothing."""
+    if get_ident() != _MAIN:
+        yield
+        return
+    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -160,15 +165,11 @@ def _never() -> asyncio.Future[Any]:
     return asyncio.get_running_loop().create_future()
 
 
-@contextlib.contextmanager
-def user_code_stops() -> Iterator[None]:
+def user_code_stops() -> contextlib.AbstractContextManager[None]:
     """While the block runs (a command's loop, whose `add_signal_handler`s hear SIGINT, SIGTERM and SIGHUP once it
     has the thread), a signal while the user's code holds the thread (`run_user_code`) raises `Stopped` in it; at any
     other time the handler does nothing, as the loop's own does (the loop hears it through its wakeup fd
-    either way). The handlers before it come back after; outside the main thread it changes nothing."""
-    if get_ident() != _MAIN:
-        yield
-        return
+    either way)."""
 
     def stop_user_code(signum: int, _frame: Any) -> None:
         if not _holding:
@@ -180,12 +181,7 @@ def user_code_stops() -> Iterator[None]:
         again.daemon = True  # (never holds the process's exit)
         again.start()
 
-    previous = {signum: signal.signal(signum, stop_user_code) for signum in SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return _handled_by(stop_user_code)
 
 
 __all__ = ["SIGNALS", "Stopped", "exit_status", "run_user_code", "signals_raise", "user_code_stops", "user_steps"]
