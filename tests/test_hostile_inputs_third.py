@@ -15,20 +15,25 @@ import pytest
 from otlp_receiver import OTLPReceiver
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
+from rich.console import Console
 from test_cli import ROOT, cli
 from test_hostile_inputs import SURROGATE_TREE
 from test_otel_traces import cli as otel_cli
 from textual.app import App
+from textual.content import Content
 from textual.widgets import DataTable
 from tui_fixtures import SIZE, steady_terminal  # noqa: F401
 
 from runtime import Agent
 from runtime.debug.breakpoints import BreakpointError
 from runtime.memory.checkpoint import open_store
+from runtime.memory.checkpoint.whatif_marks import CallRef
 from studio.app import StudioApp
 from studio.loader import LoadedTree
 from studio.screens.breakpoints import BreakpointsScreen
+from studio.screens.tool_call import tool_call_view
 from studio.session import DebugSession
+from studio.whatifs import ToolCall
 from studio.widgets.timeline import Timeline
 from studio.widgets.tree_pane import TreePane
 
@@ -84,7 +89,29 @@ async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_
         table = app.screen.query_one(DataTable)
         cells = [str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)]
         assert "len(messages) > 1 and messages[len(messages) - 1] != 0" in cells and f"Root/{name}" in cells
+        await pilot.press("escape", "question_mark")  # the help's filter example names a node
+        await pilot.pause(0.2)
+        assert name in drawn(app)
+        await pilot.press("escape", "slash")
+        await pilot.pause()
+        for key in f"node:{name}":
+            await pilot.press(key)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        subtitle = app.main.query_one("#events").border_subtitle  # (as markup: what the border draws)
+        assert Content.from_markup(str(subtitle)).plain == f"filter: node:{name}"
     assert app.return_code in (None, 0)
+
+
+def test_a_tool_calls_node_and_arguments_are_shown_whole_never_read_as_markup():
+    """A tool call's arguments hold what the model wrote (`sed -e 's/[/]x//'` ended the studio with
+    MarkupError; `items[b] + 1` showed as `items + 1`), and its node a user's name."""
+    call = ToolCall(CallRef("r", "main", "tool", "Root/Q[b]x", 0), 1, "shell",
+                    {"command": "sed -e 's/[/]x//'", "expression": "items[b] + 1"}, "ok", None)
+    console = Console(width=200, record=True)
+    console.print(tool_call_view(call))
+    shown = console.export_text()
+    assert "Root/Q[b]x" in shown and "sed -e 's/[/]x//'" in shown and "items[b] + 1" in shown
 
 
 def test_a_store_refusing_a_served_runs_checkpoint_is_the_runs_failure_not_the_addresses(tmp_path):

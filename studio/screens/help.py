@@ -44,4 +44,4 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(classes="dialog wide") as dialog:
             dialog.border_title = "Jianmu Studio — help (esc to close)"
             yield Static(table)
-            yield Static(ABOUT.format(example=self.filter_example), classes="hint")
+            yield Static(ABOUT.format(example=self.filter_example), classes="hint", markup=False)  # (names in it)

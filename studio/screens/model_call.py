@@ -36,7 +36,7 @@ def items(call: ModelCall) -> list[tuple[str, Any, Any]]:
     facts.add_row("round", f"{call.round}   tick {call.tick}")
     facts.add_row("model", Text(str(call.model or "-")))
     facts.add_row("latency", f"{call.duration_ms} ms" if call.duration_ms is not None else "-")
-    facts.add_row("usage", ", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-")
+    facts.add_row("usage", Text(", ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in call.usage.items()) or "-"))
     facts.add_row("outcome", Text(call.outcome, "red" if call.error else "green"))
     out: list[tuple[str, Any, Any]] = [("call", facts, _summary(call))]
     attempts = Text()

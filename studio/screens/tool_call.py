@@ -24,9 +24,9 @@ def tool_call_view(call: ToolCall) -> Table:
     facts.add_column(style="dim", no_wrap=True)
     facts.add_column()
     facts.add_row("tool", Text(call.name, "bold"))
-    facts.add_row("node", call.ref.node)
-    facts.add_row("round", f"{call.ref.round}   call {call.ref.index}   tick {call.tick}   branch {call.ref.branch}")
-    facts.add_row("arguments", json.dumps(call.arguments, ensure_ascii=False, indent=2))
+    facts.add_row("node", Text(call.ref.node))  # (a str cell is read as markup: names and arguments are data)
+    facts.add_row("round", Text(f"{call.ref.round}   call {call.ref.index}   tick {call.tick}   branch {call.ref.branch}"))
+    facts.add_row("arguments", Text(json.dumps(call.arguments, ensure_ascii=False, indent=2)))
     facts.add_row("result", Text(f"✘ {call.error}", "red") if call.error is not None else Text(str(call.result)))
     return facts
 

@@ -34,6 +34,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -262,7 +263,7 @@ class EventsPane(ScrollView, can_focus=True):
 
     def refilter(self, text: str, history: Events | Iterable[StampedEvent]) -> None:
         self.filter = EventFilter.parse(text)
-        self.border_subtitle = f"filter: {self.filter.text}" if self.filter.text else "/ to filter"
+        self.border_subtitle = Content(f"filter: {self.filter.text}") if self.filter.text else "/ to filter"  # (data)
         self._rows.clear()
         self._texts.clear()
         self._pending.clear()
