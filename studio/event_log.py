@@ -29,6 +29,7 @@ from .timeline import RUN_END, Lineage
 TICK_BLOCK = frozenset({EventType.NODE_RETURNED, EventType.NODE_STATUS, EventType.TICK_COMPLETED})  # `TickEvents`' types
 NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_RETURNED, EventType.NODE_ERROR,
                          EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
+TOUCHING_KEPT = 64  # the nodes whose ticks `EventLog` keeps found (the node pane reads the selected one each step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,11 @@ class TickEvents(Sequence[StampedEvent]):
             built = self._built[index] = StampedEvent(self.branch, self._event(index))
         return built
 
+    def made(self, index: int) -> StampedEvent:
+        """The event at `index` (0 or more), not kept by the block when it was not built yet: for a reader
+        that holds it itself (a node's history, a filtered pane's rows), which `let_go` never reaches."""
+        return self._built.get(index) or StampedEvent(self.branch, self._event(index))
+
     def __iter__(self) -> Iterator[StampedEvent]:
         return map(self.__getitem__, range(len(self)))
 
@@ -176,11 +182,15 @@ class TickEvents(Sequence[StampedEvent]):
                             tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
 
     def of_node(self, path: str) -> list[StampedEvent]:
-        """The node's events in this tick: its unseen returns, then its change."""
+        """The node's events in this tick: its unseen returns, then its change (`made`: not kept here)."""
         places = [i for i, (returned_path, _, _) in enumerate(self.returned) if returned_path == path]
-        if path in self.paths:  # (a scan in C: ~0.1 ms a tick at 10,000 changes)
+        if path in self.paths:  # (a scan in C: ~0.1 ms a tick at 10,000 changes; `EventLog._touching` once a tick)
             places.append(len(self.returned) + self.paths.index(path))
-        return [self[i] for i in places]
+        return [self.made(i) for i in places]
+
+    def touches(self, path: str) -> bool:
+        """Whether the tick has an event of the node (a change, an unseen return)."""
+        return path in self.paths or any(returned_path == path for returned_path, _, _ in self.returned)
 
     def in_lineage(self, lineage: Lineage) -> bool:
         """Whole or not at all: a lineage is cut at a checkpoint, which comes after its tick's telemetry."""
@@ -309,6 +319,9 @@ class EventLog:
         self._logged: dict[str | None, int] = {}  # entries logged per run: the next one's position
         self._nodes: dict[tuple[str | None, str], list[tuple[int, StampedEvent]]] = {}  # (position, event)
         self._ticks: dict[tuple[str | None, str], list[tuple[int, TickEvents]]] = {}  # per branch
+        # (run, branch, path) -> (the branch's ticks looked at, those that touch the node): a node's history
+        # read each step (the node pane) looks at each tick once, not at every tick of the run each time
+        self._touching: dict[tuple[str | None, str, str], tuple[int, list[tuple[int, TickEvents]]]] = {}
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
@@ -358,9 +371,9 @@ class EventLog:
     def _keep(self, wanted: Callable[[str | None], bool]) -> None:
         """Keep, in the log and in each index (all keyed by run first), only the runs `wanted`."""
         self._logged = {run: count for run, count in self._logged.items() if wanted(run)}
-        self._branches, self._nodes, self._ticks, self._writes, self._tokens = (
+        self._branches, self._nodes, self._ticks, self._writes, self._tokens, self._touching = (
             {key: value for key, value in index.items() if wanted(key[0])}
-            for index in (self._branches, self._nodes, self._ticks, self._writes, self._tokens))
+            for index in (self._branches, self._nodes, self._ticks, self._writes, self._tokens, self._touching))
 
     def of(self, lineage: Lineage) -> Events:
         """The lineage's events in the order logged (its branches' merged by position)."""
@@ -376,11 +389,21 @@ class EventLog:
         """The node's events in the lineage, in the order logged: its own, and its part of each tick's telemetry."""
         own = [(position, e) for position, e in self._nodes.get((lineage.run_id, path), ()) if e.in_lineage(lineage)]
         ticks = [(position, e) for branch in lineage.limits
-                 for position, ticked in self._ticks.get((lineage.run_id, branch), ())
+                 for position, ticked in self._ticks_touching(lineage.run_id, branch, path)
                  if ticked.in_lineage(lineage) for e in ticked.of_node(path)]
         if not ticks:
             return [e for _, e in own]
         return [e for _, e in heapq.merge(own, sorted(ticks, key=_position), key=_position)]
+
+    def _ticks_touching(self, run_id: str | None, branch: str, path: str) -> list[tuple[int, TickEvents]]:
+        """The branch's ticks with an event of the node, those logged since the last look looked at now."""
+        ticks = self._ticks.get((run_id, branch), [])
+        seen, found = self._touching.pop((run_id, branch, path), (0, []))  # (back in last: the least recent go)
+        found += [(position, ticked) for position, ticked in ticks[seen:] if ticked.touches(path)]
+        self._touching[(run_id, branch, path)] = (len(ticks), found)
+        if len(self._touching) > TOUCHING_KEPT:
+            del self._touching[next(iter(self._touching))]
+        return found
 
     def tokens(self, lineage: Lineage) -> int:
         """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'

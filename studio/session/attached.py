@@ -512,7 +512,8 @@ class RemoteSession:
         return nodes
 
     def node_views(self) -> NodeColumns:
-        return NodeColumns.of(self.node_view(path) for path in self._shown())
+        marked = marked_nodes(self.breakpoints)  # (once: a node_view each would build it 100,000 times)
+        return NodeColumns.of(self._node_view(path, marked) for path in self._shown())
 
     @property
     def tree_shape(self) -> tuple:
@@ -530,6 +531,10 @@ class RemoteSession:
         return {path: self.node_status(path) for path in (self._nodes if self._past is None else self._past_nodes)}
 
     def node_view(self, path: str) -> NodeView:
+        return self._node_view(path, marked_nodes(self.breakpoints))
+
+    def _node_view(self, path: str, marked: set[str]) -> NodeView:
+        """The node as the frame shows it; `marked`: the nodes with a breakpoint mark."""
         node, past = self._node(path), self._past
         status, counter, children = self._held_last.get(path) or node["status"], node["counter"], list(node["children"])
         if past is not None:
@@ -538,7 +543,7 @@ class RemoteSession:
         return NodeView(path=path, name=node["name"], class_name=node["class"], depth=path.count("/"),
                         parent=node["parent"], children=children, status=Status(status),
                         namespace=node["namespace"], counter=counter,
-                        breakpoint=path in marked_nodes(self.breakpoints),
+                        breakpoint=path in marked,
                         pending=past is None and path in self._pending)
 
     def rebound_paths(self) -> set[str]:

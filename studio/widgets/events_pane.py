@@ -316,7 +316,7 @@ class EventsPane(ScrollView, can_focus=True):
         """The events of a tick's block whose type the filter may pass: those it rejects by type are not built."""
         for event_type, places in block.parts():
             if not self.filter.rejects_type(event_type):
-                yield from map(block.__getitem__, places)
+                yield from map(block.made, places)  # (held by the rows they make, not by the block)
 
     def _append(self, events: Iterable[Entry]) -> int:
         """Rows for `events`; the oldest drop off, and their lines with them."""
