@@ -12,13 +12,15 @@ The same holds during a run: the user's synchronous code on the loop's thread (a
 nodes, a plain synchronous tool, a synchronous `@node` function; an async node's or tool's code between
 two awaits, `user_steps`) may loop forever. A command's loop takes its signals with `user_code_stops()`
 around it: one handler for the whole run, which does nothing unless such code runs (a flag
-`run_user_code` sets in the main thread around it: a tick's cost, ~1 µs, nothing per node); then it
-raises `Stopped` there. `run_user_code` catches it and waits for what the loop makes of the same signal
+`run_user_code` sets in the main thread around it: ~1 µs a tick, a synchronous `@node` call or an async
+node's step; outside a command's loop, nothing); then it raises `Stopped` there. `run_user_code` catches it and waits for what the loop makes of the same signal
 once it has the thread back: the run is cancelled as a signal cancels it at any await, and the code is
 no failure of its own. Code that has held the thread for less than `GRACE` gets that long to give it back
-(the signal is sent again then, if it still holds it): a Ctrl-C during a long but finite tick (a large
-tree's) stops the run after the tick, as at any await, and its last checkpoint is a whole tick's, not one
-cut through the middle of the nodes' updates. Only code that holds on is cut.
+(the signal is sent again then, if it still holds it, until the loop's handler has taken it: `heard`):
+a Ctrl-C during a long but finite tick (a large tree's) stops the run after the tick, as at any await,
+and its last checkpoint is a whole tick's, not one cut through the middle of the nodes' updates. Only
+code that holds on is cut (a cut may then land in the runtime's code that the user's code called, a
+state write: the run's INTERRUPTED checkpoint holds what its tick had done until then).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _MAIN = threading.main_thread().ident  # where Python runs signal handlers
 _holding = False  # the main thread runs the user's code, which a signal stops (`user_code_stops`)
 _since = 0.0  # since when (time.monotonic()) it has held the thread
+_active = False  # within `user_code_stops()` (a command's loop): else the user's code runs as it is, at no cost
+_pending: int | None = None  # a signal the loop's handler has not taken yet (`heard`): sent again until it has
 GRACE = 1.0  # seconds the user's code holding the thread has to give it back before a signal cuts it
 
 
@@ -89,10 +93,9 @@ async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`call(*args, **kwargs)`, the user's synchronous code, on the loop's thread: within `user_code_stops()`, a
     signal raises `Stopped` in it. It then waits here, as at any await, for the loop's own handler of that
     signal (the signal wrote the loop's wakeup fd) to cancel the run."""
-    global _holding
-    if get_ident() != _MAIN:  # (in another thread no signal handler runs in its code)
+    global _holding, _since
+    if not _active or get_ident() != _MAIN:  # (in another thread no signal handler runs in its code)
         return call(*args, **kwargs)
-    global _since
     was, _holding = _holding, True  # (as `_holding_step` does, inline: a tick's path)
     if not was:
         _since = time.monotonic()
@@ -109,8 +112,9 @@ async def run_user_code(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def user_steps(awaitable: Awaitable[T]) -> Awaitable[T]:
     """`awaitable`, the user's coroutine (an async node's `update_async()`, an async tool), to await with each
     of its steps run as `run_user_code` runs synchronous code, so one that never awaits again (`while True:
-    pass` between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's."""
-    return _Steps(awaitable)
+    pass` between two awaits) is stopped by a signal too. Between its steps the flag is down: the loop's.
+    Outside `user_code_stops()`, `awaitable` itself (no cost: a library's own loop)."""
+    return _Steps(awaitable) if _active else awaitable
 
 
 class _Steps:
@@ -153,35 +157,71 @@ def _holding_step(step: Callable[[Any], Any], value: Any) -> Any:
         _holding = was
 
 
+def heard(signum: int) -> None:
+    """The loop's handler took `signum` (`studio.stopping.on_signals`): it is not sent again (`_again`)."""
+    global _pending
+    if _pending == signum:
+        _pending = None
+
+
+def _later(signum: int) -> None:
+    """`_again` once the user's code holding the thread now (if any) has had its `GRACE` (a daemon timer:
+    never holds the process's exit)."""
+    wait = max(GRACE - (time.monotonic() - _since), 0.05) if _holding else GRACE
+    again = threading.Timer(wait, _again, (signum,))
+    again.daemon = True
+    again.start()
+
+
 def _again(signum: int) -> None:
-    """The signal once more, to the main thread, if the user's code still holds it after its `GRACE`: it is
-    then cut (the loop, which heard the first, ignores this one)."""
+    """The signal once more, to the main thread, while the loop's handler has not taken it: the user's code
+    that has held the thread past its `GRACE` is then cut (the loop hears it once, whichever comes first).
+    Between two pieces of the user's code (a tick that ended, a checkpoint written) it waits for the next."""
+    if _pending != signum:
+        return
     if _holding and time.monotonic() - _since >= GRACE:
         signal.pthread_kill(_MAIN, signum)
+    else:
+        _later(signum)
 
 
 def _never() -> asyncio.Future[Any]:
-    """What code a signal stopped waits on: a future nobody sets, which only the run's cancellation ends."""
-    return asyncio.get_running_loop().create_future()
+    """What code a signal cut waits on: a future nobody sets, which only the run's cancellation ends; one
+    cancelled already when the run is being cancelled (a second signal cut its clean-up: no cancellation
+    would come again, and the command would never end)."""
+    waited = asyncio.get_running_loop().create_future()
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        waited.cancel("cut while the run was stopping")
+    return waited
 
 
-def user_code_stops() -> contextlib.AbstractContextManager[None]:
+@contextlib.contextmanager
+def user_code_stops() -> Iterator[None]:
     """While the block runs (a command's loop, whose `add_signal_handler`s hear SIGINT, SIGTERM and SIGHUP once it
     has the thread), a signal while the user's code holds the thread (`run_user_code`) raises `Stopped` in it; at any
     other time the handler does nothing, as the loop's own does (the loop hears it through its wakeup fd
     either way)."""
 
+    global _active, _pending
+
     def stop_user_code(signum: int, _frame: Any) -> None:
-        if not _holding:
-            return
-        held = time.monotonic() - _since
-        if held >= GRACE:  # (again while it unwinds, or if the code swallowed it: still in `run_user_code`)
+        global _pending
+        if _holding and time.monotonic() - _since >= GRACE:  # (again while it unwinds, or swallowed: still held)
             raise _StoppedUserCode(signum)
-        again = threading.Timer(GRACE - held, _again, (signum,))
-        again.daemon = True  # (never holds the process's exit)
-        again.start()
+        _pending = signum  # (the loop's handler takes it when it has the thread; until then, sent again)
+        _later(signum)
 
-    return _handled_by(stop_user_code)
+    if get_ident() != _MAIN:
+        yield
+        return
+    was, _active, _pending = _active, True, None
+    try:
+        with _handled_by(stop_user_code):
+            yield
+    finally:
+        _active = was
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "run_user_code", "signals_raise", "user_code_stops", "user_steps"]
+__all__ = ["SIGNALS", "Stopped", "exit_status", "heard", "run_user_code", "signals_raise", "user_code_stops",
+           "user_steps"]

@@ -32,7 +32,7 @@ from typing import Any
 
 from runtime.agent import interrupt, settled
 from runtime.memory.checkpoint.naming import display_name
-from runtime.signals import SIGNALS, Stopped, exit_status, signals_raise, user_code_stops
+from runtime.signals import SIGNALS, Stopped, exit_status, heard, signals_raise, user_code_stops
 from runtime.terminal import terminal_line
 
 _stop: Callable[[int], None] | None = None  # what a signal does to the command `run` runs now
@@ -77,6 +77,7 @@ def on_signals(stop: Callable[[int], Any]) -> Iterator[None]:
     received: list[int] = []
 
     def first(signum: int) -> None:
+        heard(signum)  # (not sent again to cut the user's code: runtime/signals.py)
         if not received:
             received.append(signum)
             stop(signum)

@@ -116,6 +116,18 @@ def test_outside_the_main_thread_nothing_changes():
 
 async def test_a_coroutine_run_step_by_step_gets_what_an_await_gives_it():
     """`user_steps` passes results, exceptions and a cancellation through as `await` does."""
+    coroutine = asyncio.sleep(0)
+    assert user_steps(coroutine) is coroutine  # outside a command's loop: itself, at no cost
+    await coroutine
+    with user_code_stops():
+        coroutine = asyncio.sleep(0)
+        steps = user_steps(coroutine)
+        assert steps is not coroutine
+        await steps
+        await _awaits_as_await()
+
+
+async def _awaits_as_await() -> None:
     loop = asyncio.get_running_loop()
 
     async def user(awaited: asyncio.Future) -> str:
@@ -136,3 +148,54 @@ async def test_a_coroutine_run_step_by_step_gets_what_an_await_gives_it():
     task.cancel("why")
     with pytest.raises(asyncio.CancelledError, match="why"):
         await task
+
+
+CUT = """
+import asyncio, os, signal, sys
+sys.path.insert(0, {root!r})
+from runtime import signals
+from runtime.signals import run_user_code
+from studio.stopping import on_signals
+signals.GRACE = {grace}
+
+def spin():
+    {signal_in_code}
+    while True:
+        pass
+
+async def main():
+    task = asyncio.current_task()
+    with on_signals(lambda signum: task.cancel()):
+        {before}
+        try:
+            await run_user_code(spin)
+        except asyncio.CancelledError:
+            print("ended", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def _cut(**parts: str) -> subprocess.CompletedProcess:
+    code = CUT.format(root=str(ROOT), **parts)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND)
+
+
+def test_code_cut_while_its_run_is_being_cancelled_ends_the_run_at_once():
+    """A second Ctrl-C cutting a clean-up that runs after the run's cancellation was delivered (an async
+    tool's `except CancelledError:` that holds on): no cancellation comes again, so the cut code must not
+    wait for one (the command hung for good, SIGTERM and all)."""
+    done = _cut(grace="0.0", signal_in_code="os.kill(os.getpid(), signal.SIGTERM)", before="""os.kill(os.getpid(), signal.SIGTERM)  # the first signal: the loop's handler cancels the run
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            pass  # (delivered: the run's clean-up goes on, then holds the thread)""")
+    assert done.stdout == "ended\n", done.stderr
+
+
+def test_a_signal_between_two_pieces_of_user_code_cuts_the_next_one_that_holds_on():
+    """A signal while the runtime's own code runs (a checkpoint written, an after-tick hook), and then a tick
+    that never returns before the loop had the thread: the signal is sent again until the loop takes it,
+    so that tick is cut (it was lost, and the command hung)."""
+    done = _cut(grace="0.2", signal_in_code="pass", before="os.kill(os.getpid(), signal.SIGTERM)  # (the flag down)")
+    assert done.stdout == "ended\n", done.stderr
