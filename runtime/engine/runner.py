@@ -93,6 +93,11 @@ def _starts_work(node: py_trees.behaviour.Behaviour) -> bool:
     return starts_work is None or starts_work()
 
 
+def _hashed_by_identity(cls: type) -> bool:
+    """Nodes of `cls` can key a dict themselves: hashed and compared as `object` does (else by `id`)."""
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
 def _plain_leaf(node: py_trees.behaviour.Behaviour) -> bool:
     return type(node).tick is py_trees.behaviour.Behaviour.tick and not node.children
 
@@ -184,12 +189,10 @@ class ReactiveRunner:
         of a tick (a deferred subtree compiling) loses none of that tick's status changes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        self._paths: dict[int, str] = {}
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
         self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
         fail = self._node_failed  # one bound method for every guarded node
         for node, path in iter_paths(self.root):
-            self._paths[id(node)] = path
             self.nodes[path] = node
             if isinstance(node, JianmuNodeMixin):
                 node.path = path
@@ -198,6 +201,9 @@ class ReactiveRunner:
                 _guard(node, fail)
         self._order = list(self.nodes.values())
         self._order_paths = list(self.nodes)
+        self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
+        self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
+                                               self._order_paths, strict=True))
         self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
         self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
         self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
@@ -211,10 +217,10 @@ class ReactiveRunner:
         return report_node_error(node, self.path_of(node), exc, self.event_bus)
 
     def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
-        path = self._paths.get(id(node))
+        path = self._paths.get(node if self._by_node else id(node))
         if path is None:  # a node added since the last index (a subtree compiled mid-tick)
             self.refresh_tree()
-            path = self._paths.get(id(node), node.name)
+            path = self._paths.get(node if self._by_node else id(node), node.name)
         return path
 
     def statuses(self) -> dict[str, Status]:
@@ -578,12 +584,12 @@ class ReactiveRunner:
         """Drive the held tick to the next wanted boundary, or to its end."""
         held = self._held
         held.paused_at = None
-        stop, paths, keep, note = self._stop_before, self._paths, held.nodes.append, held.returned.append
+        stop, keep, note = self._stop_before, held.nodes.append, held.returned.append
         started = time.perf_counter()
         try:
             for item in held.generator:
                 if type(item) is Marker:
-                    path = paths.get(id(item.node)) or self.path_of(item.node)
+                    path = self.path_of(item.node)
                     if into or (path in stop and _starts_work(item.node)):
                         held.elapsed += time.perf_counter() - started
                         held.paused_at = NodeBoundary(self.tick_count, path)
@@ -609,7 +615,7 @@ class ReactiveRunner:
 
     def _paths_of(self, nodes: list[py_trees.behaviour.Behaviour]) -> list[str]:
         """The paths of `nodes` (looked up in C: a tick returns 10,000 of them)."""
-        paths = list(map(self._paths.get, map(id, nodes)))
+        paths = list(map(self._paths.get, nodes if self._by_node else map(id, nodes)))
         if None in paths:  # a node added since the last index (a subtree compiled mid-tick)
             paths = [path or self.path_of(node) for path, node in zip(paths, nodes, strict=True)]
         return paths
