@@ -173,3 +173,17 @@ async def test_a_runs_input_that_could_not_be_written_stops_the_run(tmp_path, mo
     assert agent.runner.tick_count <= 1
     assert not [info for run in store.runs() for info in store.list(run.run_id)]  # no line beginning after it
     store.close()
+
+
+async def test_a_runs_failed_input_is_not_the_next_runs_failure(tmp_path):
+    """Run A's input refused and run A stopped before its next tick, then a restart (the studio's r): run B
+    steps and records; the failure was run A's."""
+    store = open_store(str(tmp_path / "runs.db"))
+    runner = Agent(Sequence("Root", memory=True, children=[Wait("w", 0.0)]), state_schema=Text).make_runner(
+        checkpointer=store)
+    await runner.step()  # run A
+    runner.checkpoints._failed = StoreError("run A's input: locked by another process")  # (as a refused input leaves it)
+    runner.start_fresh()  # run B
+    await runner.step()
+    assert [info.tick for info in store.list(runner.run_id)] == [1]
+    store.close()

@@ -216,7 +216,8 @@ class RunnerCheckpoints:
         """Save the tick. Into an asyncio store the write goes on the wire behind those in flight and
         the next tick comes at once, as after a synchronous save, while at most `IN_FLIGHT` writes are;
         beyond that, returns the oldest for the runner to await (it yields the loop meanwhile)."""
-        self._raise_failed()  # (a record written between ticks that failed: the run's input, say)
+        if self.runner.run_id == self._run_id:  # (an earlier run's failure is not this one's: `_mark` drops it)
+            self._raise_failed()  # (a record written between ticks that failed: the run's input)
         if self._packed is None:  # (a packed save finds what changed in the runner's statuses)
             self._touched.update(_touched(report.changed))
         if self._awaited and _in_loop():
@@ -245,16 +246,17 @@ class RunnerCheckpoints:
             raise divergence
 
     def _write(self, source: str, status: str | None = None) -> None:
-        """Save now, or (an asyncio store, in its event loop) start the save after the write in flight. A
-        record that could not be written (the run's input: a store locked for longer than its wait) stops
-        the run at its next tick (`after_tick`), as a tick's does: it cannot be taken again later."""
+        """Save now, or (an asyncio store, in its event loop) start the save after the write in flight. The
+        run's input that could not be written (a store locked for longer than its wait) stops the run at
+        its next tick (`after_tick`), as a tick's does: it cannot be taken again later."""
         try:
             if self._awaited and _in_loop():
                 self._save_later(source, status, None)
             else:
                 self.save(source, status)
         except StoreError as exc:
-            self._failed = self._failed or exc
+            if source == Source.INPUT:
+                self._failed = self._failed or exc
             raise
 
     def _save_later(self, source: str, status: str | None, tick: TickReport | None) -> asyncio.Future[int]:
@@ -421,8 +423,9 @@ class RunnerCheckpoints:
         """The line the next record goes on, readied (a new run's; another tree's), and what the writer
         tracks of it now, for a record `_storable` refuses to go back to: copies of what taking a
         record changes in place, the rest as it is (taking a record replaces it)."""
-        if self.runner.run_id != self._run_id:
+        if self.runner.run_id != self._run_id:  # (what an earlier run's writes failed with is not this one's)
             self._start_session(self.runner.run_id, "main", None)
+            self._failed, self._unwritten = None, False
         self._index()
         self._taken = []
         return _Baseline(self._line, self._base_id, self._since_full, self._chain_bytes, dict(self._values),
