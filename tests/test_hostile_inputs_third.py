@@ -220,7 +220,8 @@ def test_a_store_whose_parents_go_round_in_a_loop_is_said_damaged_and_the_studio
         session.store.close()
 
 
-@pytest.mark.parametrize("name", ["sqlite:///{tmp}/runs.db", "file:{tmp}/runs.db", "mysql://bob:hunter2@db/runs"])
+@pytest.mark.parametrize("name", ["sqlite:///{tmp}/runs.db", "file:{tmp}/runs.db", "file:runs.db",
+                                  "mysql://bob:hunter2@db/runs"])
 def test_a_store_named_by_a_url_of_another_kind_is_refused_not_made_a_folder(tmp_path, name):
     """`--db sqlite:///tmp/runs.db` (SQLAlchemy's form), `file:` or `mysql://`: such a name was taken
     as a relative path, the run recorded into a folder `sqlite:` made where the command ran (exit 0)

@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 from hanging_server import HangingProxy
 from postgres_server import PASSWORD
@@ -184,3 +185,20 @@ def test_psycopgs_log_records_never_reach_stderr_by_themselves():
                            "logging.getLogger('psycopg').warning('query cancellation interrupted')"],
                           text=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert said.returncode == 0 and said.stderr == "", said.stderr
+
+
+def test_a_follower_whose_listening_connection_was_lost_listens_again(postgres_url):
+    """`wait_for_change` on a connection the server dropped says so once; the next wait connects again
+    (it kept the dead connection: every later wait failed, and a studio following the run heard nothing)."""
+    store = open_store(postgres_url)
+    try:
+        assert store.wait_for_change(0.01)  # (listening now)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()")
+        with pytest.raises(StoreError, match="lost the connection"):
+            store.wait_for_change(5)
+        assert store.wait_for_change(0.01)  # connected and listening again
+        assert store.wait_for_change(0.01) is False
+    finally:
+        store.close()

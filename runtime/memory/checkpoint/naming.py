@@ -19,7 +19,7 @@ from .sqlite_store import SQLiteCheckpointStore, ThreadedSQLiteCheckpointStore
 from .store import StoreError
 
 ENVIRONMENT = "JIANMU_DB"
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")  # a scheme, as in sqlite:///, file:/, mysql:// (C:/ is a drive)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/|file:")  # a scheme: sqlite:///, mysql://, file:runs.db (C:/ is a drive)
 
 
 def is_postgres_url(name: str) -> bool:

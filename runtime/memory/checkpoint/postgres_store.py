@@ -310,6 +310,9 @@ class PostgresCheckpointStore(SQLCheckpointStore):
                 return True
             return any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
         except psycopg.Error as exc:
+            listener, self._listener = self._listener, None  # (the next wait connects again: a follower goes on)
+            if listener is not None:
+                listener.close()
             raise StoreError(f"{self.location}: lost the connection to the PostgreSQL server "
                              f"({self._first_line(exc)})") from None
 
