@@ -463,7 +463,14 @@ class MainScreen(Screen):
         self.app.push_screen(
             PromptScreen("filter events", f"for example: {example}   (empty: show all)",
                          value=pane.filter.text, placeholder=example),
-            lambda text: text is not None and pane.refilter(text, self.session.frame_events()))
+            self._refilter)
+
+    def _refilter(self, text: str | None) -> None:
+        """The events pane filtered anew from the log, which holds the events buffered since the last drain
+        too: they are not added again (they showed twice)."""
+        if text is not None:
+            self._events, self._dirty = [], True
+            self.query_one(EventsPane).refilter(text, self.session.frame_events())
 
     @property
     def filter_example(self) -> str:

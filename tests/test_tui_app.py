@@ -183,6 +183,21 @@ async def test_filter_events_by_type_node_and_text():
         assert len([line for line in log.lines if line]) == len(session.events)
 
 
+async def test_events_waiting_for_a_drain_when_a_filter_is_applied_show_once():
+    """The filter refills the pane from the log, which holds the events a drain has not shown yet: they
+    are not added again after it (they showed twice)."""
+    session = pipeline_session()
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await session.step()  # its events wait for the next drain
+        assert app.main._events
+        app.main._refilter("")  # the filter prompt's answer
+        app.main.drain()
+        seqs = [(event.branch, event.seq) for event in app.main.query_one(EventsPane)._rows]
+        assert seqs and len(seqs) == len(set(seqs))
+
+
 def test_event_filter_terms():
     f = EventFilter.parse("type:tool. -type:tool.call.failed node:Calc -noise")
     assert f.include == {"type": ["tool."], "node": ["calc"]}
