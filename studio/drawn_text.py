@@ -41,9 +41,13 @@ for _table in (rich_control._CONTROL_STRIP_TRANSLATE, textual_content._CONTROL_S
 
 
 
+ONE_LINE = {**PICTURES, 0x09: "\u2409", 0x0A: "\u240a"}  # a line drawn as segments: no tab or newline either
+
+
 def shown(text: str) -> str:
-    """`text` with each control character as its picture, for a widget that draws segments itself."""
-    return text.translate(PICTURES)
+    """`text` with each control character as its picture, tab and newline too, for a widget that draws one
+    line of segments itself (a tab or a newline in a segment moved the terminal's cursor off the line)."""
+    return text.translate(ONE_LINE)
 
 
-__all__ = ["PICTURES", "shown"]
+__all__ = ["ONE_LINE", "PICTURES", "shown"]

@@ -64,6 +64,16 @@ async def test_a_branch_and_a_summary_holding_control_codes_are_drawn_as_picture
     assert "b␛]0;owned␇␛[2J␀\ufffd31m" in screen and "s␛]0;owned␇␛[2J␀\ufffd31m" in screen
 
 
+async def test_a_tab_or_newline_in_a_timeline_row_stays_on_its_line():
+    """A segment holding a tab or a newline moves the terminal's cursor off its line: drawn as pictures."""
+    app = _TimelineOnly()
+    async with app.run_test(size=(100, 6)) as pilot:
+        app.query_one(Timeline).sync([{"id": 1, "tick": 0, "status": "SUCCESS", "branch": "a\tb", "summary": "c\nd"}])
+        await pilot.pause()
+        screen = drawn(app)
+    assert "a␉b" in screen and "c␊d" in screen and "\t" not in screen
+
+
 async def test_names_and_conditions_holding_brackets_are_shown_whole_never_read_as_markup(tmp_path):
     """A node named `Q[x=:1]` (a breakpoint set on it with b, its note, the node pane and the breakpoints list) and a
     condition `messages[len(messages) - 1] != 0`: Textual reads a label's, a note's or a table cell's text as markup,
