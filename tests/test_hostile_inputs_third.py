@@ -15,6 +15,7 @@ import pytest
 from otlp_receiver import OTLPReceiver
 from py_trees.behaviours import Success
 from py_trees.composites import Sequence
+from rich.cells import cell_len
 from rich.console import Console
 from test_cli import ROOT, cli
 from test_hostile_inputs import SURROGATE_TREE
@@ -35,7 +36,7 @@ from studio.screens.tool_call import tool_call_view
 from studio.session import DebugSession
 from studio.whatifs import ToolCall
 from studio.widgets.timeline import Timeline
-from studio.widgets.tree_pane import TreePane
+from studio.widgets.tree_pane import TreePane, label_width
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x00\x9b31m"
 
@@ -267,3 +268,20 @@ def test_a_breakpoints_file_holding_thousands_of_breakpoints_is_bounded_in_one_w
     assert len(session.breakpoints) == 1_000
     with pytest.raises(BreakpointError, match="1,000 breakpoints already"):
         session.add_condition_breakpoint("words > -1")
+
+
+async def test_a_names_tab_newline_or_escape_stays_on_its_tree_line_and_is_measured_as_drawn(tmp_path):
+    """A node named with a tab, a newline or an ESC: its tree line shows each as a picture (a tab or a
+    newline in a segment moved the cursor off the line), and the line's width is counted as drawn."""
+    names = ["a\tb", "c\nd", "e\x1bf"]
+    root = Sequence("Root", memory=True, children=[Success(name) for name in names])
+    session = DebugSession(LoadedTree(Agent(root), tmp_path / "tree.py", "build", {}),
+                           store=open_store(tmp_path / "runs.db"))
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.main.query_one(TreePane)
+        for name, drawn_as in zip(names, ["a␉b", "c␊d", "e␛f"], strict=True):
+            label = tree.label_of(f"Root/{name}")
+            assert drawn_as in label.plain and not any(code in label.plain for code in "\t\n\x1b")
+            assert label_width(session.node_view(f"Root/{name}")) == cell_len(label.plain)

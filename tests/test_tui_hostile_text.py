@@ -39,5 +39,5 @@ async def test_the_studio_shows_hostile_names_and_values_without_escapes(tmp_pat
         drawn = "\n".join("".join(segment.text for segment in strip)
                            for strip in app.screen._compositor.render_full_update().strips)
     assert "\x1b" not in drawn and "\x00" not in drawn and "\x9b" not in drawn
-    assert "Root␛]0;owned␛[2J␀\ufffd31m  Sequence" in drawn  # the tree pane
+    assert "Root␛]0;owned␇␛[2J␀\ufffd31m  Sequence" in drawn  # the tree pane (its BEL a picture too, as the timeline)
     assert "Root\ufffd]0;owned" in drawn  # the events pane's lines (its own, faster, replacement)

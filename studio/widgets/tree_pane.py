@@ -32,6 +32,7 @@ from textual.widgets.option_list import Option
 
 from runtime.engine.record import Returns, TickReport
 
+from ..drawn_text import shown
 from ..node_views import NodeColumns, NodeView
 from .extent import FixedExtent
 from .marks import BREAKPOINT, NOT_YET, REBOUND, status_mark
@@ -56,11 +57,11 @@ def node_label(view: NodeView, ticked: bool) -> Text:
     label = Text.assemble(
         (BREAKPOINT[0] if view.breakpoint else " ", BREAKPOINT[1]), " ",
         Text(*NOT_YET) if view.pending else status_mark(view.status), " ",
-        (view.name, "bold"), "  ",
-        (view.class_name, "dim"),
+        (shown(view.name), "bold"), "  ",
+        (shown(view.class_name), "dim"),
     )
     if view.namespace:
-        label.append(f"  ⟨{view.namespace}⟩", "magenta")
+        label.append(f"  ⟨{shown(view.namespace)}⟩", "magenta")
     if view.counter:
         label.append(f"  {view.counter}", "cyan")
     if view.rebound:
@@ -72,9 +73,9 @@ def node_label(view: NodeView, ticked: bool) -> Text:
 
 def label_width(view: NodeView) -> int:
     """The cells `node_label(view, ...)` takes, counted without building it."""
-    width = 6 + cell_len(view.name) + cell_len(view.class_name)
+    width = 6 + cell_len(shown(view.name)) + cell_len(shown(view.class_name))
     if view.namespace:
-        width += 4 + cell_len(view.namespace)
+        width += 4 + cell_len(shown(view.namespace))
     if view.counter:
         width += 2 + cell_len(view.counter)
     return width + (2 + cell_len(REBOUND[0]) if view.rebound else 0)
