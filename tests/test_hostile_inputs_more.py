@@ -315,7 +315,7 @@ async def test_a_lone_surrogate_in_the_runs_input_stops_the_run_instead_of_recor
     agent.runner = agent.make_runner(checkpointer=store)
     with pytest.raises(StoreError) as raised:
         await agent.run({"x": "a\ud800b"})
-    assert str(raised.value) == ("checkpoint of tick 1 not written: state key 'x' holds a text that is not valid "
+    assert str(raised.value) == ("checkpoint of tick 0 not written: state key 'x' holds a text that is not valid "
                                  "Unicode (a lone surrogate): a store cannot keep it")
     assert store.runs() == []  # nothing that reads as a whole run
     store.close()
