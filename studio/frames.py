@@ -259,8 +259,8 @@ class HeadFrame(Frame):
         self._state: State | None = None
         self.held_returns = runner.held_returns
         self._returned = self.held_returns.last() if self.held_returns is not None else {}  # path -> its last return
-        if self.held_returns is not None:
-            self.pending = frozenset(runner.nodes.keys() - self._returned.keys())
+        if self.held_returns is not None and runner.paused_at is not None:
+            self.pending = self.held_returns.not_reached(list(runner.nodes), runner.paused_at.path)
 
     def paths(self) -> Iterable[str]:
         return self.runner.nodes
