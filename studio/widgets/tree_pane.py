@@ -316,11 +316,16 @@ class TreePane(Vertical):
         text = text.strip().lower()
         if not text:
             return None
-        if self._names is None:  # walked once per tree shape, not per keystroke
+        return self.names().find(text, after)
+
+    def names(self) -> NameIndex:
+        """The search's index of names, made once per tree shape, not per keystroke (the app makes it
+        once the tree is drawn, beside the collection it pays then: not in the first key typed)."""
+        if self._names is None:
             rows = self._rows
             order = rows.walk()
             self._names = NameIndex(list(map(rows.paths.__getitem__, order)), map(rows.names.__getitem__, order))
-        return self._names.find(text, after)
+        return self._names
 
     def _search_changed(self, text: str) -> None:
         self.query_one("#tree-search", SearchBox).typed = True
