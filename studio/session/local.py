@@ -30,6 +30,7 @@ from py_trees.common import Status
 
 from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
+from runtime.debug.compare import Comparison, Target, compare, targets
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
 from runtime.debug.resend import endpoint_of, resend
 from runtime.debug.stops import RunState, Stop
@@ -52,7 +53,6 @@ from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
 from runtime.model.errors import ModelError
 from runtime.node.composites import loop_counter
 
-from ..compare import Comparison, Target, targets
 from ..edits import EditError, StagedEdits
 from ..event_log import TICK_BLOCK, EventLog, Events, StampedEvent, TickEvents
 from ..failure import Failure
@@ -506,7 +506,7 @@ class DebugSession:
                 self._whatifs = (run_id, [])
         return self._whatifs[1]
 
-    # -- comparing with another run or branch (studio.compare) ------------------------------
+    # -- comparing with another run or branch (runtime.debug.compare) ------------------------------
     def compare_targets(self) -> list[Target]:
         """The branches and runs the frame's branch can be compared with."""
         run_id = self.recorded_run or self.run_id
@@ -517,10 +517,8 @@ class DebugSession:
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             raise EditError("no run yet: step first")
-        branch = self.frame.branch
         try:
-            return Comparison(self.store, Target(run_id, branch, branch if target.run_id == run_id else
-                                                 f"run {run_id[:8]} {branch}"), target, self._summary)
+            return compare(self.store, run_id, self.frame.branch, target, self._summary)
         except (CheckpointError, StoreError) as exc:
             raise EditError(str(exc)) from None
 
