@@ -14,7 +14,7 @@ from typing import Any
 
 from ..check.compare import Difference, Sides, state_differences
 from ..check.diff import Side, diff_runs
-from ..memory.checkpoint import CheckpointInfo, CheckpointStore
+from ..memory.checkpoint import CheckpointError, CheckpointInfo, CheckpointStore
 from ..memory.checkpoint.lineage import lineage
 
 
@@ -75,6 +75,9 @@ def compare(store: CheckpointStore, run_id: str, branch: str, target: Target,
     """(run `run_id`, `branch`) and `target` side by side; `summary(info)`: what a cell says of a checkpoint.
     The store's `CheckpointError`/`StoreError` when it cannot tell."""
     a = Target(run_id, branch, branch if target.run_id == run_id else f"run {run_id[:8]} {branch}")
+    for side in (a, target):
+        if store.latest(side.run_id, side.branch) is None:
+            raise CheckpointError(f"run {side.run_id[:8]} has no branch {side.branch!r} in the store (deleted?)")
     report = diff_runs(Side(store, a.run_id, a.branch, a.label), Side(store, target.run_id, target.branch, target.label))
     last = [{info.tick: info for info in lineage(store, side.run_id, side.branch)} for side in (a, target)]
 

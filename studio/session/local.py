@@ -63,7 +63,7 @@ from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from ..node_views import NodeColumns
 from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
-from ..whatifs import ToolCall, marked, tool_call
+from ..whatifs import ToolCall, call_branches, marked, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
 
@@ -465,10 +465,7 @@ class DebugSession:
         return fill_from_store(call, self.store, self._io_branches(call.branch))
 
     def _io_branches(self, branch: str | None) -> list[str]:
-        """Where a call's I/O may be recorded: its branch, then the branches it forked from (a fork
-        served a recorded answer from there without recording it again)."""
-        lineage = list(self.frame.lineage.limits)
-        return lineage[lineage.index(branch):] if branch in lineage else lineage
+        return call_branches(self.frame.lineage, branch)
 
     def tool_call(self, event: StampedEvent) -> ToolCall | None:
         """The recorded tool call a `tool.call.*` event of the frame belongs to (None: not one)."""
@@ -520,7 +517,7 @@ class DebugSession:
         try:
             return compare(self.store, run_id, self.frame.branch, target, self._summary)
         except (CheckpointError, StoreError) as exc:
-            raise EditError(str(exc)) from None
+            raise EditError(f"compare: {exc}") from None
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""

@@ -1,0 +1,151 @@
+"""Compare, what-if and a tool call's recorded I/O in an attached studio, the same as in a local one: the
+served run's debugger and store do the work (`runtime.debug.served_whatifs`), the studio shows it with
+the same screens."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from debug_fixtures import TOKEN, agent_process
+from test_tui_app import plain
+from textual.widgets import DataTable, OptionList, Static
+from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
+
+from runtime.debug.compare import Target
+from runtime.debug.past import NO_STORE
+from runtime.engine.events import EventType
+from runtime.memory.checkpoint.whatif_marks import CallRef
+from studio.edits import EditError
+from studio.screens.compare import ComparePicker, CompareScreen
+from studio.session import RunState
+from studio.session.attached import RemoteSession
+
+LLM = "Calculator/Calculator.loop/Calculator.llm"
+
+
+async def settled(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+async def to_the_end(session) -> None:
+    while session.run_state != RunState.FINISHED:
+        await session.continue_()
+        await until(lambda: session.run_state in (RunState.FINISHED, RunState.PAUSED))
+
+
+def compared(comparison) -> tuple:
+    """What a comparison shows, but the cells' summaries (and the order of a tick's state keys, which is
+    the order the run wrote its state in)."""
+    a, b = comparison.a, comparison.b
+    return ((a.branch, a.label), (b.branch, b.label), comparison.first, comparison.first_line,
+            [(row.tick, row.a and row.a.status, row.b and row.b.status,
+              sorted((d.line, d.detail) for d in row.differences)) for row in comparison.rows])
+
+
+async def both(tmp_path, scenario) -> tuple[Any, Any]:
+    """The scenario's result on a local session and on an attached one (test_same_stops.both)."""
+    results = []
+    for kind in ("local", "remote"):
+        (tmp_path / kind).mkdir()
+        async with session_on(kind, REACT_CALCULATOR, tmp_path / kind) as session:
+            results.append(await scenario(session))
+            if kind == "local":
+                session.runner.stop()
+    return results[0], results[1]
+
+
+async def what_if_on_the_answer_then_compare(session) -> tuple:
+    await to_the_end(session)
+    run_id = session.run_id
+    branch = await settled(session.what_if(CallRef(run_id, "main", "model", LLM, 0), "About 110."))
+    assert session.run_state == RunState.PAUSED
+    await to_the_end(session)
+    choices = await settled(session.compare_targets())
+    comparison = await settled(session.compare(choices[0]))
+    states = [sorted((d.what, d.summary, d.detail) for d in await settled(comparison.states(row)))
+              for row in comparison.rows]
+    return (branch, session.state_snapshot()[""]["final_answer"], [(t.run_id == run_id, t.branch, t.label) for t in choices],
+            compared(comparison), states)
+
+
+async def test_a_what_if_and_its_comparison_with_main_are_the_same_local_and_attached(tmp_path):
+    local, attached = await both(tmp_path, what_if_on_the_answer_then_compare)
+    branch, final, choices, shown, states = local
+    assert (branch, final, choices) == ("whatif-1", "About 110.", [(True, "main", "main")])
+    assert shown[:3] == (("whatif-1", "whatif-1"), ("main", "main"), 1)
+    assert [what for what, _, _ in states[2]] == ["state key 'actions'", "state key 'done'", "state key 'final_answer'",
+                                                  "state key 'messages'", "state key 'usage'"]
+    assert attached == local
+
+
+async def tool_call_then_what_if(session) -> tuple:
+    await to_the_end(session)
+    [completed] = [e for e in session.frame_events() if e.type == EventType.TOOL_CALL_COMPLETED]
+    call = await settled(session.tool_call(completed))
+    branch = await settled(session.what_if(call.ref, "999"))
+    await to_the_end(session)
+    told = [m["content"] for m in session.state_snapshot()[""]["messages"] if m["role"] == "tool"]
+    return (call.ref.kind, call.ref.node, call.ref.round, call.ref.index, call.tick, call.name, call.arguments,
+            call.result, call.error), branch, told
+
+
+async def test_a_tool_call_s_recorded_io_and_a_what_if_on_its_result_are_the_same_local_and_attached(tmp_path):
+    local, attached = await both(tmp_path, tool_call_then_what_if)
+    assert local[0][5:] == ("calculator", {"expression": "25 * 4 + 10"}, "110", None)
+    assert local[1:] == ("whatif-1", ["999"])
+    assert attached == local
+
+
+async def test_pressing_d_in_an_attached_studio_compares_a_what_if_with_main(tmp_path):
+    async with studio_on("remote", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        assert app.main.check_action("compare", ()) is True
+        await settle(app, pilot)
+        await to_the_end(session)
+        await session.what_if(CallRef(session.run_id, "main", "model", LLM, 0), "About 110.")
+        await to_the_end(session)
+        await settle(app, pilot)
+        await pilot.press("d")
+        await until(lambda: isinstance(app.screen, ComparePicker))
+        options = app.screen.query_one(OptionList)
+        assert [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)] == ["main"]
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert plain(screen.query_one("#compare-first", Static)) == (
+            "first divergence: tick 1, node Calculator/Calculator.loop/Calculator.llm: model answer differs: "
+            "round 0, at content\n")
+        table = screen.query_one("#compare-rows", DataTable)
+        assert (table.row_count, table.cursor_row) == (7, 1)
+        detail = screen.query_one("#compare-tick", Static)
+        await until(lambda: "state at tick 1: the same" in plain(detail))  # asked of the server
+        await pilot.press("down")
+        await until(lambda: "state at tick 2: 5 keys differ" in plain(detail))
+        assert "state key 'final_answer': whatif-1 'About 110.', main ''" in plain(detail)
+
+
+async def test_compare_with_a_run_the_store_no_longer_holds_is_one_line_local_and_attached(tmp_path):
+    async def gone(session) -> str:
+        await to_the_end(session)
+        with pytest.raises(EditError) as refused:
+            await settled(session.compare(Target("0" * 32, "main", "run 00000000 main")))
+        return str(refused.value)
+
+    local, attached = await both(tmp_path, gone)
+    assert local == attached == "compare: run 00000000 has no branch 'main' in the store (deleted?)"
+
+
+async def test_an_attached_run_that_records_nothing_says_so_in_one_line():
+    async with agent_process(str(REACT_CALCULATOR)) as target:
+        session = await RemoteSession.connect(target.address, TOKEN)
+        try:
+            await until(lambda: session.run_state == RunState.READY)
+            with pytest.raises(EditError) as refused:
+                await session.compare_targets()
+            assert str(refused.value) == NO_STORE
+            with pytest.raises(EditError) as refused:
+                await session.what_if(CallRef(session.run_id or "r", "main", "model", LLM, 0), "x")
+            assert "\n" not in str(refused.value)
+        finally:
+            await session.close()
