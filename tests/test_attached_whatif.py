@@ -126,14 +126,18 @@ async def test_pressing_d_in_an_attached_studio_compares_a_what_if_with_main(tmp
 
 
 async def test_compare_with_a_run_the_store_no_longer_holds_is_one_line_local_and_attached(tmp_path):
-    async def gone(session) -> str:
+    async def gone(session) -> list[str]:
         await to_the_end(session)
-        with pytest.raises(EditError) as refused:
-            await settled(session.compare(Target("0" * 32, "main", "run 00000000 main")))
-        return str(refused.value)
+        refusals = []
+        for target in (Target("0" * 32, "main", "run 00000000 main"), Target(session.run_id, "replay-9", "replay-9")):
+            with pytest.raises(EditError) as refused:
+                await settled(session.compare(target))
+            refusals.append(str(refused.value).replace(session.run_id[:8], "<run>"))
+        return refusals
 
     local, attached = await both(tmp_path, gone)
-    assert local == attached == "compare: run 00000000 has no branch 'main' in the store (deleted?)"
+    assert local == attached == ["compare: run 00000000 has no branch 'main' in the store (deleted?)",
+                                 "compare: run <run> has no branch 'replay-9' in the store (deleted?)"]
 
 
 async def test_an_attached_run_that_records_nothing_says_so_in_one_line():
