@@ -1,4 +1,4 @@
-"""Compare, what-if and a tool call's recorded I/O in an attached studio, the same as in a local one: the
+"""Compare, what-if, re-send and a tool call's recorded I/O in an attached studio, the same as in a local one: the
 served run's debugger and store do the work (`runtime.debug.served_whatifs`), the studio shows it with
 the same screens."""
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from debug_fixtures import TOKEN, agent_process
+from openai_server import completion, json_reply
 from test_tui_app import plain
 from textual.widgets import DataTable, OptionList, Static
 from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
@@ -16,7 +17,7 @@ from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, 
 from runtime.debug.compare import Target
 from runtime.debug.past import NO_STORE
 from runtime.engine.events import EventType
-from runtime.memory.checkpoint.whatif_marks import CallRef
+from runtime.memory.checkpoint.whatif_marks import RESEND, CallRef
 from studio.edits import EditError
 from studio.screens.compare import ComparePicker, CompareScreen
 from studio.session import RunState
@@ -64,8 +65,8 @@ async def what_if_on_the_answer_then_compare(session) -> tuple:
     await to_the_end(session)
     choices = await settled(session.compare_targets())
     comparison = await settled(session.compare(choices[0]))
-    states = [sorted((d.what, d.summary, d.detail) for d in await settled(comparison.states(row)))
-              for row in comparison.rows]
+    states = [sorted((d.what, d.summary, len(d.detail)) for d in await settled(comparison.states(row)))
+              for row in comparison.rows]  # (not the detail's text: a tool call's id is a process's count)
     return (branch, session.state_snapshot()[""]["final_answer"], [(t.run_id == run_id, t.branch, t.label) for t in choices],
             compared(comparison), states)
 
@@ -153,3 +154,32 @@ async def test_an_attached_run_that_records_nothing_says_so_in_one_line():
             assert "\n" not in str(refused.value)
         finally:
             await session.close()
+
+
+async def test_a_re_send_as_edited_is_the_same_local_and_attached_and_leaves_the_run_untouched(tmp_path, server,
+                                                                                               monkeypatch):
+    for name, value in (("JIANMU_BASE_URL", server.url), ("JIANMU_API_KEY", "k"), ("JIANMU_MODEL", "served-model")):
+        monkeypatch.setenv(name, value)  # the sample's model is this endpoint (the served process's too)
+    calc = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "25 * 4 + 10"}'}}
+    server.script(*[json_reply(completion(tool_calls=[calc])), json_reply(completion("110")),
+                    json_reply(completion("one hundred and ten"))] * 2)  # each run's two calls, then the re-send
+
+    async def re_send(session) -> tuple:
+        await to_the_end(session)
+        rows = [(row.id, row.branch) for row in session.checkpoints()]
+        mark = await session.resend(CallRef(session.run_id, "main", "model", LLM, 0), parameters={"temperature": 0.5})
+        return (mark.kind, mark.tick, mark.recorded, mark.answer["message"]["content"],
+                mark.edited["config"]["temperature"], [(row.id, row.branch) for row in session.checkpoints()] == rows)
+
+    local, attached = await both(tmp_path, re_send)
+    assert local[:2] == (RESEND, 1) and local[3:] == ("one hundred and ten", 0.5, True)
+    assert attached == local
+    assert [sent.body.get("temperature") for sent in server.requests][2::3] == [0.5, 0.5]
+
+
+async def test_a_re_send_with_no_endpoint_to_send_it_to_is_one_line_attached(tmp_path):
+    async with session_on("remote", REACT_CALCULATOR, tmp_path) as session:  # a scripted model, no $JIANMU_BASE_URL
+        await to_the_end(session)
+        with pytest.raises(EditError) as refused:
+            await session.resend(CallRef(session.run_id, "main", "model", LLM, 0))
+        assert str(refused.value).startswith("re-send: no model configured: ") and "\n" not in str(refused.value)

@@ -58,6 +58,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "compare": ("run_id", "branch", "target"),
     "compare_state": ("a", "b", "tick", "checkpoints"),
     "what_if": ("call", "answer"),
+    "resend": ("call",),
 }
 
 

@@ -1,8 +1,9 @@
 """The requests an attached studio's "found bug to verified fix" views make (docs/protocol.md): compare the
-run with another run or branch, fork with a recorded answer edited, read a tool call's recorded I/O.
+run with another run or branch, fork with a recorded answer edited, re-send a recorded model call as
+edited, read a tool call's recorded I/O.
 
 The served run's debugger and store do the work, with the code a local studio runs in its own process
-(`runtime.debug.compare`, `Debugger.what_if`, `runtime.debug.whatif`); the client shows what comes back
+(`runtime.debug.compare`, `Debugger.what_if`, `Debugger.resend`); the client shows what comes back
 with the same screens. Mixed into `DebugController`, whose `handle` serves `_do_<type>`.
 """
 
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from ..memory.checkpoint import CheckpointError, StoreError
 from ..memory.checkpoint.whatif_marks import CallRef
 from .compare import compare, comparison_json, differences_json, target_json, target_of, targets, tick_state
+from .edits import EditRefused
 from .protocol import ProtocolError, whole_number
 from .whatif import branch_record
 
@@ -29,24 +31,24 @@ def told(request: str, work: Callable[[], T]) -> T:
         raise ProtocolError("bad_request", f"{request}: {exc}") from None
 
 
-def call_of(data: Any) -> CallRef:
-    """A recorded call as a request names it: {run_id, branch, kind, node, round, index}."""
+def call_of(request: str, data: Any) -> CallRef:
+    """A recorded call as `request` names it: {run_id, branch, kind, node, round, index}."""
     if not isinstance(data, dict):
-        raise ProtocolError("bad_request", f"what_if: 'call' is {{run_id, branch, kind, node, round, index}}, "
+        raise ProtocolError("bad_request", f"{request}: 'call' is {{run_id, branch, kind, node, round, index}}, "
                                            f"not {data!r:.60}")
     for name in ("run_id", "branch", "node"):
         if not isinstance(data.get(name), str):
-            raise ProtocolError("bad_request", f"what_if: the call needs a string {name!r}")
+            raise ProtocolError("bad_request", f"{request}: the call needs a string {name!r}")
     if data.get("kind") not in KINDS:
-        raise ProtocolError("bad_request", f"what_if: the call's kind is model or tool, not {data.get('kind')!r:.40}")
+        raise ProtocolError("bad_request", f"{request}: the call's kind is model or tool, not {data.get('kind')!r:.40}")
     where = data.get("round"), data.get("index", 0)
     if not all(map(whole_number, where)):
-        raise ProtocolError("bad_request", f"what_if: round and index are whole numbers, not {where!r:.60}")
+        raise ProtocolError("bad_request", f"{request}: round and index are whole numbers, not {where!r:.60}")
     return CallRef(data["run_id"], data["branch"], data["kind"], data["node"], *where)
 
 
 class WhatIfRequests:
-    """`DebugController`'s compare, what-if and tool I/O requests (it provides `past`, `debugger`,
+    """`DebugController`'s compare, what-if, re-send and tool I/O requests (it provides `past`, `debugger`,
     `branch`, `seal`, `_picture` and `_require_held`)."""
 
     def _do_compare_targets(self, message):
@@ -88,12 +90,29 @@ class WhatIfRequests:
     def _do_what_if(self, message):
         """A fork (`whatif-1`, ...) from just before the recorded `call`, serving `answer` in its place; the
         run is held there, as after `fork`. The answer carries the branch and the new picture."""
-        call = call_of(message["call"])
+        call = call_of("what_if", message["call"])
         self._require_held("a what-if")
         self.past.store()
         self.seal()  # what happened so far belongs to the branch it happened on
         self.debugger.what_if(call, message["answer"])
         return {"branch": self.branch, "message": self.debugger.message, "picture": self._picture()}
+
+    def _do_resend(self, message):
+        """Send a recorded model call again as edited (`messages`, `tools`, `parameters`); the run is not
+        touched. Answered once the endpoint has (the server awaits it, the run goes on): `mark`, the
+        re-send's what-if mark as the store keeps it."""
+        call = call_of("resend", message["call"])
+        self.past.store()
+        edits = {part: message[part] for part in ("messages", "tools", "parameters") if message.get(part) is not None}
+
+        async def sent() -> dict[str, Any]:
+            try:
+                mark = await self.debugger.resend(call, **edits)
+            except EditRefused as exc:
+                raise ProtocolError("bad_request", str(exc)) from None
+            return {"mark": mark.to_json()}
+
+        return sent()
 
 
 __all__ = ["WhatIfRequests", "call_of", "told"]

@@ -60,6 +60,7 @@ from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo, Liveness
 from runtime.memory.checkpoint.liveness import ABANDONED
 from runtime.memory.checkpoint.whatif_marks import CallRef
+from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
@@ -699,6 +700,13 @@ class RemoteSession:
         """A new branch (`whatif-1`, ...) from just before a recorded model or tool call, serving `answer` in
         its place (the served run's debugger forks); the run is held there, as after a fork."""
         return await self._restore("what_if", call=asdict(call), answer=answer)
+
+    async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
+        """Send a recorded model call again as edited (`messages`, `tools`, `parameters`): the served run's
+        debugger sends it to the node's endpoint (else the one its environment configures); the run is
+        not touched."""
+        reply = await self._asked("resend", call=asdict(call), **edits)
+        return WhatIfMark.from_json(reply["mark"])
 
     def tool_call(self, event: StampedEvent):
         """The recorded tool call a `tool.call.*` event of the frame belongs to: None when it is not one,

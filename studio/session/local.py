@@ -32,7 +32,6 @@ from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
 from runtime.debug.compare import Comparison, Target, compare, targets
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
-from runtime.debug.resend import endpoint_of, resend
 from runtime.debug.stops import RunState, Stop
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import RuntimeEvent, RuntimeEventBus
@@ -50,7 +49,6 @@ from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.memory.checkpoint.waiting import resume_point, waiting_approvals
 from runtime.memory.checkpoint.whatif_marks import CallRef, marks
 from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
-from runtime.model.errors import ModelError
 from runtime.node.composites import loop_counter
 
 from ..edits import EditError, StagedEdits
@@ -483,14 +481,7 @@ class DebugSession:
     async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
         """Send a recorded model call again as edited (`messages`, `tools`, `parameters`) to the node's
         endpoint, else the one the environment configures; the run is not touched (`runtime.debug.resend`)."""
-        try:
-            node = self.debugger.node_at(call.node)
-        except EditError:
-            node = None
-        try:
-            mark = await resend(self.store, call, endpoint_of(node), **edits)
-        except (CheckpointError, StoreError, ValueError, ModelError) as exc:
-            raise EditError(f"re-send: {exc}") from None
+        mark = await self.debugger.resend(call, **edits)
         self._whatifs, self._rows = None, (None, [])  # a row that landed the call says so now
         self._notify("changed")
         return mark
