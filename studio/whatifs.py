@@ -1,6 +1,5 @@
-"""What-ifs as the studio shows them: the recorded call a view names, a tool call read from its
-events and recorded I/O, and the marks a fork with an edited answer or a re-sent call leaves on
-the timeline (`runtime.memory.checkpoint.whatif_marks`)."""
+"""What-ifs as the studio shows them: the recorded call a view names, and a tool call read from its
+events and recorded I/O (the marks a what-if leaves on the timeline: `runtime.debug.whatif.marked`)."""
 
 from __future__ import annotations
 
@@ -10,13 +9,12 @@ from typing import Any
 
 from runtime.debug.whatif import branch_record
 from runtime.engine.events import EventType
-from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, Source
-from runtime.memory.checkpoint.whatif_marks import FORK, RESEND, CallRef, Mark
+from runtime.memory.checkpoint import CheckpointStore
+from runtime.memory.checkpoint.whatif_marks import CallRef
 
 from .model_calls import ModelCall
 
 TOOL_EVENTS = frozenset({EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED, EventType.TOOL_CALL_FAILED})
-SHOWN = 40  # characters of an edited answer a timeline row shows
 
 
 def model_call_ref(call: ModelCall) -> CallRef | None:
@@ -88,27 +86,4 @@ def tool_call(events: Sequence[Any], chosen: Any, store: CheckpointStore, branch
     return None if record is None else recorded_tool_call(ref, tick, record.request, record.response, record.error)
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, dict):
-        message = value.get("message") if "message" in value else value
-        value = message.get("content") or ", ".join(f"→ {c.get('name')}" for c in message.get("tool_calls") or ()) \
-            if isinstance(message, dict) else message
-    text = " ".join(str(value).split())
-    return repr(text if len(text) <= SHOWN else text[:SHOWN - 1] + "…")
-
-
-def marked(summary: str, info: CheckpointInfo, marks: Sequence[Mark]) -> str:
-    """A timeline row's summary with the what-ifs made there: a what-if fork's first checkpoint says
-    which call answered what instead; a checkpoint after which a call landed that was re-sent says so."""
-    notes = []
-    for mark in marks:
-        where = f"{mark.call.node.rpartition('/')[2]} round {mark.call.round}"
-        if mark.kind == FORK and mark.branch == info.branch and info.source == Source.FORK:
-            notes.append(f"✎ what if {where} answered {_short(mark.edited)}")
-        elif mark.kind == RESEND and mark.call.branch == info.branch and mark.tick == info.tick \
-                and info.source == Source.LOOP:
-            notes.append(f"↻ {where} re-sent")
-    return " · ".join([*notes, summary]) if notes else summary
-
-
-__all__ = ["TOOL_EVENTS", "ToolCall", "call_branches", "marked", "model_call_ref", "recorded_tool_call", "tool_call", "tool_call_ref"]
+__all__ = ["TOOL_EVENTS", "ToolCall", "call_branches", "model_call_ref", "recorded_tool_call", "tool_call", "tool_call_ref"]

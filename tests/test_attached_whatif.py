@@ -67,14 +67,18 @@ async def what_if_on_the_answer_then_compare(session) -> tuple:
     comparison = await settled(session.compare(choices[0]))
     states = [sorted((d.what, d.summary, len(d.detail)) for d in await settled(comparison.states(row)))
               for row in comparison.rows]  # (not the detail's text: a tool call's id is a process's count)
+    rows = [row.summary for row in session.checkpoints() if row.branch == branch]
     return (branch, session.state_snapshot()[""]["final_answer"], [(t.run_id == run_id, t.branch, t.label) for t in choices],
-            compared(comparison), states)
+            compared(comparison), states, rows[0], [(row.a and row.a.summary, row.b and row.b.summary)
+                                                    for row in comparison.rows][:2])
 
 
 async def test_a_what_if_and_its_comparison_with_main_are_the_same_local_and_attached(tmp_path):
     local, attached = await both(tmp_path, what_if_on_the_answer_then_compare)
-    branch, final, choices, shown, states = local
+    branch, final, choices, shown, states, first_row, cells = local
     assert (branch, final, choices) == ("whatif-1", "About 110.", [(True, "main", "main")])
+    assert first_row.startswith("✎ what if Calculator.llm round 0 answered 'About 110.'")  # on the timeline
+    assert cells[0][0] == "input" and cells[1][0].startswith("✎ what if")
     assert shown[:3] == (("whatif-1", "whatif-1"), ("main", "main"), 1)
     assert [what for what, _, _ in states[2]] == ["state key 'actions'", "state key 'done'", "state key 'final_answer'",
                                                   "state key 'messages'", "state key 'usage'"]
@@ -168,11 +172,14 @@ async def test_a_re_send_as_edited_is_the_same_local_and_attached_and_leaves_the
         await to_the_end(session)
         rows = [(row.id, row.branch) for row in session.checkpoints()]
         mark = await session.resend(CallRef(session.run_id, "main", "model", LLM, 0), parameters={"temperature": 0.5})
+        landed = [row.summary for row in session.checkpoints() if row.tick == 1]
         return (mark.kind, mark.tick, mark.recorded, mark.answer["message"]["content"],
-                mark.edited["config"]["temperature"], [(row.id, row.branch) for row in session.checkpoints()] == rows)
+                mark.edited["config"]["temperature"], [(row.id, row.branch) for row in session.checkpoints()] == rows,
+                landed)
 
     local, attached = await both(tmp_path, re_send)
-    assert local[:2] == (RESEND, 1) and local[3:] == ("one hundred and ten", 0.5, True)
+    assert local[:2] == (RESEND, 1) and local[3:6] == ("one hundred and ten", 0.5, True)
+    assert [summary.split(" · ")[0] for summary in local[6]] == ["↻ Calculator.llm round 0 re-sent"]
     assert attached == local
     assert [sent.body.get("temperature") for sent in server.requests][2::3] == [0.5, 0.5]
 

@@ -60,7 +60,7 @@ class WhatIfRequests:
         store = self.past.store()
         target = told("compare", lambda: target_of(message["target"]))
         comparison = told("compare", lambda: compare(store, str(message["run_id"]), str(message["branch"]), target,
-                                                     self.past.summary))
+                                                     self.past.shown))
         return {"comparison": comparison_json(comparison)}
 
     def _do_compare_state(self, message):
@@ -95,14 +95,16 @@ class WhatIfRequests:
         self.past.store()
         self.seal()  # what happened so far belongs to the branch it happened on
         self.debugger.what_if(call, message["answer"])
+        self.past.forget_whatifs()
         return {"branch": self.branch, "message": self.debugger.message, "picture": self._picture()}
 
     def _do_resend(self, message):
         """Send a recorded model call again as edited (`messages`, `tools`, `parameters`); the run is not
         touched. Answered once the endpoint has (the server awaits it, the run goes on): `mark`, the
-        re-send's what-if mark as the store keeps it."""
+        re-send's what-if mark as the store keeps it, and `rows`, the rows of the tick it landed after,
+        which now say so."""
         call = call_of("resend", message["call"])
-        self.past.store()
+        store = self.past.store()
         edits = {part: message[part] for part in ("messages", "tools", "parameters") if message.get(part) is not None}
 
         async def sent() -> dict[str, Any]:
@@ -110,7 +112,9 @@ class WhatIfRequests:
                 mark = await self.debugger.resend(call, **edits)
             except EditRefused as exc:
                 raise ProtocolError("bad_request", str(exc)) from None
-            return {"mark": mark.to_json()}
+            self.past.forget_whatifs()
+            landed = [info for info in store.list(call.run_id, call.branch) if info.tick == mark.tick]
+            return {"mark": mark.to_json(), "rows": [self.past.row(info) for info in landed]}
 
         return sent()
 

@@ -706,6 +706,10 @@ class RemoteSession:
         debugger sends it to the node's endpoint (else the one its environment configures); the run is
         not touched."""
         reply = await self._asked("resend", call=asdict(call), **edits)
+        landed = [row for row in reply["rows"] if row["id"] in self._rows.infos]
+        if landed:  # the rows of the tick it landed after say so now
+            self._add_rows(landed)
+            self._notify("changed")
         return WhatIfMark.from_json(reply["mark"])
 
     def tool_call(self, event: StampedEvent):

@@ -33,6 +33,7 @@ from runtime.debug.children import SwarmChildren, agents_state, child_path, spli
 from runtime.debug.compare import Comparison, Target, compare, targets
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
 from runtime.debug.stops import RunState, Stop
+from runtime.debug.whatif_notes import marked
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
@@ -61,7 +62,7 @@ from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from ..node_views import NodeColumns
 from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
-from ..whatifs import ToolCall, call_branches, marked, tool_call
+from ..whatifs import ToolCall, call_branches, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
 
