@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from debug_fixtures import TOKEN, agent_process
 from openai_server import completion, json_reply
+from test_snapshots import filter_events_with
 from test_tui_app import plain
-from textual.widgets import DataTable, OptionList, Static
+from textual.widgets import DataTable, OptionList, Static, TextArea
 from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
 from runtime.debug.compare import Target
@@ -19,9 +20,12 @@ from runtime.debug.past import NO_STORE
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint.whatif_marks import RESEND, CallRef
 from studio.edits import EditError
+from studio.screens.answer_editor import AnswerEditor
 from studio.screens.compare import ComparePicker, CompareScreen
+from studio.screens.tool_call import ToolCallScreen
 from studio.session import RunState
 from studio.session.attached import RemoteSession
+from studio.widgets.events_pane import EventsPane
 
 LLM = "Calculator/Calculator.loop/Calculator.llm"
 
@@ -190,3 +194,26 @@ async def test_a_re_send_with_no_endpoint_to_send_it_to_is_one_line_attached(tmp
         with pytest.raises(EditError) as refused:
             await session.resend(CallRef(session.run_id, "main", "model", LLM, 0))
         assert str(refused.value).startswith("re-send: no model configured: ") and "\n" not in str(refused.value)
+
+
+async def test_enter_on_a_tool_call_s_event_in_an_attached_studio_opens_it_and_w_forks_with_its_result_edited(tmp_path):
+    async with studio_on("remote", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
+        await settle(app, pilot)
+        await to_the_end(session)
+        await settle(app, pilot)
+        await filter_events_with(pilot, "type:tool.call.completed")
+        app.main.query_one(EventsPane).focus()
+        await pilot.press("up", "enter")
+        await until(lambda: isinstance(app.screen, ToolCallScreen))  # its I/O asked of the served run's store
+        body = plain(app.screen.query_one("#tool-call-body", Static))
+        assert "calculator" in body and "25 * 4 + 10" in body and "110" in body
+        await pilot.press("w")
+        await until(lambda: isinstance(app.screen, AnswerEditor))
+        assert app.screen.query_one(TextArea).text == "110"
+        app.screen.query_one(TextArea).text = "999"
+        await pilot.press("ctrl+s")
+        await until(lambda: app.screen is app.main)
+        await settle(app, pilot)
+        assert session.branch == "whatif-1" and session.run_state == RunState.PAUSED
+        await to_the_end(session)
+        assert [m["content"] for m in session.state_snapshot()[""]["messages"] if m["role"] == "tool"] == ["999"]
