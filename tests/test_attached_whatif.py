@@ -10,14 +10,19 @@ from typing import Any
 import pytest
 from debug_fixtures import TOKEN, agent_process
 from openai_server import completion, json_reply
+from py_trees.common import Status
+from test_debug_controls import sample, served
+from test_debug_controls import until as protocol_until
 from test_snapshots import filter_events_with
 from test_tui_app import plain
 from textual.widgets import DataTable, OptionList, Static, TextArea
 from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from runtime.debug import DebugError
 from runtime.debug.compare import Target
 from runtime.debug.past import NO_STORE
 from runtime.engine.events import EventType
+from runtime.memory.checkpoint import InMemoryCheckpointStore
 from runtime.memory.checkpoint.whatif_marks import RESEND, CallRef
 from studio.edits import EditError
 from studio.screens.answer_editor import AnswerEditor
@@ -217,3 +222,32 @@ async def test_enter_on_a_tool_call_s_event_in_an_attached_studio_opens_it_and_w
         assert session.branch == "whatif-1" and session.run_state == RunState.PAUSED
         await to_the_end(session)
         assert [m["content"] for m in session.state_snapshot()[""]["messages"] if m["role"] == "tool"] == ["999"]
+
+
+async def test_bad_compare_what_if_and_tool_requests_are_refused_in_one_line_and_change_nothing():
+    agent, data = sample("text_pipeline")
+    async with served(agent, data, store=InMemoryCheckpointStore()) as (runner, client, task):
+        await client.request("step")
+        await protocol_until(client, "paused")
+        run_id = runner.run_id
+        call = {"run_id": run_id, "branch": "main", "kind": "model", "node": "TextPipeline/Normalize", "round": 0}
+        refusals = [
+            ("compare", {"run_id": run_id, "branch": "main", "target": "main"}, "compare: a comparison's side is "),
+            ("compare", {"run_id": run_id, "branch": "main", "target": {"run_id": "gone", "branch": "main", "label": "x"}},
+             "compare: run gone has no branch 'main' in the store (deleted?)"),
+            ("compare_state", {"a": "a", "b": "b", "tick": 1, "checkpoints": [1]}, "compare_state: 'tick' is a whole"),
+            ("tool_io", {"run_id": run_id, "node": "n", "round": "0", "index": 0, "branches": []}, "tool_io: round and"),
+            ("what_if", {"call": {**call, "kind": "prompt"}, "answer": "x"}, "what_if: the call's kind is model or tool"),
+            ("what_if", {"call": {**call, "round": 1.5}, "answer": "x"}, "what_if: round and index are whole numbers"),
+            ("what_if", {"call": call, "answer": "x"}, f"what if: run {run_id} holds no recorded model call of "),
+            ("resend", {"call": [1]}, "resend: 'call' is {run_id, branch, kind, node, round, index}"),
+        ]
+        for request, fields, message in refusals:
+            with pytest.raises(DebugError) as refused:
+                await client.request(request, **fields)
+            assert refused.value.code == "bad_request" and refused.value.message.startswith(message), request
+            assert "\n" not in refused.value.message
+        assert runner.checkpoints.branch == "main" and runner.tick_count == 1  # nothing forked
+        assert (await client.request("compare_targets", run_id=run_id, branch="main"))["targets"] == []
+        await client.request("continue")
+        assert await task == Status.SUCCESS
