@@ -670,16 +670,23 @@ class RemoteSession:
         except DebugError as exc:
             raise EditError(exc.message) from None
 
-    async def compare_targets(self) -> list[Target]:
-        """The branches and runs the frame's branch can be compared with, as the served run's store lists them."""
+    def compare_targets(self):
+        """An awaitable of the branches and runs the frame's branch can be compared with, as the served run's
+        store lists them."""
+        return self._targets()
+
+    async def _targets(self) -> list[Target]:
         if self._run_id is None:
             return []
         reply = await self._asked("compare_targets", run_id=self._run_id, branch=self.frame.branch)
         return [target_of(target) for target in reply["targets"]]
 
-    async def compare(self, target: Target) -> Comparison:
-        """The frame's branch and `target` side by side, compared by the debug server; the states'
-        difference at a tick is asked for when the view shows that tick."""
+    def compare(self, target: Target):
+        """An awaitable of the frame's branch and `target` side by side, compared by the debug server; the
+        states' difference at a tick is asked for when the view shows that tick."""
+        return self._compared(target)
+
+    async def _compared(self, target: Target) -> Comparison:
         if self._run_id is None:
             raise EditError("no run yet: step first")
         reply = await self._asked("compare", run_id=self._run_id, branch=self.frame.branch,
@@ -696,10 +703,10 @@ class RemoteSession:
             return None
         return differences_of(reply["differences"])
 
-    async def what_if(self, call: CallRef, answer: Any) -> str:
-        """A new branch (`whatif-1`, ...) from just before a recorded model or tool call, serving `answer` in
-        its place (the served run's debugger forks); the run is held there, as after a fork."""
-        return await self._restore("what_if", call=asdict(call), answer=answer)
+    def what_if(self, call: CallRef, answer: Any):
+        """An awaitable of a new branch (`whatif-1`, ...) from just before a recorded model or tool call,
+        serving `answer` in its place (the served run's debugger forks); the run is held there, as after a fork."""
+        return self._restore("what_if", call=asdict(call), answer=answer)
 
     async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
         """Send a recorded model call again as edited (`messages`, `tools`, `parameters`): the served run's
