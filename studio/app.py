@@ -10,6 +10,7 @@ are reported in one place, `on_worker_state_changed`.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -375,23 +376,31 @@ class MainScreen(Screen):
             calls, title = self.session.model_calls(), "model calls of this run"
         self.app.push_screen(ModelCallsScreen(title, calls, self.session.model_call, self.session))
 
-    def action_compare(self) -> None:
+    async def action_compare(self) -> None:
         from .screens.compare import ComparePicker
 
-        choices = self.session.compare_targets()
+        try:
+            choices = self.session.compare_targets()
+            if inspect.isawaitable(choices):  # an attached studio asks the served run's store
+                choices = await choices
+        except EditError as exc:
+            self.notify(str(exc), severity="error")
+            return
         if not choices:
             self.notify("nothing to compare with: replay or fork (f) for a second branch, or record another run",
                         severity="warning")
             return
         self.app.push_screen(ComparePicker(self.session.frame.branch, choices), self._compare_with)
 
-    def _compare_with(self, target: Any) -> None:
+    async def _compare_with(self, target: Any) -> None:
         from .screens.compare import CompareScreen
 
         if target is None:
             return
         try:
             comparison = self.session.compare(target)
+            if inspect.isawaitable(comparison):
+                comparison = await comparison
         except EditError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -423,7 +432,7 @@ class MainScreen(Screen):
         call = next((call for call in self.session.model_calls() if event.seq in call.seqs
                      and call.run_id == event.run_id and call.branch in (None, event.branch)), None)
         tool_call = getattr(self.session, "tool_call", None)
-        recorded = tool_call(chosen.event) if call is None and tool_call is not None else None
+        recorded = await opened_call(tool_call, chosen.event) if call is None and tool_call is not None else None
         if call is not None:
             self.app.push_screen(ModelCallScreen(await opened_call(self.session.model_call, call), self.session))
         elif recorded is not None:

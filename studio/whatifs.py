@@ -1,6 +1,5 @@
-"""What-ifs as the studio shows them: the recorded call a view names, a tool call read from its
-events and recorded I/O, and the marks a fork with an edited answer or a re-sent call leaves on
-the timeline (`runtime.memory.checkpoint.whatif_marks`)."""
+"""What-ifs as the studio shows them: the recorded call a view names, and a tool call read from its
+events and recorded I/O (the marks a what-if leaves on the timeline: `runtime.debug.whatif.marked`)."""
 
 from __future__ import annotations
 
@@ -8,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.debug.whatif import branch_record
 from runtime.engine.events import EventType
-from runtime.memory.checkpoint import CheckpointInfo, CheckpointStore, Source
-from runtime.memory.checkpoint.whatif_marks import FORK, RESEND, CallRef, Mark
+from runtime.memory.checkpoint import CheckpointStore
+from runtime.memory.checkpoint.whatif_marks import CallRef
 
 from .model_calls import ModelCall
 
 TOOL_EVENTS = frozenset({EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED, EventType.TOOL_CALL_FAILED})
-SHOWN = 40  # characters of an edited answer a timeline row shows
 
 
 def model_call_ref(call: ModelCall) -> CallRef | None:
@@ -42,10 +41,17 @@ class ToolCall:
         return f"{self.name} ({self.ref.node.rpartition('/')[2]} round {self.ref.round}, tick {self.tick})"
 
 
-def tool_call(events: Sequence[Any], chosen: Any, store: CheckpointStore, branches: Sequence[str]) -> ToolCall | None:
-    """The tool call a `tool.call.*` event of `events` (stamped with their branch) belongs to, with its
-    recorded I/O: the record of the first of `branches` (the event's lineage, its own branch first)
-    that holds it. None when it is not a tool call's event or the run recorded no such call."""
+def call_branches(lineage: Any, branch: str | None) -> list[str]:
+    """Where a call seen on `branch` of a frame's `lineage` (`studio.timeline.Lineage`) may be recorded: its
+    branch, then the branches it forked from (a fork served a recorded answer from there without
+    recording it again)."""
+    limits = list(lineage.limits)
+    return limits[limits.index(branch):] if branch in limits else limits
+
+
+def tool_call_ref(events: Sequence[Any], chosen: Any) -> tuple[CallRef, int] | None:
+    """The recorded tool call a `tool.call.*` event of `events` (stamped with their branch) belongs to,
+    and the tick it was made at; None when it is not a tool call's event or names no round."""
     if chosen.type not in TOOL_EVENTS or chosen.event.run_id is None:
         return None
     call_id = chosen.event.payload.get("call_id")
@@ -55,38 +61,29 @@ def tool_call(events: Sequence[Any], chosen: Any, store: CheckpointStore, branch
         None)
     if started is None or started.event.payload.get("round") is None:
         return None
-    payload, run_id = started.event.payload, chosen.event.run_id
-    ref = CallRef(run_id, started.branch, "tool", started.node, int(payload["round"]), int(payload.get("index") or 0))
-    for branch in branches:
-        record = store.get_io(run_id, "tool", ref.node, ref.round, ref.index, branch)
-        if record is not None and record.branch == branch:
-            error = record.error.get("message") if record.error is not None else None
-            return ToolCall(ref, started.event.tick, str(record.request.get("name")), record.request.get("arguments"),
-                            record.response if error is None else None, error)
-    return None
+    payload = started.event.payload
+    return (CallRef(chosen.event.run_id, started.branch, "tool", started.node, int(payload["round"]),
+                    int(payload.get("index") or 0)), started.event.tick)
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, dict):
-        message = value.get("message") if "message" in value else value
-        value = message.get("content") or ", ".join(f"→ {c.get('name')}" for c in message.get("tool_calls") or ()) \
-            if isinstance(message, dict) else message
-    text = " ".join(str(value).split())
-    return repr(text if len(text) <= SHOWN else text[:SHOWN - 1] + "…")
+def recorded_tool_call(ref: CallRef, tick: int, request: dict[str, Any], response: Any,
+                       error: dict[str, Any] | None) -> ToolCall:
+    """A tool call as its record holds it (a store's `IORecord`, or the fields a debug server sent of one)."""
+    message = error.get("message") if error is not None else None
+    return ToolCall(ref, tick, str(request.get("name")), request.get("arguments"),
+                    response if message is None else None, message)
 
 
-def marked(summary: str, info: CheckpointInfo, marks: Sequence[Mark]) -> str:
-    """A timeline row's summary with the what-ifs made there: a what-if fork's first checkpoint says
-    which call answered what instead; a checkpoint after which a call landed that was re-sent says so."""
-    notes = []
-    for mark in marks:
-        where = f"{mark.call.node.rpartition('/')[2]} round {mark.call.round}"
-        if mark.kind == FORK and mark.branch == info.branch and info.source == Source.FORK:
-            notes.append(f"✎ what if {where} answered {_short(mark.edited)}")
-        elif mark.kind == RESEND and mark.call.branch == info.branch and mark.tick == info.tick \
-                and info.source == Source.LOOP:
-            notes.append(f"↻ {where} re-sent")
-    return " · ".join([*notes, summary]) if notes else summary
+def tool_call(events: Sequence[Any], chosen: Any, store: CheckpointStore, branches: Sequence[str]) -> ToolCall | None:
+    """The tool call a `tool.call.*` event of `events` belongs to (`tool_call_ref`), with its recorded
+    I/O: the record of the first of `branches` (the event's lineage, its own branch first) that holds it.
+    None when it is not a tool call's event or the run recorded no such call."""
+    found = tool_call_ref(events, chosen)
+    if found is None:
+        return None
+    ref, tick = found
+    record = branch_record(store, ref.run_id, "tool", ref.node, ref.round, ref.index, branches)
+    return None if record is None else recorded_tool_call(ref, tick, record.request, record.response, record.error)
 
 
-__all__ = ["TOOL_EVENTS", "ToolCall", "marked", "model_call_ref", "tool_call"]
+__all__ = ["TOOL_EVENTS", "ToolCall", "call_branches", "model_call_ref", "recorded_tool_call", "tool_call", "tool_call_ref"]

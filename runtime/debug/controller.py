@@ -27,6 +27,7 @@ from .debugger import Debugger
 from .edits import EditRefused, NotPaused, StateFacts, waiting_tool
 from .past import ROWS_PER_UPDATE, RunPast
 from .protocol import ProtocolError, events_json, record_json, returns_json, whole_number
+from .served_whatifs import WhatIfRequests
 from .ticks import TickBacklog
 from .waiting import in_flight
 
@@ -54,7 +55,7 @@ def describe_node(runner: ReactiveRunner, path: str) -> dict[str, Any]:
     return out
 
 
-class DebugController:
+class DebugController(WhatIfRequests):
     """One client's view of the debugger: `post` queues what the server sends it."""
 
     def __init__(self, debugger: Debugger, wakeup: Callable[[bool], None]):

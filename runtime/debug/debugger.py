@@ -37,7 +37,8 @@ from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
 from ..memory.checkpoint.waiting import ResumePoint
-from ..memory.checkpoint.whatif_marks import CallRef
+from ..memory.checkpoint.whatif_marks import CallRef, Mark
+from ..model.errors import ModelError
 from ..state import InteractionKeys, StateValidationError
 from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names, marked_nodes
 from .children import SwarmChildren, refused_moment, split_child_path, swarm_of
@@ -51,6 +52,7 @@ from .edits import (
     check_state_key,
     check_tool_arguments,
 )
+from .resend import endpoint_of, resend
 from .stepped import stepped
 from .stops import RunState, Stop
 from .waiting import in_flight
@@ -953,6 +955,19 @@ class Debugger:
         self._restore(lambda: what_if.fork(self.runner.checkpoints), what_if.replayer)
         self._restored(f"what if: forked {self.branch} from checkpoint {what_if.before.id}, the {call} answered as edited")
         return what_if.before
+
+    async def resend(self, call: CallRef, **edits: Any) -> Mark:
+        """Send a recorded model call again as edited (`messages`, `tools`, `parameters`) to its node's
+        endpoint, else the one the environment configures; the run is not touched (`runtime.debug.resend`).
+        Returns the re-send's mark (the request sent, the recorded answer and the new one)."""
+        try:
+            node = self.node_at(call.node)
+        except EditRefused:
+            node = None
+        try:
+            return await resend(self.store, call, endpoint_of(node), **edits)
+        except (CheckpointError, StoreError, ValueError, ModelError) as exc:
+            raise EditRefused(f"re-send: {exc}") from None
 
     @property
     def branch(self) -> str:

@@ -25,11 +25,13 @@ from py_trees.common import Status
 from ..engine.behaviour import JianmuNodeMixin, binding_key
 from ..engine.runner import ReactiveRunner, TickReport
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
+from ..memory.checkpoint.whatif_marks import Mark, marks
 from ..node.composites import loop_counter
 from .children import PastAgents, agents_state, state_manager_of, swarm_of
 from .names import State, StateNames
 from .protocol import ProtocolError, returns_json, whole_number
 from .summaries import TickSummaries
+from .whatif_notes import marked
 
 CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed and its parent, ...
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
@@ -79,6 +81,7 @@ class RunPast:
         self._ticks = TickSummaries(self.names)  # rows summed up from the ticks that saved them
         self._writes: OrderedDict[tuple[str, int, bool], set[str]] = OrderedDict()  # (branch, tick, between)
         self._head: tuple[int, int, State, dict[str, list[Any]]] | None = None  # the newest: id, tick, state, marks
+        self._whatifs: tuple[str | None, list[Mark]] = (None, [])  # a run's what-if marks, for the rows' notes
 
     @property
     def recording(self) -> bool:
@@ -127,7 +130,22 @@ class RunPast:
     def row(self, info: CheckpointInfo) -> dict[str, Any]:
         return {"id": info.id, "tick": info.tick, "status": info.status, "branch": info.branch,
                 "parent_id": info.parent_id, "source": info.source, "event_position": info.event_position,
-                "summary": self.summary(info)}
+                "summary": self.shown(info)}
+
+    def shown(self, info: CheckpointInfo) -> str:
+        """A row's summary as a local timeline shows it: with the what-ifs made there (`whatif_notes`)."""
+        run_id, kept = self._whatifs
+        if run_id != info.run_id:
+            try:
+                kept = marks(self.store(), info.run_id)
+            except StoreError:
+                kept = []
+            self._whatifs = (info.run_id, kept)
+        return marked(self.summary(info), info, kept)
+
+    def forget_whatifs(self) -> None:
+        """A what-if was made: the rows' notes are read from the store again."""
+        self._whatifs = (None, [])
 
     def summary(self, info: CheckpointInfo) -> str:
         """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""

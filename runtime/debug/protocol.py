@@ -53,6 +53,12 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "replay": ("checkpoint",),
     "fork": ("checkpoint",),
     "model_io": ("run_id", "node", "round"),
+    "tool_io": ("run_id", "node", "round", "index", "branches"),
+    "compare_targets": ("run_id", "branch"),
+    "compare": ("run_id", "branch", "target"),
+    "compare_state": ("a", "b", "tick", "checkpoints"),
+    "what_if": ("call", "answer"),
+    "resend": ("call",),
 }
 
 

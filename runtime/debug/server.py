@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import inspect
 import ipaddress
 import logging
 import os
@@ -24,7 +25,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from py_trees.common import Status
@@ -104,6 +105,7 @@ class DebugServer:
         self._waiting = False  # inside start()'s wait for a client: the one who comes starts paused
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
+        self._answering: set[asyncio.Task] = set()  # requests answered once their work is done
 
     @property
     def url(self) -> str:
@@ -253,7 +255,28 @@ class DebugServer:
             log.exception("debug request failed")
             controller.post(error("internal", f"{type(exc).__name__}: {exc}", re))
             return
+        if inspect.isawaitable(result):
+            self._later(controller, result, re)
+            return
         controller.post({"type": "ok", "re": re, **result})
+
+    def _later(self, controller: DebugController, pending: Awaitable[dict[str, Any]], re: Any) -> None:
+        """Answer a request once its work is done (a model call re-sent): the run and the other requests
+        go on meanwhile."""
+        async def answer() -> None:
+            try:
+                result = await pending
+            except ProtocolError as exc:
+                controller.post(error(exc.code, exc.message, re))
+            except Exception as exc:  # as `_answer`: a bug serving one request must not end the session
+                log.exception("debug request failed")
+                controller.post(error("internal", f"{type(exc).__name__}: {exc}", re))
+            else:
+                controller.post({"type": "ok", "re": re, **result})
+
+        task = asyncio.get_running_loop().create_task(answer())
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     async def _send_loop(self, ws: ServerConnection, controller: DebugController) -> None:
         """The one task that sends: what changed waits for more (a burst of ticks becomes one update)

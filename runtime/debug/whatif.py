@@ -15,7 +15,7 @@ run (`whatif_marks`), which the timeline and a run file show.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -45,6 +45,17 @@ def recorded_call(store: CheckpointStore, call: CallRef) -> IORecord:
     if record is None:
         raise CheckpointError(f"run {call.run_id} holds no recorded {call} (branch {call.branch})")
     return record
+
+
+def branch_record(store: CheckpointStore, run_id: str, kind: str, node: str, round: int, index: int,
+                  branches: Sequence[str]) -> IORecord | None:
+    """The record of a call as a view on a branch sees it: that of the first of `branches` (the view's
+    lineage, the call's own branch first) recorded on that very branch; None when none holds it."""
+    for branch in branches:
+        record = store.get_io(run_id, kind, node, round, index, branch)
+        if record is not None and record.branch == branch:
+            return record
+    return None
 
 
 def recorded_answer(record: IORecord) -> Any:
@@ -174,5 +185,5 @@ def fork_with_answer(runner: ReactiveRunner, call: CallRef, answer: Any) -> str:
     return branch
 
 
-__all__ = ["PREFIX", "EditedAnswer", "WhatIf", "edited_model_answer", "fork_with_answer", "landed_tick",
+__all__ = ["PREFIX", "EditedAnswer", "WhatIf", "branch_record", "edited_model_answer", "fork_with_answer", "landed_tick",
            "recorded_answer", "recorded_call"]

@@ -1,12 +1,17 @@
-"""Two runs or branches side by side (`studio.compare`): a row per tick with what each side's
+"""Two runs or branches side by side (`runtime.debug.compare`): a row per tick with what each side's
 checkpoint says, the first divergence selected, and below, for the selected tick, what differed
-there and every state key whose value differs between the two.
+there and every state key whose value differs between the two (asked of the debug server, for an
+attached studio, when the tick is selected).
 
 `ComparePicker` chooses the second side: another branch of the run, or another run of the store."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -15,7 +20,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..compare import Comparison, Row, Target
+from runtime.check.compare import Difference
+from runtime.debug.compare import Cell, Comparison, Row, Target
 
 CELL = 34  # characters of a side's summary in its cell
 
@@ -41,11 +47,11 @@ class ComparePicker(ModalScreen[Target | None]):
         self.dismiss(self.choices[int(event.option.id)])
 
 
-def _cell(comparison: Comparison, info) -> Text:
-    if info is None:
+def _cell(cell: Cell | None) -> Text:
+    if cell is None:
         return Text("(not reached)", "dim")
-    summary = comparison.summary(info)
-    return Text(f"{info.status:<8} {summary[:CELL - 1] + '…' if len(summary) > CELL else summary}")
+    summary = cell.summary
+    return Text(f"{cell.status:<8} {summary[:CELL - 1] + '…' if len(summary) > CELL else summary}")
 
 
 def _side_style(line: str) -> str:
@@ -65,11 +71,10 @@ class CompareScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         comparison = self.comparison
         a, b = comparison.a.label, comparison.b.label
-        first = comparison.report.first
         with Vertical(classes="dialog wide tall") as dialog:
             dialog.border_title = Content(f"compare: {a} ⟷ {b}")
             dialog.border_subtitle = "arrows: another tick · esc: close"
-            yield Label(f"first divergence: {first.line}" if first is not None
+            yield Label(f"first divergence: {comparison.first_line}" if comparison.first_line is not None
                         else "the two match, tick for tick (times and ids aside)", classes="hint", id="compare-first",
                         markup=False)
             table: DataTable = DataTable(id="compare-rows", cursor_type="row", zebra_stripes=True)
@@ -78,7 +83,7 @@ class CompareScreen(ModalScreen[None]):
                 differs = Text(f"✘ {row.differences[0].what}" + (f" +{len(row.differences) - 1}"
                                                                   if len(row.differences) > 1 else ""), "red") \
                     if row.differences else Text("")
-                table.add_row(str(row.tick), differs, _cell(comparison, row.a), _cell(comparison, row.b),
+                table.add_row(str(row.tick), differs, _cell(row.a), _cell(row.b),
                               key=str(row.tick))
             yield table
             with VerticalScroll(id="compare-detail"):
@@ -110,14 +115,27 @@ class CompareScreen(ModalScreen[None]):
                     text.append(f"    {line}\n", _side_style(line))
         else:
             text.append("nothing new differs here\n", "green")
-        state = self.comparison.state_differences(row)
-        text.append(f"\nstate at tick {row.tick}: ", "bold")
-        text.append(("1 key differs\n" if len(state) == 1 else f"{len(state)} keys differ\n") if state else "the same\n")
-        for difference in state:
+        state = self.comparison.states(row)
+        if inspect.isawaitable(state):  # asked of the debug server
+            self._asked(text, row.tick, state)
+        else:
+            self._with_state(text, row.tick, state)
+
+    @work(exclusive=True, group="compare-state", exit_on_error=False)
+    async def _asked(self, text: Text, tick: int, state: Awaitable[list[Difference] | None]) -> None:
+        self._with_state(text, tick, await state)
+
+    def _with_state(self, text: Text, tick: int, state: list[Difference] | None) -> None:
+        text.append(f"\nstate at tick {tick}: ", "bold")
+        if state is None:  # the server could not tell (the status line says why)
+            text.append("not known\n", "dim")
+        else:
+            text.append(("1 key differs\n" if len(state) == 1 else f"{len(state)} keys differ\n") if state
+                        else "the same\n")
+        for difference in state or ():
             text.append(f"{difference.what}: {difference.summary}\n")
             for line in difference.detail:
                 text.append(f"    {line}\n", _side_style(line))
         self.query_one("#compare-tick", Static).update(text)
-
 
 __all__ = ["ComparePicker", "CompareScreen"]

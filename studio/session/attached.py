@@ -23,15 +23,25 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from operator import attrgetter
 from typing import Any
 
 from py_trees.common import Status
 
+from runtime.check.compare import Difference
 from runtime.debug import DebugClient, DebugError
 from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names, marked_nodes
 from runtime.debug.children import child_namespace, refused_moment, split_child_path
+from runtime.debug.compare import (
+    Comparison,
+    Row,
+    Target,
+    comparison_of,
+    differences_of,
+    target_json,
+    target_of,
+)
 from runtime.debug.edits import (
     EditRefused,
     StateFacts,
@@ -49,6 +59,8 @@ from runtime.engine.runner import TickReport
 from runtime.guard.approval import ApprovalRequest
 from runtime.memory.checkpoint import CheckpointInfo, Liveness
 from runtime.memory.checkpoint.liveness import ABANDONED
+from runtime.memory.checkpoint.whatif_marks import CallRef
+from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
 from runtime.tools.base import ToolError
 from runtime.tools.schema_check import check_arguments, schema_validator
 
@@ -59,6 +71,7 @@ from ..frames import NodeDetail, NodeView, PortView
 from ..model_calls import MODEL_EVENTS, ModelCall, collect
 from ..node_views import NodeColumns
 from ..timeline import Lineage, Mark, RunTimeline
+from ..whatifs import ToolCall, call_branches, recorded_tool_call, tool_call_ref
 from .api import EVENT_BUFFER, TimelineRow
 
 Listener = Callable[[str, Any], None]
@@ -646,6 +659,83 @@ class RemoteSession:
                 call.error = f"{error.get('type')}: {error.get('message')}"
         return call
 
+    # -- comparing and what-ifs: the served run's debugger and store do them (runtime.debug.served_whatifs) --
+    def _call_branches(self, branch: str | None) -> list[str]:
+        return call_branches(self._frame_lineage(), branch)
+
+    async def _asked(self, request: str, **fields: Any) -> dict[str, Any]:
+        """A request whose refusal (one line, naming what was asked) is the caller's `EditError`."""
+        try:
+            return await self.client.request(request, **fields)
+        except DebugError as exc:
+            raise EditError(exc.message) from None
+
+    def compare_targets(self):
+        """An awaitable of the branches and runs the frame's branch can be compared with, as the served run's
+        store lists them."""
+        return self._targets()
+
+    async def _targets(self) -> list[Target]:
+        if self._run_id is None:
+            return []
+        reply = await self._asked("compare_targets", run_id=self._run_id, branch=self.frame.branch)
+        return [target_of(target) for target in reply["targets"]]
+
+    def compare(self, target: Target):
+        """An awaitable of the frame's branch and `target` side by side, compared by the debug server; the
+        states' difference at a tick is asked for when the view shows that tick."""
+        return self._compared(target)
+
+    async def _compared(self, target: Target) -> Comparison:
+        if self._run_id is None:
+            raise EditError("no run yet: step first")
+        reply = await self._asked("compare", run_id=self._run_id, branch=self.frame.branch,
+                                  target=target_json(target))
+        comparison = comparison_of(reply["comparison"], lambda row: self._tick_state(comparison, row))
+        return comparison
+
+    async def _tick_state(self, comparison: Comparison, row: Row) -> list[Difference] | None:
+        try:
+            reply = await self._asked("compare_state", a=comparison.a.label, b=comparison.b.label,
+                                      tick=row.tick, checkpoints=[row.a and row.a.id, row.b and row.b.id])
+        except EditError as exc:
+            self._say(str(exc))
+            return None
+        return differences_of(reply["differences"])
+
+    def what_if(self, call: CallRef, answer: Any):
+        """An awaitable of a new branch (`whatif-1`, ...) from just before a recorded model or tool call,
+        serving `answer` in its place (the served run's debugger forks); the run is held there, as after a fork."""
+        return self._restore("what_if", call=asdict(call), answer=answer)
+
+    async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
+        """Send a recorded model call again as edited (`messages`, `tools`, `parameters`): the served run's
+        debugger sends it to the node's endpoint (else the one its environment configures); the run is
+        not touched."""
+        reply = await self._asked("resend", call=asdict(call), **edits)
+        landed = [row for row in reply["rows"] if row["id"] in self._rows.infos]
+        if landed:  # the rows of the tick it landed after say so now
+            self._add_rows(landed)
+            self._notify("changed")
+        return WhatIfMark.from_json(reply["mark"])
+
+    def tool_call(self, event: StampedEvent):
+        """The recorded tool call a `tool.call.*` event of the frame belongs to: None when it is not one,
+        else an awaitable of it with its I/O, asked of the served run's store (None: not recorded)."""
+        found = tool_call_ref(self.frame_events(), event)
+        return None if found is None or not self.recording else self._tool_call(*found)
+
+    async def _tool_call(self, ref: CallRef, tick: int) -> ToolCall | None:
+        try:
+            reply = await self._asked("tool_io", run_id=ref.run_id, node=ref.node, round=ref.round,
+                                      index=ref.index, branches=self._call_branches(ref.branch))
+        except EditError as exc:
+            self._say(str(exc))
+            return None
+        record = reply["record"]
+        return None if record is None else recorded_tool_call(ref, tick, record["request"], record["response"],
+                                                              record["error"])
+
     # -- running -------------------------------------------------------------------
     async def step(self) -> TickReport | None:
         """One tick of the remote run, which must be held; None if it cannot step."""
@@ -747,21 +837,21 @@ class RemoteSession:
 
     async def replay_from(self, checkpoint_id: int) -> str:
         """Re-run from a checkpoint on a new branch serving the recorded I/O strictly; staged edits are dropped."""
-        return await self._restore("replay", checkpoint_id=checkpoint_id)
+        return await self._restore("replay", checkpoint=int(checkpoint_id))
 
     async def fork_from(self, checkpoint_id: int) -> str:
         """A new branch from a checkpoint, with the state and binding edits staged while viewing it."""
         viewed = self.viewing is not None and self.viewing.id == int(checkpoint_id)
         staged = self.staged if viewed else StagedEdits()
-        return await self._restore("fork", checkpoint_id=checkpoint_id, state=staged.updates(),
+        return await self._restore("fork", checkpoint=int(checkpoint_id), state=staged.updates(),
                                    bindings=staged.binding_changes())
 
-    async def _restore(self, request: str, *, checkpoint_id: int, **fields: Any) -> str:
+    async def _restore(self, request: str, **fields: Any) -> str:
         if self.busy:
             raise EditError("pause the run before replaying or forking")
         await self.drained()  # the edits and breakpoints sent before it reach the run first
         try:
-            reply = await self.client.request(request, checkpoint=int(checkpoint_id), **fields)
+            reply = await self.client.request(request, **fields)
         except DebugError as exc:
             raise EditError(exc.message) from None
         self.viewing, self._past, self.staged = None, None, StagedEdits()

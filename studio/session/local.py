@@ -30,9 +30,10 @@ from py_trees.common import Status
 
 from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
+from runtime.debug.compare import Comparison, Target, compare, targets
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
-from runtime.debug.resend import endpoint_of, resend
 from runtime.debug.stops import RunState, Stop
+from runtime.debug.whatif_notes import marked
 from runtime.engine.behaviour import JianmuNodeMixin
 from runtime.engine.events import RuntimeEvent, RuntimeEventBus
 from runtime.engine.runner import ReactiveRunner, TickReport
@@ -49,10 +50,8 @@ from runtime.memory.checkpoint.naming import is_postgres_url
 from runtime.memory.checkpoint.waiting import resume_point, waiting_approvals
 from runtime.memory.checkpoint.whatif_marks import CallRef, marks
 from runtime.memory.checkpoint.whatif_marks import Mark as WhatIfMark
-from runtime.model.errors import ModelError
 from runtime.node.composites import loop_counter
 
-from ..compare import Comparison, Target, targets
 from ..edits import EditError, StagedEdits
 from ..event_log import TICK_BLOCK, EventLog, Events, StampedEvent, TickEvents
 from ..failure import Failure
@@ -63,7 +62,7 @@ from ..model_calls import MODEL_EVENTS, ModelCall, collect, fill_from_store
 from ..node_views import NodeColumns
 from ..places import default_db_path, default_store
 from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatuses
-from ..whatifs import ToolCall, marked, tool_call
+from ..whatifs import ToolCall, call_branches, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
 
@@ -465,10 +464,7 @@ class DebugSession:
         return fill_from_store(call, self.store, self._io_branches(call.branch))
 
     def _io_branches(self, branch: str | None) -> list[str]:
-        """Where a call's I/O may be recorded: its branch, then the branches it forked from (a fork
-        served a recorded answer from there without recording it again)."""
-        lineage = list(self.frame.lineage.limits)
-        return lineage[lineage.index(branch):] if branch in lineage else lineage
+        return call_branches(self.frame.lineage, branch)
 
     def tool_call(self, event: StampedEvent) -> ToolCall | None:
         """The recorded tool call a `tool.call.*` event of the frame belongs to (None: not one)."""
@@ -486,14 +482,7 @@ class DebugSession:
     async def resend(self, call: CallRef, **edits: Any) -> WhatIfMark:
         """Send a recorded model call again as edited (`messages`, `tools`, `parameters`) to the node's
         endpoint, else the one the environment configures; the run is not touched (`runtime.debug.resend`)."""
-        try:
-            node = self.debugger.node_at(call.node)
-        except EditError:
-            node = None
-        try:
-            mark = await resend(self.store, call, endpoint_of(node), **edits)
-        except (CheckpointError, StoreError, ValueError, ModelError) as exc:
-            raise EditError(f"re-send: {exc}") from None
+        mark = await self.debugger.resend(call, **edits)
         self._whatifs, self._rows = None, (None, [])  # a row that landed the call says so now
         self._notify("changed")
         return mark
@@ -506,7 +495,7 @@ class DebugSession:
                 self._whatifs = (run_id, [])
         return self._whatifs[1]
 
-    # -- comparing with another run or branch (studio.compare) ------------------------------
+    # -- comparing with another run or branch (runtime.debug.compare) ------------------------------
     def compare_targets(self) -> list[Target]:
         """The branches and runs the frame's branch can be compared with."""
         run_id = self.recorded_run or self.run_id
@@ -517,12 +506,10 @@ class DebugSession:
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             raise EditError("no run yet: step first")
-        branch = self.frame.branch
         try:
-            return Comparison(self.store, Target(run_id, branch, branch if target.run_id == run_id else
-                                                 f"run {run_id[:8]} {branch}"), target, self._summary)
+            return compare(self.store, run_id, self.frame.branch, target, self._summary)
         except (CheckpointError, StoreError) as exc:
-            raise EditError(str(exc)) from None
+            raise EditError(f"compare: {exc}") from None
 
     def waiting_on(self) -> list[str]:
         """Async nodes whose work is in flight (what the tree waits for)."""
