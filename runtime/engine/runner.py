@@ -53,6 +53,7 @@ from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
+from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
@@ -208,6 +209,7 @@ class ReactiveRunner:
             elif not _guarded(node):
                 _guard(node, fail)
         self._order = list(self.nodes.values())
+        drop_iterators(self._order)
         self._order_paths = list(self.nodes)
         self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
         self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
@@ -454,6 +456,7 @@ class ReactiveRunner:
         self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
+            drop_iterators(self._order)
         self.run_id = uuid.uuid4().hex[:12]
         self._restored = False
         self.event_bus.run_id = self.run_id
@@ -864,6 +867,7 @@ class ReactiveRunner:
         self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
+            drop_iterators(self._order)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
         self._unreported = False
