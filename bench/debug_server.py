@@ -10,9 +10,9 @@
    server also sends the studio's changed marks read from it. Goal: attached >= 0.8x.
    Then where an attached tick's time goes, in one process, CPU time: `runner.run()`; the debugger
    continuing with nobody watching (what a local studio's continue costs before its views); with
-   the server's controller watching it too (hooks, state, every event, an update sealed every
-   20 ms, no JSON); and each update encoded as the server sends it; the rest, to the figure above,
-   is the socket and the client.
+   the server's controller watching it too (each tick's report handed to it, state, every event,
+   an update sealed every 20 ms, no JSON); and each update encoded as the server sends it; the
+   rest, to the figure above, is the socket and the client.
 3. Runner overhead: bench/runner_overhead.py's 1,101-node tree ticked with a debug server
    listening and nobody attached, beside the runner without one and raw py_trees.
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import is_
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from py_trees.common import Status
 
@@ -247,6 +248,12 @@ class Frame:
                           traceback, failed[-TOOL_FAILURES_KEPT:])
 
 
+_RUNNING: WeakKeyDictionary[ReactiveRunner, tuple[list[Status], Any, list[str]]] = WeakKeyDictionary()
+"""A runner's running leaves, kept with the status list they came from: the runner replaces its
+reported list at each tick and never changes one, so an event between ticks (a step at 100,000
+nodes redraws again when its async stage writes) picks them out again only when a tick reported."""
+
+
 class HeadFrame(Frame):
     """The live runner, now; markers against the last checkpoint of its branch."""
 
@@ -259,8 +266,8 @@ class HeadFrame(Frame):
         self._state: State | None = None
         self.held_returns = runner.held_returns
         self._returned = self.held_returns.last() if self.held_returns is not None else {}  # path -> its last return
-        if self.held_returns is not None:
-            self.pending = frozenset(runner.nodes.keys() - self._returned.keys())
+        if self.held_returns is not None and runner.paused_at is not None:
+            self.pending = self.held_returns.not_reached(list(runner.nodes), runner.paused_at.path)
 
     def paths(self) -> Iterable[str]:
         return self.runner.nodes
@@ -297,13 +304,20 @@ class HeadFrame(Frame):
         the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
         nodes scattered in memory: ~2 ms), the running ones picked out in C (a step at 100,000 nodes
         tested each in Python, ~5 ms); in a tick held inside, as the tree shows them."""
-        nodes = self.runner.nodes
-        paths, statuses = self.runner.status_lists()
+        runner = self.runner
+        nodes, reported = runner.nodes, None if self._returned else runner.reported_statuses()
+        kept = _RUNNING.get(runner)
+        if reported is not None and kept is not None and kept[0] is reported[1] and kept[1] is nodes:
+            return list(kept[2])
+        paths, statuses = reported or runner.status_lists()
         if self._returned:
             returned = self._returned
             statuses = [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)]
-        return [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
-                if not nodes[path].children]
+        running = [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
+                   if not nodes[path].children]
+        if reported is not None:
+            _RUNNING[runner] = (statuses, nodes, running)
+        return list(running)
 
     def resume_data(self, path: str) -> Any:
         node = self.runner.nodes[path]

@@ -111,8 +111,13 @@ def _server_class() -> type:
             return response
 
         async def handle_websocket(self, request: Any) -> Any:
+            """A request that is not a WebSocket handshake is refused here: textual-serve swallows the
+            handshake's error and answered an empty reply."""
             if not self._allowed(request.cookies.get(COOKIE)):
                 raise web.HTTPForbidden(text="jianmu-studio web: wrong or missing token")
+            if not web.WebSocketResponse().can_prepare(request).ok:
+                raise web.HTTPBadRequest(text="jianmu-studio web: /ws takes the page's WebSocket connection; "
+                                              "open the page at / instead")
             return await super().handle_websocket(request)
 
     return StudioServer

@@ -25,6 +25,7 @@ from runtime.debug.ticks import TickBacklog, events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
 from runtime.engine.record import TickReport, TickTelemetry
+from runtime.engine.runner import ReactiveRunner
 from runtime.memory.checkpoint import open_store
 from studio.session import RunState
 
@@ -118,6 +119,34 @@ async def test_while_a_client_is_attached_no_tick_telemetry_event_is_built(monke
     received = [event.type for message in messages for event in tick_events(message.get("ticks", ()))]
     assert received.count("tick.completed") == TICKS
     assert received.count("node.status") == 2  # the counter started RUNNING, ended SUCCESS
+
+
+async def test_an_attached_run_that_records_nothing_hands_the_server_its_ticks_through_no_hook(monkeypatch):
+    """The runner hands the server each tick's report as it ends (`number_telemetry`'s sink), not through an
+    after-tick hook (its machinery a tick, a fifth of what watching a small tree's tick cost); every tick
+    still reaches the client, the last one's report with it."""
+    hooks: list[object] = []
+    add_tick_hook = ReactiveRunner.add_tick_hook
+    monkeypatch.setattr(ReactiveRunner, "add_tick_hook",
+                        lambda runner, before=None, after=None: (hooks.append(after), add_tick_hook(runner, before, after))[1])
+    runner = Agent(CountUp("count"), state_schema=Count).make_runner()
+    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
+    await server.listen()
+    try:
+        async with connect(server.url, max_size=None) as ws:
+            await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
+            closing = asyncio.create_task(server.close())
+            messages = [json.loads(text) async for text in ws]
+            await closing
+    finally:
+        await server.close()
+    assert [after for after in hooks if after is not None] == []
+    received = [event.tick for message in messages for event in tick_events(message.get("ticks", ()))
+                if event.type == "tick.completed"]
+    assert received == list(range(1, TICKS + 1))
+    assert [message["report"]["tick"] for message in messages if "report" in message][-1] == TICKS
 
 
 @pytest.mark.parametrize("name", ["react_calculator", "text_pipeline"])

@@ -176,10 +176,13 @@ async def test_a_pause_while_the_run_waits_stops_it_at_once_local_and_attached(t
 
 async def test_paused_inside_a_tick_an_attached_studio_draws_the_tick_so_far_as_a_local_one(tmp_path):
     """The issue's `n n s s s s`: the tools returned SUCCESS in this tick (not RUNNING, the tick before's
-    end), the nodes not reached yet are marked so, nothing runs; attached as locally (#28.1)."""
+    end), the nodes not reached yet are marked so, nothing runs; attached as locally (#28.1). The model
+    call the loop's memory passed by in this tick (it finished in tick 2) is drawn as it is, SUCCESS,
+    not as a node still to come."""
     local, attached = await both(REACT_CALCULATOR, tmp_path, into_the_third_tick)
     lines, returns, pending, running = local
-    tools, done = f"{LOOP}/Calculator.tools", f"{LOOP}/Calculator.done"
+    tools, done, llm = f"{LOOP}/Calculator.tools", f"{LOOP}/Calculator.done", f"{LOOP}/Calculator.llm"
     assert (tools, "SUCCESS", False, None) in lines and returns == [(tools, "SUCCESS")]
-    assert pending == sorted(["Calculator", LOOP, f"{LOOP}/Calculator.llm", done]) and running == []
+    assert (llm, "SUCCESS", False, None) in lines
+    assert pending == sorted(["Calculator", LOOP, done]) and running == []
     assert attached == local

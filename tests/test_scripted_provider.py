@@ -31,14 +31,18 @@ async def test_replies_in_order_and_records_each_request():
 async def test_request_record_is_a_snapshot():
     provider = ScriptedProvider(["ok"])
     history = [human("hi")]
-    config = ModelConfig(extra_params={"seed": 1})
+    config = ModelConfig(extra_params={"seed": 1}, tools=[{"type": "function", "function": {"name": "calc"}}],
+                         tool_choice={"type": "function", "function": {"name": "calc"}})
 
     await provider.complete(history, config)
     history.append(human("later"))
     config.extra_params["seed"] = 2
+    config.tools[0]["function"]["name"] = config.tool_choice["function"]["name"] = "changed"
 
     assert provider.requests[0].messages == [human("hi")]
     assert provider.requests[0].config.extra_params == {"seed": 1}
+    assert provider.requests[0].config.tools[0]["function"]["name"] == "calc"
+    assert provider.requests[0].config.tool_choice["function"]["name"] == "calc"
 
 
 async def test_tool_calls_get_deterministic_ids_and_keep_parse_errors():

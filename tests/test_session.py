@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tracemalloc
+from itertools import compress
 from pathlib import Path
 
 import py_trees
@@ -238,3 +239,21 @@ async def test_running_now_and_the_statuses_are_the_nodes_whether_or_not_a_tick_
         await step()
         assert session.running_nodes() == [p for p, n in nodes.items() if not n.children and n.status is Status.RUNNING]
         assert session.node_statuses() == {p: n.status for p, n in nodes.items()}
+
+
+async def test_running_now_is_picked_out_once_a_tick_not_at_every_redraw(session, monkeypatch):
+    """A redraw between ticks (an event: at 100,000 nodes a step's async stage writes after it) reuses
+    the leaves picked out of the status list the last tick reported; the next tick's list picks again."""
+    from studio import frames
+
+    picks = []
+    monkeypatch.setattr(frames, "compress", lambda *args: picks.append(1) or compress(*args))
+    nodes = session.runner.nodes
+    for step in (session.step, session.step_into, session.step, session.step):
+        await step()
+        picks.clear()
+        for _ in range(3):
+            session._notify("changed")  # another frame, the same tick
+            assert session.running_nodes() == [p for p, n in nodes.items() if not n.children and n.status is Status.RUNNING]
+        held = session.runner.held_returns is not None
+        assert len(picks) == (3 if held else 1)

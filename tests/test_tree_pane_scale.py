@@ -53,6 +53,18 @@ async def test_a_large_tree_opens_with_only_a_few_thousand_lines_built(studio):
     assert "LargeTree" in on_screen(pane)[0]
 
 
+async def test_the_search_index_is_made_once_the_tree_is_drawn_not_by_the_first_key(studio, monkeypatch):
+    """The first key typed finds the index made, with the collection the app pays once the tree is drawn."""
+    _, app, pilot = studio
+    pane = app.main.query_one(TreePane)
+    assert pane._names is not None and len(pane._names.paths) == NODES
+    monkeypatch.setattr("studio.widgets.tree_pane.NameIndex", None)  # typing makes none
+    app.main.query_one("#tree-search", Input).focus()
+    await pilot.press(*"s9.b150")
+    await pilot.pause()
+    assert pane.selected_path == "LargeTree/Stage9/Fan9/s9.b150"
+
+
 async def test_search_finds_a_deep_node_in_a_branch_never_opened_and_scrolls_to_it(studio):
     _, app, pilot = studio
     pane = app.main.query_one(TreePane)

@@ -2,8 +2,9 @@
 
 `n n s s s s` on react_calculator.py stops before `Calculator.done` in tick 3: `Calculator.tools`
 has already returned SUCCESS in this tick, so its line says ✔ (it said ● RUNNING, the previous
-tick's end); the nodes not reached yet say ◌ (not yet ticked). Once the tick ends every line is
-the tick's end again.
+tick's end); the nodes not reached yet say ◌ (not yet ticked), but `Calculator.llm`, which the loop's
+memory passed by in this tick (it finished in tick 2), says ✔ as it is. Once the tick ends every line
+is the tick's end again.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ async def test_step_into_shows_what_returned_in_the_tick_and_marks_what_is_not_r
         assert app.session.paused_at.path == f"{LOOP}/Calculator.done"
         lines = _lines(app)
         assert lines[f"{LOOP}/Calculator.tools"].startswith("✔ Calculator.tools")
-        for path in ("Calculator", LOOP, f"{LOOP}/Calculator.llm", f"{LOOP}/Calculator.done"):
+        assert lines[f"{LOOP}/Calculator.llm"].startswith("✔ Calculator.llm")
+        for path in ("Calculator", LOOP, f"{LOOP}/Calculator.done"):
             assert lines[path].startswith("◌ "), lines[path]
         running = app.main.query_one("#running-now")
         assert running.get_option_at_index(0).prompt.plain == "nothing"
@@ -87,7 +89,7 @@ def test_the_paused_tick_in_a_real_terminal(tmp_path):
             tmux("send-keys", "-t", session, key)
             expect(seen)
         expect("✔ Calculator.tools")
-        assert "◌ Calculator.done" in screen and "◌ Calculator.loop" in screen
+        assert "◌ Calculator.done" in screen and "◌ Calculator.loop" in screen and "✔ Calculator.llm" in screen
         assert "● Calculator.tools" not in screen
     finally:
         subprocess.run(["tmux", "-L", session, "kill-server"], capture_output=True, timeout=30)

@@ -122,6 +122,17 @@ def test_bound_elsewhere_a_page_needs_the_token(tmp_path):
         server.close()
 
 
+def test_a_plain_request_to_the_pages_connection_is_refused_in_one_line(tmp_path):
+    server = WebStudio(tmp_path, "text_pipeline", "--db", str(tmp_path / "web.db"), "--at", "127.0.0.1:0")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/ws", timeout=30)
+        assert refused.value.code == 400
+        assert "open the page at / instead" in refused.value.read().decode()
+    finally:
+        server.close()
+
+
 def test_a_bad_address_or_tree_is_one_line(tmp_path):
     for args, said in [(["text_pipeline", "--at", "nowhere"], "--at nowhere: debug address 'nowhere'"),
                        (["no_such_sample"], "no_such_sample: no such tree file or sample")]:

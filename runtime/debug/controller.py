@@ -87,11 +87,12 @@ class DebugController:
     def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
-        self._detachers = [runner.add_tick_hook(after=self._after_tick),
+        self._detachers = [runner.number_telemetry(self._ticked),
                            runner.state_manager.subscribe(self._on_state_change),
                            runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
-                           runner.number_telemetry(),
                            self.debugger.add_listener(self._from_debugger, ticks=False)]
+        if runner.checkpoints is not None:  # a recording run's rows, once each tick is saved
+            self._detachers.append(runner.add_tick_hook(after=self._saved))
         self.debugger.attach(paused=paused, hold_end=hold_end)
         return self.picture()
 
@@ -372,14 +373,20 @@ class DebugController:
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
     # -- the ticks, for the report and the marks -------------------------------------------
-    def _after_tick(self, runner: ReactiveRunner, report: TickReport) -> None:
-        """Keep the tick's report as it is: its telemetry is turned into columns when an update is sent,
-        and only the last report before an update into JSON, not at every tick (a run at full speed
-        makes hundreds between two updates)."""
-        self._ticks.add(runner.run_id, report)
-        if runner.checkpoints is not None:
-            self.past.ticked(report)
+    def _ticked(self, run_id: str | None, report: TickReport) -> None:
+        """Keep the tick's report as it is, told by the runner as the tick ends (`number_telemetry`): its
+        telemetry is a row of numbers until an update is sent, and only the last report before an
+        update is turned into JSON, not at every tick (a run at full speed makes hundreds between two
+        updates)."""
+        self._ticks.add(run_id, report)
         self._report = report
+        if not self._due:
+            self._changed()
+
+    def _saved(self, runner: ReactiveRunner, report: TickReport) -> None:
+        """A recording run's tick saved: its row's summary (`RunPast.ticked`), and its marks, for the
+        next update (an asyncio store lets an update go out between the tick's end and its save)."""
+        self.past.ticked(report)
         if not self._due:
             self._changed()
 

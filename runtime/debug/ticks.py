@@ -4,9 +4,9 @@ Every tick publishes `tick.started`, a `node.status` per changed node, a `node.r
 its end does not show and `tick.completed`. Built as objects, handed to the server and encoded one
 by one, they cost an attached run more than its own tick; so does a record made and encoded per
 tick. So the server has the runner number them only (`ReactiveRunner.number_telemetry`), keeps of
-each tick the few values its events need, in columns (`TickBacklog`: a list a field, one entry a
-tick, and the few ticks that changed a status or returned one their end does not show listed apart),
-which an update takes as they are (`TickBacklog.take`). The client rebuilds the very events
+each tick the few values its events need (`TickBacklog`: a row of numbers a tick, the rows end to end
+in one list, and the few ticks that changed a status or returned one their end does not show listed
+apart), which an update takes as columns (`TickBacklog.take`). The client rebuilds the very events
 (`tick_events`), numbered and timed as the runner numbered them (docs/protocol.md, "A tick's
 telemetry").
 """
@@ -22,15 +22,19 @@ from .protocol import each_run, runs_json
 
 _COLUMNS = ("runs", "tick", "status", "started", "started_at", "completed", "completed_at", "duration_ms",
             "ticked", "wrote", "events")
+_WIDTH = len(_COLUMNS)
+_EVENTS = _COLUMNS.index("events")
+_WROTE = _COLUMNS.index("wrote")
 
 
 class TickBacklog:
     """The ticks' telemetry kept between two updates, the newest `limit` events' worth (a tick at least);
     the older ticks' events are counted in `dropped`, as the server counts the events it lets go. Kept
-    in columns, a list a field, a tick adding a number or a name to each (not its report: that holds
-    every return of a large tree's tick and the old state values it overwrote; nor a tuple a tick:
-    objects kept for an update's 20 ms are what has the garbage collector walk the whole heap). A
-    tick let go is only passed over (`_first`) until half the columns are such ticks."""
+    in columns laid end to end in one list, a tick adding a row of numbers and names (`_COLUMNS`) in one
+    `extend` (not its report: that holds every return of a large tree's tick and the old state values it
+    overwrote; nor a tuple a tick: objects kept for an update's 20 ms are what has the garbage collector
+    walk the whole heap; nor an append a column: a dozen calls a tick, a fifth of what watching a small
+    tree's tick costs). A tick let go is only passed over (`_first`) until half the rows are such ticks."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -38,7 +42,7 @@ class TickBacklog:
         self.clear()
 
     def __bool__(self) -> bool:
-        return self._first < len(self._tick)
+        return self._first < len(self._rows) // _WIDTH
 
     def add(self, run_id: str | None, report: TickReport) -> None:
         """Keep a completed tick's telemetry (one numbered by the runner: else it has nothing to send)."""
@@ -48,42 +52,33 @@ class TickBacklog:
         events = 2
         if telemetry.returned is not None:
             ticked, values = report.ticked, report.returned
-            self._returned.append([len(self._tick), *telemetry.returned,
+            self._returned.append([len(self._rows) // _WIDTH, *telemetry.returned,
                                    [[ticked[place], values[place]._value_, end._value_] for place, end in report.unseen]])
             events += len(report.unseen)
         if telemetry.statuses is not None:
-            self._changed.append([len(self._tick), *telemetry.statuses, [[path, old._value_, new._value_]
-                                                                          for path, (old, new) in report.changed.items()]])
+            self._changed.append([len(self._rows) // _WIDTH, *telemetry.statuses,
+                                  [[path, old._value_, new._value_] for path, (old, new) in report.changed.items()]])
             events += len(report.changed)
-        keys = report.state_changes
-        self._runs.append(run_id)
-        self._tick.append(report.tick)
-        self._status.append(report.status._value_)
-        self._started.append(telemetry.started[0])
-        self._started_at.append(telemetry.started[1])
-        self._completed.append(telemetry.completed[0])
-        self._completed_at.append(telemetry.completed[1])
-        self._duration_ms.append(report.duration_ms)
-        self._ticked.append(len(report.ticked))
-        self._wrote.append(len(keys))
+        keys, started, completed = report.state_changes, telemetry.started, telemetry.completed
+        self._rows += (run_id, report.tick, report.status._value_, started[0], started[1], completed[0], completed[1],
+                       report.duration_ms, len(report.ticked), len(keys), events)
         self._state_keys += keys
-        self._events.append(events)
         self._count += events
         if self._count > self.limit:
             self._trim()
 
     def _trim(self) -> None:
         """Pass over the oldest ticks until the rest hold `limit` events (a tick at least)."""
-        first, events, last = self._first, self._events, len(self._events) - 1
+        first, rows, last = self._first, self._rows, len(self._rows) // _WIDTH - 1
         while self._count > self.limit and first < last:
-            self._count -= events[first]
-            self.dropped += events[first]
-            self._keys_first += self._wrote[first]
+            events = rows[first * _WIDTH + _EVENTS]
+            self._count -= events
+            self.dropped += events
+            self._keys_first += rows[first * _WIDTH + _WROTE]
             first += 1
         self._first = first
-        if first > last // 2:  # the ticks passed over are half the columns: let them go
-            for name in _COLUMNS:
-                del getattr(self, "_" + name)[:first]
+        if first > last // 2:  # the ticks passed over are half the rows: let them go
+            del rows[:first * _WIDTH]
             del self._state_keys[:self._keys_first]
             self._returned = [[i - first, *rest] for i, *rest in self._returned if i >= first]
             self._changed = [[i - first, *rest] for i, *rest in self._changed if i >= first]
@@ -92,8 +87,8 @@ class TickBacklog:
     def take(self) -> dict[str, Any]:
         """The ticks kept, oldest first, as an update's `ticks` carries them (the columns, the `returned`
         and `changed` blocks by their tick's place among them); the backlog is then empty."""
-        first = self._first
-        kept = {name: getattr(self, "_" + name)[first:] for name in _COLUMNS}
+        first, rows = self._first, self._rows
+        kept = {name: rows[first * _WIDTH + place::_WIDTH] for place, name in enumerate(_COLUMNS)}
         out = {"runs": runs_json(kept["runs"]), "tick": kept["tick"], "status": kept["status"],
                "started": list(zip(kept["started"], kept["started_at"], strict=True)),
                "completed": list(zip(kept["completed"], kept["completed_at"], strict=True)),
@@ -105,8 +100,7 @@ class TickBacklog:
         return out
 
     def clear(self) -> None:
-        for name in _COLUMNS:
-            setattr(self, "_" + name, [])
+        self._rows: list[Any] = []  # a tick's row: its `_COLUMNS`, in order
         self._state_keys: list[str] = []
         self._returned: list[list[Any]] = []  # [place of its tick, first number, time, rows]
         self._changed: list[list[Any]] = []

@@ -46,6 +46,17 @@ class Returns:
         """Each node that returned -> what it returned last (what it shows mid-tick)."""
         return dict(zip(self.paths, self.statuses, strict=True))
 
+    def not_reached(self, paths: Sequence[str], at: str) -> frozenset[str]:
+        """Of a tree's `paths` (in its order), those a tick held before `at` has not reached yet: `at`, the
+        nodes after it and its ancestors (ticking it), but any that returned already. A node before `at`
+        that did not return was passed by (a memory sequence's finished child): it keeps its status."""
+        ancestors, parent = [], at.rpartition("/")[0]
+        while parent:
+            ancestors.append(parent)
+            parent = parent.rpartition("/")[0]
+        place = paths.index(at) if at in paths else 0  # (a node not indexed yet: every one not returned)
+        return frozenset(paths[place:]).union(ancestors).difference(self.paths)
+
     def unseen(self, ends: Sequence[Status]) -> list[int]:
         """The places of the returns the statuses at the tick's end do not show (`ends[i]`: the end
         status of `paths[i]`'s node): every return of a node but its last, and a last one the tree

@@ -183,7 +183,7 @@ class ReactiveRunner:
         self.refresh_tree()
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
-        self._numbering = 0  # `number_telemetry` callers
+        self._sinks: tuple[Callable[[str | None, TickReport], None], ...] = ()  # `number_telemetry`'s
         self.in_tick = False  # a tick is under way (held at a boundary too) and its checkpoint not saved yet
         if checkpointer is not None:
             self.checkpoints = checkpointer.attach(self)
@@ -377,18 +377,18 @@ class ReactiveRunner:
 
         return remove
 
-    def number_telemetry(self) -> Callable[[], None]:
+    def number_telemetry(self, sink: Callable[[str | None, TickReport], None]) -> Callable[[], None]:
         """Number each tick's telemetry events (`TickReport.telemetry`) whether or not anybody has them
-        built: a caller that wants them all (the debug server) rebuilds them from the report
-        (`runtime.engine.record.telemetry_record`), which costs a tick a few numbers, not an event per
-        changed node. Returns a function that stops it (a checkpointer numbers them anyway)."""
-        self._numbering += 1
-        stopped = False
+        built, and hand each completed tick's report to `sink(run_id, report)` as the tick ends: a caller
+        that wants them all (the debug server) keeps a few numbers of each tick and rebuilds the events
+        later (`runtime.engine.record.telemetry_record`), which costs a tick a few numbers, not an event
+        per changed node. A sink is told, not awaited, before the tick is saved and its hooks run: none of
+        their machinery a tick (a small tree's tick is 30 us). Returns a function that stops it (a
+        checkpointer numbers them anyway)."""
+        self._sinks = (*self._sinks, sink)
 
         def stop() -> None:
-            nonlocal stopped
-            if not stopped:
-                stopped, self._numbering = True, self._numbering - 1
+            self._sinks = tuple(known for known in self._sinks if known is not sink)
 
         return stop
 
@@ -528,13 +528,15 @@ class ReactiveRunner:
                 await turn
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
-            detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None
+            detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None or bool(self._sinks)
             traverse, args = (self._tick, (detailed,)) if not self._wraps else (self._hold_tick, (detailed, into))
         else:
             traverse, args = self._resume_held, (into,)
         report = await run_user_code(traverse, *args)  # the nodes' own code: a signal stops it (runtime.signals)
         if not report.completed:
             return report
+        for sink in self._sinks:
+            sink(self.run_id, report)
         if self._into:
             self._into = False
             self._sync_boundaries()
@@ -564,7 +566,7 @@ class ReactiveRunner:
         if bus.wants(EventType.TICK_STARTED):
             event = bus.publish(EventType.TICK_STARTED, {})
             self._started = (event.seq, event.time)
-        elif self.checkpoints is not None or self._numbering:
+        elif self.checkpoints is not None or self._sinks:
             self._started = (bus.reserve(1), time.time())
         detailed = (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
                     or bus.wants(EventType.TICK_COMPLETED))
@@ -666,7 +668,7 @@ class ReactiveRunner:
                             state_changes=self._state_changes, duration_ms=elapsed * 1000, unseen=unseen)  # (no
         # default made to be replaced: a tick's report is made every tick a debugger or a store watches)
         self._state_changes = {}
-        numbered = (self.checkpoints is not None or self._numbering > 0) and self._started is not None
+        numbered = (self.checkpoints is not None or bool(self._sinks)) and self._started is not None
         statuses = completed = returns = None
         if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
             now = time.time()

@@ -6,6 +6,7 @@ Every sample runs on it by default, and tests use it to assert what a node sent.
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,24 @@ class ScriptedRequest:
 
     messages: list[Message]
     config: ModelConfig
+
+
+def _snapshot(config: ModelConfig) -> ModelConfig:
+    """`config` as sent, its mutable parts copied (a caller may change them after the call): pydantic's
+    deep copy walks every field generically, and costs about ten times this every call of a ReAct run."""
+    return config.model_copy(update={"tools": _copied(config.tools), "tool_choice": _copied(config.tool_choice),
+                                     "extra_params": _copied(config.extra_params)})
+
+
+def _copied(value: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, scalars shared); anything else deep-copied."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return copy.deepcopy(value)
 
 
 def _fragments(text: str) -> list[str]:
@@ -92,7 +111,7 @@ class ScriptedProvider:
     async def complete(
         self, messages: list[Message], config: ModelConfig, on_delta: DeltaCallback | None = None
     ) -> ModelResponse:
-        self.requests.append(ScriptedRequest(list(messages), config.model_copy(deep=True)))
+        self.requests.append(ScriptedRequest(list(messages), _snapshot(config)))
         if self.remaining <= 0:
             raise ScriptExhaustedError(
                 f"scripted model has no response left for request #{len(self.requests)} "

@@ -282,8 +282,9 @@ class RemoteSession:
         has them; between ticks (or moving), nothing."""
         held = returns_of((paused or {}).get("returns"))
         self._held, self._held_last = held, held.last() if held is not None else {}
-        self._pending = frozenset() if held is None else frozenset(
-            path for path in self._nodes if path not in self._held_last and split_child_path(path) is None)
+        at = (paused or {}).get("node")
+        self._pending = frozenset() if held is None or at is None else held.not_reached(
+            [path for path in self._nodes if split_child_path(path) is None], at)
 
     def _stop_of(self, paused: dict[str, Any]) -> Stop:
         """The debugger's stop as the server described it, its breakpoint (and hits) the mirrored one."""

@@ -27,6 +27,14 @@ class KeysFooter(Footer):
 
     virtual_size = Reactive(Size(0, 0), layout=False)  # set by each layout of the keys: no second layout
 
+    def compose(self):
+        """The keys at once, laid out with the panes: Textual's Footer composes none at first and
+        rebuilds with them once the screen has drawn, a second layout of the whole screen and ~15 keys
+        mounted that the first frame's panes waited behind (~0.2-0.5 s of a launch at load)."""
+        if self.app.app_focus:  # (unfocused, a browser's start: `bindings_changed` shows them)
+            self.set_reactive(Footer._bindings_ready, True)
+        return super().compose()
+
     def bindings_changed(self, screen: Screen) -> None:
         if not screen.app.app_focus and not self.children and self.is_attached and screen is self.screen:
             # Textual's web driver starts the app unfocused (until the page is clicked), and Textual's Footer

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -103,6 +104,16 @@ class StatePane(Tree[Key]):
         if self._relabelled:
             self._relabelled = False
             self._fit_width()
+
+    def _on_resize(self, event: events.Resize) -> None:
+        """Drawn again at its new size, not laid out: Textual's Tree lays the whole screen out again
+        at each resize (the opening's first layout then asked a second before the first frame was
+        whole), but only its lines depend on its size (each padded to it), not its extent. In place
+        of the Tree's handler (the only other one of the pane's classes)."""
+        event.prevent_default()
+        self._line_cache.grow(event.size.height)
+        self._clear_line_cache()
+        self.refresh()
 
     def _fit_width(self) -> None:
         """As wide as the widest line, as Textual's Tree works out when it re-indexes: a key redrawn

@@ -67,7 +67,7 @@ class StatusLine(Static):
         when they are wider than the screen the line takes the rows they need (at most three). The
         frame's figures after them are cut instead, so moving between frames keeps the line's height
         (and lays nothing out) unless the reason itself grows."""
-        width = max(self.size.width, 1)
+        width = max(self.size.width or self.app.size.width, 1)  # (not laid out yet: the screen's width)
         rows = min(self.MAX_ROWS, max(1, -(-self._essential // width)))
         if self.styles.height is None or self.styles.height.value != rows:
             self.styles.height = rows

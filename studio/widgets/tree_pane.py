@@ -16,6 +16,9 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Set
+from functools import cached_property
+from itertools import accumulate, islice, repeat
+from operator import add
 from typing import Any
 
 from py_trees.common import Status
@@ -109,23 +112,25 @@ class NameIndex:
 
     SEPARATOR = "\n"  # no search holds it: the box is one line
 
-    def __init__(self, names: Iterable[tuple[str, str]]) -> None:
-        self.paths: list[str] = []
-        self.starts = array("q")  # where each name begins in the text (8 bytes each, not an int object)
-        parts, at = [], 0
-        for path, name in names:
-            self.paths.append(path)
-            self.starts.append(at)
-            parts.append(name.lower())
-            at += len(parts[-1]) + len(self.SEPARATOR)
-        self.index = {path: i for i, path in enumerate(self.paths)}
-        self.text = self.SEPARATOR.join(parts)
+    def __init__(self, paths: list[str], names: Iterable[str]) -> None:
+        """`paths` and their nodes' `names`, in line order; built in C (a first search key at 100,000
+        nodes built it a name at a time, ~90 ms)."""
+        self.paths = paths
+        lowered = list(map(str.lower, names))
+        ends = accumulate(map(add, map(len, lowered), repeat(len(self.SEPARATOR))), initial=0)
+        self.starts = array("q", islice(ends, len(lowered)))  # where each name begins in the text (8 bytes each)
+        self.text = self.SEPARATOR.join(lowered)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Each path's place: made when a search first goes on from a node (~20 ms at 100,000)."""
+        return dict(zip(self.paths, range(len(self.paths)), strict=True))
 
     def find(self, text: str, after: str | None = None) -> str | None:
         """The first path whose name holds `text`, after `after` (wrapping round), or None."""
         if self.SEPARATOR in text:
             return None
-        start = self.index[after] + 1 if after in self.index else 0
+        start = self.index[after] + 1 if after is not None and after in self.index else 0
         split = self.starts[start] if start < len(self.starts) else len(self.text)
         found = self.text.find(text, split)
         if found < 0:
@@ -311,10 +316,16 @@ class TreePane(Vertical):
         text = text.strip().lower()
         if not text:
             return None
-        if self._names is None:  # walked once per tree shape, not per keystroke
+        return self.names().find(text, after)
+
+    def names(self) -> NameIndex:
+        """The search's index of names, made once per tree shape, not per keystroke (the app makes it
+        once the tree is drawn, beside the collection it pays then: not in the first key typed)."""
+        if self._names is None:
             rows = self._rows
-            self._names = NameIndex((rows.paths[row], rows.names[row]) for row in rows.walk())
-        return self._names.find(text, after)
+            order = rows.walk()
+            self._names = NameIndex(list(map(rows.paths.__getitem__, order)), map(rows.names.__getitem__, order))
+        return self._names
 
     def _search_changed(self, text: str) -> None:
         self.query_one("#tree-search", SearchBox).typed = True

@@ -112,13 +112,21 @@ class TreeRows:
         else:
             self.counters[row] = view.counter
 
-    def walk(self) -> Iterator[int]:
-        """Every row, in line order (as if the whole tree were expanded)."""
+    def walk(self) -> list[int]:
+        """Every row, in line order (as if the whole tree were expanded): a row's next sibling waits on
+        the stack under its first child (a search's first key at 100,000 nodes listed each row's
+        children anew, ~100 ms of it)."""
+        first, after, order = self.first_kid, self.next_kid, []
         stack = [0] if self.paths else []
+        pop, push, visit = stack.pop, stack.append, order.append
         while stack:
-            row = stack.pop()
-            yield row
-            stack.extend(reversed(list(self.kids(row))))
+            row = pop()
+            visit(row)
+            if row and after[row] != NONE:  # (the root's siblings, none, are not its lines')
+                push(after[row])
+            if first[row] != NONE:
+                push(first[row])
+        return order
 
     def view(self, row: int) -> NodeView:
         """What the row's line shows, as the label is drawn from (its children and depth left out)."""

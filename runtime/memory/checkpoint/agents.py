@@ -28,6 +28,7 @@ saved, and runs on those that were running once the host runs again (its next ti
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -73,6 +74,11 @@ def swarm_of(runner: ReactiveRunner) -> Swarm | None:
     at one attribute, as every save asks (a runtime-checkable protocol's isinstance costs ~80 us)."""
     runtime = runner.context.runtime
     return runtime if callable(getattr(runtime, "dump_agents", None)) else None
+
+
+def recorded_namespace(agent_id: str, namespace: str) -> str:
+    """An agent's namespace as a record names it (`@agent` or `@agent.<namespace>`)."""
+    return agent_namespace(agent_id, namespace or None)
 
 
 def saved_agents(checkpoint: Checkpoint) -> dict[str, dict[str, Any]]:
@@ -174,8 +180,13 @@ class AgentCheckpoints:
         for agent_id, runner in swarm.runners().items():
             whole = full or self._whole.get(agent_id) is not runner
             self._whole[agent_id] = runner
-            out.append((lambda ns, agent_id=agent_id: agent_namespace(agent_id, ns or None), runner.state_manager, whole))
+            out.append((functools.partial(recorded_namespace, agent_id), runner.state_manager, whole))
         return out
+
+    def state_managers(self) -> list[tuple[str, StateManager]]:
+        """Each recorded agent's id and state, as they are now (nothing marked recorded)."""
+        swarm = self._swarm()
+        return [] if swarm is None else [(agent_id, runner.state_manager) for agent_id, runner in swarm.runners().items()]
 
     def node(self, path: str) -> Any:
         """The live node at an agent's path (`@agent/path`), None for another path."""

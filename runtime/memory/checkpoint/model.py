@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from py_trees.common import Status
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from ...engine.record import Returns
 
@@ -172,6 +172,26 @@ class CheckpointRecord:
 def dumpb(value: Any) -> bytes:
     """Compact JSON of any runtime value (pydantic models included; unknown objects as repr)."""
     return to_json(value, fallback=repr)
+
+
+def dumpb_telemetry(value: Any) -> bytes:
+    """`dumpb` of what a run told (its events): a lone surrogate in a text (a decoded hostile tool output
+    or log line) is kept as its escape (`\\ud800`), not refused. An event is what happened, not state a
+    restore puts back; refusing it would stop the run at every later save, which carries it again."""
+    try:
+        return dumpb(value)
+    except PydanticSerializationError:
+        return dumpb(_escaped(jsonable(value)))
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode()
+    if isinstance(value, dict):
+        return {_escaped(key): _escaped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    return value
 
 
 def dumps(value: Any) -> str:

@@ -58,7 +58,7 @@ from ...engine.events import INTERRUPTED, TICK_TELEMETRY, EventType, RuntimeEven
 from ...engine.loop_share import take_turn
 from ...engine.record import telemetry_record
 from ...state import GLOBAL, Deferred, StateManager
-from .agents import AgentCheckpoints, host_part, is_agent_path
+from .agents import AgentCheckpoints, host_part, is_agent_path, recorded_namespace
 from .deferred import compile_deferred
 from .model import Checkpoint, CheckpointRecord, ListTracker, Source, Step, TreePaths, dumpb, jsonable
 from .positions import resumable_models
@@ -125,6 +125,7 @@ class RunnerCheckpoints:
         self._composites: frozenset[str] = frozenset()  # its composites' paths (a packed save captures their positions)
         self._events: list[tuple[str, RuntimeEvent]] = []
         self._taken: list[tuple[StateManager, set[tuple[str, str]]]] = []  # the dirty keys the record being taken took
+        self._refused: set[tuple[str, str]] = set()  # record slots refused and not written since (`_put_state`)
         self._restoring = False
         self._decoded: dict[tuple[str, str, str], list] = {}  # (namespace, key, list id) -> validated items
         self._unwritten = False  # a write of events failed: the next save() tries again, and raises
@@ -264,8 +265,8 @@ class RunnerCheckpoints:
         flight before it is done (its id is this one's parent)."""
         events, mark = None, self._mark()
         try:
-            with self._storable():
-                record, events = self._record(source, status, tick)
+            with self._storable() as taken:
+                record, events = taken[:] = self._record(source, status, tick)
                 line, saving = self._line, self.store.save_async(record, events)  # (encoded now)
         except _Unstorable as exc:
             raise self._unstored(mark, events, exc) from exc
@@ -350,8 +351,8 @@ class RunnerCheckpoints:
         record = events = None
         mark = self._mark()
         try:
-            with self._storable():
-                record, events = self._record(source, status, tick)
+            with self._storable() as taken:
+                record, events = taken[:] = self._record(source, status, tick)
                 checkpoint_id = self.store.save(record, events)
         except _Unstorable as exc:
             raise self._unstored(mark, events, exc) from exc
@@ -379,33 +380,54 @@ class RunnerCheckpoints:
         (self._line, self._base_id, self._since_full, self._chain_bytes, self._values, self._lists,
          self._statuses, self._resume, self._touched, self._returns, self._packed, agents) = mark
         self._agents.back(agents)
-        host = self.runner.state_manager
         for sm, written in self._taken:
-            sm.put_back_dirty(written - {exc.slot} if sm is host else written)
+            sm.put_back_dirty(written - {slot for holder, slot, _ in exc.refused if holder is sm})
+        self._refused |= {recorded for _, _, recorded in exc.refused}
         return StoreError(f"checkpoint of tick {self.runner.tick_count} not written: {exc}")
 
     @contextlib.contextmanager
-    def _storable(self) -> Iterator[None]:
+    def _storable(self) -> Iterator[list[Any]]:
         """A record that cannot be encoded (a text no store can keep: a lone surrogate, from a decoded
-        hostile input) is a failed save (`_Unstorable`) naming the state key that holds it and the nodes
-        that wrote it in the tick, not the encoder's words."""
+        hostile input) is a failed save (`_Unstorable`) naming what in the record holds it, not the
+        encoder's words. The caller puts the record and its events into the list it is given."""
+        taken: list[Any] = []
         try:
-            yield
+            yield taken
         except PydanticSerializationError as exc:
-            sm = self.runner.state_manager
+            raise self._unstorable(taken[0] if taken else None) from exc
+
+    def _unstorable(self, record: CheckpointRecord | None) -> _Unstorable:
+        """What `record` carries that no store can keep (None: refused while taken, a list's items: what
+        it would carry), the first named: the state keys (the host's, or an agent's in a swarm; the nodes
+        that wrote the first in the tick), else a node's or an agent's resume entry. Every such key is
+        refused at once, so the run's end is recorded without them."""
+        holders = [(None, _own, self.runner.state_manager), *(
+            (agent_id, functools.partial(recorded_namespace, agent_id), sm) for agent_id, sm in self._agents.state_managers())]
+        refused, first = [], ""
+        for agent_id, named, sm in holders:
             for ns in sm.namespaces():
-                for key, value in sm.stored_view(ns).items():
-                    try:
-                        dumpb(value)
-                    except PydanticSerializationError:
-                        where = f"state key {key!r}" + (f" of namespace {ns!r}" if ns else "")
+                if record is None:
+                    carried = ((key, value) for key, value in sm.stored_view(ns).items()
+                               if (named(ns or GLOBAL), key) not in self._refused)
+                else:  # (a list: its chunks, of the value)
+                    carried = ((key, entry if entry[0] != "l" else sm.stored(key, ns or None))
+                               for key, entry in record.state.get(named(ns or GLOBAL), {}).items())
+                for key, value in carried:
+                    if _encodes(value):
+                        continue
+                    refused.append((sm, (ns or GLOBAL, key), (named(ns or GLOBAL), key)))
+                    if not first:
+                        first = f"state key {key!r}" + (f" of namespace {ns!r}" if ns else "") + \
+                            (f" of agent {agent_id!r}" if agent_id else "")
                         writers = sm.writers(key, ns)
                         if writers:
-                            where += f" written by node{'s' if len(writers) > 1 else ''} " + \
-                                ", ".join(map(repr, writers))
-                        raise _Unstorable(f"{where} holds a text that is not valid Unicode (a lone surrogate): a store "
-                                         "cannot keep it", (ns or GLOBAL, key)) from exc
-            raise
+                            first += f" written by node{'s' if len(writers) > 1 else ''} " + ", ".join(map(repr, writers))
+        if not first:
+            path = next((path for path, entry in (record.resume if record else {}).items() if not _encodes(entry)), None)
+            first = "the run's record" if path is None else \
+                f"the record of {'agent ' + path[1:] if path.startswith('@') and '/' not in path else 'node ' + repr(path)}"
+        more = f" (and {len(refused) - 1} more state key{'s' if len(refused) > 2 else ''})" if len(refused) > 1 else ""
+        return _Unstorable(f"{first} {_REFUSED}{more}", refused)
 
     def _saved(self, record: CheckpointRecord, checkpoint_id: int, line: _Line) -> None:
         self._unwritten = False
@@ -425,7 +447,7 @@ class RunnerCheckpoints:
         record changes in place, the rest as it is (taking a record replaces it)."""
         if self.runner.run_id != self._run_id:  # (what an earlier run's writes failed with is not this one's)
             self._start_session(self.runner.run_id, "main", None)
-            self._failed, self._unwritten = None, False
+            self._failed, self._unwritten, self._refused = None, False, set()
         self._index()
         self._taken = []
         return _Baseline(self._line, self._base_id, self._since_full, self._chain_bytes, dict(self._values),
@@ -599,6 +621,13 @@ class RunnerCheckpoints:
                     step.state.setdefault(saved_ns, {})[key] = ["d"]
                 continue
             value = sm.stored(key, ns or None)
+            if slot in self._refused:  # a whole record carries its last stored value (none: not the key)
+                if (ns, key) in written:  # written since (an edit fixing it): tried again
+                    self._refused.discard(slot)
+                elif slot not in values:
+                    continue
+                else:
+                    value = values[slot]
             same = slot in values and values[slot] is value
             if not whole and same:
                 continue
@@ -760,13 +789,24 @@ class RunnerCheckpoints:
         return dict(changes)
 
 
-class _Unstorable(StoreError):
-    """A record holding a value no store can keep (`RunnerCheckpoints._storable`): that of `slot`
-    ((namespace, key) of the runner's state)."""
+_REFUSED = "holds a text that is not valid Unicode (a lone surrogate): a store cannot keep it"
 
-    def __init__(self, message: str, slot: tuple[str, str]):
+
+class _Unstorable(StoreError):
+    """A record holding values no store can keep (`RunnerCheckpoints._storable`): `refused`, each
+    (its state manager, the runner's or an agent's; (namespace, key) in it; as the record names it)."""
+
+    def __init__(self, message: str, refused: list[tuple[StateManager, tuple[str, str], tuple[str, str]]]):
         super().__init__(message)
-        self.slot = slot
+        self.refused = refused
+
+
+def _encodes(value: Any) -> bool:
+    try:
+        dumpb(value)
+    except PydanticSerializationError:
+        return False
+    return True
 
 
 class _Baseline(NamedTuple):

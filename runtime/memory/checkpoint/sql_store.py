@@ -59,7 +59,16 @@ from pydantic_core import from_json
 from ...engine.events import EventType, RuntimeEvent
 from ...engine.record import telemetry_events
 from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
-from .model import Checkpoint, CheckpointInfo, CheckpointRecord, ListChunk, TreePaths, dumpb, dumps
+from .model import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointRecord,
+    ListChunk,
+    TreePaths,
+    dumpb,
+    dumpb_telemetry,
+    dumps,
+)
 from .returns import ReturnsReader
 from .row_codec import OF_PREVIOUS, STANDALONE, Carried, Row, context_of, decode_row, encode_row
 from .runner_checkpoints import RecordsRuns
@@ -578,7 +587,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             if tick_of is not None and (run_id, branch) == (tick_of.run_id, tick_of.branch):
                 rows.append([checkpoint_id])
             yield from self._note_run(tx, run_id, batch)  # (first: a run taken over gets ids reserved after)
-            yield from self._stored("events", "run_id, branch, stream, data", (run_id, branch), dumpb(rows),
+            yield from self._stored("events", "run_id, branch, stream, data", (run_id, branch), dumpb_telemetry(rows),
                                     (yield from self._new_id("events")))
             yield from self._announce(run_id)  # a run's last events (how it ended) come without a checkpoint
 
