@@ -90,3 +90,21 @@ async def test_a_leaf_the_ticking_runner_does_not_index_raises_into_its_caller()
     assert report.status == Status.FAILURE
     assert [node for node, _ in errors] == ["root/guarded", "root/host"]
     assert "broken leaf" in errors[1][1]
+
+
+class ReturnsNonsense(py_trees.behaviour.Behaviour):
+    def update(self) -> Status:
+        return "done"  # type: ignore[return-value]
+
+
+async def test_outside_a_runners_tick_a_guarded_leaf_ticks_as_py_trees_does():
+    """Its class is guarded for every tree: a tree ticked by py_trees alone keeps py_trees' own tick
+    (an invalid status made INVALID), while the runner's tick makes it the node's failure."""
+    guarded = ReturnsNonsense("n")
+    runner = ReactiveRunner(Sequence("root", memory=True, children=[guarded]), Empty)
+    errors = errors_of(runner)
+    plain = Sequence("plain", memory=True, children=[ReturnsNonsense("n")])
+    plain.tick_once()
+    assert plain.children[0].status == Status.INVALID
+    await runner.step()
+    assert guarded.status == Status.FAILURE and [node for node, _ in errors] == ["root/n"]

@@ -84,8 +84,7 @@ def tick_leaf(node: py_trees.behaviour.Behaviour,
               fail: LeafFailed = _failed_in_tick) -> Iterator[py_trees.behaviour.Behaviour]:
     """py_trees' leaf tick, an exception turned into `fail(node, exc)` (FAILURE), without its debug
     logging. `fail` takes the node so that one function serves every leaf of a tree; by default the
-    ticking runner's (`TICKING`), so that this function is the tick of a plain leaf's class
-    (`guard_leaf_class`)."""
+    ticking runner's (`TICKING`: a plain leaf's class's tick, `guarded_leaf_tick`)."""
     try:
         if node.status != Status.RUNNING:
             node.initialise()
@@ -102,13 +101,19 @@ def tick_leaf(node: py_trees.behaviour.Behaviour,
     yield node
 
 
+def guarded_leaf_tick(node: py_trees.behaviour.Behaviour) -> Iterator[py_trees.behaviour.Behaviour]:
+    """The tick of a plain leaf's class once a runner guarded it (`guard_leaf_class`): in a runner's
+    tick, the Jianmu leaf tick; in none, py_trees' own, unchanged (its debug lines, an invalid status
+    made INVALID, an exception raised), so code ticking py_trees trees without a runner sees py_trees."""
+    return tick_leaf(node) if TICKING.get() is not None else _PY_TREES_TICK(node)
+
+
 def guard_leaf_class(cls: type) -> None:
-    """Give `cls`, a class of plain py_trees leaves (py_trees' own tick), the Jianmu leaf tick: one
+    """Give `cls`, a class of plain py_trees leaves (py_trees' own tick), `guarded_leaf_tick`: one
     function on the class, nothing on each leaf (a partial a leaf was ~200 bytes, 18 MB of a
-    100,000-node tree) and the leaf's class unchanged (`type(leaf) is Success` holds). Outside a
-    runner's tick it raises what the leaf raised, as py_trees' tick does, without its debug lines."""
+    100,000-node tree) and the leaf's class unchanged (`type(leaf) is Success` holds)."""
     if cls.tick is _PY_TREES_TICK:
-        type.__setattr__(cls, "tick", tick_leaf)
+        type.__setattr__(cls, "tick", guarded_leaf_tick)
 
 
 def _stop_leaf(node: py_trees.behaviour.Behaviour, new_status: Status) -> None:
@@ -439,4 +444,4 @@ class Decorator(py_trees.decorators.Decorator, JianmuNodeMixin):
 
 
 __all__ = ["TICKING", "AsyncBehaviour", "Behaviour", "Decorator", "JianmuNodeMixin", "LeafFailed", "NodeError", "binding_key",
-           "guard_leaf_class", "report_node_error", "tick_leaf"]
+           "guard_leaf_class", "guarded_leaf_tick", "report_node_error", "tick_leaf"]

@@ -45,8 +45,8 @@ from .behaviour import (
     AsyncBehaviour,
     JianmuNodeMixin,
     guard_leaf_class,
+    guarded_leaf_tick,
     report_node_error,
-    tick_leaf,
 )
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
@@ -105,7 +105,7 @@ def _hashed_by_identity(cls: type) -> bool:
     return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
-_LEAF_TICKS = (py_trees.behaviour.Behaviour.tick, tick_leaf)  # py_trees' own, or ours put on the class
+_LEAF_TICKS = (py_trees.behaviour.Behaviour.tick, guarded_leaf_tick)  # py_trees' own, or ours put on the class
 
 
 def _plain_leaf(node: py_trees.behaviour.Behaviour) -> bool:
@@ -143,7 +143,7 @@ def _guarded(node: py_trees.behaviour.Behaviour) -> bool:
     """Guarded already (by this runner or an earlier one), or a py_trees composite or decorator
     (py_trees' own code: its children are guarded)."""
     if _plain_leaf(node):
-        return type(node).tick is tick_leaf
+        return type(node).tick is guarded_leaf_tick
     return getattr(node, "_jianmu_guarded", False) or type(node).__module__.startswith("py_trees.")
 
 
