@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import threading
 import time
@@ -41,12 +40,20 @@ from pydantic import BaseModel
 from ..signals import run_user_code
 from ..state import InteractionKeys, StateChange, StateManager
 from ..telemetry.otel import trace_runs
-from .behaviour import AsyncBehaviour, JianmuNodeMixin, report_node_error, tick_leaf
+from .behaviour import (
+    TICKING,
+    AsyncBehaviour,
+    JianmuNodeMixin,
+    guard_leaf_class,
+    guarded_leaf_tick,
+    report_node_error,
+)
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext
 from .events import EventType, RuntimeEventBus, tick_completed_payload
 from .interaction import InteractionController
+from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
@@ -98,21 +105,23 @@ def _hashed_by_identity(cls: type) -> bool:
     return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
+_LEAF_TICKS = (py_trees.behaviour.Behaviour.tick, guarded_leaf_tick)  # py_trees' own, or ours put on the class
+
+
 def _plain_leaf(node: py_trees.behaviour.Behaviour) -> bool:
-    return type(node).tick is py_trees.behaviour.Behaviour.tick and not node.children
+    return type(node).tick in _LEAF_TICKS and not node.children
 
 
 def _guard(node: py_trees.behaviour.Behaviour, fail: Callable[[py_trees.behaviour.Behaviour, Exception], Status]) -> None:
     """Catch exceptions of a plain py_trees node per node (pitfall 3): `fail(node, exc)` reports them.
 
-    A plain leaf gets the Jianmu leaf tick (one guarded generator, ~3x cheaper than py_trees' own
-    tick, which formats debug lines nobody prints), py_trees' own leaves too: a partial sharing
-    the runner's `fail` (~200 bytes), the one attribute a leaf gains (a second would unshare the
-    instance dicts of the tree's leaves, ~700 bytes more each). A user's node with its own tick
-    has its `initialise`/`update` guarded instead.
+    A plain leaf's class gets the Jianmu leaf tick (`guard_leaf_class`: one guarded generator, ~3x
+    cheaper than py_trees' own tick, which formats debug lines nobody prints), py_trees' own leaves
+    too: nothing is added to the leaf, and its failure goes to the runner ticking it (`TICKING`). A
+    user's node with its own tick has its `initialise`/`update` guarded instead.
     """
     if _plain_leaf(node):
-        node.tick = functools.partial(tick_leaf, node, fail)
+        guard_leaf_class(type(node))
         return
     for method_name in ("initialise", "update"):
         original = getattr(node, method_name)
@@ -133,8 +142,8 @@ def _guard(node: py_trees.behaviour.Behaviour, fail: Callable[[py_trees.behaviou
 def _guarded(node: py_trees.behaviour.Behaviour) -> bool:
     """Guarded already (by this runner or an earlier one), or a py_trees composite or decorator
     (py_trees' own code: its children are guarded)."""
-    if _plain_leaf(node):  # ours, or one a user put there (`vars()` would build each leaf a dict)
-        return getattr(node.tick, "__func__", None) is not py_trees.behaviour.Behaviour.tick
+    if _plain_leaf(node):
+        return type(node).tick is guarded_leaf_tick
     return getattr(node, "_jianmu_guarded", False) or type(node).__module__.startswith("py_trees.")
 
 
@@ -200,6 +209,7 @@ class ReactiveRunner:
             elif not _guarded(node):
                 _guard(node, fail)
         self._order = list(self.nodes.values())
+        drop_iterators(self._order)
         self._order_paths = list(self.nodes)
         self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
         self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
@@ -215,6 +225,12 @@ class ReactiveRunner:
 
     def _node_failed(self, node: py_trees.behaviour.Behaviour, exc: Exception) -> Status:
         return report_node_error(node, self.path_of(node), exc, self.event_bus)
+
+    def _leaf_failed(self, node: py_trees.behaviour.Behaviour, exc: Exception) -> Status | None:
+        """A plain leaf's failure in this runner's tick (`TICKING`); None for a node it does not index
+        (not guarded by it: it raises, as a leaf no runner guarded did)."""
+        path = self._paths.get(node if self._by_node else id(node))
+        return None if path is None else report_node_error(node, path, exc, self.event_bus)
 
     def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
         path = self._paths.get(node if self._by_node else id(node))
@@ -440,6 +456,7 @@ class ReactiveRunner:
         self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
+            drop_iterators(self._order)
         self.run_id = uuid.uuid4().hex[:12]
         self._restored = False
         self.event_bus.run_id = self.run_id
@@ -565,6 +582,7 @@ class ReactiveRunner:
         nodes: list[py_trees.behaviour.Behaviour] = []
         returned: list[Status] = []
         started = time.perf_counter()
+        ticking = TICKING.set(self._leaf_failed)
         try:
             if detailed:
                 keep, note = nodes.append, returned.append
@@ -576,6 +594,8 @@ class ReactiveRunner:
         except Exception as exc:
             self._tick_failed(exc)
             raise
+        finally:
+            TICKING.reset(ticking)
         return self._close_tick(detailed, nodes, returned, time.perf_counter() - started)
 
     def _hold_tick(self, detailed: bool, into: bool) -> TickReport:
@@ -588,6 +608,7 @@ class ReactiveRunner:
         held.paused_at = None
         stop, keep, note = self._stop_before, held.nodes.append, held.returned.append
         started = time.perf_counter()
+        ticking = TICKING.set(self._leaf_failed)
         try:
             for item in held.generator:
                 if type(item) is Marker:
@@ -607,6 +628,8 @@ class ReactiveRunner:
             self._held = None
             self._tick_failed(exc)
             raise
+        finally:
+            TICKING.reset(ticking)
         self._held = None
         return self._close_tick(held.detailed, held.nodes, held.returned, held.elapsed + time.perf_counter() - started)
 
@@ -846,6 +869,7 @@ class ReactiveRunner:
         self._drop_held()
         if self.root.status != Status.INVALID:
             self.root.stop(Status.INVALID)
+            drop_iterators(self._order)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
         self._unreported = False

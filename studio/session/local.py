@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,7 @@ class DebugSession:
         self.debugger.watch()
         self.bus.subscribe(self._on_event, skip=TICK_BLOCK)  # those come as one block after the tick (`_saved`)
         self._failure: tuple[tuple, Failure | None] = ((), None)  # keyed by (runner, run, tick, status)
-        self._index: tuple[Mapping | None, frozenset[str]] = (None, frozenset())
+        self._index: tuple[Mapping | None, KeysView[str]] = (None, {}.keys())
 
     @classmethod
     def load(cls, target: str, *, input_data: Mapping[str, Any] | None = None,
@@ -328,13 +328,14 @@ class DebugSession:
             return self.frame.shape, ()
         return self._tree_paths(), self.children.shape
 
-    def _tree_paths(self) -> frozenset[str]:
-        """The host tree's paths, worked out once per tree rather than at every redraw (a step at
-        100,000 nodes walked them all twice): the runner indexes a tree that changed shape into a
-        new `nodes` mapping (`refresh_tree`), so the mapping is the key."""
+    def _tree_paths(self) -> KeysView[str]:
+        """The host tree's paths: a view of the runner's `nodes`, one per mapping, so that a redraw
+        finds the same tree by identity (a step at 100,000 nodes walked them all twice) and no copy
+        of them is kept (a frozenset: ~42 B a node). The runner indexes a tree that changed shape
+        into a new mapping (`refresh_tree`): its view compares with the last one as sets do."""
         nodes = self.runner.nodes
         if self._index[0] is not nodes:
-            self._index = (nodes, frozenset(nodes))
+            self._index = (nodes, nodes.keys())
         return self._index[1]
 
     def node_status(self, path: str) -> Status:
