@@ -19,7 +19,7 @@ telemetry as one block (`studio.event_log`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import is_
@@ -101,6 +101,7 @@ class Frame:
 
     # what a subclass knows
     def paths(self) -> Iterable[str]: raise NotImplementedError
+    def places(self) -> Mapping[str, int] | None: return None  # path -> its place in `paths()`, if one is kept
     def status(self, path: str) -> Status: raise NotImplementedError
     def statuses(self) -> dict[str, Status]: raise NotImplementedError  # every node's, named at once
     def running(self) -> list[str]: raise NotImplementedError  # the leaves running, in tree order
@@ -198,7 +199,7 @@ class Frame:
                     and (counter := _counter(nodes[row], statuses[row], self.resume_data(paths[row]))) is not None}
         return NodeColumns(paths, [node.name for node in nodes], [kind.__name__ for kind in types], statuses,
                            self._parents(paths), namespaces, counters, breakpoints, self.pending,
-                           functools.partial(self.node_view, breakpoints=breakpoints))
+                           functools.partial(self.node_view, breakpoints=breakpoints), self.places())
 
     def _nodes(self, paths: list[str]) -> list[Any]:
         """The node drawn at each of `paths`, in order."""
@@ -271,6 +272,9 @@ class HeadFrame(Frame):
 
     def paths(self) -> Iterable[str]:
         return self.runner.nodes
+
+    def places(self) -> Mapping[str, int]:
+        return self.runner.places
 
     def _shown(self) -> Set[str]:
         """The runner's paths as they are (a frame a step: a set of 100,000 paths made anew cost ~10 ms)."""

@@ -8,7 +8,7 @@ namespace, a loop's counter) by row; it is still a sequence of `NodeView`, each 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +39,10 @@ class NodeColumns(Sequence[NodeView]):
 
     def __init__(self, paths: list[str], names: list[str], classes: list[str], statuses: list[Any],
                  parents: list[str | None], namespaces: dict[int, str], counters: dict[int, str],
-                 breakpoints: Set[str], pending: Set[str], view: Callable[[str], NodeView]) -> None:
+                 breakpoints: Set[str], pending: Set[str], view: Callable[[str], NodeView],
+                 places: Mapping[str, int] | None = None) -> None:
         self.paths, self.names, self.classes, self.statuses, self.parents = paths, names, classes, statuses, parents
+        self.places = places  # path -> row of the first rows, when the frame has that index (its runner's)
         self.namespaces, self.counters = namespaces, counters  # row -> its namespace, its loop's counter (the few)
         self.breakpoints, self.pending = set(breakpoints), set(pending)
         self.rebound: set[str] = set()

@@ -50,3 +50,26 @@ def test_the_runner_indexes_a_tree_in_under_220_bytes_a_node():
     finally:
         tracemalloc.stop()
     assert grown / len(runner.nodes) < 220, grown / len(runner.nodes)
+
+
+async def test_one_index_of_the_tree_by_place_serves_the_checkpoint_writer_and_the_studios_tree_rows(tmp_path):
+    """A path -> place dict is ~70 B a node (7 MB at 100,000): the runner makes it once a tree shape, and the
+    checkpoint writer's returns and the studio's tree rows read that one instead of each making their own."""
+    from sample_trees import large_tree
+    from studio.loader import LoadedTree
+    from studio.session import DebugSession, open_store
+    from studio.widgets.tree_rows import TreeRows
+
+    from runtime import Agent
+
+    agent = Agent(large_tree.build_root(2_000, stages=2), state_schema=large_tree.LargeState)
+    session = DebugSession(LoadedTree(agent, tmp_path / "large.py", "build"), store=open_store(tmp_path / "runs.db"))
+    await session.step()
+    runner = session.runner
+    places = runner.places
+    assert list(places) == list(runner.nodes) and list(places.values()) == list(range(len(runner.nodes)))
+    assert runner.places is places  # made once for this shape
+    assert runner.checkpoints._tree.places is places
+    assert TreeRows(session.node_views()).index is places
+    runner.refresh_tree()  # a new shape (here the same nodes, indexed again): a new index
+    assert runner.places is not places and runner.places == places

@@ -33,7 +33,9 @@ class TreeRows:
     def __init__(self, views: NodeColumns) -> None:
         count = len(views)
         self.paths = views.paths
-        self.index = index = dict(zip(self.paths, range(count), strict=True))
+        places = views.places  # (the runner's own index, when every row is one of its nodes: not made again)
+        self.index = index = places if places is not None and len(places) == count else \
+            dict(zip(self.paths, range(count), strict=True))
         self.names, self.classes = views.names, views.classes
         self.namespaces, self.counters = dict(views.namespaces), dict(views.counters)
         self.breakpoints, self.pending, self.rebound = (self.marked(views.breakpoints), self.marked(views.pending),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -108,11 +108,12 @@ class TreePaths:
 
     paths: tuple[str, ...]  # the tree's paths, in order (strings only: a store keeping them keeps no node alive)
     key: str  # "paths:<hash of their JSON>", the store's meta key
+    places: Mapping[str, int] | None = None  # path -> its place, when whoever made these has one (a runner's)
 
     @classmethod
-    def of(cls, paths: Iterable[str]) -> TreePaths:
+    def of(cls, paths: Iterable[str], places: Mapping[str, int] | None = None) -> TreePaths:
         paths = tuple(paths)
-        return cls(paths, "paths:" + hashlib.blake2b(dumpb(paths), digest_size=10).hexdigest())
+        return cls(paths, "paths:" + hashlib.blake2b(dumpb(paths), digest_size=10).hexdigest(), places)
 
     @property
     def text(self) -> str:

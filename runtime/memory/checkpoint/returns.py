@@ -17,7 +17,7 @@ refers to.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -60,9 +60,11 @@ class ReturnsWriter:
                 pass
         return [None, list(paths), codes]
 
-    def _places_in(self, tree: TreePaths | None) -> dict[str, int] | None:
+    def _places_in(self, tree: TreePaths | None) -> Mapping[str, int] | None:
         if tree is None:
             return None
+        if tree.places is not None:  # (its runner's index: shared, not one more of ~70 bytes a node)
+            return tree.places
         if self._places is None or self._places[0] != tree.key:
             self._places = (tree.key, {path: place for place, path in enumerate(tree.paths)})
         return self._places[1]

@@ -507,7 +507,7 @@ class RunnerCheckpoints:
         if self._indexed is not None and not self._indexed.keys() <= nodes.keys():
             self._base_id = None  # nodes vanished (a placeholder replaced by its compiled subtree): save in full
         self._indexed = nodes
-        self._tree = TreePaths.of(nodes.keys()) if len(nodes) >= TREE_PATHS_FROM else None
+        self._tree = TreePaths.of(nodes.keys(), self.runner.places) if len(nodes) >= TREE_PATHS_FROM else None
         self._packed = PackedWriter(self._tree.paths) if self._tree is not None else None
         if self._packed is not None:  # (a packing is of one tree's nodes: another tree starts a line, full)
             self._base_id = None
