@@ -7,7 +7,12 @@ import py_trees
 from py_trees.composites import Sequence
 from pydantic import BaseModel
 
+from runtime import Agent
 from runtime.engine import ReactiveRunner
+from sample_trees import large_tree
+from studio.loader import LoadedTree
+from studio.session import DebugSession, open_store
+from studio.widgets.tree_rows import TreeRows
 
 
 class Empty(BaseModel):
@@ -55,13 +60,6 @@ def test_the_runner_indexes_a_tree_in_under_220_bytes_a_node():
 async def test_one_index_of_the_tree_by_place_serves_the_checkpoint_writer_and_the_studios_tree_rows(tmp_path):
     """A path -> place dict is ~70 B a node (7 MB at 100,000): the runner makes it once a tree shape, and the
     checkpoint writer's returns and the studio's tree rows read that one instead of each making their own."""
-    from sample_trees import large_tree
-    from studio.loader import LoadedTree
-    from studio.session import DebugSession, open_store
-    from studio.widgets.tree_rows import TreeRows
-
-    from runtime import Agent
-
     agent = Agent(large_tree.build_root(2_000, stages=2), state_schema=large_tree.LargeState)
     session = DebugSession(LoadedTree(agent, tmp_path / "large.py", "build"), store=open_store(tmp_path / "runs.db"))
     await session.step()
