@@ -63,8 +63,14 @@ class EventType(StrEnum):
     STATE_EDITED = "state.edited"
 
 
-TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS,
-                            EventType.NODE_RETURNED})
+# The types the runner tests or publishes every tick, as plain strings: reading a member (`EventType.TICK_STARTED`)
+# costs ~100 ns in Python 3.11 against ~10 ns for a module constant, and a plain str is looked up in `wants`'
+# cache and `str()`-ed faster than a StrEnum member (a dozen reads a tick, ~1 us of a small tree's ~30 us).
+TICK_STARTED, TICK_COMPLETED, TICK_PAUSED = (EventType.TICK_STARTED.value, EventType.TICK_COMPLETED.value,
+                                             EventType.TICK_PAUSED.value)
+NODE_STATUS, NODE_RETURNED, STATE_CHANGED = (EventType.NODE_STATUS.value, EventType.NODE_RETURNED.value,
+                                             EventType.STATE_CHANGED.value)
+TICK_TELEMETRY = frozenset({TICK_STARTED, TICK_COMPLETED, NODE_STATUS, NODE_RETURNED})
 INTERRUPTED = "INTERRUPTED"
 """The status of a `run.failed` for a run stopped from outside (a signal, a cancelled task): a checkpoint
 store records it as the run's last checkpoint, so the run reads as interrupted, never as still RUNNING."""
@@ -271,5 +277,6 @@ class EventStream:
         self.close()
 
 
-__all__ = ["INTERRUPTED", "TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
-           "Subscription"]
+__all__ = ["INTERRUPTED", "NODE_RETURNED", "NODE_STATUS", "STATE_CHANGED", "TICK_COMPLETED", "TICK_PAUSED",
+           "TICK_STARTED", "TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType",
+           "RuntimeEvent", "RuntimeEventBus", "Subscription"]
