@@ -11,7 +11,7 @@ from runtime import Agent
 from runtime.debug.controller import DebugController
 from runtime.debug.debugger import Debugger
 from runtime.debug.protocol import events_of
-from runtime.debug.ticks import tick_events
+from runtime.debug.ticks import events_in, tick_events
 from runtime.engine.record import TickReport
 from runtime.engine.runner import ReactiveRunner
 
@@ -105,3 +105,26 @@ async def test_a_continue_nothing_can_stop_between_ticks_steps_the_runner_once_a
     debugger = counter()
     debugger.add_condition_breakpoint("count == 1500")  # a condition is looked at after every tick
     assert (await debugger.continue_()).tick == 1500 and len(drives) == 1500
+
+
+async def test_events_past_the_server_s_backlog_between_two_updates_are_counted_dropped_exactly_and_the_newest_sent(
+        monkeypatch):
+    """The bus keeps the server's events (`RuntimeEventBus.batch`): past EVENT_BACKLOG of them between two
+    updates, the oldest go, each counted in the update's `dropped_events`; none dropped otherwise."""
+    monkeypatch.setattr("runtime.debug.controller.EVENT_BACKLOG", 100)
+    debugger = Debugger(Agent(CountUp("count"), state_schema=Count).make_runner())
+    controller = DebugController(debugger, lambda urgent: None)
+    controller.attach()
+    debugger.begin()
+    await debugger.continue_(max_ticks=30)  # a log event a tick: under the limit
+    controller.seal()
+    await debugger.continue_(max_ticks=200)  # 200 more, and as many state.changed: 300 past the limit
+    controller.seal()
+    first, second = [message for message in controller.outbox if message["type"] == "update"]
+    assert "dropped_events" not in first
+    logged = [event.payload["count"] for event in events_of(second["events"]) if event.type == "log"]
+    kept_ticks = events_in(second["ticks"])  # the ticks' telemetry: 400 events, the newest 100 kept
+    assert kept_ticks == 100 and len(second["events"]["seq"]) == 100
+    assert second["dropped_events"] == 300 + 400 - kept_ticks
+    assert logged == list(range(181, 231))  # the newest, each tick's two events
+    controller.detach()

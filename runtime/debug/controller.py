@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.behaviour import JianmuNodeMixin
-from ..engine.events import TICK_TELEMETRY, RuntimeEvent
+from ..engine.events import TICK_TELEMETRY, EventBatch
 from ..engine.runner import ReactiveRunner, TickReport
 from ..node.composites import loop_counter
 from ..state import StateChange
@@ -67,8 +67,7 @@ class DebugController(WhatIfRequests):
         self._detachers: list[Callable[[], Any]] = []
         self.outbox: deque[dict[str, Any]] = deque()
         self._dirty_state: set[tuple[str, str]] = set()
-        self._events: deque[RuntimeEvent] = deque(maxlen=EVENT_BACKLOG)
-        self._dropped = 0
+        self._events: EventBatch  # the events (but the ticks'), kept by the bus till an update is sealed (`attach`)
         self._ticks = TickBacklog(EVENT_BACKLOG)  # the ticks' telemetry: their events, rebuilt by the client
         self._approvals_dirty = False
         self._breakpoints_dirty = False
@@ -88,9 +87,9 @@ class DebugController(WhatIfRequests):
     def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
+        self._events = runner.event_bus.batch(self._on_events, EVENT_BACKLOG, skip=TICK_TELEMETRY)
         self._detachers = [runner.number_telemetry(self._ticked),
-                           runner.state_manager.subscribe(self._on_state_change),
-                           runner.event_bus.subscribe(self._on_event, skip=TICK_TELEMETRY),
+                           runner.state_manager.subscribe(self._on_state_change), self._events.close,
                            self.debugger.add_listener(self._from_debugger, ticks=False)]
         if runner.checkpoints is not None:  # a recording run's rows, once each tick is saved
             self._detachers.append(runner.add_tick_hook(after=self._saved))
@@ -111,7 +110,7 @@ class DebugController(WhatIfRequests):
         """The whole run as the client first sees it (and again after `resync`), with the events it had
         published before (as many as the runner's event history keeps); updates follow from here."""
         self.outbox.clear()
-        self._events.clear()
+        self._events.take()
         self._ticks.clear()
         run_id = self.runner.run_id
         earlier = [event for event in self.runner.event_bus.history if event.run_id == run_id] if run_id else []
@@ -196,10 +195,8 @@ class DebugController(WhatIfRequests):
         if not self._due:
             self._changed()
 
-    def _on_event(self, event: RuntimeEvent) -> None:
-        if len(self._events) == self._events.maxlen:
-            self._dropped += 1
-        self._events.append(event)
+    def _on_events(self) -> None:
+        """The first event since the last update (the bus keeps the others without telling)."""
         if not self._due:
             self._changed()
 
@@ -260,14 +257,13 @@ class DebugController(WhatIfRequests):
             marks = self.past.head_marks()
             if marks != self._sent_marks:
                 update["marks"] = self._sent_marks = marks
-        if self._events:
-            update["events"] = events_json(self._events)
-            self._events.clear()
+        if events := self._events.take():
+            update["events"] = events_json(events)
         if self._ticks:
             update["ticks"] = self._ticks.take()
-        if self._dropped or self._ticks.dropped:
-            update["dropped_events"] = self._dropped + self._ticks.dropped
-            self._dropped = self._ticks.dropped = 0
+        if self._events.dropped or self._ticks.dropped:
+            update["dropped_events"] = self._events.dropped + self._ticks.dropped
+            self._events.dropped = self._ticks.dropped = 0
         if self._approvals_dirty:
             self._approvals_dirty = False
             update["approvals"] = self._approvals()
@@ -380,6 +376,8 @@ class DebugController(WhatIfRequests):
         update is turned into JSON, not at every tick (a run at full speed makes hundreds between two
         updates)."""
         self._ticks.add(run_id, report)
+        if len(self._events.events) > EVENT_BACKLOG:  # the events kept, the newest
+            self._events.trim()
         self._report = report
         if not self._due:
             self._changed()

@@ -63,8 +63,14 @@ class EventType(StrEnum):
     STATE_EDITED = "state.edited"
 
 
-TICK_TELEMETRY = frozenset({EventType.TICK_STARTED, EventType.TICK_COMPLETED, EventType.NODE_STATUS,
-                            EventType.NODE_RETURNED})
+# The types the runner tests or publishes every tick, as plain strings: reading a member (`EventType.TICK_STARTED`)
+# costs ~100 ns in Python 3.11 against ~10 ns for a module constant, and a plain str is looked up in `wants`'
+# cache and `str()`-ed faster than a StrEnum member (a dozen reads a tick, ~1 us of a small tree's ~30 us).
+TICK_STARTED, TICK_COMPLETED, TICK_PAUSED = (EventType.TICK_STARTED.value, EventType.TICK_COMPLETED.value,
+                                             EventType.TICK_PAUSED.value)
+NODE_STATUS, NODE_RETURNED, STATE_CHANGED = (EventType.NODE_STATUS.value, EventType.NODE_RETURNED.value,
+                                             EventType.STATE_CHANGED.value)
+TICK_TELEMETRY = frozenset({TICK_STARTED, TICK_COMPLETED, NODE_STATUS, NODE_RETURNED})
 INTERRUPTED = "INTERRUPTED"
 """The status of a `run.failed` for a run stopped from outside (a signal, a cancelled task): a checkpoint
 store records it as the run's last checkpoint, so the run reads as interrupted, never as still RUNNING."""
@@ -119,6 +125,39 @@ class Subscription:
         self._bus._remove(self)
 
     __call__ = close
+
+
+class EventBatch(Subscription):
+    """Events kept for a reader that takes them in batches (the debug server, as it seals an update), not
+    handed over one by one: the bus appends each to a list (a call in C, no Python frame an event) and
+    calls `wake` only for the first one after a `take`. At most `limit` are kept, the newest: `take`
+    and `trim` count the older ones in `dropped`; the reader calls `trim` as often as it likes (the
+    list grows meanwhile, so between two of a running tree's ticks at least)."""
+
+    def __init__(self, bus: RuntimeEventBus, wake: Callable[[], Any], limit: int, types: frozenset[str] | None,
+                 skip: frozenset[str]):
+        super().__init__(bus, self._first, types, None, skip)
+        self.wake, self.limit, self.dropped = wake, limit, 0
+        self.events: list[RuntimeEvent] = []
+
+    def _first(self, event: RuntimeEvent) -> None:
+        self.callback = self.events.append  # the rest of the batch: no Python call an event
+        self.events.append(event)
+        self.wake()
+
+    def trim(self) -> None:
+        """Let the oldest go, counted in `dropped`, until `limit` are left."""
+        events = self.events
+        if len(events) > self.limit:
+            self.dropped += len(events) - self.limit
+            del events[:len(events) - self.limit]
+
+    def take(self) -> list[RuntimeEvent]:
+        """The events kept, oldest first; the next one wakes the reader again."""
+        self.trim()
+        taken, self.events = self.events, []
+        self.callback = self._first
+        return taken
 
 
 class RuntimeEventBus:
@@ -222,14 +261,25 @@ class RuntimeEventBus:
         `filter` accepts; a type nobody subscribes to is never built."""
         sub = Subscription(self, callback, frozenset(str(t) for t in types) if types is not None else None, filter,
                            frozenset(str(t) for t in skip))
-        self._subscriptions = [*self._subscriptions, sub]  # replaced, never changed: emit() iterates it
-        self._wants.clear()
-        return sub
+        return self._add(sub)
 
     def _remove(self, sub: Subscription) -> None:
         if sub in self._subscriptions:
             self._subscriptions = [s for s in self._subscriptions if s is not sub]
             self._wants.clear()
+
+    def batch(self, wake: Callable[[], Any], limit: int, *, types: Iterable[str] | None = None,
+              skip: Iterable[str] = ()) -> EventBatch:
+        """Keep events of `types` except those in `skip` for a reader that takes them in batches
+        (`EventBatch`); `wake()` when the first arrives after a take."""
+        sub = EventBatch(self, wake, limit, frozenset(str(t) for t in types) if types is not None else None,
+                         frozenset(str(t) for t in skip))
+        return self._add(sub)
+
+    def _add(self, sub: Any) -> Any:
+        self._subscriptions = [*self._subscriptions, sub]  # replaced, never changed: emit() iterates it
+        self._wants.clear()
+        return sub
 
     def stream(self, *, types: Iterable[str] | None = None,
                filter: EventFilter | None = None) -> EventStream:
@@ -271,5 +321,6 @@ class EventStream:
         self.close()
 
 
-__all__ = ["INTERRUPTED", "TICK_TELEMETRY", "tick_completed_payload", "EventFilter", "EventStream", "EventType", "RuntimeEvent", "RuntimeEventBus",
-           "Subscription"]
+__all__ = ["INTERRUPTED", "NODE_RETURNED", "NODE_STATUS", "STATE_CHANGED", "TICK_COMPLETED", "TICK_PAUSED",
+           "TICK_STARTED", "TICK_TELEMETRY", "tick_completed_payload", "EventBatch", "EventFilter", "EventStream", "EventType",
+           "RuntimeEvent", "RuntimeEventBus", "Subscription"]

@@ -51,7 +51,17 @@ from .behaviour import (
 from .boundaries import BoundaryWraps, Marker, NodeBoundary
 from .capture import Checkpointer, RunnerState, TickRecorder
 from .deps import InjectPayload, RunContext
-from .events import EventType, RuntimeEventBus, tick_completed_payload
+from .events import (
+    NODE_RETURNED,
+    NODE_STATUS,
+    STATE_CHANGED,
+    TICK_COMPLETED,
+    TICK_PAUSED,
+    TICK_STARTED,
+    EventType,
+    RuntimeEventBus,
+    tick_completed_payload,
+)
 from .interaction import InteractionController
 from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
@@ -315,8 +325,8 @@ class ReactiveRunner:
             first = pending.get(qualified)
             pending[qualified] = (old if first is None else first[0], new)
         bus = self.event_bus
-        if bus.wants(EventType.STATE_CHANGED):
-            bus.publish(EventType.STATE_CHANGED, {"namespace": change.namespace, "keys": change.keys})
+        if bus.wants(STATE_CHANGED):
+            bus.publish(STATE_CHANGED, {"namespace": change.namespace, "keys": change.keys})
 
     # -- node boundaries -----------------------------------------------------------
     @property
@@ -574,13 +584,12 @@ class ReactiveRunner:
         bus = self.event_bus
         bus.tick = self.tick_count
         self._started = None
-        if bus.wants(EventType.TICK_STARTED):
-            event = bus.publish(EventType.TICK_STARTED, {})
+        if bus.wants(TICK_STARTED):
+            event = bus.publish(TICK_STARTED, {})
             self._started = (event.seq, event.time)
         elif self.checkpoints is not None or self._sinks:
             self._started = (bus.reserve(1), time.time())
-        detailed = (detailed or bus.wants(EventType.NODE_STATUS) or bus.wants(EventType.NODE_RETURNED)
-                    or bus.wants(EventType.TICK_COMPLETED))
+        detailed = detailed or bus.wants(NODE_STATUS) or bus.wants(NODE_RETURNED) or bus.wants(TICK_COMPLETED)
         if detailed and self._unreported:  # the statuses it reported last are older than the last tick's end
             self._statuses = [node.status for node in self._order]  # its changes are its own, not theirs too
             self._unreported = False
@@ -628,8 +637,8 @@ class ReactiveRunner:
                         held.elapsed += time.perf_counter() - started
                         held.paused_at = NodeBoundary(self.tick_count, path)
                         bus = self.event_bus
-                        if bus.wants(EventType.TICK_PAUSED):
-                            bus.publish(EventType.TICK_PAUSED, {}, node=path)
+                        if bus.wants(TICK_PAUSED):
+                            bus.publish(TICK_PAUSED, {}, node=path)
                         return TickReport(self.tick_count, self.root.status, paused_at=held.paused_at,
                                           duration_ms=held.elapsed * 1000)
                 else:
@@ -681,27 +690,27 @@ class ReactiveRunner:
         self._state_changes = {}
         numbered = (self.checkpoints is not None or bool(self._sinks)) and self._started is not None
         statuses = completed = returns = None
-        if unseen and (numbered or bus.wants(EventType.NODE_RETURNED)):
+        if unseen and (numbered or bus.wants(NODE_RETURNED)):
             now = time.time()
-            if bus.wants(EventType.NODE_RETURNED):
+            if bus.wants(NODE_RETURNED):
                 payloads = _RETURN_PAYLOADS
-                first = bus.publish_each(EventType.NODE_RETURNED, [ticked[i] for i, _ in unseen],
+                first = bus.publish_each(NODE_RETURNED, [ticked[i] for i, _ in unseen],
                                          [payloads[returned[i], end] for i, end in unseen], now)
             else:
                 first = bus.reserve(len(unseen))
             returns = (first, now)
-        if changed and (numbered or bus.wants(EventType.NODE_STATUS)):
+        if changed and (numbered or bus.wants(NODE_STATUS)):
             now = time.time()
-            if bus.wants(EventType.NODE_STATUS):
+            if bus.wants(NODE_STATUS):
                 payloads = _STATUS_PAYLOADS
-                first = bus.publish_each(EventType.NODE_STATUS, changed.keys(),
+                first = bus.publish_each(NODE_STATUS, changed.keys(),
                                          [payloads[id(change)] for change in changed.values()], now)
             else:
                 first = bus.reserve(len(changed))
             statuses = (first, now)
-        if bus.wants(EventType.TICK_COMPLETED):
+        if bus.wants(TICK_COMPLETED):
             pairs = _STATUS_PAIRS
-            event = bus.publish(EventType.TICK_COMPLETED, tick_completed_payload(
+            event = bus.publish(TICK_COMPLETED, tick_completed_payload(
                 report.status._value_, report.duration_ms, {p: pairs[id(change)] for p, change in changed.items()},
                 report.state_keys, len(ticked)))
             completed = (event.seq, event.time)
