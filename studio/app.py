@@ -197,8 +197,9 @@ class MainScreen(Screen):
         held = frame.held_returns is not None  # paused inside a tick: its record so far, and who is not reached yet
         ticked = ticked_paths(frame.returns, last, viewing is None)
         breakpoints = marked_nodes(session.breakpoints)
-        if shape != self._shape or not tree.knows(touched):
-            self._shape = shape
+        rebuilt = shape != self._shape or not tree.knows(touched)
+        self._shape = shape  # (kept even when equal: a restart's tree of the same paths, not the old tree's nodes)
+        if rebuilt:
             tree.sync(session.node_views(), ticked)
         elif frame.key != self._tree_frame or held or self._tree_held:  # the same nodes at another moment
             tree.restate(session.node_statuses(), ticked, breakpoints, session.node_view, frame.pending)

@@ -249,10 +249,11 @@ class Frame:
                           traceback, failed[-TOOL_FAILURES_KEPT:])
 
 
-_RUNNING: WeakKeyDictionary[ReactiveRunner, tuple[list[Status], Any, list[str]]] = WeakKeyDictionary()
+_RUNNING: WeakKeyDictionary[ReactiveRunner, tuple[list[Status], list[str]]] = WeakKeyDictionary()
 """A runner's running leaves, kept with the status list they came from: the runner replaces its
-reported list at each tick and never changes one, so an event between ticks (a step at 100,000
-nodes redraws again when its async stage writes) picks them out again only when a tick reported."""
+reported list at each tick (and with a new tree) and never changes one, so an event between ticks (a
+step at 100,000 nodes redraws again when its async stage writes) picks them out again only when a
+tick reported. Nothing of the tree is kept: a restart's old tree goes."""
 
 
 class HeadFrame(Frame):
@@ -311,8 +312,8 @@ class HeadFrame(Frame):
         runner = self.runner
         nodes, reported = runner.nodes, None if self._returned else runner.reported_statuses()
         kept = _RUNNING.get(runner)
-        if reported is not None and kept is not None and kept[0] is reported[1] and kept[1] is nodes:
-            return list(kept[2])
+        if reported is not None and kept is not None and kept[0] is reported[1]:
+            return list(kept[1])
         paths, statuses = reported or runner.status_lists()
         if self._returned:
             returned = self._returned
@@ -320,7 +321,7 @@ class HeadFrame(Frame):
         running = [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
                    if not nodes[path].children]
         if reported is not None:
-            _RUNNING[runner] = (statuses, nodes, running)
+            _RUNNING[runner] = (statuses, running)
         return list(running)
 
     def resume_data(self, path: str) -> Any:

@@ -189,7 +189,6 @@ class ReactiveRunner:
         self.state_manager.add_wake_listener(self._on_wake_signal)
         self.state_manager.subscribe(self._on_state_change)
         self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
-        self._places: tuple[dict[str, Any], dict[str, int]] | None = None  # (`nodes` it is of, `places`)
         self._unreported = False  # ticks ended, not detailed, since the statuses were last reported
         self.refresh_tree()
         self._inject(None)
@@ -222,6 +221,7 @@ class ReactiveRunner:
         self._order = list(self.nodes.values())
         drop_iterators(self._order)
         self._order_paths = list(self.nodes)
+        self._places: dict[str, int] | None = None  # made when asked for (`places`)
         self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
         self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
                                                self._order_paths, strict=True))
@@ -247,11 +247,10 @@ class ReactiveRunner:
     def places(self) -> Mapping[str, int]:
         """Each node's path -> its place in the tree's order (`nodes`), made once a shape: the one index by
         place that the checkpoint writer's returns and the studio's tree rows share (~70 bytes a node each)."""
-        places = self._places
-        if places is None or places[0] is not self.nodes:
+        if self._places is None:
             paths = self._order_paths
-            places = self._places = (self.nodes, dict(zip(paths, range(len(paths)), strict=True)))
-        return places[1]
+            self._places = dict(zip(paths, range(len(paths)), strict=True))
+        return self._places
 
     def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
         path = self._paths.get(node if self._by_node else id(node))
