@@ -226,7 +226,7 @@ def main() -> None:
         per_node = (r["rss_mb"] - r["rss_before_mb"]) * 1000 / nodes
         print(f"{nodes:>8,}{r['raw_us']:>11.2f}{r['alone_us']:>14.2f}{r['build_s']:>9.2f}{r['load_s']:>11.2f}"
               f"{r['first_s']:>15.2f}{opened:>8.2f}{r['settled_s']:>11.2f}{_ms(r['first_step_ms']):>13}{_ms(r['step_ms']):>9}"
-              f"{r['rss_mb']:>8.0f}{per_node:>9.1f}{r['restart_s']:>11.2f}{_steps(r['after_restart_ms']):>16}"
+              f"{r['rss_mb']:>8.0f}{per_node:>9.2f}{r['restart_s']:>11.2f}{_steps(r['after_restart_ms']):>16}"
               f"{r['fork_s']:>8.2f}{_steps(r['after_fork_ms']):>16}"
               + (f"  ({r['stale']} stale steps left out)" if r["stale"] else ""))
     print("open = build + session + first frame (goal at 100,000: <= 5 s); then gc: the collection and freeze after the")
