@@ -96,12 +96,8 @@ def test_an_update_is_encoded_as_pydantic_would_have_it_and_nan_is_never_a_bare_
     assert json.loads(lone)["state"] == [["", "name", "a\udc80b"]]
 
 
-async def test_while_a_client_is_attached_no_tick_telemetry_event_is_built(monkeypatch):
-    """The server has the runner number a tick's telemetry, not build it (an object per event, per
-    changed node); the client gets it all the same, rebuilt from an update's `ticks`."""
-    built: list[str] = []
-    emit = RuntimeEventBus.emit
-    monkeypatch.setattr(RuntimeEventBus, "emit", lambda bus, event: (built.append(event.type), emit(bus, event)))
+async def served_to_one_client() -> list[dict]:
+    """The counter's run served to one attached client to its end: every message the client received."""
     runner = Agent(CountUp("count"), state_schema=Count).make_runner()
     server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
     await server.listen()
@@ -115,6 +111,16 @@ async def test_while_a_client_is_attached_no_tick_telemetry_event_is_built(monke
             await closing
     finally:
         await server.close()
+    return messages
+
+
+async def test_while_a_client_is_attached_no_tick_telemetry_event_is_built(monkeypatch):
+    """The server has the runner number a tick's telemetry, not build it (an object per event, per
+    changed node); the client gets it all the same, rebuilt from an update's `ticks`."""
+    built: list[str] = []
+    emit = RuntimeEventBus.emit
+    monkeypatch.setattr(RuntimeEventBus, "emit", lambda bus, event: (built.append(event.type), emit(bus, event)))
+    messages = await served_to_one_client()
     assert "log" in built and not TICK_TELEMETRY & set(built)
     received = [event.type for message in messages for event in tick_events(message.get("ticks", ()))]
     assert received.count("tick.completed") == TICKS
@@ -129,19 +135,7 @@ async def test_an_attached_run_that_records_nothing_hands_the_server_its_ticks_t
     add_tick_hook = ReactiveRunner.add_tick_hook
     monkeypatch.setattr(ReactiveRunner, "add_tick_hook",
                         lambda runner, before=None, after=None: (hooks.append(after), add_tick_hook(runner, before, after))[1])
-    runner = Agent(CountUp("count"), state_schema=Count).make_runner()
-    server = DebugServer(runner, "127.0.0.1:0", token=TOKEN)
-    await server.listen()
-    try:
-        async with connect(server.url, max_size=None) as ws:
-            await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
-            assert json.loads(await ws.recv())["type"] == "welcome"
-            assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
-            closing = asyncio.create_task(server.close())
-            messages = [json.loads(text) async for text in ws]
-            await closing
-    finally:
-        await server.close()
+    messages = await served_to_one_client()
     assert [after for after in hooks if after is not None] == []
     received = [event.tick for message in messages for event in tick_events(message.get("ticks", ()))
                 if event.type == "tick.completed"]
