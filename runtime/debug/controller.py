@@ -30,6 +30,7 @@ from .protocol import ProtocolError, events_json, record_json, returns_json, who
 from .served_whatifs import WhatIfRequests
 from .ticks import TickBacklog
 from .waiting import in_flight
+from .whatif import branch_record
 
 EVENT_BACKLOG = 20_000  # events kept between two updates (the newest); older ones are counted as dropped: a step
 # of a 10,000-node tree changing everywhere arrives whole; encoding a full one holds the run ~150 ms at load 6
@@ -518,12 +519,7 @@ class DebugController(WhatIfRequests):
         if not all(map(whole_number, where)):
             raise ProtocolError("bad_request", f"model_io: round and index are whole numbers, not {where!r:.60}")
         run_id, node, branches = str(message["run_id"]), str(message["node"]), message.get("branches") or []
-        record = None
-        for branch in branches:  # the call's own branch first, then those it forked from
-            found = store.get_io(run_id, "model", node, *where, str(branch))
-            if found is not None and found.branch == branch:
-                record = found
-                break
+        record = branch_record(store, run_id, "model", node, *where, [str(branch) for branch in branches])
         if record is None and not branches:
             record = store.get_io(run_id, "model", node, *where)
         if record is None:

@@ -644,10 +644,9 @@ class RemoteSession:
         if call.round is None or call.messages is not None or call.run_id is None or not self.recording:
             return call
         try:
-            lineage = list(self._frame_lineage().limits)  # its own branch first, then the ones it forked from
-            branches = lineage[lineage.index(call.branch):] if call.branch in lineage else lineage
             reply = await self.client.request("model_io", run_id=call.run_id, node=call.node, round=call.round,
-                                              index=1 if call.empty_retry else 0, branches=branches)
+                                              index=1 if call.empty_retry else 0,
+                                              branches=self._call_branches(call.branch))
         except DebugError as exc:
             self._say(f"model call: {exc.message}")
             return call
