@@ -10,7 +10,6 @@ are reported in one place, `on_worker_state_changed`.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -36,6 +35,7 @@ from runtime.engine.runner import TickReport
 from . import drawn_text, startup  # noqa: F401 (drawn_text: on import, control characters drawn as pictures)
 from .commands import StudioCommands
 from .session import DebugSession, EditError, RunState
+from .session.api import answered
 from .stopping import exit_status, interrupt_session, on_signals
 from .widgets.events_pane import EventsPane, filter_example
 from .widgets.footer import KeysFooter
@@ -381,9 +381,7 @@ class MainScreen(Screen):
         from .screens.compare import ComparePicker
 
         try:
-            choices = self.session.compare_targets()
-            if inspect.isawaitable(choices):  # an attached studio asks the served run's store
-                choices = await choices
+            choices = await answered(self.session.compare_targets)
         except EditError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -399,9 +397,7 @@ class MainScreen(Screen):
         if target is None:
             return
         try:
-            comparison = self.session.compare(target)
-            if inspect.isawaitable(comparison):
-                comparison = await comparison
+            comparison = await answered(self.session.compare, target)
         except EditError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -426,16 +422,16 @@ class MainScreen(Screen):
     @on(EventsPane.Chosen)
     async def _event_chosen(self, chosen: EventsPane.Chosen) -> None:
         """Enter on an event: a model call's event opens that call, any other event shows whole."""
-        from .screens.model_call import ModelCallScreen, opened_call
+        from .screens.model_call import ModelCallScreen
         from .screens.value import ValueScreen
 
         event = chosen.event
         call = next((call for call in self.session.model_calls() if event.seq in call.seqs
                      and call.run_id == event.run_id and call.branch in (None, event.branch)), None)
         tool_call = getattr(self.session, "tool_call", None)
-        recorded = await opened_call(tool_call, chosen.event) if call is None and tool_call is not None else None
+        recorded = await answered(tool_call, chosen.event) if call is None and tool_call is not None else None
         if call is not None:
-            self.app.push_screen(ModelCallScreen(await opened_call(self.session.model_call, call), self.session))
+            self.app.push_screen(ModelCallScreen(await answered(self.session.model_call, call), self.session))
         elif recorded is not None:
             from .screens.tool_call import ToolCallScreen
 

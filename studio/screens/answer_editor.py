@@ -7,7 +7,6 @@ is not one, an endpoint not configured) is shown in the dialog in one line, and 
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
 from ..edits import EditError
+from ..session.api import answered
 
 
 def as_text(value: Any) -> str:
@@ -74,9 +74,7 @@ class AnswerEditor(ModalScreen[Any]):
     @work(exclusive=True, group="answer", exit_on_error=False)
     async def _applying(self, value: Any) -> None:
         try:
-            result = self._apply(value)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await answered(self._apply, value)
         except (EditError, ValueError) as exc:
             self.query_one("#answer-error", Static).update(f"✘ {exc}")
             return

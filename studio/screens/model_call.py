@@ -6,7 +6,6 @@ response, usage, latency and attempts. Enter on any item opens it whole (`ValueS
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from rich.console import Group
@@ -21,6 +20,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from ..model_calls import ModelCall
+from ..session.api import answered
 from ..whatifs import model_call_ref
 from .messages import message_block
 from .value import ValueScreen
@@ -140,14 +140,8 @@ class ModelCallsScreen(ModalScreen[None]):
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.app.push_screen(ModelCallScreen(await opened_call(self._open, self.calls[int(event.option.id)]),
+        self.app.push_screen(ModelCallScreen(await answered(self._open, self.calls[int(event.option.id)]),
                                              self.session))
 
 
-async def opened_call(open_call, call: ModelCall) -> ModelCall:
-    """The call with its recorded I/O: an attached studio asks the served run's store (awaited)."""
-    opened = open_call(call)
-    return await opened if inspect.isawaitable(opened) else opened
-
-
-__all__ = ["ModelCallScreen", "ModelCallsScreen", "items", "opened_call"]
+__all__ = ["ModelCallScreen", "ModelCallsScreen", "items"]

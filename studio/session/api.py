@@ -8,6 +8,7 @@ the debugger's `Stop` and `RunState`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +19,13 @@ from runtime.debug.breakpoints import Breakpoint
 from runtime.engine.runner import TickReport
 
 EVENT_BUFFER = 50_000  # recent events a session keeps for the events pane
+
+
+async def answered(member: Callable[..., Any], *args: Any) -> Any:
+    """What a session's `member(*args)` answers: an attached session's members that ask the served run
+    (its store, its debugger) answer with an awaitable, awaited here."""
+    answer = member(*args)
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 @dataclass(frozen=True)
