@@ -37,7 +37,7 @@ import py_trees
 from py_trees.common import Status
 from pydantic import BaseModel
 
-from ..signals import run_user_code
+from ..signals import run_user_code, stopping_code
 from ..state import InteractionKeys, StateChange, StateManager
 from ..telemetry.otel import trace_runs
 from .behaviour import (
@@ -884,14 +884,25 @@ class ReactiveRunner:
                                                 binding_changes=binding_changes)
 
     def stop(self) -> None:
-        """Stop the tree (cancels running async nodes, abandons a held tick); the state is kept."""
+        """Stop the tree (cancels running async nodes, abandons a held tick); the state is kept. As a command
+        stops on a signal, a node's `terminate()` that holds on is cut (runtime/signals.py `stopping_code`):
+        the nodes not stopped yet are then marked INVALID without theirs, their tasks cancelled."""
         self._drop_held()
         if self.root.status != Status.INVALID:
-            self.root.stop(Status.INVALID)
+            if not stopping_code(lambda: self.root.stop(Status.INVALID)):
+                self._stopped_without_user_code()
             drop_iterators(self._order)
         self._statuses = [node.status for node in self._order]
         self._statuses_now = True
         self._unreported = False
+
+    def _stopped_without_user_code(self) -> None:
+        """What a cut stop left running, marked INVALID; an async node's task is cancelled (the runtime's own)."""
+        for node in self._order:
+            if node.status != Status.INVALID:
+                if isinstance(node, AsyncBehaviour):
+                    node._cancel_task()
+                node.status = Status.INVALID
 
 
 __all__ = ["NodeBoundary", "ReactiveRunner", "Returns", "RunnerState", "TickReport", "TickTelemetry"]
