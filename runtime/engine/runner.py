@@ -67,7 +67,7 @@ from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
-from .shape import check_shape_once
+from .shape import TreeIndex, check_shape
 from .tree import iter_paths
 from .user_code import FAILURES, PASSED_ON, failure
 
@@ -162,8 +162,9 @@ class ReactiveRunner:
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
-                 checkpointer: Checkpointer | None = None):
-        check_shape_once(root)  # Agent() checked it just now: not walked again
+                 checkpointer: Checkpointer | None = None, *, index: TreeIndex | None = None):
+        """`index`: the tree's, from `check_shape` just now (an Agent's): the tree is not walked again."""
+        index = index or check_shape(root)
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()
@@ -190,7 +191,7 @@ class ReactiveRunner:
         self.state_manager.subscribe(self._on_state_change)
         self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
         self._unreported = False  # ticks ended, not detailed, since the statuses were last reported
-        self.refresh_tree()
+        self.refresh_tree(index)
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
         self._sinks: tuple[Callable[[str | None, TickReport], None], ...] = ()  # `number_telemetry`'s
@@ -201,34 +202,48 @@ class ReactiveRunner:
         trace_runs(self.event_bus, agent=root.name)  # OpenTelemetry, when the environment asks for it
 
     # -- the tree ------------------------------------------------------------------
-    def refresh_tree(self) -> None:
-        """Re-index the tree (call after its shape changed) and inject any new nodes.
+    def refresh_tree(self, index: TreeIndex | None = None) -> None:
+        """Re-index the tree (call after its shape changed) and inject any new nodes; `index`: the tree's
+        as `check_shape` made it just now (else it is walked here).
 
         Nodes already indexed keep their last reported status, so a re-index in the middle
         of a tick (a deferred subtree compiling) loses none of that tick's status changes.
+        A node's kind (injected, guarded, a composite, resumable) is its class's, asked once a class:
+        100,000 nodes are a few dozen classes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
+        if index is None:
+            pairs = list(iter_paths(self.root))
+            index = TreeIndex([node for node, _ in pairs], [path for _, path in pairs])
+        order, order_paths = index
+        self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
+        classes = set(map(type, order))
+        jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}
+        py_trees_own = {cls for cls in classes if cls.tick not in _LEAF_TICKS and cls.__module__.startswith("py_trees.")}
         self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
         fail = self._node_failed  # one bound method for every guarded node
-        for node, path in iter_paths(self.root):
-            self.nodes[path] = node
-            if isinstance(node, JianmuNodeMixin):
+        for node, path in zip(order, order_paths, strict=True):
+            cls = type(node)
+            if cls in jianmu:
                 node.path = path
                 self._jianmu.append(node)
+            elif cls in py_trees_own or (cls.tick is guarded_leaf_tick and not node.children):
+                continue  # (`_guarded`, without asking it a node)
             elif not _guarded(node):
                 _guard(node, fail)
-        self._order = list(self.nodes.values())
-        drop_iterators(self._order)
-        self._order_paths = list(self.nodes)
+        self._order = order
+        drop_iterators(order)
+        self._order_paths = order_paths
         self._places: dict[str, int] | None = None  # made when asked for (`places`)
-        self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
-        self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
-                                               self._order_paths, strict=True))
+        self._by_node = all(map(_hashed_by_identity, classes))
+        self._paths: dict[Any, str] = dict(zip(order if self._by_node else map(id, order), order_paths, strict=True))
         self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
-        self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
-        self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
-        self._statuses = [reported.get(id(node), node.status) for node in self._order]
+        composites = {cls for cls in classes if issubclass(cls, py_trees.composites.Composite)}
+        resumable = {cls for cls in classes if hasattr(cls, "dump_resume_state")}
+        self._composites = {p: n for p, n in zip(order_paths, order, strict=True) if type(n) in composites}
+        self._resumable = {p: n for p, n in zip(order_paths, order, strict=True) if type(n) in resumable}
+        self._statuses = ([reported.get(id(node), node.status) for node in order] if reported
+                          else list(map(attrgetter("status"), order)))
         self._statuses_now = False  # a tree that grew (its new nodes' statuses may move before a tick reports them)
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
