@@ -30,7 +30,8 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import chain, compress
+from operator import and_, attrgetter, not_
 from typing import Any
 
 import py_trees
@@ -217,20 +218,14 @@ class ReactiveRunner:
             index = TreeIndex([node for node, _ in pairs], [path for _, path in pairs])
         order, order_paths = index
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
-        classes = set(map(type, order))
+        kinds = list(map(type, order))
+        classes = set(kinds)
         jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}
-        py_trees_own = {cls for cls in classes if cls.tick not in _LEAF_TICKS and cls.__module__.startswith("py_trees.")}
         self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
-        fail = self._node_failed  # one bound method for every guarded node
-        for node, path in zip(order, order_paths, strict=True):
-            cls = type(node)
-            if cls in jianmu:
-                node.path = path
-                self._jianmu.append(node)
-            elif cls in py_trees_own or (cls.tick is guarded_leaf_tick and not node.children):
-                continue  # (`_guarded`, without asking it a node)
-            elif not _guarded(node):
-                _guard(node, fail)
+        for node, path in compress(zip(order, order_paths, strict=True), map(jianmu.__contains__, kinds)):
+            node.path = path
+            self._jianmu.append(node)
+        self._guard_all(order, kinds, classes - jianmu)
         self._order = order
         drop_iterators(order)
         self._order_paths = order_paths
@@ -238,16 +233,36 @@ class ReactiveRunner:
         self._by_node = all(map(_hashed_by_identity, classes))
         self._paths: dict[Any, str] = dict(zip(order if self._by_node else map(id, order), order_paths, strict=True))
         self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
-        composites = {cls for cls in classes if issubclass(cls, py_trees.composites.Composite)}
-        resumable = {cls for cls in classes if hasattr(cls, "dump_resume_state")}
-        self._composites = {p: n for p, n in zip(order_paths, order, strict=True) if type(n) in composites}
-        self._resumable = {p: n for p, n in zip(order_paths, order, strict=True) if type(n) in resumable}
+        self._composites = self._of_classes(kinds, {cls for cls in classes if issubclass(cls, py_trees.composites.Composite)})
+        self._resumable = self._of_classes(kinds, {cls for cls in classes if hasattr(cls, "dump_resume_state")})
         self._statuses = ([reported.get(id(node), node.status) for node in order] if reported
                           else list(map(attrgetter("status"), order)))
         self._statuses_now = False  # a tree that grew (its new nodes' statuses may move before a tick reports them)
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
             self._sync_boundaries()
+
+    def _guard_all(self, order: list[py_trees.behaviour.Behaviour], kinds: list[type], classes: set[type]) -> None:
+        """Guard the nodes of `classes` not guarded yet (`_guarded`), a class at a time where it can be: a class
+        of plain leaves (`_plain_leaf`: py_trees' leaf tick, no children) gets its tick once, py_trees' own
+        composites and decorators need nothing, and only the rest are asked a node at a time."""
+        classes = {cls for cls in classes if cls.tick in _LEAF_TICKS or not cls.__module__.startswith("py_trees.")}
+        leafy = {cls for cls in classes if cls.tick in _LEAF_TICKS}
+        has_kids = list(map(bool, map(attrgetter("children"), order))) if leafy else []
+        for cls in leafy & set(compress(kinds, map(not_, has_kids))):  # a plain leaf of it in the tree
+            guard_leaf_class(cls)
+        fail = self._node_failed  # one bound method for every guarded node
+        asked = chain(compress(order, map(classes.difference(leafy).__contains__, kinds)),
+                      compress(order, map(and_, map(leafy.__contains__, kinds), has_kids)))
+        for node in asked:
+            if not _guarded(node):
+                _guard(node, fail)
+
+    def _of_classes(self, kinds: list[type], classes: set[type]) -> dict[str, py_trees.behaviour.Behaviour]:
+        """path -> node of the nodes whose class is one of `classes`, in tree order."""
+        if not classes:
+            return {}
+        return dict(compress(zip(self._order_paths, self._order, strict=True), map(classes.__contains__, kinds)))
 
     def _node_failed(self, node: py_trees.behaviour.Behaviour, exc: Exception) -> Status:
         return report_node_error(node, self.path_of(node), exc, self.event_bus)

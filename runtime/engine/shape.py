@@ -1,25 +1,26 @@
-"""`check_shape`: a root that is a tree, refused in one line naming the node when it is not; and, in
-the same walk, the tree's index (each node's path, in tree order) that its runner starts from.
+"""`check_shape`: a root that is a tree, refused in one line naming the node when it is not; and the
+tree's index (each node's path, in tree order) that its runner starts from, made by the same walk.
 
 Everything that walks a tree (paths, checkpoints, ticking itself) recurses or loops over
 `children`: a node that is its own ancestor (built by appending a parent to its child's
 `children`) sends them into a bare RecursionError or a loop without end, a node under two parents
 gets two paths (and one parent pointer), a child that is not a behaviour fails deep inside
 py_trees, a tree deeper than Python's stack can tick ends the same way, and a name holding a lone
-surrogate fails the first save with a traceback (no store can encode it). The walk here is iterative, so it names the first such node before anything else walks.
-It also finds a name holding `/` (two nodes would share a path): then `iter_paths` walks again to
-name it as paths do.
+surrogate fails the first save with a traceback (no store can encode it). The walks here are iterative.
 
-One walk at 100,000 nodes is a launch's share of the runtime (Agent's check, then its runner's
-index): so each node's path is its parent's joined once with its name (`iter_paths`' paths, the
-same strings), a node's class is checked once a class (`Behaviour` is an ABC: `isinstance` on it
-costs a node ~1 us), the names' storability is one encode of all the paths, and a node's line from
-the root is made only to name it in an error (from the parent each node was met under).
+A launch at 100,000 nodes walks the tree here once (Agent's check; its runner starts from the index),
+so the walk that indexes does per node only what paths need (each path its parent's joined once with
+the name, `iter_paths`' strings and order) and checks the rest a parent's children at a time: their
+classes (`Behaviour` is an ABC: `isinstance` costs ~1 us a node), their names (no `/`, text), their
+identities (a node met twice or its own ancestor), then all the names' storability in one encode.
+Anything out of the ordinary there and `_fault` walks the tree again node by node, to name the first
+node at fault as it meets it (its line from the root: what only an error needs).
 """
 
 from __future__ import annotations
 
 import collections
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import py_trees
@@ -30,7 +31,8 @@ MAX_DEPTH = 200
 """Levels below the root: a tick nests a generator frame or more per level, and Python's stack holds
 about a thousand (a real agent's tree is a dozen deep)."""
 
-_BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's `isinstance` answer never changes)
+_END = object()
+_BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's answer never changes)
 
 
 class TreeIndex(NamedTuple):
@@ -46,14 +48,6 @@ def _path(line: list[Any]) -> str:
     return "/".join(names if len(names) <= 6 else [names[0], "…", *names[-3:]])
 
 
-def _line(node: Any, parents: dict[int, Any]) -> list[Any]:
-    """The root down to `node`, along the parent each node was first met under."""
-    line = [node]
-    while (node := parents[id(node)]) is not None:
-        line.append(node)
-    return line[::-1]
-
-
 def _storable(name: Any) -> bool:
     try:
         str(name).encode("utf-8")
@@ -62,70 +56,89 @@ def _storable(name: Any) -> bool:
     return True
 
 
-def _unstorable(nodes: list[Any], parents: dict[int, Any]) -> TreeShapeError | None:
-    """The first of `nodes` whose name no store can keep, named as the walk names it."""
-    node = next((node for node in nodes if not _storable(node.name)), None)
-    if node is None:
+def _behaviours(nodes: Any) -> bool:
+    classes = set(map(type, nodes))
+    if classes <= _BEHAVIOURS:
+        return True
+    if not all(isinstance(node, py_trees.behaviour.Behaviour) for node in nodes):
+        return False
+    _BEHAVIOURS.update(classes)
+    return True
+
+
+def _indexed(root: Any) -> TreeIndex | None:
+    """The tree's index, None when a node is out of the ordinary (at fault, or a name that is no text
+    or holds a `/`): then `_fault` names it, or the runner indexes the tree as paths do."""
+    if not isinstance(root.name, str) or "/" in root.name:
         return None
-    return TreeShapeError(f"node {_path(_line(node, parents))}: a name that is no text a store can keep "
-                          "(a lone surrogate)")
-
-
-def _met_again(node: Any, parent: Any, parents: dict[int, Any]) -> TreeShapeError:
-    """A node walked already: its own ancestor (a cycle), or under a second parent."""
-    line = [*_line(parent, parents), node]
-    if any(above is node for above in line[:-1]):
-        return TreeShapeError(f"node {node.name!r} is its own ancestor ({_path(line)}): a behaviour tree has no cycles")
-    return TreeShapeError(f"node {node.name!r} is in the tree twice ({_path(_line(node, parents))} and "
-                          f"{_path(line)}): a node has one parent")
-
-
-def _walk(root: Any, nodes: list[Any], paths: list[str], parents: dict[int, Any]) -> tuple[bool, bool]:
-    """Fill `nodes`, `paths` (tree order) and `parents` (id -> the parent first met under); raise the
-    first node at fault as it is met. Returns whether a name holds a `/` and whether one is no text (then
-    `paths` are not the tree's)."""
-    slashed, texts = "/" in str(root.name), isinstance(root.name, str)
-    plain = texts and not slashed
-    stack = [(root, root.name if plain else "", None, 0)]  # (node, its path, its parent, its depth)
+    nodes: list[Any] = []
+    paths: list[str] = []
+    seen = {id(root)}
+    stack = [(root, root.name, 0)]  # (node, its path, its depth)
+    pop, add_node, add_path = stack.pop, nodes.append, paths.append
     while stack:
-        node, path, parent, depth = stack.pop()
-        cls = type(node)
-        if cls not in _BEHAVIOURS:
-            if not isinstance(node, py_trees.behaviour.Behaviour):
-                raise TreeShapeError(f"node {_path(_line(parent, parents))}: a child that is a {cls.__name__}, "
-                                     "not a behaviour")
-            _BEHAVIOURS.add(cls)
-        if id(node) in parents:
-            raise _met_again(node, parent, parents)
-        if depth > MAX_DEPTH:
-            raise TreeShapeError(f"node {_path(_line(parent, parents))}: the tree is deeper than {MAX_DEPTH} levels")
-        parents[id(node)] = parent
-        nodes.append(node)
-        paths.append(path)
+        node, path, depth = pop()
+        add_node(node)
+        add_path(path)
         children = node.children
         if not children:
             continue
-        names = [getattr(child, "name", "") for child in children]  # (not a behaviour: refused when popped)
+        if depth == MAX_DEPTH or not _behaviours(children):
+            return None
+        known = len(seen)
+        seen.update(map(id, children))
+        names = [child.name for child in children]
         try:
-            slashed = "/" in "\0".join(names) or slashed
-        except TypeError:  # a name that is no text (`iter_paths` says what it says of it)
-            texts = False
-            slashed = any("/" in str(name) for name in names) or slashed
-        plain = texts and not slashed
-        if not plain:
-            child_paths = names  # (not used: the paths are made again)
-        elif len(set(names)) == len(names):
+            joined = "\0".join(names)
+        except TypeError:  # a name that is no text
+            return None
+        if len(seen) != known + len(children) or "/" in joined:
+            return None
+        if len(set(names)) == len(names):
             prefix = path + "/"
             child_paths = [prefix + name for name in names]
         else:  # siblings that share a name: numbered as `iter_paths` numbers them
-            try:
-                child_paths = [child_path for _, child_path in _child_paths(node, path)]
-            except AttributeError:  # a child that is no behaviour (refused when popped)
-                child_paths = names
-        depth += 1
-        stack.extend((child, child_path, node, depth)
-                     for child, child_path in zip(reversed(children), reversed(child_paths), strict=True))
-    return slashed, not texts
+            child_paths = [child_path for _, child_path in _child_paths(node, path)]
+        stack.extend(zip(reversed(children), reversed(child_paths), repeat(depth + 1)))
+    try:
+        "\n".join(paths).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return TreeIndex(nodes, paths)
+
+
+def _fault(root: Any) -> bool:
+    """Raise for the first node at fault as a depth-first walk meets it; whether a name holds a `/`."""
+    line = [root]  # the root down to the node being walked
+    on_line = {id(root)}
+    seen = {id(root): root.name}  # every node walked: its path, for a node met twice
+    slashed = "/" in str(root.name)
+    children = [iter(root.children)]
+    while children:
+        child = next(children[-1], _END)
+        if child is _END:
+            children.pop()
+            on_line.discard(id(line.pop()))
+            continue
+        if not isinstance(child, py_trees.behaviour.Behaviour):
+            raise TreeShapeError(f"node {_path(line)}: a child that is a {type(child).__name__}, not a behaviour")
+        if id(child) in on_line:
+            raise TreeShapeError(f"node {child.name!r} is its own ancestor ({_path([*line, child])}): "
+                                 "a behaviour tree has no cycles")
+        if id(child) in seen:
+            raise TreeShapeError(f"node {child.name!r} is in the tree twice ({seen[id(child)]} and "
+                                 f"{_path([*line, child])}): a node has one parent")
+        if len(line) > MAX_DEPTH:
+            raise TreeShapeError(f"node {_path(line)}: the tree is deeper than {MAX_DEPTH} levels")
+        if not _storable(child.name):
+            raise TreeShapeError(f"node {_path([*line, child])}: a name that is no text a store can keep "
+                                 "(a lone surrogate)")
+        slashed = slashed or "/" in str(child.name)
+        line.append(child)
+        on_line.add(id(child))
+        seen[id(child)] = _path(line)
+        children.append(iter(child.children))
+    return slashed
 
 
 def check_shape(root: Any) -> TreeIndex | None:
@@ -136,24 +149,10 @@ def check_shape(root: Any) -> TreeIndex | None:
         raise TreeShapeError(f"the root is a {type(root).__name__}, not a behaviour")
     if not _storable(root.name):
         raise TreeShapeError(f"node {root.name!r}: a name that is no text a store can keep (a lone surrogate)")
-    nodes: list[Any] = []
-    paths: list[str] = []
-    parents: dict[int, Any] = {}
-    try:
-        slashed, untexted = _walk(root, nodes, paths, parents)
-    except TreeShapeError as exc:  # a name met before it is at fault first
-        raise _unstorable(nodes, parents) or exc from None
-    if not slashed and not untexted:
-        try:
-            "\n".join(paths).encode("utf-8")
-        except UnicodeEncodeError:
-            raise _unstorable(nodes, parents) from None
-        return TreeIndex(nodes, paths)
-    if (unstorable := _unstorable(nodes, parents)) is not None:
-        raise unstorable
-    if slashed:
-        collections.deque(iter_paths(root), maxlen=0)  # names the node as paths do (`NameHoldsSlash`)
-    return None
+    index = _indexed(root)
+    if index is None and _fault(root):  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
+        collections.deque(iter_paths(root), maxlen=0)
+    return index
 
 
 __all__ = ["MAX_DEPTH", "TreeIndex", "TreeShapeError", "check_shape"]
