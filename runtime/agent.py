@@ -188,7 +188,7 @@ class Agent:
                 raise ValueError(f"Agent: max_iterations_hard_limit must be >= 1, not {max_iterations_hard_limit}")
             self.context.max_iterations_hard_limit = max_iterations_hard_limit
         self.runner: ReactiveRunner | None = None
-        self.agents = find_agents(root, None if self._index is None else set(map(type, self._index.nodes)))
+        self.agents = find_agents(root, None if self._index is None else set(self._index.kinds))
         if result is not None:
             found = find_agents(result)
             if not found or not any(node is result for node in root.iterate()):

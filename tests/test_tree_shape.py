@@ -156,3 +156,19 @@ class Unhashable(Sequence):
 def test_a_root_of_a_node_class_without_a_hash_runs():
     agent = Agent(Unhashable("Root", memory=True, children=[Success("a")]), state_schema=S)
     assert agent.make_runner().root is agent.root
+
+
+class LooksLikeANode:
+    """A name and children, but no behaviour."""
+
+    name = "fake"
+    children: list = []
+
+
+def test_a_child_that_looks_like_a_node_is_still_no_behaviour():
+    root = Sequence("Root", memory=True, children=[Success("ok")])
+    root.children.append(LooksLikeANode())
+    with pytest.raises(TreeShapeError, match="^node Root: a child that is a LooksLikeANode, not a behaviour"):
+        Agent(root, state_schema=S)
+    index = shape.check_shape(Sequence("Root", memory=True, children=[Success("a"), Selector("b", memory=False)]))
+    assert index.kinds == [Sequence, Success, Selector] and [node.name for node in index.parents] == ["Root"]

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress
-from operator import and_, attrgetter, not_
+from operator import attrgetter
 from typing import Any
 
 import py_trees
@@ -213,19 +213,15 @@ class ReactiveRunner:
         100,000 nodes are a few dozen classes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        if index is None:
-            pairs = list(iter_paths(self.root))
-            index = TreeIndex([node for node, _ in pairs], [path for _, path in pairs])
-        order, order_paths = index
+        order, order_paths, kinds, parents = index or TreeIndex.of(list(iter_paths(self.root)))
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
-        kinds = list(map(type, order))
         classes = set(kinds)
         jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}
         self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
-        for node, path in compress(zip(order, order_paths, strict=True), map(jianmu.__contains__, kinds)):
-            node.path = path
-            self._jianmu.append(node)
-        self._guard_all(order, kinds, classes - jianmu)
+        for place in compress(range(len(order)), map(jianmu.__contains__, kinds)) if jianmu else ():
+            order[place].path = order_paths[place]
+            self._jianmu.append(order[place])
+        self._guard_all(order, kinds, parents, classes - jianmu)
         self._order = order
         drop_iterators(order)
         self._order_paths = order_paths
@@ -242,18 +238,21 @@ class ReactiveRunner:
             self._inject(self._payload.wake_up)
             self._sync_boundaries()
 
-    def _guard_all(self, order: list[py_trees.behaviour.Behaviour], kinds: list[type], classes: set[type]) -> None:
+    def _guard_all(self, order: list[py_trees.behaviour.Behaviour], kinds: list[type],
+                   parents: list[py_trees.behaviour.Behaviour], classes: set[type]) -> None:
         """Guard the nodes of `classes` not guarded yet (`_guarded`), a class at a time where it can be: a class
         of plain leaves (`_plain_leaf`: py_trees' leaf tick, no children) gets its tick once, py_trees' own
         composites and decorators need nothing, and only the rest are asked a node at a time."""
         classes = {cls for cls in classes if cls.tick in _LEAF_TICKS or not cls.__module__.startswith("py_trees.")}
         leafy = {cls for cls in classes if cls.tick in _LEAF_TICKS}
-        has_kids = list(map(bool, map(attrgetter("children"), order))) if leafy else []
-        for cls in leafy & set(compress(kinds, map(not_, has_kids))):  # a plain leaf of it in the tree
-            guard_leaf_class(cls)
+        for cls in leafy:
+            if not order[kinds.index(cls)].children or any(
+                    not node.children for node, kind in zip(order, kinds, strict=True) if kind is cls):
+                guard_leaf_class(cls)  # (a plain leaf of it is in the tree)
         fail = self._node_failed  # one bound method for every guarded node
-        asked = chain(compress(order, map(classes.difference(leafy).__contains__, kinds)),
-                      compress(order, map(and_, map(leafy.__contains__, kinds), has_kids)))
+        others = classes - leafy
+        asked = chain(compress(order, map(others.__contains__, kinds)) if others else (),
+                      (node for node in parents if type(node) in leafy))
         for node in asked:
             if not _guarded(node):
                 _guard(node, fail)
@@ -262,7 +261,8 @@ class ReactiveRunner:
         """path -> node of the nodes whose class is one of `classes`, in tree order."""
         if not classes:
             return {}
-        return dict(compress(zip(self._order_paths, self._order, strict=True), map(classes.__contains__, kinds)))
+        picked = list(map(classes.__contains__, kinds))
+        return dict(zip(compress(self._order_paths, picked), compress(self._order, picked), strict=True))
 
     def _node_failed(self, node: py_trees.behaviour.Behaviour, exc: Exception) -> Status:
         return report_node_error(node, self.path_of(node), exc, self.event_bus)

@@ -10,9 +10,10 @@ surrogate fails the first save with a traceback (no store can encode it). The wa
 
 A launch at 100,000 nodes walks the tree here once (Agent's check; its runner starts from the index),
 so the walk that indexes does per node only what paths need (each path its parent's joined once with
-the name, `iter_paths`' strings and order) and checks the rest a parent's children at a time: their
-classes (`Behaviour` is an ABC: `isinstance` costs ~1 us a node), their names (no `/`, text), their
-identities (a node met twice or its own ancestor), then all the names' storability in one encode.
+the name, `iter_paths`' strings and order) and checks the rest a parent's children at a time (their
+names: no `/`, text; their identities: a node met twice or its own ancestor), or once for the tree:
+its classes (`Behaviour` is an ABC: `isinstance` costs ~1 us a node) and all the names' storability
+(one encode of the paths).
 Anything out of the ordinary there and `_fault` walks the tree again node by node, to name the first
 node at fault as it meets it (its line from the root: what only an error needs).
 """
@@ -36,10 +37,19 @@ _BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's answ
 
 
 class TreeIndex(NamedTuple):
-    """A tree's nodes in tree order (parents before children, as `iter_paths` gives them) and their paths."""
+    """A tree's nodes in tree order (parents before children, as `iter_paths` gives them), their paths,
+    their classes and the nodes that have children (what the runner would otherwise walk for)."""
 
     nodes: list[Any]
     paths: list[str]
+    kinds: list[type]
+    parents: list[Any]
+
+    @classmethod
+    def of(cls, pairs: list[tuple[Any, str]]) -> TreeIndex:
+        """The index of (node, path) pairs in tree order (`iter_paths`')."""
+        nodes = [node for node, _ in pairs]
+        return cls(nodes, [path for _, path in pairs], list(map(type, nodes)), [node for node in nodes if node.children])
 
 
 def _path(line: list[Any]) -> str:
@@ -56,11 +66,10 @@ def _storable(name: Any) -> bool:
     return True
 
 
-def _behaviours(nodes: Any) -> bool:
-    classes = set(map(type, nodes))
+def _behaviours(classes: set[type]) -> bool:
     if classes <= _BEHAVIOURS:
         return True
-    if not all(isinstance(node, py_trees.behaviour.Behaviour) for node in nodes):
+    if not all(issubclass(cls, py_trees.behaviour.Behaviour) for cls in classes):
         return False
     _BEHAVIOURS.update(classes)
     return True
@@ -73,38 +82,43 @@ def _indexed(root: Any) -> TreeIndex | None:
         return None
     nodes: list[Any] = []
     paths: list[str] = []
+    parents: list[Any] = []
     seen = {id(root)}
     stack = [(root, root.name, 0)]  # (node, its path, its depth)
-    pop, add_node, add_path = stack.pop, nodes.append, paths.append
-    while stack:
-        node, path, depth = pop()
-        add_node(node)
-        add_path(path)
-        children = node.children
-        if not children:
-            continue
-        if depth == MAX_DEPTH or not _behaviours(children):
-            return None
-        known = len(seen)
-        seen.update(map(id, children))
-        names = [child.name for child in children]
-        try:
+    pop, add_node, add_path, add_parent = stack.pop, nodes.append, paths.append, parents.append
+    try:
+        while stack:
+            node, path, depth = pop()
+            add_node(node)
+            add_path(path)
+            children = node.children
+            if not children:
+                continue
+            if depth == MAX_DEPTH:
+                return None
+            add_parent(node)
+            known = len(seen)
+            seen.update(map(id, children))
+            names = [child.name for child in children]
             joined = "\0".join(names)
-        except TypeError:  # a name that is no text
-            return None
-        if len(seen) != known + len(children) or "/" in joined:
-            return None
-        if len(set(names)) == len(names):
-            prefix = path + "/"
-            child_paths = [prefix + name for name in names]
-        else:  # siblings that share a name: numbered as `iter_paths` numbers them
-            child_paths = [child_path for _, child_path in _child_paths(node, path)]
-        stack.extend(zip(reversed(children), reversed(child_paths), repeat(depth + 1)))
+            if len(seen) != known + len(children) or "/" in joined:
+                return None
+            if len(set(names)) == len(names):
+                prefix = path + "/"
+                child_paths = [prefix + name for name in names]
+            else:  # siblings that share a name: numbered as `iter_paths` numbers them
+                child_paths = [child_path for _, child_path in _child_paths(node, path)]
+            stack.extend(zip(reversed(children), reversed(child_paths), repeat(depth + 1)))
+    except (AttributeError, TypeError):  # a child that is no behaviour, a name that is no text
+        return None
+    kinds = list(map(type, nodes))
+    if not _behaviours(set(kinds)):
+        return None
     try:
         "\n".join(paths).encode("utf-8")
     except UnicodeEncodeError:
         return None
-    return TreeIndex(nodes, paths)
+    return TreeIndex(nodes, paths, kinds, parents)
 
 
 def _fault(root: Any) -> bool:
