@@ -83,10 +83,10 @@ def _indexed(root: Any) -> TreeIndex | None:
     nodes: list[Any] = []
     paths: list[str] = []
     parents: list[Any] = []
-    seen = {id(root)}
     stack = [(root, root.name, 0)]  # (node, its path, its depth)
     pop, add_node, add_path, add_parent = stack.pop, nodes.append, paths.append, parents.append
     try:
+        seen = {root}  # (by the node's own hash, no int a node; a node that hashes otherwise: `_fault` walks it)
         while stack:
             node, path, depth = pop()
             add_node(node)
@@ -98,7 +98,7 @@ def _indexed(root: Any) -> TreeIndex | None:
                 return None
             add_parent(node)
             known = len(seen)
-            seen.update(map(id, children))
+            seen.update(children)
             names = [child.name for child in children]
             joined = "\0".join(names)
             if len(seen) != known + len(children) or "/" in joined:
@@ -109,7 +109,7 @@ def _indexed(root: Any) -> TreeIndex | None:
             else:  # siblings that share a name: numbered as `iter_paths` numbers them
                 child_paths = [child_path for _, child_path in _child_paths(node, path)]
             stack.extend(zip(reversed(children), reversed(child_paths), repeat(depth + 1)))
-    except (AttributeError, TypeError):  # a child that is no behaviour, a name that is no text
+    except (AttributeError, TypeError):  # a child that is no behaviour, a name that is no text, a node unhashable
         return None
     kinds = list(map(type, nodes))
     if not _behaviours(set(kinds)):
