@@ -10,9 +10,11 @@ and `DebugSession()` (the runner from that index, the recorder, the session's op
 
 Baseline, a fresh process of its own in the same turn: raw py_trees building the same shape
 (large_tree.py's `build_root` with py_trees' own Sequence, Parallel and Success), the collector
-paused likewise. `--against /work/main` times another checkout's launch in the same turns.
+paused likewise. `--against /work/main` times another checkout's launch in the same turns; `--tmux`
+adds a launch in a real terminal a turn (bench/studio_latency.py's: until the first frame has its
+labels filled), what a user waits for.
 
-    .venv/bin/python bench/launch.py [--nodes 100000] [--runs 3] [--against /work/main]
+    .venv/bin/python bench/launch.py [--nodes 100000] [--runs 3] [--against /work/main] [--tmux]
 """
 
 from __future__ import annotations
@@ -149,10 +151,27 @@ def _child(checkout: Path, mode: str, nodes: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def tmux_launch(checkout: Path, nodes: int) -> tuple[float, float]:
+    """A real terminal's launch (bench/studio_latency.py's tmux): `python -m studio.cli open` of `checkout` until
+    the first frame has its labels filled; (the studio process's CPU, wall) seconds."""
+    sys.path.insert(0, str(ROOT_DIR / "bench"))
+    from studio_latency import LAUNCH, Terminal, _first_frame
+
+    os.environ.clear()
+    os.environ.update(_env(checkout))  # (the tmux server's, which the studio's process gets)
+    os.chdir(checkout)
+    with Terminal() as term:
+        started = term.launch(f"sample_trees/large_tree.py:{BUILDERS[nodes]}")
+        seen = term.until(_first_frame, "the first frame", LAUNCH)[0]
+        cpu = term.cpu(term.pid())
+        term.close()
+    return cpu, seen - started
+
+
 LAUNCH = ("imports", "tree file", "DebugSession()", "studio.app import", "first frame")
 SHARE = ("Agent()", "DebugSession()")
 ROWS = [*LAUNCH[:2], "user's build", "Agent()", "DebugSession()", "runner", *LAUNCH[3:], "launch", "runtime's share",
-        "raw py_trees build"]
+        "raw py_trees build", "tmux launch"]
 
 
 def _rows(runs: list[dict]) -> dict[str, tuple[float, float]]:
@@ -168,10 +187,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100_000, choices=sorted(BUILDERS))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout (main's), timed in the same turns")
-    parser.add_argument("--child", choices=["launch", "raw"], help=argparse.SUPPRESS)
+    parser.add_argument("--tmux", action="store_true", help="also a launch in a real terminal (tmux) a turn")
+    parser.add_argument("--child", choices=["launch", "raw", "tmux"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(launch(args.nodes) if args.child == "launch" else raw(args.nodes)))
+        measure = {"launch": launch, "raw": raw, "tmux": lambda nodes: {"tmux launch": tmux_launch(Path.cwd(), nodes)}}
+        print(json.dumps(measure[args.child](args.nodes)))
         return
     checkouts = [ROOT_DIR, *([args.against.resolve()] if args.against else [])]
     runs: dict[Path, list[dict]] = {checkout: [] for checkout in checkouts}
@@ -182,14 +203,16 @@ def main() -> None:
         loads.append(Path("/proc/loadavg").read_text().split()[0])
         raw_phases = _child(ROOT_DIR, "raw", args.nodes)
         for checkout in checkouts:
-            runs[checkout].append({**_child(checkout, "launch", args.nodes), **raw_phases})
+            tmux = _child(checkout, "tmux", args.nodes) if args.tmux else {"tmux launch": (0.0, 0.0)}
+            runs[checkout].append({**_child(checkout, "launch", args.nodes), **raw_phases, **tmux})
     medians = {checkout: _rows(r) for checkout, r in runs.items()}
     print(f"{args.nodes:,} nodes, median of {args.runs} turns, CPU s / wall s, load {' '.join(loads)}")
     print(f"{'':22}" + "".join(f"{checkout.name:>20}" for checkout in checkouts))
     for row in ROWS:
         print(f"{row:22}" + "".join(f"{medians[c][row][0]:>10.2f}{medians[c][row][1]:>10.2f}" for c in checkouts))
     print("launch = imports + tree file + DebugSession() + studio.app import + first frame; the tree file = the "
-          "user's build + Agent(); runtime's share = Agent() + DebugSession() (the runner inside it)")
+          "user's build + Agent(); runtime's share = Agent() + DebugSession() (the runner inside it); tmux launch "
+          "(--tmux): a real terminal's, labels filled (the studio process's CPU)")
 
 
 if __name__ == "__main__":
