@@ -30,6 +30,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any
 
@@ -67,7 +68,7 @@ from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
-from .shape import check_shape_once
+from .shape import TreeIndex, check_shape
 from .tree import iter_paths
 from .user_code import FAILURES, PASSED_ON, failure
 
@@ -162,8 +163,9 @@ class ReactiveRunner:
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
-                 checkpointer: Checkpointer | None = None):
-        check_shape_once(root)  # Agent() checked it just now: not walked again
+                 checkpointer: Checkpointer | None = None, *, index: TreeIndex | None = None):
+        """`index`: the tree's, from `check_shape` just now (an Agent's): the tree is not walked again."""
+        index = index or check_shape(root)
         self.root = root
         self.state_manager = state if isinstance(state, StateManager) else StateManager(state)
         self.context = context or RunContext()
@@ -190,7 +192,7 @@ class ReactiveRunner:
         self.state_manager.subscribe(self._on_state_change)
         self._drop_restart: Callable[[], None] = lambda: None  # removes the restart hook of a load not run yet
         self._unreported = False  # ticks ended, not detailed, since the statuses were last reported
-        self.refresh_tree()
+        self.refresh_tree(index)
         self._inject(None)
         self.checkpoints: TickRecorder | None = None
         self._sinks: tuple[Callable[[str | None, TickReport], None], ...] = ()  # `number_telemetry`'s
@@ -201,38 +203,66 @@ class ReactiveRunner:
         trace_runs(self.event_bus, agent=root.name)  # OpenTelemetry, when the environment asks for it
 
     # -- the tree ------------------------------------------------------------------
-    def refresh_tree(self) -> None:
-        """Re-index the tree (call after its shape changed) and inject any new nodes.
+    def refresh_tree(self, index: TreeIndex | None = None) -> None:
+        """Re-index the tree (call after its shape changed) and inject any new nodes; `index`: the tree's
+        as `check_shape` made it just now (else it is walked here).
 
         Nodes already indexed keep their last reported status, so a re-index in the middle
         of a tick (a deferred subtree compiling) loses none of that tick's status changes.
+        A node's kind (injected, guarded, a composite, resumable) is its class's, asked once a class:
+        100,000 nodes are a few dozen classes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        self.nodes: dict[str, py_trees.behaviour.Behaviour] = {}
+        order, order_paths, kinds, parents = index or TreeIndex.of(list(iter_paths(self.root)))
+        self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
+        classes = set(kinds)
+        jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}
         self._jianmu: list[JianmuNodeMixin] = []  # the nodes that take injections (a large tree: few of them)
-        fail = self._node_failed  # one bound method for every guarded node
-        for node, path in iter_paths(self.root):
-            self.nodes[path] = node
-            if isinstance(node, JianmuNodeMixin):
-                node.path = path
-                self._jianmu.append(node)
-            elif not _guarded(node):
-                _guard(node, fail)
-        self._order = list(self.nodes.values())
-        drop_iterators(self._order)
-        self._order_paths = list(self.nodes)
+        for place in compress(range(len(order)), map(jianmu.__contains__, kinds)) if jianmu else ():
+            order[place].path = order_paths[place]
+            self._jianmu.append(order[place])
+        self._guard_all(order, kinds, parents, classes - jianmu)
+        self._order = order
+        drop_iterators(order)
+        self._order_paths = order_paths
         self._places: dict[str, int] | None = None  # made when asked for (`places`)
-        self._by_node = all(map(_hashed_by_identity, {type(node) for node in self._order}))
-        self._paths: dict[Any, str] = dict(zip(self._order if self._by_node else map(id, self._order),
-                                               self._order_paths, strict=True))
+        self._by_node = all(map(_hashed_by_identity, classes))
+        self._paths: dict[Any, str] = dict(zip(order if self._by_node else map(id, order), order_paths, strict=True))
         self._async = [node for node in self._jianmu if isinstance(node, AsyncBehaviour)]  # (`_quiet`)
-        self._composites = {p: n for p, n in self.nodes.items() if isinstance(n, py_trees.composites.Composite)}
-        self._resumable = {p: n for p, n in self.nodes.items() if hasattr(n, "dump_resume_state")}
-        self._statuses = [reported.get(id(node), node.status) for node in self._order]
+        self._composites = self._of_classes(kinds, {cls for cls in classes if issubclass(cls, py_trees.composites.Composite)})
+        self._resumable = self._of_classes(kinds, {cls for cls in classes if hasattr(cls, "dump_resume_state")})
+        self._statuses = ([reported.get(id(node), node.status) for node in order] if reported
+                          else list(map(attrgetter("status"), order)))
         self._statuses_now = False  # a tree that grew (its new nodes' statuses may move before a tick reports them)
         if hasattr(self, "_payload"):
             self._inject(self._payload.wake_up)
             self._sync_boundaries()
+
+    def _guard_all(self, order: list[py_trees.behaviour.Behaviour], kinds: list[type],
+                   parents: list[py_trees.behaviour.Behaviour], classes: set[type]) -> None:
+        """Guard the nodes of `classes` not guarded yet (`_guarded`), a class at a time where it can be: a class
+        of plain leaves (`_plain_leaf`: py_trees' leaf tick, no children) gets its tick once, py_trees' own
+        composites and decorators need nothing, and only the rest are asked a node at a time."""
+        classes = {cls for cls in classes if cls.tick in _LEAF_TICKS or not cls.__module__.startswith("py_trees.")}
+        leafy = {cls for cls in classes if cls.tick in _LEAF_TICKS}
+        for cls in leafy:
+            if not order[kinds.index(cls)].children or any(
+                    not node.children for node, kind in zip(order, kinds, strict=True) if kind is cls):
+                guard_leaf_class(cls)  # (a plain leaf of it is in the tree)
+        fail = self._node_failed  # one bound method for every guarded node
+        others = classes - leafy
+        asked = chain(compress(order, map(others.__contains__, kinds)) if others else (),
+                      (node for node in parents if type(node) in leafy))
+        for node in asked:
+            if not _guarded(node):
+                _guard(node, fail)
+
+    def _of_classes(self, kinds: list[type], classes: set[type]) -> dict[str, py_trees.behaviour.Behaviour]:
+        """path -> node of the nodes whose class is one of `classes`, in tree order."""
+        if not classes:
+            return {}
+        picked = list(map(classes.__contains__, kinds))
+        return dict(zip(compress(self._order_paths, picked), compress(self._order, picked), strict=True))
 
     def _node_failed(self, node: py_trees.behaviour.Behaviour, exc: Exception) -> Status:
         return report_node_error(node, self.path_of(node), exc, self.event_bus)
