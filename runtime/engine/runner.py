@@ -86,7 +86,10 @@ _CHANGES = {(old._value_, new._value_): (old, new) for old in Status for new in 
 _STATUS_PAYLOADS = {id(change): {"old": change[0]._value_, "new": change[1]._value_} for change in _CHANGES.values()}
 _STATUS_PAIRS = {id(change): [change[0]._value_, change[1]._value_] for change in _CHANGES.values()}
 _RETURN_PAYLOADS = {(returned, end): {"status": returned._value_, "end": end._value_} for returned in Status for end in Status}
+_CHANGE_OF = {old._value_: {new._value_: _CHANGES[old._value_, new._value_] for new in Status} for old in Status}  # (no tuple
+# made to look one up: a tick changes 10,000)
 _STATUS_OF = attrgetter("status")
+_CHILDREN_OF = attrgetter("children")
 
 
 @dataclass
@@ -160,6 +163,7 @@ def _guarded(node: py_trees.behaviour.Behaviour) -> bool:
 
 class ReactiveRunner:
     settle_within = 10.0  # seconds a run stopped from outside waits for its writes in flight (a hung store: forever)
+    _diffed: list | None = None  # the index (`_order`) whose statuses were last read whole (`_status_changes`)
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
@@ -522,7 +526,7 @@ class ReactiveRunner:
                 self.state_manager.load({InteractionKeys.TERMINATION: None}, namespace)
         if input_data:
             self.state_manager.update(dict(input_data), self.input_namespace, signal=False)
-        self._statuses = [node.status for node in self._order]
+        self._statuses, self._diffed = [node.status for node in self._order], self._order
         self._statuses_now = True
         self._unreported = False
         self._state_changes.clear()
@@ -620,7 +624,8 @@ class ReactiveRunner:
             self._started = (bus.reserve(1), time.time())
         detailed = detailed or bus.wants(NODE_STATUS) or bus.wants(NODE_RETURNED) or bus.wants(TICK_COMPLETED)
         if detailed and self._unreported:  # the statuses it reported last are older than the last tick's end
-            self._statuses = [node.status for node in self._order]  # its changes are its own, not theirs too
+            self._statuses, self._diffed = [node.status for node in self._order], self._order  # its changes are
+            # its own, not theirs too
             self._unreported = False
         return detailed
 
@@ -684,6 +689,7 @@ class ReactiveRunner:
 
     def _tick_failed(self, exc: Exception) -> None:
         self.in_tick = False
+        self._diffed = None  # stopped below whatever it returned: the next tick's end reads every status
         report_node_error(self.root, self.path_of(self.root), exc, self.event_bus)
         self.root.stop(Status.INVALID)
 
@@ -712,7 +718,7 @@ class ReactiveRunner:
                               duration_ms=elapsed * 1000)
         ends = list(map(_STATUS_OF, nodes))
         unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
-        changed = self._status_changes()
+        changed = self._status_changes(nodes, ticked, ends)
         report = TickReport(self.tick_count, self.root.status, changed=changed, ticked=ticked, returned=returned,
                             state_changes=self._state_changes, duration_ms=elapsed * 1000, unseen=unseen)  # (no
         # default made to be replaced: a tick's report is made every tick a debugger or a store watches)
@@ -749,10 +755,44 @@ class ReactiveRunner:
             report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
         return report
 
-    def _status_changes(self) -> dict[str, tuple[Status, Status]]:
-        current = [node.status for node in self._order]
-        previous, self._statuses = self._statuses, current
+    def _status_changes(self, nodes: list[py_trees.behaviour.Behaviour], ticked: list[str],
+                        ends: list[Status]) -> dict[str, tuple[Status, Status]]:
+        """The tick's changes of status, in the tree's order, against those last reported. A status moves
+        only in a tick, and only at a node the tick returned (`nodes`, their `ticked` paths, `ends` their
+        statuses now) or one stopped under it (a composite stops its children, a decorator its child):
+        the children of the nodes the tick returned, then of those that changed, are looked at, so a
+        step costs what it ticked, not the tree (a stage of 10,000 nodes of a 100,000-node tree: ~15 ms
+        less). Every node is read instead when the last report is not of this index (a re-index, a
+        tick that raised, a load's restart)."""
+        previous, order = self._statuses, self._order
         self._statuses_now = True
+        if self._diffed is not order:
+            return self._every_change()
+        places = self.places
+        at = list(map(places.__getitem__, ticked))
+        moved = [i for i, old, new in zip(at, map(previous.__getitem__, at), ends, strict=True) if old is not new]
+        current = previous.copy()
+        deque(map(current.__setitem__, at, ends), maxlen=0)
+        seen, below = set(at), nodes
+        while below:  # the children not returned, of the nodes returned, then of those that changed
+            children = list(chain.from_iterable(map(_CHILDREN_OF, below)))
+            unseen = set(map(places.__getitem__, self._paths_of(children))) - seen
+            seen |= unseen
+            stopped = [i for i in unseen if previous[i] is not order[i].status]
+            for i in stopped:
+                current[i] = order[i].status
+            moved += stopped
+            below = [order[i] for i in stopped]
+        if not moved:
+            return {}
+        self._statuses = current
+        paths, changes = self._order_paths, _CHANGE_OF
+        return {paths[i]: changes[previous[i]._value_][current[i]._value_] for i in sorted(set(moved))}
+
+    def _every_change(self) -> dict[str, tuple[Status, Status]]:
+        """The tick's changes found by reading every node's status (see `_status_changes`)."""
+        current = [node.status for node in self._order]
+        previous, self._statuses, self._diffed = self._statuses, current, self._order
         if current == previous:
             return {}
         order = self._order
@@ -870,7 +910,7 @@ class ReactiveRunner:
                 restart.append(node)
             node.status = status
         self._statuses = [Status(captured.statuses.get(path, "INVALID")) for path in self._order_paths]
-        self._statuses_now = True
+        self._statuses_now, self._diffed = True, self._order
         self._unreported = False
         self.tick_count = self.event_bus.tick = captured.tick
         self.run_id = self.event_bus.run_id = captured.run_id
@@ -884,7 +924,7 @@ class ReactiveRunner:
         async def restart(_runner: Any, _tick: int) -> None:
             remove()
             still = [node for node in nodes if node.status == Status.RUNNING]  # not stopped meanwhile
-            self._statuses_now = False  # set here, reported at the tick's end
+            self._statuses_now, self._diffed = False, None  # set here (no tick returns them): the tick's end reads all
             for node in still:
                 if isinstance(node, AsyncBehaviour):
                     node.initialise()  # its work starts afresh; the tick finds it RUNNING
@@ -922,7 +962,7 @@ class ReactiveRunner:
             if not stopping_code(lambda: self.root.stop(Status.INVALID)):
                 self._stopped_without_user_code()
             drop_iterators(self._order)
-        self._statuses = [node.status for node in self._order]
+        self._statuses, self._diffed = [node.status for node in self._order], self._order
         self._statuses_now = True
         self._unreported = False
 
