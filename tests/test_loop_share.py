@@ -180,6 +180,8 @@ async def test_a_write_of_a_swarms_run_takes_no_turn_though_it_names_no_run(no_s
 
 
 async def test_a_postgresql_write_takes_its_turn_before_its_first_statement_only(monkeypatch):
+    import contextlib
+
     from runtime.memory.checkpoint import postgres_async
     from runtime.memory.checkpoint.sql_plan import ONE, Query
 
@@ -204,6 +206,10 @@ async def test_a_postgresql_write_takes_its_turn_before_its_first_statement_only
         yield Query("COMMIT")
         return "done"
 
+    store = postgres_async.AsyncPostgresCheckpointStore.__new__(postgres_async.AsyncPostgresCheckpointStore)
+    store._size = 1
+    store._configure("postgresql://nowhere/none")
+    store._connection = lambda: contextlib.nullcontext(Connection())  # (its connections: one that answers all)
     monkeypatch.setattr(postgres_async, "take_turn", lambda: turn())
-    assert await postgres_async.run_async(plan(), Connection()) == "done"
+    assert await store._run_async(plan()) == "done"
     assert sent == ["BEGIN", "SELECT 1", "SELECT 2", "COMMIT"] and turns == [0]  # never inside the transaction

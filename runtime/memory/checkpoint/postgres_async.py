@@ -3,13 +3,14 @@
 What a run writes while it runs (each tick's checkpoint and events, the model and tool calls it
 records, the events that end it) goes over psycopg's async connections: while a save is on the
 wire the event loop runs the other runs' ticks. The statements and rows are the synchronous
-store's own plans (`sql_plan.py`), driven here by `run_async`; so is opening it (`open`: the
+store's own plans (`sql_plan.py`), driven here by `_run_async`; so is opening it (`open`: the
 connect and the schema's check) and closing it (`aclose`). Reads, and what a studio or a script
 writes, go over the synchronous connection this store inherits, opened on first use, so it is a
 whole `CheckpointStore` for them as well.
 
 The saves of different runs go over up to `connections` connections at once, opened on first use
 in the running event loop; the saves of one run come one after another (its runner awaits each).
+Those of different runs that come due together share a statement (`shared_trips.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import selectors
-from typing import TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.numeric import Int8Dumper
@@ -27,26 +29,27 @@ from .answering import AsyncBoundedConnection
 from .awaited_writes import AwaitedWrites
 from .liveness import heartbeats
 from .postgres_store import PostgresCheckpointStore, _dialect
-from .sql_plan import ALL, COUNT, ONE, Plan, Stepping
+from .shared_trips import SharedTrips
+from .sql_plan import ALL, COUNT, ONE, Plan, Query, Stepping
+from .statement_fusion import joinable
 from .store import IORecord, StoreError
 
 T = TypeVar("T")
 
 
-async def run_async(plan: Plan[T], conn: psycopg.AsyncConnection) -> T:
-    """Drive `plan` over an async connection: the event loop runs other work while each statement
-    is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for results by polling a
-    socket that is always writable, which here cost more CPU than the round trips it saved.)"""
-    stepping = Stepping(plan)
-    if (turn := take_turn()) is not None:  # writes come due together: what each builds and sends takes
-        await turn  # its turn in the loop's share, once, before its first statement (never inside a transaction)
-    while (query := stepping.query()) is not None:
+async def _driven(stepping: Stepping, query: Query | None, conn: psycopg.AsyncConnection) -> Any:
+    """The rest of a plan being driven, from its statement `query`, over `conn`: the event loop runs other
+    work while each statement is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for
+    results by polling a socket that is always writable, which here cost more CPU than the round trips
+    it saved.)"""
+    while query is not None:
         try:
             cursor = await conn.execute(_dialect(query.sql), query.params)
             stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
                               if query.want == ALL else cursor.rowcount if query.want == COUNT else None)
         except BaseException as exc:
             stepping.failed(exc)
+        query = stepping.query()
     return stepping.result
 
 
@@ -85,6 +88,7 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
         self._opened: set[psycopg.AsyncConnection] = set()
         self._slots = asyncio.Semaphore(self._size)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._trips = SharedTrips(self._connection, _dialect)
 
     def _lost(self, raw: psycopg.Connection) -> bool:
         """The synchronous connection is not this store's writer: it may sit idle for a whole run while the
@@ -107,16 +111,42 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
         return await self._run_async(self.getting_io(run_id, kind, node, round, index, branch))
 
     async def _run_async(self, plan: Plan[T]) -> T:
-        """Run `plan` over one of this event loop's connections: an idle one, else a new one while
-        fewer than `connections` are open, else the first given back."""
+        """Run `plan` over this event loop's connections. Writes come due together: what each builds
+        and sends takes its turn in the loop's share, once, before its first statement (never inside a
+        transaction); a first statement that is its write's whole transaction goes with those of other
+        writes queued meanwhile (`SharedTrips`), the rest of a plan over a connection of its own."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # (another event loop: the last one's connections cannot serve it)
             self._drop_connections()
             self._loop, self._slots = loop, asyncio.Semaphore(self._size)
+            self._trips = SharedTrips(self._connection, _dialect)
+        stepping = Stepping(plan)
+        if (turn := take_turn()) is not None:
+            await turn
+        query = stepping.query()
+        if query is not None and joinable(query):
+            try:
+                await self._trips.send(query)
+                stepping.answered(None)
+            except psycopg.Error as exc:  # (the statement's own failure: its connection went on)
+                stepping.failed(exc)
+            try:
+                query = stepping.query()
+            except psycopg.Error as exc:
+                raise StoreError(f"{self.location}: {self._first_line(exc)}") from None
+        if query is None:
+            return stepping.result
+        async with self._connection() as conn:
+            return await _driven(stepping, query, conn)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """One of this event loop's connections: an idle one, else a new one while fewer than
+        `connections` are open, else the first given back; its failures in one line (`StoreError`)."""
         async with self._slots:
             conn = self._idle.pop() if self._idle else await self._connect_async()
             try:
-                return await run_async(plan, conn)
+                yield conn
             except psycopg.Error as exc:
                 raise StoreError(self._explain(exc, conn)) from None
             except BaseException as exc:
@@ -163,4 +193,4 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
         super().close()
 
 
-__all__ = ["AsyncPostgresCheckpointStore", "run_async"]
+__all__ = ["AsyncPostgresCheckpointStore"]

@@ -221,7 +221,7 @@ class PostgresCheckpointStore(SQLCheckpointStore):
         tables and their version row commit together, so reading them needs no lock). A version this one
         cannot read is refused; an older one (or one without the writers' table), or no store, is made
         current under the creation lock. Either connection runs it: the synchronous one (`run`) or the
-        asyncio store's (`run_async`, which never holds the event loop)."""
+        asyncio store's (`_run_async`, which never holds the event loop)."""
         try:
             row = yield Query("SELECT value, to_regclass('jianmu.writers') FROM meta WHERE key = 'schema_version'",
                               want=ONE)

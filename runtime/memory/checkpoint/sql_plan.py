@@ -24,12 +24,14 @@ class Query:
     """A statement (`?` placeholders) and what its plan wants back: NOTHING, ONE row (or None),
     ALL rows, or the COUNT of rows it changed. `alone`: it may run on its own before its transaction
     begins (ahead of the transaction's writes not sent yet: it reads none of them), its effect kept
-    even if the transaction fails (items stored by content, ids reserved)."""
+    even if the transaction fails (items stored by content, ids reserved). `parts`: the statements a
+    statement was fused from (`statement_fusion`), to fuse again with another write's."""
 
     sql: str
     params: Sequence[Any] = ()
     want: str = NOTHING
     alone: bool = False
+    parts: tuple[Query, ...] = ()
 
 
 Plan = Generator[Query, Any, T]

@@ -6,6 +6,9 @@ data-modifying `WITH` queries and the NOTIFY its `SELECT`, it is one, and atomic
 connections are in autocommit). The parts of one statement all see the database as it was before
 it, so a write that must see another's (an UPDATE of a row another part writes) starts the next
 statement instead; a NOTIFY already in the statement is not sent twice.
+
+Writes of different runs whose statements come due together go as one the same way (`together`):
+each write's statement whole within one, so each is as atomic as it was alone.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .sql_plan import Query
+from .sql_plan import NOTHING, Query
 
 NOTIFY = "SELECT pg_notify(?, ?)"
 _TARGET = re.compile(r"(?:INSERT INTO|UPDATE|DELETE FROM) (\w+)")
@@ -33,29 +36,75 @@ def _statement(group: Sequence[Query]) -> Query:
             selects.append(query.sql[len("SELECT "):] if bare else f"(SELECT count(*) FROM ({query.sql}) s{n})")
             select_params += query.params
     head = f"WITH {', '.join(parts)} " if parts else ""
-    return Query(f"{head}SELECT {', '.join(selects) or '1'}", (*part_params, *select_params))
+    return Query(f"{head}SELECT {', '.join(selects) or '1'}", (*part_params, *select_params), parts=tuple(group))
+
+
+def _target(query: Query) -> tuple[str | None, bool]:
+    """The table `query` writes (None: it writes none), and whether it may update a row there."""
+    found = _TARGET.match(query.sql)
+    if found is None:
+        return None, False
+    return found[1], query.sql.startswith("UPDATE") or "DO UPDATE" in query.sql
+
+
+class _Grouping:
+    """Statements grouped in order, a group ended before a write that must see an earlier one's."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[Query]] = [[]]
+        self._written: set[str] = set()
+        self._updated: set[str] = set()
+
+    def must_follow(self, queries: Sequence[Query]) -> bool:
+        """Whether one of `queries` must see what the last group writes."""
+        for query in queries:
+            table, updates = _target(query)
+            if table is not None and (table in self._updated or updates and table in self._written):
+                return True
+        return False
+
+    def add(self, queries: Sequence[Query]) -> None:
+        """`queries` into the last group, or a new one when they must follow it."""
+        if self.must_follow(queries):
+            self.groups.append([])
+            self._written, self._updated = set(), set()
+        group = self.groups[-1]
+        for query in queries:
+            if query.sql == NOTIFY and query in group:
+                continue
+            group.append(query)
+            table, updates = _target(query)
+            if table is not None:
+                self._written.add(table)
+                if updates:
+                    self._updated.add(table)
 
 
 def fused(queries: Sequence[Query]) -> list[Query]:
     """`queries`, in order, as few statements as do the same."""
-    groups: list[list[Query]] = [[]]
-    written: set[str] = set()
-    updated: set[str] = set()
+    grouping = _Grouping()
     for query in queries:
-        if query.sql == NOTIFY and query in groups[-1]:
-            continue
-        found = _TARGET.match(query.sql)
-        table = found[1] if found else None
-        updates = table is not None and (query.sql.startswith("UPDATE") or "DO UPDATE" in query.sql)
-        if table is not None and (table in updated or updates and table in written):
-            groups.append([])
-            written, updated = set(), set()
-        groups[-1].append(query)
-        if table is not None:
-            written.add(table)
-            if updates:
-                updated.add(table)
-    return [_statement(group) for group in groups if group]
+        grouping.add((query,))
+    return [_statement(group) for group in grouping.groups if group]
 
 
-__all__ = ["NOTIFY", "fused"]
+def joinable(query: Query) -> bool:
+    """Whether `query`, a statement that is its own transaction, may go within another statement: it
+    writes (or notifies), and nobody reads its result."""
+    return query.want == NOTHING and (bool(query.parts) or query.sql == NOTIFY or _TARGET.match(query.sql) is not None)
+
+
+def together(statements: Sequence[Query]) -> list[tuple[Query, int]]:
+    """`statements` (`joinable`, of different writes) as few statements as do the same, each of them
+    whole within one: (a statement, how many of `statements` it does, the next ones in order)."""
+    grouping, counts = _Grouping(), [0]
+    for statement in statements:
+        parts = statement.parts or (statement,)
+        if grouping.must_follow(parts):
+            counts.append(0)
+        grouping.add(parts)
+        counts[-1] += 1
+    return [(_statement(group), count) for group, count in zip(grouping.groups, counts, strict=True)]
+
+
+__all__ = ["NOTIFY", "fused", "joinable", "together"]
