@@ -172,3 +172,14 @@ def test_a_child_that_looks_like_a_node_is_still_no_behaviour():
         Agent(root, state_schema=S)
     index = shape.check_shape(Sequence("Root", memory=True, children=[Success("a"), Selector("b", memory=False)]))
     assert index.kinds == [Sequence, Success, Selector] and [node.name for node in index.parents] == ["Root"]
+
+
+def test_a_node_shared_down_a_long_chain_is_named_without_walking_every_way_down():
+    """60 levels, each node the two children of the one above (2^60 ways down): refused at the first repeat."""
+    node = Success("leaf")
+    for level in range(60):
+        above = Sequence(f"L{level}", memory=True)
+        above.children.extend([node, node])
+        node = above
+    with pytest.raises(TreeShapeError, match=r"^node 'leaf' is in the tree twice \(L59/…/L1/L0/leaf and L59/…/L1/L0/leaf\)"):
+        Agent(node, state_schema=S)
