@@ -156,6 +156,7 @@ class Unhashable(Sequence):
 def test_a_root_of_a_node_class_without_a_hash_runs():
     agent = Agent(Unhashable("Root", memory=True, children=[Success("a")]), state_schema=S)
     assert agent.make_runner().root is agent.root
+    assert shape.check_shape(agent.root).paths == ["Root", "Root/a"]  # indexed all the same (not walked again)
 
 
 class LooksLikeANode:
