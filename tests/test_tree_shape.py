@@ -184,3 +184,17 @@ def test_a_node_shared_down_a_long_chain_is_named_without_walking_every_way_down
         node = above
     with pytest.raises(TreeShapeError, match=r"^node 'leaf' is in the tree twice \(L59/…/L1/L0/leaf and L59/…/L1/L0/leaf\)"):
         Agent(node, state_schema=S)
+
+
+class Named(str):
+    """A name that formats otherwise than its text (as a `(str, Enum)` member does: `Named.X`)."""
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+def test_a_name_that_is_a_str_subclass_gets_the_path_iter_paths_gives_it():
+    """`iter_paths` formats a name: the index the runner starts from, and the one it makes again when
+    the tree changes, must agree."""
+    root = Sequence("Root", memory=True, children=[Success(Named("x")), Success("y")])
+    assert shape.check_shape(root).paths == [path for _, path in iter_paths(root)]

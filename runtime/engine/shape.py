@@ -33,6 +33,7 @@ MAX_DEPTH = 200
 about a thousand (a real agent's tree is a dozen deep)."""
 
 _END = object()
+_TEXT = {str}
 _BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's answer never changes)
 
 
@@ -78,7 +79,7 @@ def _behaviours(classes: set[type]) -> bool:
 def _indexed(root: Any) -> TreeIndex | None:
     """The tree's index, None when a node is out of the ordinary (at fault, or a name that is no text
     or holds a `/`): then `_fault` names it, or the runner indexes the tree as paths do."""
-    if not isinstance(root.name, str) or "/" in root.name:
+    if type(root.name) is not str or "/" in root.name:
         return None
     nodes: list[Any] = []
     paths: list[str] = []
@@ -100,9 +101,8 @@ def _indexed(root: Any) -> TreeIndex | None:
             known = len(seen)
             seen.update(children)
             names = [child.name for child in children]
-            joined = "\0".join(names)
-            if len(seen) != known + len(children) or "/" in joined:
-                return None
+            if len(seen) != known + len(children) or set(map(type, names)) != _TEXT or "/" in "\0".join(names):
+                return None  # (a str subclass too: `iter_paths` formats it, which may not be its text)
             if len(set(names)) == len(names):
                 prefix = path + "/"
                 child_paths = [prefix + name for name in names]
