@@ -208,7 +208,7 @@ def main() -> None:
     medians = {checkout: _rows(r) for checkout, r in runs.items()}
     print(f"{args.nodes:,} nodes, median of {args.runs} turns, CPU s / wall s, load {' '.join(loads)}")
     print(f"{'':22}" + "".join(f"{checkout.name:>20}" for checkout in checkouts))
-    for row in ROWS:
+    for row in ROWS if args.tmux else ROWS[:-1]:
         print(f"{row:22}" + "".join(f"{medians[c][row][0]:>10.2f}{medians[c][row][1]:>10.2f}" for c in checkouts))
     print("launch = imports + tree file + DebugSession() + studio.app import + first frame; the tree file = the "
           "user's build + Agent(); runtime's share = Agent() + DebugSession() (the runner inside it); tmux launch "

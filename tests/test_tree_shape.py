@@ -156,6 +156,7 @@ class Unhashable(Sequence):
 def test_a_root_of_a_node_class_without_a_hash_runs():
     agent = Agent(Unhashable("Root", memory=True, children=[Success("a")]), state_schema=S)
     assert agent.make_runner().root is agent.root
+    assert shape.check_shape(agent.root).paths == ["Root", "Root/a"]  # indexed all the same (not walked again)
 
 
 class LooksLikeANode:
@@ -172,3 +173,28 @@ def test_a_child_that_looks_like_a_node_is_still_no_behaviour():
         Agent(root, state_schema=S)
     index = shape.check_shape(Sequence("Root", memory=True, children=[Success("a"), Selector("b", memory=False)]))
     assert index.kinds == [Sequence, Success, Selector] and [node.name for node in index.parents] == ["Root"]
+
+
+def test_a_node_shared_down_a_long_chain_is_named_without_walking_every_way_down():
+    """60 levels, each node the two children of the one above (2^60 ways down): refused at the first repeat."""
+    node = Success("leaf")
+    for level in range(60):
+        above = Sequence(f"L{level}", memory=True)
+        above.children.extend([node, node])
+        node = above
+    with pytest.raises(TreeShapeError, match=r"^node 'leaf' is in the tree twice \(L59/…/L1/L0/leaf and L59/…/L1/L0/leaf\)"):
+        Agent(node, state_schema=S)
+
+
+class Named(str):
+    """A name that formats otherwise than its text (as a `(str, Enum)` member does: `Named.X`)."""
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+def test_a_name_that_is_a_str_subclass_gets_the_path_iter_paths_gives_it():
+    """`iter_paths` formats a name: the index the runner starts from, and the one it makes again when
+    the tree changes, must agree."""
+    root = Sequence("Root", memory=True, children=[Success(Named("x")), Success("y")])
+    assert shape.check_shape(root).paths == [path for _, path in iter_paths(root)]

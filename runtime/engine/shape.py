@@ -33,6 +33,7 @@ MAX_DEPTH = 200
 about a thousand (a real agent's tree is a dozen deep)."""
 
 _END = object()
+_TEXT = {str}
 _BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's answer never changes)
 
 
@@ -78,7 +79,7 @@ def _behaviours(classes: set[type]) -> bool:
 def _indexed(root: Any) -> TreeIndex | None:
     """The tree's index, None when a node is out of the ordinary (at fault, or a name that is no text
     or holds a `/`): then `_fault` names it, or the runner indexes the tree as paths do."""
-    if not isinstance(root.name, str) or "/" in root.name:
+    if type(root.name) is not str or "/" in root.name:
         return None
     nodes: list[Any] = []
     paths: list[str] = []
@@ -100,9 +101,8 @@ def _indexed(root: Any) -> TreeIndex | None:
             known = len(seen)
             seen.update(children)
             names = [child.name for child in children]
-            joined = "\0".join(names)
-            if len(seen) != known + len(children) or "/" in joined:
-                return None
+            if len(seen) != known + len(children) or set(map(type, names)) != _TEXT or "/" in "\0".join(names):
+                return None  # (a str subclass too: `iter_paths` formats it, which may not be its text)
             if len(set(names)) == len(names):
                 prefix = path + "/"
                 child_paths = [prefix + name for name in names]
@@ -121,12 +121,13 @@ def _indexed(root: Any) -> TreeIndex | None:
     return TreeIndex(nodes, paths, kinds, parents)
 
 
-def _fault(root: Any) -> bool:
-    """Raise for the first node at fault as a depth-first walk meets it; whether a name holds a `/`."""
+def _fault(root: Any) -> tuple[bool, bool]:
+    """Raise for the first node at fault as a depth-first walk meets it; whether a name holds a `/`, and
+    whether every name is a text."""
     line = [root]  # the root down to the node being walked
     on_line = {id(root)}
     seen = {id(root): root.name}  # every node walked: its path, for a node met twice
-    slashed = "/" in str(root.name)
+    slashed, texts = "/" in str(root.name), isinstance(root.name, str)
     children = [iter(root.children)]
     while children:
         child = next(children[-1], _END)
@@ -148,25 +149,30 @@ def _fault(root: Any) -> bool:
             raise TreeShapeError(f"node {_path([*line, child])}: a name that is no text a store can keep "
                                  "(a lone surrogate)")
         slashed = slashed or "/" in str(child.name)
+        texts = texts and isinstance(child.name, str)
         line.append(child)
         on_line.add(id(child))
         seen[id(child)] = _path(line)
         children.append(iter(child.children))
-    return slashed
+    return slashed, texts
 
 
 def check_shape(root: Any) -> TreeIndex | None:
     """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, a tree
     deeper than `MAX_DEPTH`, or a name no store can keep; `NameHoldsSlash` for a name holding `/`.
-    Returns the tree's index, None for a tree with a name that is no text (its runner walks it itself)."""
+    Returns the tree's index, None for a tree with a name that is no text (its runner walks it itself, and
+    `iter_paths` says what it says of the name)."""
     if not isinstance(root, py_trees.behaviour.Behaviour):
         raise TreeShapeError(f"the root is a {type(root).__name__}, not a behaviour")
     if not _storable(root.name):
         raise TreeShapeError(f"node {root.name!r}: a name that is no text a store can keep (a lone surrogate)")
     index = _indexed(root)
-    if index is None and _fault(root):  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
+    if index is not None:
+        return index
+    slashed, texts = _fault(root)
+    if slashed:  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
         collections.deque(iter_paths(root), maxlen=0)
-    return index
+    return TreeIndex.of(list(iter_paths(root))) if texts else None  # (a node that hashes otherwise, say)
 
 
 __all__ = ["MAX_DEPTH", "TreeIndex", "TreeShapeError", "check_shape"]
