@@ -91,6 +91,7 @@ _CHANGE_OF = {old._value_: {new._value_: _CHANGES[old._value_, new._value_] for 
 # made to look one up: a tick changes 10,000)
 _STATUS_OF = attrgetter("status")
 _CHILDREN_OF = attrgetter("children")
+_PARENT_OF = attrgetter("parent")
 
 
 @dataclass
@@ -874,10 +875,12 @@ class ReactiveRunner:
         capture by places reaches the composites whose position may have moved without touching a leaf
         (a stage of 10,000 leaves: ~1,000 composites). Made once an index (~5 bytes a node)."""
         if self._kin_of is not self._order:
-            at = self.places
-            paths = self._paths_of([node.parent or node for node in self._order])
-            self._kin_made = (array("i", map(at.__getitem__, paths)),
-                              bytes(path in self._composites for path in self._order_paths))
+            parents = list(map(_PARENT_OF, self._order))  # (in C: ~10 ms at 100,000 nodes)
+            while None in parents:  # the root: its own
+                i = parents.index(None)
+                parents[i] = self._order[i]
+            self._kin_made = (array("i", map(self.places.__getitem__, self._paths_of(parents))),
+                              bytes(map(self._composites.__contains__, self._order_paths)))
             self._kin_of = self._order
         return self._kin_made
 
