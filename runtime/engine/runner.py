@@ -167,6 +167,7 @@ class ReactiveRunner:
     settle_within = 10.0  # seconds a run stopped from outside waits for its writes in flight (a hung store: forever)
     _diffed: list | None = None  # the index (`_order`) whose statuses were last read whole (`_status_changes`)
     _kin_of: list | None = None  # the index (`_order`) `_kin` was made of
+    _moved: tuple[list, list, list[int]] = ([], [], [])  # the last tick's statuses before, after, the places moved
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
@@ -759,9 +760,17 @@ class ReactiveRunner:
             below = [order[i] for i in stopped]
         if not moved:
             return {}
-        self._statuses = current
+        self._statuses, moved = current, sorted(set(moved))
+        self._moved = (previous, current, moved)
         paths, changes = self._order_paths, _CHANGE_OF
-        return {paths[i]: changes[previous[i]._value_][current[i]._value_] for i in sorted(set(moved))}
+        return {paths[i]: changes[previous[i]._value_][current[i]._value_] for i in moved}
+
+    def moved_between(self, before: list[Status], after: list[Status]) -> list[int] | None:
+        """The places (in `nodes` order) whose status differs between two lists of them the runner gave
+        (`status_lists`), when they are those a tick's end replaced and put (its `changed`, by place):
+        a caller comparing the lists (a checkpointer packing them) need not; else None."""
+        old, new, moved = self._moved
+        return moved if before is old and after is new else None
 
     def _every_change(self) -> dict[str, tuple[Status, Status]]:
         """The tick's changes found by reading every node's status (see `_status_changes`)."""

@@ -461,7 +461,8 @@ class RunnerCheckpoints:
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         changed = tick.changed if tick is not None else {}
-        packing = self._packed.encode(runner.status_lists()[1], fresh, full, changed) if self._packed else None
+        packing = self._packed.encode(runner.status_lists()[1], fresh, full, changed,
+                                      runner.moved_between) if self._packed else None
         every = packing is not None and (packing.places is None or len(packing.places) * 4 > len(self._tree.paths))
         if every:  # a new line, or many changed: every composite's position (not each changed path's parent)
             captured = runner.capture(statuses=False)
