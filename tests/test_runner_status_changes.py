@@ -59,10 +59,13 @@ async def test_every_change_is_reported_in_the_trees_order_the_stopped_subtrees_
     runner = ReactiveRunner(root, Empty)
     reports = []
     for _ in range(4):
-        before = runner.statuses()
+        before, reported = runner.statuses(), runner.reported_statuses()  # (none before the first tick)
         runner.signal()  # (a running tree ticks again once woken)
         reports.append(report := await runner.step(detailed=True))
         expected = _changes(before, runner.statuses())
+        if reported is not None:  # the places that moved, as the lists compared would give them
+            assert runner.moved_between(reported[1], runner.status_lists()[1]) == [
+                i for i, path in enumerate(runner.nodes) if path in expected]
         assert report.changed == expected
         assert list(report.changed) == [path for path in runner.nodes if path in expected]  # the tree's order
     assert reports[1].changed["root/guard/work/deep/long"] == (Status.RUNNING, Status.INVALID)  # never ticked

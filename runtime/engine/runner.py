@@ -27,6 +27,7 @@ import inspect
 import threading
 import time
 import uuid
+from array import array
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -90,6 +91,7 @@ _CHANGE_OF = {old._value_: {new._value_: _CHANGES[old._value_, new._value_] for 
 # made to look one up: a tick changes 10,000)
 _STATUS_OF = attrgetter("status")
 _CHILDREN_OF = attrgetter("children")
+_PARENT_OF = attrgetter("parent")
 
 
 @dataclass
@@ -164,6 +166,8 @@ def _guarded(node: py_trees.behaviour.Behaviour) -> bool:
 class ReactiveRunner:
     settle_within = 10.0  # seconds a run stopped from outside waits for its writes in flight (a hung store: forever)
     _diffed: list | None = None  # the index (`_order`) whose statuses were last read whole (`_status_changes`)
+    _kin_of: list | None = None  # the index (`_order`) `_kin` was made of
+    _moved: tuple[list, list, list[int]] = ([], [], [])  # the last tick's statuses before, after, the places moved
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
@@ -785,9 +789,17 @@ class ReactiveRunner:
             below = [order[i] for i in stopped]
         if not moved:
             return {}
-        self._statuses = current
+        self._statuses, moved = current, sorted(set(moved))
+        self._moved = (previous, current, moved)
         paths, changes = self._order_paths, _CHANGE_OF
-        return {paths[i]: changes[previous[i]._value_][current[i]._value_] for i in sorted(set(moved))}
+        return {paths[i]: changes[previous[i]._value_][current[i]._value_] for i in moved}
+
+    def moved_between(self, before: list[Status], after: list[Status]) -> list[int] | None:
+        """The places (in `nodes` order) whose status differs between two lists of them the runner gave
+        (`status_lists`), when they are those a tick's end replaced and put (its `changed`, by place):
+        a caller comparing the lists (a checkpointer packing them) need not; else None."""
+        old, new, moved = self._moved
+        return moved if before is old and after is new else None
 
     def _every_change(self) -> dict[str, tuple[Status, Status]]:
         """The tick's changes found by reading every node's status (see `_status_changes`)."""
@@ -862,15 +874,26 @@ class ReactiveRunner:
                     self._go_idle()
 
     # -- capture and load (the seam of runtime.memory.checkpoint) -------------------
-    def capture(self, paths: Iterable[str] | None = None, *, statuses: bool = True) -> RunnerState:
+    def capture(self, paths: Iterable[str] | None = None, *, statuses: bool = True,
+                places: Iterable[int] | None = None) -> RunnerState:
         """The runner's own state now: statuses and composite positions of `paths` (every
         node when None: pass a tick's `changed` and `ticked` to capture only what it touched),
         and the resume data of every node that keeps some (few nodes do). Without `statuses`
         (every node), only positions and resume data: for a caller that reads the statuses as
-        lists (`status_lists`; a checkpointer packing a large tree's)."""
+        lists (`status_lists`; a checkpointer packing a large tree's). `places` (in `nodes`
+        order) instead of paths: the positions of those nodes and their parents, no statuses (the
+        same caller: the places it found changed), the composites among them in `touched`;
+        looked up by place, not path (10,000 of a 100,000-node tree: ~10 ms less a save)."""
         nodes, composites = self.nodes, self._composites
         captured = RunnerState(self.tick_count, self.run_id, self.event_bus.position, self._wake.is_set())
-        if paths is None:  # comprehensions, then the composites alone: 20 ms at 100,000 nodes, not 25
+        if places is not None:
+            parent_at, composite_at = self._kin()
+            kin = set(map(parent_at.__getitem__, places))
+            kin.update(places)
+            kin = [i for i in kin if composite_at[i]]
+            selected = list(zip(map(self._order_paths.__getitem__, kin), map(self._order.__getitem__, kin), strict=True))
+            captured.touched = frozenset(p for p, _ in selected)
+        elif paths is None:  # comprehensions, then the composites alone: 20 ms at 100,000 nodes, not 25
             if statuses:
                 captured.statuses = dict(zip(self._order_paths, [n.status._value_ for n in self._order], strict=True))
             selected = composites.items()
@@ -884,6 +907,20 @@ class ReactiveRunner:
         for path, node in self._resumable.items():
             captured.resume[path] = node.dump_resume_state()
         return captured
+
+    def _kin(self) -> tuple[array, bytes]:
+        """Each node's parent's place (the root's: its own) and whether it is a composite, by place: a
+        capture by places reaches the composites whose position may have moved without touching a leaf
+        (a stage of 10,000 leaves: ~1,000 composites). Made once an index (~5 bytes a node)."""
+        if self._kin_of is not self._order:
+            parents = list(map(_PARENT_OF, self._order))  # (in C: ~10 ms at 100,000 nodes)
+            while None in parents:  # the root: its own
+                i = parents.index(None)
+                parents[i] = self._order[i]
+            self._kin_made = (array("i", map(self.places.__getitem__, self._paths_of(parents))),
+                              bytes(map(self._composites.__contains__, self._order_paths)))
+            self._kin_of = self._order
+        return self._kin_made
 
     def load(self, captured: RunnerState) -> None:
         """Put a captured runner state back (load the state manager's values first).

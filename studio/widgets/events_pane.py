@@ -61,6 +61,7 @@ SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
 PAYLOAD_CHARS = 200  # of a row's payload
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # would move the terminal's cursor (C1: an 8-bit CSI, too)
+_STR = frozenset({str})  # the type of a plain dict's keys (`_json_pieces`)
 _TYPE = attrgetter("type")  # an event's or a tick's block's, read in C: a refill scans every entry for streams
 
 
@@ -149,7 +150,7 @@ def payload_preview(value: Any, limit: int = PAYLOAD_CHARS) -> str:
 def _json_pieces(value: Any) -> Iterator[str]:
     """`json.dumps(to_jsonable_python(value))` in order, a token or a leaf at a time: plain dicts
     (of string keys), lists and tuples are walked, anything else is written whole as `preview` writes it."""
-    if type(value) is dict and all(type(key) is str for key in value):
+    if type(value) is dict and _STR.issuperset(map(type, value)):  # (keys checked in C: a tick's changes map 10,000)
         yield "{"
         for i, (key, item) in enumerate(value.items()):
             yield f"{', ' if i else ''}{json.dumps(key, ensure_ascii=False)}: "
