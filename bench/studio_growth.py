@@ -6,8 +6,11 @@ stages (a tick a stage or two), stepped `n` in the app (headless), RSS after 20,
 Prints the RSS at each mark and the growth a step from the first mark to the last, and beside it
 the growth of Python's allocated blocks (`sys.getallocatedblocks`): memory freed earlier in the
 process (a runner dropping what py_trees made) is reused before the RSS grows, so the RSS alone can
-hide a growth for hundreds of steps. A step here changes about nodes / stages nodes: a tick's
-changes (and the events pane's rows of them) are what a run's length may keep.
+hide a growth for hundreds of steps. The growth is given from the first mark and from the third (the
+events pane's formatted lines, `LINES_KEPT`, fill in the first ~70 steps). A step here changes about nodes / stages nodes: a tick's
+changes (and the events pane's rows of them) are what a run's length may keep. The baseline is the
+same run stepped by its session alone, no app (`--alone`): the runtime's and the session's growth,
+what the studio's panes add is the difference.
 """
 
 from __future__ import annotations
@@ -33,28 +36,34 @@ from studio.session import DebugSession  # noqa: E402
 MARKS = (20, 60, 120, 200)  # steps
 
 
-async def measure(nodes: int, stages: int) -> tuple[dict[int, float], dict[int, int]]:
+async def measure(nodes: int, stages: int, alone: bool) -> tuple[dict[int, float], dict[int, int]]:
     agent = Agent(large_tree.build_root(total=nodes, stages=stages), state_schema=large_tree.LargeState)
     session = DebugSession(LoadedTree(agent, Path("large_tree.py"), "build", {}), store=private_store())
-    app, rss, blocks = StudioApp(session), {}, {}
-    async with app.run_test(size=SIZE) as pilot:
+    if alone:
+        return await _steps(session, session.step, lambda delay=None: asyncio.sleep(delay or 0))
+    async with StudioApp(session).run_test(size=SIZE) as pilot:
         await pilot.pause(2)
-        for step in range(1, MARKS[-1] + 1):
-            started = time.perf_counter()
-            while not (session.runner.can_tick_now or session.runner.finished) and time.perf_counter() - started < 5:
-                await asyncio.sleep(0.005)  # a stage's pause: the next tick finds it done
-            if session.runner.finished:
-                break
-            tick = session.tick
-            await pilot.press("n")
-            while session.tick == tick:
-                await asyncio.sleep(0.002)
-            await pilot.pause()
-            if step in MARKS:
-                await pilot.pause(0.3)
-                gc.collect()
-                rss[step], blocks[step] = rss_mb(), sys.getallocatedblocks()
-                print(f"{step:>5} steps {rss[step]:>8.1f} MB {blocks[step]:>10,} blocks", flush=True)
+        return await _steps(session, lambda: pilot.press("n"), pilot.pause)
+
+
+async def _steps(session: DebugSession, step_once, pause) -> tuple[dict[int, float], dict[int, int]]:
+    rss, blocks = {}, {}
+    for step in range(1, MARKS[-1] + 1):
+        started = time.perf_counter()
+        while not (session.runner.can_tick_now or session.runner.finished) and time.perf_counter() - started < 5:
+            await asyncio.sleep(0.005)  # a stage's pause: the next tick finds it done
+        if session.runner.finished:
+            break
+        tick = session.tick
+        await step_once()
+        while session.tick == tick:
+            await asyncio.sleep(0.002)
+        await pause()
+        if step in MARKS:
+            await pause(0.3)
+            gc.collect()
+            rss[step], blocks[step] = rss_mb(), sys.getallocatedblocks()
+            print(f"{step:>5} steps {rss[step]:>8.1f} MB {blocks[step]:>10,} blocks", flush=True)
     return rss, blocks
 
 
@@ -62,11 +71,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--stages", type=int, default=300)
+    parser.add_argument("--alone", action="store_true", help="the baseline: the session stepped alone, no app")
     args = parser.parse_args()
-    rss, blocks = asyncio.run(measure(args.nodes, args.stages))
-    first, last = min(rss), max(rss)
-    print(f"growth {first}->{last} steps: {(rss[last] - rss[first]) * 1000 / (last - first):.1f} KB a step, "
-          f"{(blocks[last] - blocks[first]) / (last - first):.0f} blocks a step")
+    rss, blocks = asyncio.run(measure(args.nodes, args.stages, args.alone))
+    last = max(rss)
+    for first in sorted(rss)[::2]:  # from the first mark, and once the panes' windows have filled
+        print(f"growth {first}->{last} steps: {(rss[last] - rss[first]) * 1000 / (last - first):.1f} KB a step, "
+              f"{(blocks[last] - blocks[first]) / (last - first):.0f} blocks a step")
 
 
 if __name__ == "__main__":
