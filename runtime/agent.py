@@ -34,6 +34,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
 import py_trees
@@ -44,7 +45,7 @@ from .config import ReActConfig
 from .engine.deps import RunContext
 from .engine.events import INTERRUPTED, EventType, RuntimeEventBus
 from .engine.runner import ReactiveRunner
-from .engine.shape import check_shape
+from .engine.shape import TreeIndex, check_shape
 from .guard import Answers, ApprovalError, ApprovalManager, ApprovalRequest
 from .messages import Message
 from .model import Usage
@@ -133,13 +134,16 @@ class AgentLoop:
         return self.answer.namespace
 
 
-def find_agents(root: py_trees.behaviour.Behaviour) -> list[AgentLoop]:
+def find_agents(root: py_trees.behaviour.Behaviour, classes: Iterable[type] | None = None) -> list[AgentLoop]:
     """The outermost agents of a tree, in tree order (a plan-execute's inner executor is part
     of its plan, not an agent of its own).
 
     An agent is a `LoopUntilSuccess` holding an `AgentLLMNode` (its `answer_node`, else the
-    first such node in it); an `AgentLLMNode` outside any loop is an agent by itself.
+    first such node in it); an `AgentLLMNode` outside any loop is an agent by itself. `classes`: the
+    tree's node classes, when known: a tree with none of those is not walked (a large tree of plain nodes).
     """
+    if classes is not None and not any(issubclass(cls, (LoopUntilSuccess, AgentLLMNode)) for cls in classes):
+        return []
     agents: list[AgentLoop] = []
 
     def visit(node: py_trees.behaviour.Behaviour) -> None:
@@ -174,7 +178,7 @@ class Agent:
     def __init__(self, root: py_trees.behaviour.Behaviour, state_schema: type[BaseModel] | BaseModel = ReActState,
                  context: RunContext | None = None, *, result: py_trees.behaviour.Behaviour | None = None,
                  max_iterations_hard_limit: int | None = None):
-        check_shape(root)
+        self._index = check_shape(root)  # the first runner's (`make_runner`): the tree is walked once
         state_schema_of(state_schema)
         self.root = root
         self.state_schema = state_schema
@@ -184,7 +188,7 @@ class Agent:
                 raise ValueError(f"Agent: max_iterations_hard_limit must be >= 1, not {max_iterations_hard_limit}")
             self.context.max_iterations_hard_limit = max_iterations_hard_limit
         self.runner: ReactiveRunner | None = None
-        self.agents = find_agents(root)
+        self.agents = find_agents(root, None if self._index is None else set(self._index.kinds))
         if result is not None:
             found = find_agents(result)
             if not found or not any(node is result for node in root.iterate()):
@@ -205,13 +209,22 @@ class Agent:
     def make_runner(self, event_bus: RuntimeEventBus | None = None, checkpointer: Any = None) -> ReactiveRunner:
         """A runner over this agent's root, state and context (an approval manager is added if missing)."""
         runner = ReactiveRunner(self.root, self.state_schema, self.context, event_bus=event_bus,
-                                checkpointer=checkpointer)
+                                checkpointer=checkpointer, index=self._unchanged_index())
         runner.input_namespace = self.input_namespace
         if self.context.approval_manager is None:
             self.context.approval_manager = ApprovalManager(runner.event_bus)
-        if self._toolboxes():
+        if self._toolboxes(runner.nodes.values()):
             runner.add_finish_hook(self._close_when_finished)
         return runner
+
+    def _unchanged_index(self) -> TreeIndex | None:
+        """The index `check_shape` made in `__init__`, once, while the tree holds as many children as then
+        (one a node but the root): a child added or taken away since, the runner walks the tree again. A node
+        renamed in between keeps its path of then (a tree file's runner, and `run()`'s, is made right after)."""
+        index, self._index = self._index, None
+        if index is None or sum(map(len, map(attrgetter("children"), index.nodes))) != len(index.nodes) - 1:
+            return None
+        return index
 
     async def run(self, input_data: Mapping[str, Any] | None = None, *, max_ticks: int | None = None,
                   debug: str | int | None = None) -> AgentResult:
@@ -319,9 +332,10 @@ class Agent:
     async def _close_when_finished(self, runner: ReactiveRunner, status: Any) -> None:
         await self.close()
 
-    def _toolboxes(self) -> list[ToolBox]:
-        """The tree's tool boxes, each once (a ReAct loop's LLM node and executor share one)."""
-        boxes = {id(box): box for node in self.root.iterate()
+    def _toolboxes(self, nodes: Iterable[py_trees.behaviour.Behaviour] | None = None) -> list[ToolBox]:
+        """The tree's tool boxes, each once (a ReAct loop's LLM node and executor share one); `nodes`: the
+        tree's as a runner indexed them (a list, not py_trees' recursive walk: ~3x faster at 100,000 nodes)."""
+        boxes = {id(box): box for node in (self.root.iterate() if nodes is None else nodes)
                  if isinstance(box := getattr(node, "toolbox", None), ToolBox)}
         return list(boxes.values())
 

@@ -21,6 +21,10 @@ a Ctrl-C during a long but finite tick (a large tree's) stops the run after the 
 and its last checkpoint is a whole tick's, not one cut through the middle of the nodes' updates. Only
 code that holds on is cut (a cut may then land in the runtime's code that the user's code called, a
 state write: the run's INTERRUPTED checkpoint holds what its tick had done until then).
+
+Stopping the run runs the user's code once more: the tree's stop calls its nodes' `terminate()`. Once the
+loop has heard a signal, that clean-up is `stopping_code`: one that holds on past `GRACE` is cut by the
+signal sent again, so a `terminate()` that never returns cannot keep a process systemd stopped alive.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ _holding = False  # the main thread runs the user's code, which a signal stops (
 _since = 0.0  # since when (time.monotonic()) it has held the thread
 _active = False  # within `user_code_stops()` (a command's loop): else the user's code runs as it is, at no cost
 _pending: int | None = None  # a signal the loop's handler has not taken yet (`heard`): sent again until it has
+_heard: int | None = None  # the signal the loop's handler took: the command is stopping on it (`stopping_code`)
 GRACE = 1.0  # seconds the user's code holding the thread has to give it back before a signal cuts it
 
 
@@ -158,10 +163,34 @@ def _holding_step(step: Callable[[Any], Any], value: Any) -> Any:
 
 
 def heard(signum: int) -> None:
-    """The loop's handler took `signum` (`studio.stopping.on_signals`): it is not sent again (`_again`)."""
-    global _pending
+    """The loop's handler took `signum` (`studio.stopping.on_signals`): it is not sent again (`_again`), but
+    the clean-up the command then runs (`stopping_code`) is cut by it."""
+    global _pending, _heard
+    _heard = signum
     if _pending == signum:
         _pending = None
+
+
+def stopping_code(call: Callable[[], Any]) -> bool:
+    """`call()`, the user's clean-up that runs synchronously as a run stops (the tree's stop: its nodes'
+    `terminate()`). Once the loop has heard a signal, code that holds the thread past `GRACE` here is cut by
+    that signal sent again. False when it was cut, and the caller ends the clean-up without the user's code."""
+    global _holding, _since, _pending
+    if not _active or _heard is None or get_ident() != _MAIN:
+        call()
+        return True
+    was, _holding = _holding, True
+    if not was:
+        _since = time.monotonic()
+    _pending = _heard
+    _later(_heard)
+    try:
+        call()
+        return True
+    except _StoppedUserCode:
+        return False
+    finally:
+        _holding, _pending = was, None
 
 
 def _later(signum: int) -> None:
@@ -203,7 +232,7 @@ def user_code_stops() -> Iterator[None]:
     other time the handler does nothing, as the loop's own does (the loop hears it through its wakeup fd
     either way)."""
 
-    global _active, _pending
+    global _active, _pending, _heard
 
     def stop_user_code(signum: int, _frame: Any) -> None:
         global _pending
@@ -216,6 +245,7 @@ def user_code_stops() -> Iterator[None]:
         yield
         return
     was, _active, _pending = _active, True, None
+    _heard = None
     try:
         with _handled_by(stop_user_code):
             yield
@@ -223,5 +253,5 @@ def user_code_stops() -> Iterator[None]:
         _active = was
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "heard", "run_user_code", "signals_raise", "user_code_stops",
-           "user_steps"]
+__all__ = ["SIGNALS", "Stopped", "exit_status", "heard", "run_user_code", "signals_raise", "stopping_code",
+           "user_code_stops", "user_steps"]

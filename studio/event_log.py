@@ -71,11 +71,11 @@ class StampedEvent:
 class TickEvents(Sequence[StampedEvent]):
     """A tick's `node.returned` events (its unseen returns, few), `node.status` events (one per changed
     node) and `tick.completed`, in that order, as the runner numbered them: kept as the tick's telemetry
-    record and its changes (compactly, below), each event built when first read.
+    record and its changes (compactly, below), each event built when read (and not kept here).
     Its `type` and `seq` are those of its first event's place: `tick.completed` ends it, so it is what
     a view that redraws on a tick's end looks for."""
 
-    __slots__ = ("_built", "branch", "codes", "kinds", "paths", "record", "run_id", "status", "tick")
+    __slots__ = ("branch", "codes", "kinds", "paths", "record", "run_id", "status", "tick")
 
     type = EventType.TICK_COMPLETED.value
 
@@ -94,7 +94,6 @@ class TickEvents(Sequence[StampedEvent]):
         self.paths: tuple[str, ...] = tuple(report.changed)
         self.codes = bytes(map(code.__getitem__, map(id, changes)))
         self.kinds: list[tuple[Status, Status]] = list(kinds.values())
-        self._built: dict[int, StampedEvent] = {}
 
     @classmethod
     def of(cls, branch: str, run_id: str | None, report: TickReport) -> TickEvents | None:
@@ -119,6 +118,9 @@ class TickEvents(Sequence[StampedEvent]):
         return len(self.returned) + len(self.paths) + 1
 
     def __getitem__(self, index):  # type: ignore[override]
+        """The event at `index`, built anew at each read and kept by the reader alone (the rows on
+        screen, a node's history): a block kept an event it built for the run's length, its
+        `tick.completed` naming each change again (~40 bytes a change)."""
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         size = len(self)
@@ -126,27 +128,10 @@ class TickEvents(Sequence[StampedEvent]):
             index += size
         if not 0 <= index < size:
             raise IndexError(index)
-        built = self._built.get(index)
-        if built is None:
-            built = self._built[index] = StampedEvent(self.branch, self._event(index))
-        return built
-
-    def made(self, index: int) -> StampedEvent:
-        """The event at `index` (0 or more), not kept by the block when it was not built yet: for a reader
-        that holds it itself (a node's history, a filtered pane's rows), which `let_go` never reaches."""
-        return self._built.get(index) or StampedEvent(self.branch, self._event(index))
+        return StampedEvent(self.branch, self._event(index))
 
     def __iter__(self) -> Iterator[StampedEvent]:
         return map(self.__getitem__, range(len(self)))
-
-    def built(self) -> Iterable[StampedEvent]:
-        """The events read so far (the ones a pane formatted lines for)."""
-        return self._built.values()
-
-    def let_go(self) -> None:
-        """Forget the events built so far (its rows left the events pane): kept, every tick of a run would
-        hold its `tick.completed`, whose payload names each change (~40 bytes a change)."""
-        self._built = {}
 
     def parts(self) -> list[tuple[str, range]]:
         """(event type, its places): what a filter on types alone can pass over without building any."""
@@ -182,11 +167,11 @@ class TickEvents(Sequence[StampedEvent]):
                             tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
 
     def of_node(self, path: str) -> list[StampedEvent]:
-        """The node's events in this tick: its unseen returns, then its change (`made`: not kept here)."""
+        """The node's events in this tick: its unseen returns, then its change."""
         places = [i for i, (returned_path, _, _) in enumerate(self.returned) if returned_path == path]
         if path in self.paths:  # (a scan in C: ~0.1 ms a tick at 10,000 changes; `EventLog._touching` once a tick)
             places.append(len(self.returned) + self.paths.index(path))
-        return [self.made(i) for i in places]
+        return [self[i] for i in places]
 
     def touches(self, path: str) -> bool:
         """Whether the tick has an event of the node (a change, an unseen return)."""

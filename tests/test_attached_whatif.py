@@ -15,7 +15,6 @@ from test_debug_controls import sample, served
 from test_debug_controls import until as protocol_until
 from test_snapshots import filter_events_with
 from test_tui_app import plain
-from test_whatif_screens import edited, first_model_call
 from textual.widgets import DataTable, OptionList, Static, TextArea
 from tui_fixtures import REACT_CALCULATOR, session_on, settle, steady_terminal, studio_on, until  # noqa: F401
 
@@ -252,23 +251,3 @@ async def test_bad_compare_what_if_and_tool_requests_are_refused_in_one_line_and
         assert (await client.request("compare_targets", run_id=run_id, branch="main"))["targets"] == []
         await client.request("continue")
         assert await task == Status.SUCCESS
-
-
-async def test_w_on_a_model_call_in_an_attached_studio_forks_with_its_answer_edited(tmp_path):
-    async with studio_on("remote", REACT_CALCULATOR, tmp_path) as (session, app, pilot):
-        await settle(app, pilot)
-        await to_the_end(session)
-        await settle(app, pilot)
-        screen = await first_model_call(app, pilot)  # its I/O asked of the served run's store
-        assert "w: what if" in screen.query_one(".dialog").border_subtitle
-        await pilot.press("w")
-        await until(lambda: isinstance(app.screen, AnswerEditor))
-        assert '"name": "calculator"' in app.screen.query_one(TextArea).text  # the recorded answer, to edit
-        await edited(app, pilot, "not JSON, so plain text: About 110.")
-        await until(lambda: app.screen is app.main)
-        await settle(app, pilot)
-        assert session.branch == "whatif-1" and session.run_state == RunState.PAUSED
-        assert [row.summary for row in session.checkpoints() if row.branch == "whatif-1"][0].startswith(
-            "✎ what if Calculator.llm round 0 answered 'not JSON, so plain text: About 110.'")
-        await to_the_end(session)
-        assert session.state_snapshot()[""]["final_answer"] == "not JSON, so plain text: About 110."

@@ -39,8 +39,8 @@ async def test_a_condition_on_tick_1234_of_a_fast_continue_stops_there_with_the_
 async def test_a_continue_nobody_reads_builds_no_tick_detail_until_a_breakpoint_or_a_listener_needs_it(monkeypatch):
     detailed = []
     changes = ReactiveRunner._status_changes
-    monkeypatch.setattr(ReactiveRunner, "_status_changes", lambda runner: (detailed.append(runner.tick_count),
-                                                                           changes(runner))[1])
+    monkeypatch.setattr(ReactiveRunner, "_status_changes", lambda runner, *tick: (detailed.append(runner.tick_count),
+                                                                                  changes(runner, *tick))[1])
     debugger = counter()
     debugger.add_listener(lambda kind, data: None, ticks=False)  # as the debug server listens
     assert (await debugger.continue_(max_ticks=100)).tick == 100 and detailed == []

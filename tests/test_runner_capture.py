@@ -107,3 +107,16 @@ async def test_the_runner_records_into_any_checkpointer_through_its_protocol():
     await runner.run()
     assert [tick for tick, _ in recorder.ticks] == list(range(1, runner.tick_count + 1))
     assert recorder.ticks[0][1]["loop"] == (Status.INVALID, Status.RUNNING)  # what each tick changed
+
+
+async def test_capture_by_places_holds_the_positions_of_the_composites_among_them_and_their_parents():
+    runner = ReactiveRunner(tree(), State)
+    await runner.run(max_ticks=2)
+    order = list(runner.nodes)
+    leaves = [i for i, path in enumerate(order) if not runner.nodes[path].children]
+    touched = {path for path in {order[i] for i in leaves} | {order[i].rpartition("/")[0] for i in leaves}
+               if path in runner.nodes and runner.nodes[path].children}
+    by_places = runner.capture(places=leaves)
+    assert by_places.touched == touched and by_places.statuses == {}
+    assert by_places.positions == {p: i for p, i in runner.capture().positions.items() if p in touched}
+    assert by_places.resume == runner.capture().resume

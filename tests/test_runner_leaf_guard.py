@@ -108,3 +108,34 @@ async def test_outside_a_runners_tick_a_guarded_leaf_ticks_as_py_trees_does():
     assert plain.children[0].status == Status.INVALID
     await runner.step()
     assert guarded.status == Status.FAILURE and [node for node, _ in errors] == ["root/n"]
+
+
+class OwnTick(py_trees.behaviour.Behaviour):
+    def update(self) -> Status:
+        return Status.SUCCESS
+
+    def tick(self):
+        yield from super().tick()
+
+
+class Holding(py_trees.behaviour.Behaviour):
+    """A plain leaf's class whose nodes hold children (py_trees' leaf tick never ticks them)."""
+
+    def update(self) -> Status:
+        return Status.SUCCESS
+
+
+def test_the_runner_guards_a_class_at_a_time_and_a_node_only_where_its_class_cannot_say():
+    """A class of plain leaves gets the leaf tick once it has a leaf in the tree; a node of such a class
+    holding children, or of a class with its own tick, is guarded on the node; py_trees' own composites
+    are left alone."""
+    holding = Holding("holds")
+    holding.children.append(Breaks("inner"))
+    own, seq = OwnTick("own"), Sequence("seq", memory=True, children=[Exits("exits")])
+    ReactiveRunner(Sequence("root", memory=True, children=[holding, own, seq]), Empty)
+    assert Holding.tick is py_trees.behaviour.Behaviour.tick  # no leaf of it: its class left as it is
+    assert holding._jianmu_guarded and own._jianmu_guarded
+    assert Breaks.tick is not py_trees.behaviour.Behaviour.tick and Exits.tick is Breaks.tick
+    assert not hasattr(seq, "_jianmu_guarded") and not hasattr(seq.children[0], "_jianmu_guarded")
+    ReactiveRunner(Sequence("root2", memory=True, children=[Holding("leaf")]), Empty)
+    assert Holding.tick is Breaks.tick

@@ -24,7 +24,6 @@ from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
 from studio.widgets.event_rows import EventRows
 from studio.widgets.events_pane import EventsPane
-from studio.widgets.tree_pane import TreePane
 
 NODES = 600  # three stages of ~200 nodes: a step changes one stage's nodes at once
 
@@ -54,7 +53,6 @@ async def test_a_ticks_telemetry_is_one_block_that_reads_as_the_store_rebuilds_i
     assert [block.tick for block in blocks] == [1, 2, 3] and all(block in told for block in blocks)
     assert not any(type(e) is StampedEvent and e.type in TICK_BLOCK for e in session.frame_events().entries)
     assert sum(len(block.paths) for block in blocks) > NODES // 3  # a stage's nodes changed, no event built each
-    assert all(not list(block.built()) for block in blocks)  # nothing read them yet
     stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type in TICK_BLOCK]
     shown = [event for event in session.frame_events() if event.type in TICK_BLOCK]
     assert _facts(shown) == _facts(stored)
@@ -82,14 +80,15 @@ async def test_the_events_pane_builds_the_rows_it_draws_and_every_row_of_a_tick_
         await settle(app, pilot)
         pane = app.main.query_one(EventsPane)
         block = next(e for e in session.frame_events().entries if type(e) is TickEvents and e.tick == 2)
-        assert len(list(block.built())) <= pane.size.height + 1  # only rows on screen were built
+        formatted = [pane._rows[row - pane._rows.base] for row in pane._texts]
+        assert sum(row in block for row in formatted) <= pane.size.height + 1  # only rows on screen were formatted
         if scroll != "bottom":
             first = next(i for i in range(pane.line_count) if pane._rows[i].seq == block.seq)
             pane.scroll_to(y=first, animate=False)
             await pilot.pause()
         top = int(pane.scroll_y)
         shown = [pane._rows[i] for i in range(top, min(pane.line_count, top + pane.size.height))]
-        assert shown and all(row in block.built() or type(row) is StampedEvent for row in shown)
+        assert shown and all(row in block or type(row) is StampedEvent for row in shown)
         expected = [e for e in session.frame_events() if e.type == "node.status" and e.tick == 2]
         rows = [row for row in pane._rows if row.type == "node.status" and row.tick == 2]
         assert _facts(rows) == _facts(expected) and {e.node for e in expected} == set(block.paths)
@@ -107,29 +106,26 @@ def _event(seq: int) -> StampedEvent:
     return StampedEvent("main", RuntimeEvent(seq, "log", 0.0, 1, None, "run", {}))
 
 
-def test_rows_past_the_limit_drop_off_a_block_at_a_time_and_let_their_lines_go():
-    rows, gone = EventRows(limit=10), []
-    assert rows.extend([_event(1), _block(2, 6), _event(9)], gone.append) == 9 and len(rows) == 9
-    assert [row.seq for row in rows] == list(range(1, 10))  # every row read: the block's events built
-    assert rows.extend([_event(seq) for seq in range(10, 15)], gone.append) == 5
+def test_rows_past_the_limit_drop_off_a_block_at_a_time_and_keep_their_numbers():
+    rows = EventRows(limit=10)
+    assert rows.extend([_event(1), _block(2, 6), _event(9)]) == 9 and len(rows) == 9
+    assert [row.seq for row in rows] == list(range(1, 10)) and rows.base == 0
+    assert rows.extend([_event(seq) for seq in range(10, 15)]) == 5
     assert [row.seq for row in rows] == list(range(5, 15)) and rows[0].seq == 5 and rows.last.seq == 14
-    assert [e.seq for e in gone] == [1]  # the block is partly there still: its rows stay built
-    rows.extend([_event(seq) for seq in range(15, 19)], gone.append)
-    assert [e.seq for e in gone] == list(range(1, 9)) and [row.seq for row in rows] == list(range(9, 19))
+    assert rows.base == 4  # row 0 is the fifth row since the rows began
+    rows.extend([_event(seq) for seq in range(15, 19)])
+    assert [row.seq for row in rows] == list(range(9, 19)) and rows.base == 8
 
 
-def test_a_block_keeps_its_changes_compactly_and_lets_its_built_events_go_with_its_rows():
+def test_a_block_keeps_its_changes_compactly_and_no_event_it_built():
     """A run's length of blocks held a dict of each tick's changes, and the `tick.completed` the pane
     built (its payload naming each change again): ~200 KB a tick at 100,000 nodes, for the run's length."""
     block = _block(2, 10_000)
     held = sum(map(sys.getsizeof, gc.get_referents(block)))  # (a slotted object: its fields)
     assert held < 12 * 10_000  # the paths in order and a byte a change (a dict: ~37 bytes a change)
     assert block[-1].payload["changed"]["n7"] == ["INVALID", "SUCCESS"] and block[7].node == "n7"
-    rows = EventRows(limit=5)
-    rows.extend([block], lambda event: None)
-    assert rows.last.type == "tick.completed" and list(block.built())  # drawn: built
-    rows.extend([_event(seq) for seq in range(20_000, 20_005)], lambda event: None)  # its rows all dropped off
-    assert not list(block.built()) and block[-1].payload["changed"]["n7"] == ["INVALID", "SUCCESS"]
+    list(block)  # every row read (a pane scrolled over it)
+    assert sum(map(sys.getsizeof, gc.get_referents(block))) == held  # no event kept
 
 
 async def test_a_nodes_history_looks_at_each_tick_once_and_keeps_nothing_in_the_blocks(tmp_path, monkeypatch):
@@ -147,8 +143,6 @@ async def test_a_nodes_history_looks_at_each_tick_once_and_keeps_nothing_in_the_
     assert session.node_detail(root).history == first and len(looked) == 2  # nothing new: nothing looked at
     await _steps(session, 2)
     assert len(session.node_detail(root).history) > len(first) and len(looked) == 4  # the new ticks only
-    blocks = [e for e in session.frame_events().entries if type(e) is TickEvents]
-    assert blocks and not [event for block in blocks for event in block.built()]
 
 
 async def test_a_filter_on_types_passes_over_a_ticks_rows_without_building_them(tmp_path):
@@ -159,9 +153,6 @@ async def test_a_filter_on_types_passes_over_a_ticks_rows_without_building_them(
         pane.refilter("-type:node.status", session.frame_events())
         await _steps(session, 2)
         await settle(app, pilot)
-        blocks = [e for e in session.frame_events().entries if type(e) is TickEvents]
-        selected = app.main.query_one(TreePane).selected_path  # its detail reads its own node.status events
-        assert blocks and all(e.type != "node.status" or e.node == selected for block in blocks for e in block.built())
         assert [row.tick for row in pane._rows if row.type == "tick.completed"] == [1, 2]
         assert all(row.type != "node.status" for row in pane._rows)
         pane.refilter("type:node.status node:s1.b0", session.frame_events())

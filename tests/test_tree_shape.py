@@ -13,8 +13,10 @@ from py_trees.composites import Selector, Sequence
 from pydantic import BaseModel
 
 from runtime import Agent, ReactiveRunner
+from runtime.engine import runner as runner_module
 from runtime.engine import shape
 from runtime.engine.shape import MAX_DEPTH, TreeShapeError
+from runtime.engine.tree import NameHoldsSlash, iter_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,18 +100,48 @@ def test_a_name_no_store_can_keep_and_a_schema_that_is_no_model_are_refused_in_b
 
 def test_a_root_checked_by_agent_is_not_walked_again_by_its_runner_but_by_the_next(monkeypatch):
     walked = []
-    check = shape.check_shape
+    check = runner_module.check_shape
 
     def spying(root):
         walked.append(root)
-        check(root)
+        return check(root)
 
-    monkeypatch.setattr(shape, "check_shape", spying)  # what the runner's check calls (Agent has its own)
+    monkeypatch.setattr(runner_module, "check_shape", spying)  # the runner's (Agent has its own)
     agent = Agent(Sequence("Root", memory=True, children=[Success("a")]), state_schema=S)
-    agent.make_runner()
+    assert list(agent.make_runner().nodes) == ["Root", "Root/a"]  # Agent's walk indexed it
     assert walked == []
     agent.make_runner()  # the tree may have changed since: walked again
     assert walked == [agent.root]
+
+
+def test_a_child_added_after_agent_is_indexed_by_its_runner():
+    root = Sequence("Root", memory=True, children=[Success("a")])
+    agent = Agent(root, state_schema=S)
+    root.add_child(Success("a"))
+    assert list(agent.make_runner().nodes) == ["Root", "Root/a", "Root/a#2"]
+
+
+def test_the_walk_indexes_as_paths_do():
+    """Siblings that share a name numbered as `iter_paths` numbers them, in its order."""
+    root = Sequence("Root", memory=True, children=[
+        Success("Same"), Sequence("Same", memory=True, children=[Success("x"), Success("x")]), Success("Same#2"),
+        Selector("Other", memory=False, children=[Success("y")])])
+    index = shape.check_shape(root)
+    assert list(zip(index.nodes, index.paths, strict=True)) == list(iter_paths(root))
+    assert index.paths[:4] == ["Root", "Root/Same", "Root/Same#3", "Root/Same#3/x"]
+
+
+def test_the_first_node_met_at_fault_is_named_whatever_its_fault():
+    """A name no store can keep met before a cycle is named first, as the walk meets them."""
+    looping = looped()
+    looping.children.insert(0, Success("Le\udc80af"))
+    with pytest.raises(TreeShapeError, match="^node Root/Le\udc80af: a name that is no text"):
+        Agent(looping, state_schema=S)
+    named = Sequence("Root", memory=True, children=[Success("a/b"), Success("Le\udc80af")])
+    with pytest.raises(TreeShapeError, match="^node Root/Le\udc80af: a name that is no text"):
+        Agent(named, state_schema=S)
+    with pytest.raises(NameHoldsSlash, match="^node 'a/b' under 'Root'"):
+        Agent(Sequence("Root", memory=True, children=[Success("a/b"), Success("ok")]), state_schema=S)
 
 
 class Unhashable(Sequence):
@@ -124,3 +156,45 @@ class Unhashable(Sequence):
 def test_a_root_of_a_node_class_without_a_hash_runs():
     agent = Agent(Unhashable("Root", memory=True, children=[Success("a")]), state_schema=S)
     assert agent.make_runner().root is agent.root
+    assert shape.check_shape(agent.root).paths == ["Root", "Root/a"]  # indexed all the same (not walked again)
+
+
+class LooksLikeANode:
+    """A name and children, but no behaviour."""
+
+    name = "fake"
+    children: list = []
+
+
+def test_a_child_that_looks_like_a_node_is_still_no_behaviour():
+    root = Sequence("Root", memory=True, children=[Success("ok")])
+    root.children.append(LooksLikeANode())
+    with pytest.raises(TreeShapeError, match="^node Root: a child that is a LooksLikeANode, not a behaviour"):
+        Agent(root, state_schema=S)
+    index = shape.check_shape(Sequence("Root", memory=True, children=[Success("a"), Selector("b", memory=False)]))
+    assert index.kinds == [Sequence, Success, Selector] and [node.name for node in index.parents] == ["Root"]
+
+
+def test_a_node_shared_down_a_long_chain_is_named_without_walking_every_way_down():
+    """60 levels, each node the two children of the one above (2^60 ways down): refused at the first repeat."""
+    node = Success("leaf")
+    for level in range(60):
+        above = Sequence(f"L{level}", memory=True)
+        above.children.extend([node, node])
+        node = above
+    with pytest.raises(TreeShapeError, match=r"^node 'leaf' is in the tree twice \(L59/…/L1/L0/leaf and L59/…/L1/L0/leaf\)"):
+        Agent(node, state_schema=S)
+
+
+class Named(str):
+    """A name that formats otherwise than its text (as a `(str, Enum)` member does: `Named.X`)."""
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+def test_a_name_that_is_a_str_subclass_gets_the_path_iter_paths_gives_it():
+    """`iter_paths` formats a name: the index the runner starts from, and the one it makes again when
+    the tree changes, must agree."""
+    root = Sequence("Root", memory=True, children=[Success(Named("x")), Success("y")])
+    assert shape.check_shape(root).paths == [path for _, path in iter_paths(root)]

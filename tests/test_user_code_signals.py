@@ -1,6 +1,6 @@
 """A signal stops the user's synchronous code that holds the event loop's thread and never returns (#32): a
 plain (not `blocking`) tool, a node's own `update()`, a synchronous `@node` function, an async node or tool
-that loops between two awaits. `run` and `serve` end as a signal ends them at any
+that loops between two awaits, a node's `terminate()` that loops as the stopped run stops its tree. `run` and `serve` end as a signal ends them at any
 await: exit 128 + N with nothing said, the run's last checkpoint INTERRUPTED, and the code stopped is no
 failure of that tool or node. Every wait is for a condition (the file the code writes before it loops),
 with a generous bound."""
@@ -41,7 +41,7 @@ def stopped_holding(tmp_path, hold: str, signum: int, *args: str) -> tuple[subpr
     return process, out, err
 
 
-@pytest.mark.parametrize("hold", ["tool", "node", "function", "async-node", "async-tool"])
+@pytest.mark.parametrize("hold", ["tool", "node", "function", "async-node", "async-tool", "terminate"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_run_while_the_trees_sync_code_holds_the_loop(tmp_path, hold, signum):
     db = str(tmp_path / "runs.db")

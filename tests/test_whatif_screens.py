@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from openai_server import completion, json_reply
 from test_snapshots import filter_events_with
 from test_tui_app import plain
 from textual.widgets import DataTable, OptionList, Static, TextArea
-from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal, until  # noqa: F401
+from tui_fixtures import REACT_CALCULATOR, SIZE, settle, steady_terminal, studio_on, until  # noqa: F401
 
+from runtime.memory.checkpoint import open_store
 from runtime.memory.checkpoint.whatif_marks import FORK, RESEND, marks
 from studio.app import StudioApp
 from studio.screens.answer_editor import AnswerEditor
@@ -54,12 +56,12 @@ def summaries(session: DebugSession, branch: str) -> list[str]:
     return [row.summary for row in session.checkpoints() if row.branch == branch]
 
 
-async def test_what_if_on_a_model_answer_forks_before_the_call_and_the_fork_runs_on_the_edited_answer(tmp_path):
-    session = DebugSession.load(str(REACT_CALCULATOR), db=tmp_path / "runs.db")
-    app = StudioApp(session)
-    async with app.run_test(size=SIZE) as pilot:
+@pytest.mark.parametrize("kind", ["local", "remote"])
+async def test_what_if_on_a_model_answer_forks_before_the_call_and_the_fork_runs_on_the_edited_answer(tmp_path, kind):
+    """The same in an attached studio: the served run's debugger forks and its store records the mark."""
+    async with studio_on(kind, REACT_CALCULATOR, tmp_path) as (session, app, pilot):
         await finished(app, pilot)
-        screen = await first_model_call(app, pilot)
+        screen = await first_model_call(app, pilot)  # (attached: its I/O asked of the served run's store)
         assert "w: what if" in screen.query_one(".dialog").border_subtitle
         await pilot.press("w")
         await until(lambda: isinstance(app.screen, AnswerEditor))
@@ -70,11 +72,10 @@ async def test_what_if_on_a_model_answer_forks_before_the_call_and_the_fork_runs
         assert session.branch == "whatif-1" and session.run_state == RunState.PAUSED
         assert summaries(session, "whatif-1")[0].startswith("✎ what if Calculator.llm round 0 answered "
                                                              "'not JSON, so plain text: About 110.'")
-        await pilot.press("c")
-        await settle(app, pilot)
-        await until(lambda: session.run_state == RunState.FINISHED)
+        await finished(app, pilot)
         assert session.state_snapshot()[""]["final_answer"] == "not JSON, so plain text: About 110."
-        assert [m.kind for m in marks(session.store, session.run_id)] == [FORK]
+        store = open_store(str(tmp_path / ("runs.db" if kind == "local" else "served.db")))
+        assert [m.kind for m in marks(store, session.run_id)] == [FORK]
 
 
 async def test_an_answer_that_is_no_answer_is_refused_in_the_editor(tmp_path):

@@ -1,7 +1,8 @@
 """A tree whose synchronous code never returns, on the event loop's thread: a plain (not `blocking`) tool the
 model calls, or with $JIANMU_TEST_HOLD=node a node whose own `update()` loops (=function: a synchronous `@node`
-function; =async-node, =async-tool: a coroutine that loops between two awaits). Each writes the file
-$JIANMU_TEST_HOLD_FLAG before it loops."""
+function; =async-node, =async-tool: a coroutine that loops between two awaits; =terminate: a RUNNING node whose
+`terminate()` loops when the run is stopped). Each writes the file $JIANMU_TEST_HOLD_FLAG before it loops (the
+last one once it runs)."""
 
 import asyncio
 import os
@@ -48,6 +49,16 @@ class SpinsAsync(AsyncBehaviour):
         _holding()
 
 
+class SpinsWhenStopped(Behaviour):
+    def update(self) -> Status:
+        Path(os.environ[FLAG]).touch()
+        return Status.RUNNING
+
+    def terminate(self, new_status: Status) -> None:
+        while new_status == Status.INVALID:
+            pass
+
+
 @node(name="SpinsInAFunction")
 def spins_in_a_function(state):
     _holding()
@@ -55,7 +66,8 @@ def spins_in_a_function(state):
 
 def build() -> Agent:
     hold = os.environ.get(HOLD, "tool")
-    nodes = {"node": Spins, "async-node": SpinsAsync, "function": lambda name: spins_in_a_function()}
+    nodes = {"node": Spins, "async-node": SpinsAsync, "function": lambda name: spins_in_a_function(),
+             "terminate": SpinsWhenStopped}
     if hold in nodes:
         return Agent(nodes[hold]("Spins"), state_schema=ReActState)
     model = ModelClient(ScriptedProvider([{"tool_calls": [{"name": "spin", "arguments": {}}]}, "Done."]))

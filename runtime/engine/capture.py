@@ -32,6 +32,8 @@ class RunnerState:
     statuses: dict[str, str] = field(default_factory=dict)  # path -> py_trees Status value
     positions: dict[str, int] = field(default_factory=dict)  # composite path -> index of its current child
     resume: dict[str, Any] = field(default_factory=dict)  # path -> the node's dump_resume_state()
+    touched: frozenset[str] = frozenset()  # a capture by places: the composites it looked at (`positions`: those
+    # with a current child)
 
 
 class TickRecorder(Protocol):

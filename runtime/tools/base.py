@@ -142,7 +142,7 @@ class Tool:
 
     def describe(self) -> str:
         """One prompt line: `name(arg: type, opt: type = default): description`."""
-        params = self.parameters()
+        params = _parameters(self.args_model)  # (read only: no copy, ~3% of a ReAct round)
         required = set(params.get("required", ()))
         args = []
         for arg, prop in params.get("properties", {}).items():

@@ -3,14 +3,14 @@
 A step at 100,000 nodes brings ~10,000 `node.status` events; a row object each (and the pane's
 trimming of them) cost the step what its tick costs. Here a tick's block is one entry that
 counts as its events: a row is found by bisection over the entries' ends, and an event of a
-block is built only when its row is drawn or read. The oldest rows drop off past `limit`, a
-block's first rows too (its entry stays until all of it is gone).
+block is built when its row is drawn or read (kept by the block: never). The oldest rows drop off
+past `limit`, a block's first rows too (its entry stays until all of it is gone).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..event_log import Entry, StampedEvent, TickEvents
 
@@ -42,6 +42,11 @@ class EventRows:
         for row in range(len(self)):
             yield self[row]
 
+    @property
+    def base(self) -> int:
+        """The number of row 0 counted since the rows began: a row keeps its number while rows drop off."""
+        return self._base
+
     def __bool__(self) -> bool:
         return len(self) > 0
 
@@ -50,9 +55,9 @@ class EventRows:
         """The newest row (`IndexError`: none)."""
         return self[-1]
 
-    def extend(self, entries: Iterable[Entry], dropped: Callable[[StampedEvent], None]) -> int:
+    def extend(self, entries: Iterable[Entry]) -> int:
         """Rows for `entries` (events, or ticks' blocks whole); returns how many came. The oldest past
-        `limit` drop off, `dropped(event)` told of each event built for them (its line is let go)."""
+        `limit` drop off."""
         ends, end, came = self._ends, self._ends[-1] if self._ends else 0, 0
         for entry in entries:
             size = len(entry) if type(entry) is TickEvents else 1
@@ -60,21 +65,16 @@ class EventRows:
             end += size
             came += size
             ends.append(end)
-        self._trim(dropped)
+        self._trim()
         return came
 
-    def _trim(self, dropped: Callable[[StampedEvent], None]) -> None:
+    def _trim(self) -> None:
         over = len(self) - self.limit
         if over <= 0:
             return
         self._base += over
         entries, ends = self._entries, self._ends
         while self._first < len(entries) and ends[self._first] <= self._base:  # wholly gone
-            entry = entries[self._first]
-            for event in (entry.built() if type(entry) is TickEvents else (entry,)):
-                dropped(event)
-            if type(entry) is TickEvents:  # its events built for lines are let go with them (read again, made anew)
-                entry.let_go()
             self._first += 1
         if self._first > 1024 and self._first * 2 > len(entries):  # compact now and then, not each time
             del entries[:self._first], ends[:self._first]

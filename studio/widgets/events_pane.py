@@ -24,7 +24,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from operator import attrgetter
 from typing import Any
 
@@ -57,10 +56,12 @@ def filter_example(node_names: list[str]) -> str:
         return "type:tool. -type:node.status -noise"
     return f"type:tool. -type:node.status node:{names[1]} -node:{names[0]} -noise"
 MAX_ROWS = 20_000  # the oldest rows drop off; the session keeps a longer history for refiltering
+LINES_KEPT = 1_024  # formatted lines kept (a few screens'): a row scrolled back to is formatted again
 SLICE = 0.004  # seconds of filtering per turn: what a key press may wait behind
 CHUNK = 256  # events filtered between two looks at the clock
 PAYLOAD_CHARS = 200  # of a row's payload
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # would move the terminal's cursor (C1: an 8-bit CSI, too)
+_STR = frozenset({str})  # the type of a plain dict's keys (`_json_pieces`)
 _TYPE = attrgetter("type")  # an event's or a tick's block's, read in C: a refill scans every entry for streams
 
 
@@ -149,7 +150,7 @@ def payload_preview(value: Any, limit: int = PAYLOAD_CHARS) -> str:
 def _json_pieces(value: Any) -> Iterator[str]:
     """`json.dumps(to_jsonable_python(value))` in order, a token or a leaf at a time: plain dicts
     (of string keys), lists and tuples are walked, anything else is written whole as `preview` writes it."""
-    if type(value) is dict and all(type(key) is str for key in value):
+    if type(value) is dict and _STR.issuperset(map(type, value)):  # (keys checked in C: a tick's changes map 10,000)
         yield "{"
         for i, (key, item) in enumerate(value.items()):
             yield f"{', ' if i else ''}{json.dumps(key, ensure_ascii=False)}: "
@@ -218,7 +219,11 @@ class EventsPane(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.filter = EventFilter()
         self._rows = EventRows(MAX_ROWS)
-        self._texts: dict[int, str] = {}  # id(row's event) -> its line once formatted; a text.delta row's: its stream
+        # A row's line by the row's number (`EventRows.base` + index), the last LINES_KEPT formatted: kept for
+        # each row drawn, they grew with the run's length. A text.delta row's line, its stream's later deltas
+        # joined, is made of events no row holds: kept in `_joined` while its row is.
+        self._texts: dict[int, str] = {}
+        self._joined: dict[int, str] = {}
         self._pending: deque[Entry] = deque()  # events, and ticks' telemetry blocks (filtered event by event)
         self._stream: tuple[str | None, str | None] | None = None  # (run, node) of the open text.delta row
         self._width = 0  # the widest line formatted so far
@@ -237,7 +242,7 @@ class EventsPane(ScrollView, can_focus=True):
     @property
     def lines(self) -> list[str]:
         """Every row, formatted: for copying a selection and for tests, not for drawing."""
-        return [self._line(event) for event in self._rows]
+        return [self._line(index) for index in range(len(self._rows))]
 
     @property
     def line_count(self) -> int:
@@ -248,12 +253,18 @@ class EventsPane(ScrollView, can_focus=True):
         """Events received but not filtered yet (a burst is taken a slice at a time)."""
         return len(self._pending)
 
-    def _line(self, event: StampedEvent) -> str:
-        """A row's line, formatted when first needed (a row is its event: refilling 10,000 of them
-        built no object per row)."""
-        text = self._texts.get(id(event))
+    def _line(self, index: int) -> str:
+        """A row's line, formatted when needed (a row is its event: refilling 10,000 of them built no
+        object per row) and kept among the last LINES_KEPT formatted."""
+        row = self._rows.base + index
+        text = self._joined.get(row)
         if text is None:
-            text = self._texts[id(event)] = format_event(event, self.show_branch)
+            texts = self._texts
+            text = texts.get(row)
+            if text is None:
+                text = texts[row] = format_event(self._rows[index], self.show_branch)
+                if len(texts) > LINES_KEPT:
+                    del texts[next(iter(texts))]
         return text
 
     def add(self, events: Iterable[Entry]) -> None:
@@ -266,6 +277,7 @@ class EventsPane(ScrollView, can_focus=True):
         self.border_subtitle = Content(f"filter: {self.filter.text}") if self.filter.text else "/ to filter"  # (data)
         self._rows.clear()
         self._texts.clear()
+        self._joined.clear()
         self._pending.clear()
         self._stream = None
         self.cursor = None
@@ -274,7 +286,7 @@ class EventsPane(ScrollView, can_focus=True):
 
     def _take(self) -> None:
         """Filter queued events into rows for one SLICE; the rest waits for the next turn."""
-        pending, rows, texts, stream_open, show_branch = self._pending, self._rows, self._texts, self._stream, self.show_branch
+        pending, rows, stream_open, show_branch = self._pending, self._rows, self._stream, self.show_branch
         accepts = self.filter.accepts if self.filter.active else None
         deadline = time.perf_counter() + SLICE
         before, appended = len(rows), 0
@@ -297,7 +309,7 @@ class EventsPane(ScrollView, can_focus=True):
                 if event.type != EventType.TEXT_DELTA:
                     stream_open = None
                 elif stream_open == (stream := (event.run_id, event.node)):
-                    texts[id(rows.last)] = self._line(rows.last) + _delta(event)
+                    self._joined[rows.base + len(rows) - 1] = self._line(len(rows) - 1) + _delta(event)
                     continue
                 else:
                     stream_open = stream
@@ -316,14 +328,15 @@ class EventsPane(ScrollView, can_focus=True):
         """The events of a tick's block whose type the filter may pass: those it rejects by type are not built."""
         for event_type, places in block.parts():
             if not self.filter.rejects_type(event_type):
-                yield from map(block.made, places)  # (held by the rows they make, not by the block)
+                yield from map(block.__getitem__, places)  # (held by the rows they make, not by the block)
 
     def _append(self, events: Iterable[Entry]) -> int:
-        """Rows for `events`; the oldest drop off, and their lines with them."""
-        return self._rows.extend(events, self._forget)
-
-    def _forget(self, event: StampedEvent) -> None:
-        self._texts.pop(id(event), None)
+        """Rows for `events`; the oldest drop off, and their streams' lines with them (a line formatted
+        for one goes when newer lines push it out)."""
+        came, base, joined = self._rows.extend(events), self._rows.base, self._joined
+        if joined and next(iter(joined)) < base:  # (rows numbered in order: the first is the oldest)
+            self._joined = {row: text for row, text in joined.items() if row >= base}
+        return came
 
     async def _resume(self) -> None:
         await asyncio.sleep(0)  # a real turn of the event loop: keys and screen updates go first
@@ -336,8 +349,8 @@ class EventsPane(ScrollView, can_focus=True):
         second time (each refill, so each enter and esc)."""
         following = self._anchored and not self._anchor_released  # as the compositor tells it
         if not self._pending and following:
-            shown = islice(reversed(self._rows), self.size.height)
-            self._width = max(self._width, *(cell_len(self._line(event)) for event in shown), 0)
+            shown = range(max(0, len(self._rows) - self.size.height), len(self._rows))
+            self._width = max(self._width, *(cell_len(self._line(index)) for index in shown), 0)
         if set_extent(self, Size(self._width, len(self._rows))) and following:  # at the bottom, as a layout puts it
             self.scroll_target_y = self.scroll_y = self.max_scroll_y
 
@@ -356,7 +369,7 @@ class EventsPane(ScrollView, can_focus=True):
         index = scroll_y + y
         if index >= len(self._rows):
             return Strip.blank(width, style)
-        line = self._line(self._rows[index])
+        line = self._line(index)
         length = cell_len(line)
         if length > self._width:  # found a wider line: the horizontal scroll range grows after this frame
             self._width = length

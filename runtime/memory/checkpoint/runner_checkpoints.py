@@ -461,18 +461,19 @@ class RunnerCheckpoints:
         fresh = self._base_id is None  # a new line: capture the whole runner
         full = fresh or self._since_full >= self.full_every or 0 < CHAIN_SIZE * self._full_bytes <= self._chain_bytes
         changed = tick.changed if tick is not None else {}
-        packing = self._packed.encode(runner.status_lists()[1], fresh, full, changed) if self._packed else None
+        packing = self._packed.encode(runner.status_lists()[1], fresh, full, changed,
+                                      runner.moved_between) if self._packed else None
         every = packing is not None and (packing.places is None or len(packing.places) * 4 > len(self._tree.paths))
         if every:  # a new line, or many changed: every composite's position (not each changed path's parent)
             captured = runner.capture(statuses=False)
         elif packing is not None:  # the few nodes changed since the last save, and their parents
-            captured = runner.capture(_touched(map(self._tree.paths.__getitem__, packing.places)))
+            captured = runner.capture(places=packing.places)
         else:
             captured = runner.capture(None if fresh else self._touched)
         self._touched = {}
         host = len(captured.statuses)
         agents = self._agents.capture(captured)  # their statuses after the host's
-        touched = captured.statuses.keys() | self._composites if every else captured.statuses.keys()
+        touched = captured.statuses.keys() | (self._composites if every else captured.touched)
         if packing is not None:
             others = dict(itertools.islice(captured.statuses.items(), host, None))
             statuses, derived = self._others_delta(others, fresh), packing.derived

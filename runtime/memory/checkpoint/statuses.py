@@ -110,18 +110,20 @@ class PackedWriter:
         self.packed: str | None = None  # as the last record stored them
         self._statuses: Sequence[Status] = ()  # the list they were packed from
 
-    def encode(self, statuses: Sequence[Status], fresh: bool, full: bool,
-               changed: Mapping[str, tuple[Status, Status]]) -> Packing:
+    def encode(self, statuses: Sequence[Status], fresh: bool, full: bool, changed: Mapping[str, tuple[Status, Status]],
+               moved: Callable[[Sequence[Status], Sequence[Status]], list[int] | None] | None = None) -> Packing:
         """A record's packing (`full`: stated against every node INVALID; `fresh`: a new line, nothing
-        stored before it)."""
+        stored before it). `moved(before, after)`: the places that differ between two lists, when known
+        (the runner's `moved_between`: a tick's changes, not the lists compared again), else None."""
         if len(statuses) != len(self.paths):
             raise ValueError(f"{len(statuses)} statuses for a tree of {len(self.paths)} nodes")
         old = None if fresh else self.packed
         if old is None:
             places, new = None, pack(statuses)
         else:
-            places = [] if statuses is self._statuses else list(
-                compress(range(len(statuses)), map(is_not, self._statuses, statuses)))
+            places = [] if statuses is self._statuses else moved and moved(self._statuses, statuses)
+            if places is None:
+                places = list(compress(range(len(statuses)), map(is_not, self._statuses, statuses)))
             new = _spliced(old, places, statuses) if places else old
         self.packed, self._statuses = new, statuses
         derived = not changed if old is None else _matches(old, places, self.paths, changed)

@@ -1,0 +1,62 @@
+"""The studio's memory is independent of a run's length (issue #34 point 2): what it holds for the
+panes is a window of what they show, the rest read again from the session's record when scrolled
+to, and what is read again is what was shown the first time."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
+
+from runtime import Agent
+from sample_trees import large_tree
+from studio.app import StudioApp
+from studio.loader import LoadedTree
+from studio.session import DebugSession, open_store
+from studio.widgets import events_pane
+from studio.widgets.events_pane import EventsPane, format_event
+
+KEPT = 30  # lines the pane keeps formatted here: fewer than the steps below draw
+
+
+def _session(tmp_path) -> DebugSession:
+    agent = Agent(large_tree.build_root(600, stages=8), state_schema=large_tree.LargeState)
+    return DebugSession(LoadedTree(agent, tmp_path / "large.py", "build"), store=open_store(tmp_path / "runs.db"))
+
+
+async def _steps(app: StudioApp, pilot, count: int) -> None:
+    for _ in range(count):
+        while app.session.debugger.waiting_on():  # a stage's pause: the next tick finds it done
+            await asyncio.sleep(0.01)
+        await app.session.step()
+        await settle(app, pilot)
+
+
+def _shown(pane: EventsPane) -> list[str]:
+    return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
+
+
+async def test_the_events_pane_keeps_a_window_of_lines_and_shows_the_first_rows_again_when_scrolled_back(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(events_pane, "LINES_KEPT", KEPT, raising=False)
+    session = _session(tmp_path)
+    app = StudioApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.main.query_one(EventsPane)
+        await _steps(app, pilot, 2)
+        width = pane.size.width
+        pane.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        first = _shown(pane)
+        assert first[0] == format_event(session.frame_events()[0])[:width].rstrip()
+        pane.scroll_end(animate=False)
+        await pilot.pause()
+        for steps in (3, 3):  # each step draws a screen of new rows
+            await _steps(app, pilot, steps)
+            assert len(pane._texts) <= KEPT and not pane._joined
+        assert pane.line_count > 3 * KEPT
+        pane.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        assert _shown(pane) == first  # read again from the rows' record, as shown the first time
+        events = session.frame_events()
+        assert pane.lines == [format_event(event) for event in events]
