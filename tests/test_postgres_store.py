@@ -268,3 +268,25 @@ def test_without_postgresql_binaries_the_tests_skip_saying_how_to_get_them(tmp_p
     monkeypatch.setattr(postgres_server, "DEBIAN_DIRS", str(tmp_path / "*" / "bin"))
     reason = postgres_server.why_not()
     assert reason is not None and "apt-get install postgresql" in reason and "$JIANMU_PG_BIN" in reason
+
+
+def test_a_writer_whose_items_another_stored_first_learns_their_ids_in_the_insert_s_round_trip(postgres_url, monkeypatch):
+    from runtime.memory.checkpoint import IORecord
+    from runtime.memory.checkpoint.answering import BoundedConnection
+
+    answer = {"content": "the same long answer a repeated workload records in every process " * 4}
+    first, second = open_store(postgres_url), open_store(postgres_url)
+    first.put_io(IORecord("r1", "main", "model", "Ask", 0, 0, {"messages": []}, answer))
+    sent, execute = [], BoundedConnection.execute
+
+    def counted(self, query, params=None, **kwargs):
+        sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(BoundedConnection, "execute", counted)
+    second.put_io(IORecord("r2", "main", "model", "Ask", 0, 0, {"messages": []}, answer))
+    assert len(sent) == 2  # the item's insert (it was stored: its id answered too), the call's row
+    assert second.get_io("r2", "model", "Ask", 0, 0).response == answer
+    assert _sql(postgres_url, "SELECT count(*) FROM jianmu.items") == [(1,)]
+    first.close()
+    second.close()

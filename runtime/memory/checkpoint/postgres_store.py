@@ -40,7 +40,7 @@ from ...urls import masked_url, url_secrets
 from .answering import BoundedConnection, NoAnswer
 from .liveness import WRITERS_TABLE
 from .reserved_ids import ReservedIds
-from .sql_plan import ONE, Plan, Query, run
+from .sql_plan import ALL, ONE, Plan, Query, run
 from .sql_store import CHAIN_READ, SCHEMA_VERSION, SQLCheckpointStore, _item_data
 from .statement_fusion import NOTIFY, fused
 from .store import StoreError
@@ -280,6 +280,16 @@ class PostgresCheckpointStore(SQLCheckpointStore):
     def _item_values(text: str) -> tuple[str | None, bytes | None]:
         data = _item_data(text)
         return (data, None) if isinstance(data, str) else (None, data)
+
+    def _item_insert(self, rows: Sequence[tuple[bytes, tuple]]) -> Query:
+        """The items' INSERT answering the ids of those already stored too (another process's runs of the
+        same texts: most of a run's items when its runs repeat a workload), in the same round trip, where
+        a second statement looked them up. (Those it finds neither inserted nor stored before it began,
+        another writer's committed meanwhile, are still looked up after it.)"""
+        insert = super()._item_insert(rows)
+        return Query(f"WITH new AS ({insert.sql}) SELECT hash, id FROM new UNION ALL "
+                     f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(rows))})",
+                     [*insert.params, *(key for key, _ in rows)], ALL, alone=True)
 
     def _usable(self) -> bool:
         return self._conn is not None and not (self._conn.raw.broken or self._conn.raw.closed)

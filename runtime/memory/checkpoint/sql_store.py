@@ -536,17 +536,19 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         order of their hashes: two writers storing the same new items do not wait on each other's.)"""
         if not inserting:
             return
-        width = 1 + len(next(iter(inserting.values())))
-        rows = ", ".join([f"({', '.join('?' * width)})"] * len(inserting))
-        added.update((yield Query(f"INSERT INTO items ({self._ITEM_INSERT}) VALUES {rows} ON CONFLICT (hash) "
-                                  "DO NOTHING RETURNING hash, id",
-                                  [value for key, values in sorted(inserting.items()) for value in (key, *values)],
-                                  ALL, alone=True)))
+        added.update((yield self._item_insert(sorted(inserting.items()))))
         others = [key for key in inserting if key not in added]  # stored by another store object
         if others:
             added.update((yield Query(f"SELECT hash, id FROM items WHERE hash IN ({','.join('?' * len(others))})",
                                       others, ALL, alone=True)))
         inserting.clear()
+
+    def _item_insert(self, rows: Sequence[tuple[bytes, tuple]]) -> Query:
+        """The statement storing items (hash, their columns) that answers (hash, id) of those it stored."""
+        width = 1 + len(rows[0][1])
+        values = ", ".join([f"({', '.join('?' * width)})"] * len(rows))
+        return Query(f"INSERT INTO items ({self._ITEM_INSERT}) VALUES {values} ON CONFLICT (hash) DO NOTHING "
+                     "RETURNING hash, id", [value for key, columns in rows for value in (key, *columns)], ALL, alone=True)
 
     def _write_chunks(self, chunks: Sequence[ListChunk], added: dict[bytes, int]) -> Plan[None]:
         ids = iter((yield from self._item_ids((text for chunk in chunks for text in chunk.items), added)))
