@@ -4,6 +4,7 @@ does (no int a node, ~32 B a node less at 100,000 nodes), by identity otherwise.
 import tracemalloc
 
 import py_trees
+import pytest
 from py_trees.composites import Sequence
 from pydantic import BaseModel
 
@@ -71,3 +72,25 @@ async def test_one_index_of_the_tree_by_place_serves_the_checkpoint_writer_and_t
     assert TreeRows(session.node_views()).index is places
     runner.refresh_tree()  # a new shape (here the same nodes, indexed again): a new index
     assert runner.places is not places and runner.places == places
+
+
+def test_a_tree_grown_mid_run_is_indexed_again_as_paths_index_it():
+    """`refresh_tree` (a subtree compiled mid-run) indexes by the same walk as the shape check, falling back
+    to `iter_paths` for what that walk gives up on: the same paths, and a name holding `/` refused as before."""
+    from runtime.engine.tree import NameHoldsSlash, iter_paths
+
+    root = Sequence("root", memory=True, children=[py_trees.behaviours.Success("a")])
+    runner = ReactiveRunner(root, Empty)
+    grown = Sequence("grown", memory=True, children=[py_trees.behaviours.Success("a"), py_trees.behaviours.Success("a")])
+    root.add_child(grown)
+    runner.refresh_tree()
+    assert list(runner.nodes) == [path for _, path in iter_paths(root)] == [
+        "root", "root/a", "root/grown", "root/grown/a", "root/grown/a#2"]
+    assert runner.path_of(grown.children[1]) == "root/grown/a#2"
+    shared = grown.children[0]
+    root.children.append(shared)  # behind py_trees' back: a node under two parents, indexed as before
+    runner.refresh_tree()
+    assert list(runner.nodes)[-1] == "root/a#2"
+    root.add_child(py_trees.behaviours.Success("x/y"))
+    with pytest.raises(NameHoldsSlash):
+        runner.refresh_tree()

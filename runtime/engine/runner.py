@@ -69,8 +69,7 @@ from .lean_nodes import drop_iterators
 from .long_lived import freezes, keep_out_of_collections
 from .loop_share import runs_as, share_of, take_turn
 from .record import Returns, TickReport, TickTelemetry, unseen_places
-from .shape import TreeIndex, check_shape
-from .tree import iter_paths
+from .shape import TreeIndex, check_shape, index_tree
 from .user_code import FAILURES, PASSED_ON, failure
 
 Hook = Callable[..., Any | Awaitable[Any]]
@@ -221,7 +220,7 @@ class ReactiveRunner:
         100,000 nodes are a few dozen classes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        order, order_paths, kinds, parents = index or TreeIndex.of(list(iter_paths(self.root)))
+        order, order_paths, kinds, parents = index or index_tree(self.root)
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
         classes = set(kinds)
         jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}

@@ -157,6 +157,12 @@ def _fault(root: Any) -> tuple[bool, bool]:
     return slashed, texts
 
 
+def index_tree(root: Any) -> TreeIndex:
+    """The index of a tree checked before and grown since (a subtree compiled mid-run): no check raises,
+    a tree the fast walk gives up on is indexed as `iter_paths` indexes it."""
+    return _indexed(root) or TreeIndex.of(list(iter_paths(root)))
+
+
 def check_shape(root: Any) -> TreeIndex | None:
     """Raise `TreeShapeError` for a cycle, a node met twice, a child that is not a behaviour, a tree
     deeper than `MAX_DEPTH`, or a name no store can keep; `NameHoldsSlash` for a name holding `/`.
@@ -175,4 +181,4 @@ def check_shape(root: Any) -> TreeIndex | None:
     return TreeIndex.of(list(iter_paths(root))) if texts else None  # (a node that hashes otherwise, say)
 
 
-__all__ = ["MAX_DEPTH", "TreeIndex", "TreeShapeError", "check_shape"]
+__all__ = ["MAX_DEPTH", "TreeIndex", "TreeShapeError", "check_shape", "index_tree"]
