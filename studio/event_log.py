@@ -303,10 +303,12 @@ class EventLog:
         self._branches: dict[tuple[str | None, str], _Branch] = {}
         self._logged: dict[str | None, int] = {}  # entries logged per run: the next one's position
         self._nodes: dict[tuple[str | None, str], list[tuple[int, StampedEvent]]] = {}  # (position, event)
-        self._ticks: dict[tuple[str | None, str], list[tuple[int, TickEvents]]] = {}  # per branch
-        # (run, branch, path) -> (the branch's ticks looked at, those that touch the node): a node's history
-        # read each step (the node pane) looks at each tick once, not at every tick of the run each time
-        self._touching: dict[tuple[str | None, str, str], tuple[int, list[tuple[int, TickEvents]]]] = {}
+        # per branch: its ticks' positions and blocks, side by side (a pair each held a tuple a tick)
+        self._ticks: dict[tuple[str | None, str], tuple[array, list[TickEvents]]] = {}
+        # (run, branch, path) -> (the branch's ticks looked at, the places among them of those that touch the
+        # node): a node's history read each step (the node pane) looks at each tick once, not at every tick
+        # of the run each time, and holds a number a tick that touches it
+        self._touching: dict[tuple[str | None, str, str], tuple[int, array]] = {}
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
@@ -333,8 +335,9 @@ class EventLog:
 
     def add_tick(self, ticked: TickEvents) -> None:
         """A tick's telemetry as one entry (`TickEvents`): nothing done per changed node."""
-        position = self._place(ticked.run_id, ticked.branch, ticked)
-        self._ticks.setdefault((ticked.run_id, ticked.branch), []).append((position, ticked))
+        positions, blocks = self._ticks.setdefault((ticked.run_id, ticked.branch), (array("q"), []))
+        positions.append(self._place(ticked.run_id, ticked.branch, ticked))
+        blocks.append(ticked)
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
@@ -382,13 +385,13 @@ class EventLog:
 
     def _ticks_touching(self, run_id: str | None, branch: str, path: str) -> list[tuple[int, TickEvents]]:
         """The branch's ticks with an event of the node, those logged since the last look looked at now."""
-        ticks = self._ticks.get((run_id, branch), [])
-        seen, found = self._touching.pop((run_id, branch, path), (0, []))  # (back in last: the least recent go)
-        found += [(position, ticked) for position, ticked in ticks[seen:] if ticked.touches(path)]
-        self._touching[(run_id, branch, path)] = (len(ticks), found)
+        positions, blocks = self._ticks.get((run_id, branch), (array("q"), []))
+        seen, found = self._touching.pop((run_id, branch, path), (0, array("q")))  # (back in last: the least recent go)
+        found.extend(place for place in range(seen, len(blocks)) if blocks[place].touches(path))
+        self._touching[(run_id, branch, path)] = (len(blocks), found)
         if len(self._touching) > TOUCHING_KEPT:
             del self._touching[next(iter(self._touching))]
-        return found
+        return [(positions[place], blocks[place]) for place in found]
 
     def tokens(self, lineage: Lineage) -> int:
         """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'
