@@ -71,17 +71,23 @@ class StampedEvent:
 class TickEvents(Sequence[StampedEvent]):
     """A tick's `node.returned` events (its unseen returns, few), `node.status` events (one per changed
     node) and `tick.completed`, in that order, as the runner numbered them: kept as the tick's telemetry
-    record and its changes (compactly, below), each event built when read (and not kept here).
+    record's numbers and its changes (compactly, below), each event built when read (and not kept here).
     Its `type` and `seq` are those of its first event's place: `tick.completed` ends it, so it is what
     a view that redraws on a tick's end looks for."""
 
-    __slots__ = ("branch", "codes", "kinds", "paths", "record", "run_id", "status", "tick")
+    __slots__ = ("branch", "codes", "kinds", "numbers", "paths", "returned", "run_id", "state_keys", "status", "tick")
 
     type = EventType.TICK_COMPLETED.value
 
     def __init__(self, branch: str, run_id: str | None, report: TickReport, record: dict[str, Any]):
         self.branch, self.run_id, self.tick, self.status = branch, run_id, report.tick, report.status._value_
-        self.record = record
+        # The record's numbers in one array (its dict and lists: ~13 objects a tick, for the run's length):
+        # the first number and time of the returns, of the changes, and of `tick.completed`, the tick's
+        # duration and its nodes ticked (numbers and counts are whole: a double holds them exactly).
+        unseen, changed, completed = record.get("r") or (0, 0, ()), record.get("n") or (0, 0), record["c"]
+        self.numbers = array("d", (*unseen[:2], *changed[:2], *completed[:4]))
+        self.returned: Sequence[list[str]] = unseen[2] or ()  # [path, returned, end] of each unseen return
+        self.state_keys = tuple(completed[4])  # (none, most ticks: the one empty tuple)
         # The tick's changes, kept for the run's length: the report's mapping (~37 bytes a change; a step
         # at 100,000 nodes changes ~10,000) as the changed paths in order and a byte a change naming its
         # (old, new) pair in `kinds` (9 bytes a change), made in C. The runner shares a kind's pair.
@@ -102,17 +108,12 @@ class TickEvents(Sequence[StampedEvent]):
         return None if record is None else cls(branch, run_id, report, record)
 
     @property
-    def returned(self) -> list[list[str]]:
-        """[path, returned, end] of each unseen return."""
-        return self.record["r"][2] if "r" in self.record else []
-
-    @property
     def seq(self) -> int:
         return self._seq(0)
 
     @property
     def last_seq(self) -> int:
-        return self.record["c"][0]
+        return int(self.numbers[4])
 
     def __len__(self) -> int:
         return len(self.returned) + len(self.paths) + 1
@@ -140,31 +141,31 @@ class TickEvents(Sequence[StampedEvent]):
                 (EventType.TICK_COMPLETED.value, range(unseen + changed, unseen + changed + 1))]
 
     def _seq(self, index: int) -> int:
-        unseen, record = len(self.returned), self.record
+        unseen, numbers = len(self.returned), self.numbers
         if index < unseen:
-            return record["r"][0] + index
+            return int(numbers[0]) + index
         if index < unseen + len(self.paths):
-            return record["n"][0] + index - unseen
-        return record["c"][0]
+            return int(numbers[2]) + index - unseen
+        return int(numbers[4])
 
     def _event(self, index: int) -> RuntimeEvent:
         """One event as `runtime.engine.record.telemetry_events` rebuilds it from the same record."""
-        record, unseen, seq = self.record, self.returned, self._seq(index)
+        numbers, unseen, seq = self.numbers, self.returned, self._seq(index)
         if index < len(unseen):
             path, returned, end = unseen[index]
-            return RuntimeEvent(seq, EventType.NODE_RETURNED.value, record["r"][1], self.tick, path, self.run_id,
+            return RuntimeEvent(seq, EventType.NODE_RETURNED.value, numbers[1], self.tick, path, self.run_id,
                                 {"status": returned, "end": end})
         index -= len(unseen)
         if index < len(self.paths):
             path = self.paths[index]
             old, new = self.kinds[self.codes[index]]
-            return RuntimeEvent(seq, EventType.NODE_STATUS.value, record["n"][1], self.tick, path, self.run_id,
+            return RuntimeEvent(seq, EventType.NODE_STATUS.value, numbers[3], self.tick, path, self.run_id,
                                 {"old": old._value_, "new": new._value_})
-        _, at, duration_ms, ticked, state_keys = record["c"]
+        at, duration_ms, ticked = numbers[5:8]
         pairs = [[old._value_, new._value_] for old, new in self.kinds]  # a kind's list shared by its changes
         changed = dict(zip(self.paths, map(pairs.__getitem__, self.codes), strict=True))  # made in C
         return RuntimeEvent(seq, EventType.TICK_COMPLETED.value, at, self.tick, None, self.run_id,
-                            tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
+                            tick_completed_payload(self.status, duration_ms, changed, list(self.state_keys), int(ticked)))
 
     def of_node(self, path: str) -> list[StampedEvent]:
         """The node's events in this tick: its unseen returns, then its change."""

@@ -13,7 +13,7 @@ from runtime import Agent
 from runtime.memory.checkpoint import EventsRead
 from sample_trees import large_tree
 from studio.app import StudioApp
-from studio.event_log import StampedEvent, status_history
+from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents, status_history
 from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
 from studio.widgets import events_pane
@@ -82,3 +82,18 @@ async def test_a_nodes_history_holds_a_number_a_tick_and_reads_as_the_store_reco
         stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.node == path]
         assert session.node_detail(path).history == status_history(StampedEvent("main", e) for e in stored) != []
     assert _tuples_held(session.log._ticks) == 0 and _tuples_held(session.log._touching) == 0
+
+
+async def test_a_ticks_block_holds_its_records_numbers_in_one_array_and_reads_as_the_store_rebuilds_it(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(3):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
+    assert blocks and all(dict not in set(map(type, gc.get_referents(block))) for block in blocks)  # no record dict
+    shown = [e.event for e in session.frame_events() if e.type in TICK_BLOCK]
+    assert all(type(e.seq) is int and type(e.payload.get("ticked", 0)) is int for e in shown)
+    facts = [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in shown]
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type in TICK_BLOCK]
+    assert facts == [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in stored]
