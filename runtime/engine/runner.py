@@ -30,6 +30,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -86,6 +87,7 @@ _STATUS_PAYLOADS = {id(change): {"old": change[0]._value_, "new": change[1]._val
 _STATUS_PAIRS = {id(change): [change[0]._value_, change[1]._value_] for change in _CHANGES.values()}
 _RETURN_PAYLOADS = {(returned, end): {"status": returned._value_, "end": end._value_} for returned in Status for end in Status}
 _STATUS_OF = attrgetter("status")
+_new_telemetry = partial(tuple.__new__, TickTelemetry)  # made in C: its class's __new__ is a Python call (~0.3 us a tick)
 
 
 @dataclass
@@ -716,7 +718,7 @@ class ReactiveRunner:
         elif numbered:
             completed = (bus.reserve(1), time.time())
         if numbered:
-            report.telemetry = TickTelemetry(self._started, statuses, completed, returns)
+            report.telemetry = _new_telemetry((self._started, statuses, completed, returns))
         return report
 
     def _status_changes(self) -> dict[str, tuple[Status, Status]]:
