@@ -284,10 +284,14 @@ async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_f
         async with connect(server.url, max_size=None) as ws:
             await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
             rows = json.loads(await ws.recv())["checkpoints"]
+
+            async def read() -> None:  # (as a studio does: a client that reads nothing is dropped at its keepalive)
+                rows.extend([row async for text in ws for row in json.loads(text).get("checkpoints", ())])
+
+            reading = asyncio.create_task(read())
             assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
-            closing = asyncio.create_task(server.close())
-            rows += [row async for text in ws for row in json.loads(text).get("checkpoints", ())]
-            await closing
+            await server.close()
+            await reading
     finally:
         await server.close()
     infos = store.list(runner.run_id)
