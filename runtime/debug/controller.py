@@ -87,8 +87,8 @@ class DebugController(WhatIfRequests):
     def attach(self, *, paused: bool = False, hold_end: bool = False) -> dict[str, Any]:
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
-        self._events = runner.event_bus.batch(self._on_events, EVENT_BACKLOG, skip=TICK_TELEMETRY)
-        self._ticks = TickBacklog(EVENT_BACKLOG, self._changed, beside=self._events)
+        self._events = runner.event_bus.batch(self._tell, EVENT_BACKLOG, skip=TICK_TELEMETRY)
+        self._ticks = TickBacklog(EVENT_BACKLOG, self._tell, beside=self._events)
         self._detachers = [runner.number_telemetry(self._ticks.add),
                            runner.state_manager.subscribe(self._on_state_change), self._events.close,
                            self.debugger.add_listener(self._from_debugger, ticks=False)]
@@ -197,8 +197,9 @@ class DebugController(WhatIfRequests):
         if not self._due:
             self._changed()
 
-    def _on_events(self) -> None:
-        """The first event since the last update (the bus keeps the others without telling)."""
+    def _tell(self) -> None:
+        """The first event or tick since the last update (the bus and the backlog keep the others without
+        telling), unless something else told the server already."""
         if not self._due:
             self._changed()
 
