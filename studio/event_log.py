@@ -71,17 +71,23 @@ class StampedEvent:
 class TickEvents(Sequence[StampedEvent]):
     """A tick's `node.returned` events (its unseen returns, few), `node.status` events (one per changed
     node) and `tick.completed`, in that order, as the runner numbered them: kept as the tick's telemetry
-    record and its changes (compactly, below), each event built when read (and not kept here).
+    record's numbers and its changes (compactly, below), each event built when read (and not kept here).
     Its `type` and `seq` are those of its first event's place: `tick.completed` ends it, so it is what
     a view that redraws on a tick's end looks for."""
 
-    __slots__ = ("branch", "codes", "kinds", "paths", "record", "run_id", "status", "tick")
+    __slots__ = ("branch", "codes", "kinds", "numbers", "paths", "returned", "run_id", "state_keys", "status", "tick")
 
     type = EventType.TICK_COMPLETED.value
 
     def __init__(self, branch: str, run_id: str | None, report: TickReport, record: dict[str, Any]):
         self.branch, self.run_id, self.tick, self.status = branch, run_id, report.tick, report.status._value_
-        self.record = record
+        # The record's numbers in one array (its dict and lists: ~13 objects a tick, for the run's length):
+        # the first number and time of the returns, of the changes, and of `tick.completed`, the tick's
+        # duration and its nodes ticked (numbers and counts are whole: a double holds them exactly).
+        unseen, changed, completed = record.get("r") or (0, 0, ()), record.get("n") or (0, 0), record["c"]
+        self.numbers = array("d", (*unseen[:2], *changed[:2], *completed[:4]))
+        self.returned: Sequence[list[str]] = unseen[2] or ()  # [path, returned, end] of each unseen return
+        self.state_keys = tuple(completed[4])  # (none, most ticks: the one empty tuple)
         # The tick's changes, kept for the run's length: the report's mapping (~37 bytes a change; a step
         # at 100,000 nodes changes ~10,000) as the changed paths in order and a byte a change naming its
         # (old, new) pair in `kinds` (9 bytes a change), made in C. The runner shares a kind's pair.
@@ -102,17 +108,12 @@ class TickEvents(Sequence[StampedEvent]):
         return None if record is None else cls(branch, run_id, report, record)
 
     @property
-    def returned(self) -> list[list[str]]:
-        """[path, returned, end] of each unseen return."""
-        return self.record["r"][2] if "r" in self.record else []
-
-    @property
     def seq(self) -> int:
         return self._seq(0)
 
     @property
     def last_seq(self) -> int:
-        return self.record["c"][0]
+        return int(self.numbers[4])
 
     def __len__(self) -> int:
         return len(self.returned) + len(self.paths) + 1
@@ -140,31 +141,31 @@ class TickEvents(Sequence[StampedEvent]):
                 (EventType.TICK_COMPLETED.value, range(unseen + changed, unseen + changed + 1))]
 
     def _seq(self, index: int) -> int:
-        unseen, record = len(self.returned), self.record
+        unseen, numbers = len(self.returned), self.numbers
         if index < unseen:
-            return record["r"][0] + index
+            return int(numbers[0]) + index
         if index < unseen + len(self.paths):
-            return record["n"][0] + index - unseen
-        return record["c"][0]
+            return int(numbers[2]) + index - unseen
+        return int(numbers[4])
 
     def _event(self, index: int) -> RuntimeEvent:
         """One event as `runtime.engine.record.telemetry_events` rebuilds it from the same record."""
-        record, unseen, seq = self.record, self.returned, self._seq(index)
+        numbers, unseen, seq = self.numbers, self.returned, self._seq(index)
         if index < len(unseen):
             path, returned, end = unseen[index]
-            return RuntimeEvent(seq, EventType.NODE_RETURNED.value, record["r"][1], self.tick, path, self.run_id,
+            return RuntimeEvent(seq, EventType.NODE_RETURNED.value, numbers[1], self.tick, path, self.run_id,
                                 {"status": returned, "end": end})
         index -= len(unseen)
         if index < len(self.paths):
             path = self.paths[index]
             old, new = self.kinds[self.codes[index]]
-            return RuntimeEvent(seq, EventType.NODE_STATUS.value, record["n"][1], self.tick, path, self.run_id,
+            return RuntimeEvent(seq, EventType.NODE_STATUS.value, numbers[3], self.tick, path, self.run_id,
                                 {"old": old._value_, "new": new._value_})
-        _, at, duration_ms, ticked, state_keys = record["c"]
+        at, duration_ms, ticked = numbers[5:8]
         pairs = [[old._value_, new._value_] for old, new in self.kinds]  # a kind's list shared by its changes
         changed = dict(zip(self.paths, map(pairs.__getitem__, self.codes), strict=True))  # made in C
         return RuntimeEvent(seq, EventType.TICK_COMPLETED.value, at, self.tick, None, self.run_id,
-                            tick_completed_payload(self.status, duration_ms, changed, state_keys, ticked))
+                            tick_completed_payload(self.status, duration_ms, changed, list(self.state_keys), int(ticked)))
 
     def of_node(self, path: str) -> list[StampedEvent]:
         """The node's events in this tick: its unseen returns, then its change."""
@@ -303,10 +304,12 @@ class EventLog:
         self._branches: dict[tuple[str | None, str], _Branch] = {}
         self._logged: dict[str | None, int] = {}  # entries logged per run: the next one's position
         self._nodes: dict[tuple[str | None, str], list[tuple[int, StampedEvent]]] = {}  # (position, event)
-        self._ticks: dict[tuple[str | None, str], list[tuple[int, TickEvents]]] = {}  # per branch
-        # (run, branch, path) -> (the branch's ticks looked at, those that touch the node): a node's history
-        # read each step (the node pane) looks at each tick once, not at every tick of the run each time
-        self._touching: dict[tuple[str | None, str, str], tuple[int, list[tuple[int, TickEvents]]]] = {}
+        # per branch: its ticks' positions and blocks, side by side (a pair each held a tuple a tick)
+        self._ticks: dict[tuple[str | None, str], tuple[array, list[TickEvents]]] = {}
+        # (run, branch, path) -> (the branch's ticks looked at, the places among them of those that touch the
+        # node): a node's history read each step (the node pane) looks at each tick once, not at every tick
+        # of the run each time, and holds a number a tick that touches it
+        self._touching: dict[tuple[str | None, str, str], tuple[int, array]] = {}
         self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
@@ -333,8 +336,9 @@ class EventLog:
 
     def add_tick(self, ticked: TickEvents) -> None:
         """A tick's telemetry as one entry (`TickEvents`): nothing done per changed node."""
-        position = self._place(ticked.run_id, ticked.branch, ticked)
-        self._ticks.setdefault((ticked.run_id, ticked.branch), []).append((position, ticked))
+        positions, blocks = self._ticks.setdefault((ticked.run_id, ticked.branch), (array("q"), []))
+        positions.append(self._place(ticked.run_id, ticked.branch, ticked))
+        blocks.append(ticked)
 
     def load(self, run_id: str, pairs: Iterable[tuple[str, RuntimeEvent]],
              saved: dict[tuple[str, int], int]) -> None:
@@ -382,13 +386,13 @@ class EventLog:
 
     def _ticks_touching(self, run_id: str | None, branch: str, path: str) -> list[tuple[int, TickEvents]]:
         """The branch's ticks with an event of the node, those logged since the last look looked at now."""
-        ticks = self._ticks.get((run_id, branch), [])
-        seen, found = self._touching.pop((run_id, branch, path), (0, []))  # (back in last: the least recent go)
-        found += [(position, ticked) for position, ticked in ticks[seen:] if ticked.touches(path)]
-        self._touching[(run_id, branch, path)] = (len(ticks), found)
+        positions, blocks = self._ticks.get((run_id, branch), (array("q"), []))
+        seen, found = self._touching.pop((run_id, branch, path), (0, array("q")))  # (back in last: the least recent go)
+        found.extend(place for place in range(seen, len(blocks)) if blocks[place].touches(path))
+        self._touching[(run_id, branch, path)] = (len(blocks), found)
         if len(self._touching) > TOUCHING_KEPT:
             del self._touching[next(iter(self._touching))]
-        return found
+        return [(positions[place], blocks[place]) for place in found]
 
     def tokens(self, lineage: Lineage) -> int:
         """Tokens of the lineage's model calls (`model.call.completed`): swarm agents' and skills'

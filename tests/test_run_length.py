@@ -5,12 +5,15 @@ to, and what is read again is what was shown the first time."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
 
 from runtime import Agent
+from runtime.memory.checkpoint import EventsRead
 from sample_trees import large_tree
 from studio.app import StudioApp
+from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents, status_history
 from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
 from studio.widgets import events_pane
@@ -60,3 +63,37 @@ async def test_the_events_pane_keeps_a_window_of_lines_and_shows_the_first_rows_
         assert _shown(pane) == first  # read again from the rows' record, as shown the first time
         events = session.frame_events()
         assert pane.lines == [format_event(event) for event in events]
+
+
+def _tuples_held(index: dict) -> int:
+    """Tuples an index's values hold, two levels down (a pair per tick was a tuple per tick)."""
+    level = gc.get_referents(*index.values())
+    return sum(type(o) is tuple for o in level + gc.get_referents(*level))
+
+
+async def test_a_nodes_history_holds_a_number_a_tick_and_reads_as_the_store_recorded_it(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(6):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    root, leaf = session.node_views().paths[0], next(path for path in session.runner.nodes if path.endswith("s1.b0.l0"))
+    for path in (root, leaf):
+        stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.node == path]
+        assert session.node_detail(path).history == status_history(StampedEvent("main", e) for e in stored) != []
+    assert _tuples_held(session.log._ticks) == 0 and _tuples_held(session.log._touching) == 0
+
+
+async def test_a_ticks_block_holds_its_records_numbers_in_one_array_and_reads_as_the_store_rebuilds_it(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(3):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
+    assert blocks and all(dict not in set(map(type, gc.get_referents(block))) for block in blocks)  # no record dict
+    shown = [e.event for e in session.frame_events() if e.type in TICK_BLOCK]
+    assert all(type(e.seq) is int and type(e.payload.get("ticked", 0)) is int for e in shown)
+    facts = [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in shown]
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type in TICK_BLOCK]
+    assert facts == [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in stored]
