@@ -44,7 +44,7 @@ NODES = nodes_of(100)  # the static tree build_tree() makes
 from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, Debugger, DebugServer  # noqa: E402
 from runtime.debug.controller import DebugController  # noqa: E402
-from runtime.debug.protocol import encode, utf8  # noqa: E402
+from runtime.debug.protocol import frame  # noqa: E402
 from runtime.debug.server import FLUSH_INTERVAL  # noqa: E402
 from runtime.debug.ticks import events_in  # noqa: E402
 from runtime.engine import ReactiveRunner, RuntimeEventBus  # noqa: E402
@@ -182,7 +182,7 @@ async def _seal_every(controller: DebugController, seconds: float, *, encoded: b
         controller.seal()
         if encoded:
             for message in controller.outbox:
-                utf8(encode(message))
+                frame(message)
         controller.outbox.clear()
 
 

@@ -312,18 +312,26 @@ class HeadFrame(Frame):
         """The leaves running now, in tree order: from the statuses the runner reported when they are
         the nodes' now, two lists side by side rather than every leaf read (each redraw, at 10,000
         nodes scattered in memory: ~2 ms), the running ones picked out in C (a step at 100,000 nodes
-        tested each in Python, ~5 ms); in a tick held inside, as the tree shows them."""
+        tested each in Python, ~5 ms), or after a tick from those kept and the places it moved (its
+        10,000 changes, not the 100,000 statuses: ~3 ms less); in a tick held inside, as the tree shows them."""
         runner = self.runner
         nodes, reported = runner.nodes, None if self._returned else runner.reported_statuses()
         kept = _RUNNING.get(runner)
         if reported is not None and kept is not None and kept[0] is reported[1]:
             return list(kept[1])
         paths, statuses = reported or runner.status_lists()
-        if self._returned:
-            returned = self._returned
-            statuses = [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)]
-        running = [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
-                   if not nodes[path].children]
+        moved = None if reported is None or kept is None else runner.moved_between(kept[0], statuses)
+        if moved is not None:  # those kept, less the places the tick moved, and those it made running
+            places, gone = runner.places, set(moved)
+            now = compress(moved, map(is_, map(statuses.__getitem__, moved), repeat(Status.RUNNING)))  # (in C)
+            running = sorted([path for path in kept[1] if places[path] not in gone] + [
+                paths[i] for i in now if not nodes[paths[i]].children], key=places.__getitem__)
+        else:
+            if self._returned:
+                returned = self._returned
+                statuses = [returned.get(path) or status for path, status in zip(paths, statuses, strict=True)]
+            running = [path for path in compress(paths, map(is_, statuses, repeat(Status.RUNNING)))
+                       if not nodes[path].children]
         if reported is not None:
             _RUNNING[runner] = (statuses, running)
         return list(running)

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from runtime import Agent
 from runtime.debug import PROTOCOL_VERSION, DebugServer
 from runtime.debug.past import RunPast
-from runtime.debug.protocol import encode, events_json, events_of
+from runtime.debug.protocol import encode, events_json, events_of, frame
 from runtime.debug.ticks import TickBacklog, events_in, tick_events
 from runtime.engine.behaviour import Behaviour
 from runtime.engine.events import TICK_TELEMETRY, RuntimeEvent, RuntimeEventBus
@@ -235,6 +235,27 @@ def test_a_slow_client_s_backlog_lets_the_oldest_ticks_go_as_they_come_and_keeps
     assert backlog.dropped + len(events) == 1000 * 2 + 1000 // 7 and not backlog
 
 
+def test_the_backlog_is_the_runner_s_sink_it_wakes_its_reader_once_an_update_and_keeps_the_last_report():
+    """The runner hands each tick to `TickBacklog.add` itself (no other call a tick): the first tick after a
+    take wakes the reader, the others do not, and the last tick's report is taken once."""
+    woken: list[int] = []
+    backlog = TickBacklog(100, lambda: woken.append(1))
+    reports = [TickReport(tick, Status.RUNNING, ticked=["n0"], returned=[Status.RUNNING],
+                          telemetry=TickTelemetry((tick * 10, 1.0), None, (tick * 10 + 1, 1.0))) for tick in (1, 2, 3)]
+    for report in reports[:2]:
+        backlog.add("run1", report)
+    assert len(woken) == 1 and backlog.take_last() is reports[1] and backlog.take_last() is None
+    backlog.add("run1", reports[2])
+    assert len(woken) == 2 and [event.tick for event in tick_events(backlog.take())] == [1, 1, 2, 2, 3, 3]
+
+
+def test_a_frame_is_the_message_s_json_in_utf8_a_lone_surrogate_escaped():
+    """The server sends the serializer's bytes as they are; a string without UTF-8 goes escaped."""
+    assert json.loads(frame({"text": "é", "nan": math.nan})) == {"text": "é", "nan": "NaN"}
+    message = {"text": "é", "bad": "\ud800"}
+    assert frame(message).decode() == encode(message) and json.loads(frame(message)) == message
+
+
 def test_the_backlog_keeps_no_object_a_tick_for_the_garbage_collector_to_walk():
     """A run at full speed keeps an update's 20 ms of ticks: an object each (a tuple, a list) is what has
     the collector walk the whole heap every few hundred ticks; numbers and names in columns are not."""
@@ -263,10 +284,14 @@ async def test_a_recording_run_s_rows_are_summed_up_from_its_ticks_not_decoded_f
         async with connect(server.url, max_size=None) as ws:
             await ws.send(encode({"type": "hello", "protocol": PROTOCOL_VERSION, "token": TOKEN}))
             rows = json.loads(await ws.recv())["checkpoints"]
+
+            async def read() -> None:  # (as a studio does: a client that reads nothing is dropped at its keepalive)
+                rows.extend([row async for text in ws for row in json.loads(text).get("checkpoints", ())])
+
+            reading = asyncio.create_task(read())
             assert await asyncio.wait_for(server.run(), 60) == Status.SUCCESS
-            closing = asyncio.create_task(server.close())
-            rows += [row async for text in ws for row in json.loads(text).get("checkpoints", ())]
-            await closing
+            await server.close()
+            await reading
     finally:
         await server.close()
     infos = store.list(runner.run_id)

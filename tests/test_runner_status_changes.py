@@ -56,7 +56,9 @@ async def test_every_change_is_reported_in_the_trees_order_the_stopped_subtrees_
         Script("a", Status.RUNNING, Status.SUCCESS), py_trees.behaviours.Success("b")])
     loop = LoopUntilSuccess("loop", Script("try", Status.FAILURE, Status.SUCCESS), max_iterations=5)
     root = Sequence("root", memory=False, children=[guard, fan, loop, Script("end", Status.RUNNING)])
-    runner = ReactiveRunner(root, Empty)
+    done = Sequence("done", memory=False, children=[py_trees.behaviours.Success(f"l{i}") for i in range(200)])
+    runner = ReactiveRunner(Sequence("top", memory=True, children=[done, root]), Empty)  # (`done`: the first
+    # tick's alone, so the later ticks return few of the tree's nodes, the walk's case)
     reports = []
     for _ in range(4):
         before, reported = runner.statuses(), runner.reported_statuses()  # (none before the first tick)
@@ -68,7 +70,7 @@ async def test_every_change_is_reported_in_the_trees_order_the_stopped_subtrees_
                 i for i, path in enumerate(runner.nodes) if path in expected]
         assert report.changed == expected
         assert list(report.changed) == [path for path in runner.nodes if path in expected]  # the tree's order
-    assert reports[1].changed["root/guard/work/deep/long"] == (Status.RUNNING, Status.INVALID)  # never ticked
+    assert reports[1].changed["top/root/guard/work/deep/long"] == (Status.RUNNING, Status.INVALID)  # never ticked
 
 
 async def test_a_subtree_the_tick_never_reached_is_not_read():

@@ -24,7 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.frames import CloseCode
 
-from .protocol import MAX_SERVER_FRAME, PROTOCOL_VERSION, encode, parse_address, utf8
+from .protocol import MAX_SERVER_FRAME, PROTOCOL_VERSION, frame, parse_address
 
 REPLY_TIMEOUT = 60.0  # seconds a request waits for its answer (the server answers each at once; replay, fork and
 # checkpoint read a store first)
@@ -77,8 +77,8 @@ class DebugClient:
         except TimeoutError:
             raise DebugError("timeout", f"no WebSocket handshake within {heartbeat}s: not a debug server") from None
         try:
-            await ws.send(utf8(encode({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
-                                        "client": client, "hold_end": hold_end})), text=True)
+            await ws.send(frame({"type": "hello", "id": 0, "protocol": PROTOCOL_VERSION, "token": token,
+                                 "client": client, "hold_end": hold_end}), text=True)
             reply = _message(await asyncio.wait_for(ws.recv(), heartbeat))
         except TimeoutError:
             await ws.close()
@@ -101,7 +101,7 @@ class DebugClient:
         request_id = next(self._ids)
         answer = self._waiting[request_id] = asyncio.get_running_loop().create_future()
         try:
-            await self.ws.send(utf8(encode({"type": message_type, "id": request_id, **fields})), text=True)
+            await self.ws.send(frame({"type": message_type, "id": request_id, **fields}), text=True)
         except ConnectionClosed:
             self._waiting.pop(request_id, None)
             raise DebugError("closed", "the debug connection is closed") from None

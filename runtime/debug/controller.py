@@ -69,13 +69,12 @@ class DebugController(WhatIfRequests):
         self.outbox: deque[dict[str, Any]] = deque()
         self._dirty_state: set[tuple[str, str]] = set()
         self._events: EventBatch  # the events (but the ticks'), kept by the bus till an update is sealed (`attach`)
-        self._ticks = TickBacklog(EVENT_BACKLOG)  # the ticks' telemetry: their events, rebuilt by the client
+        self._ticks: TickBacklog  # the ticks' telemetry (their events, rebuilt by the client) and the last report
         self._approvals_dirty = False
         self._breakpoints_dirty = False
         self._sent_statuses: dict[str, str] = {}
         self._sent_counters: dict[str, str | None] = {}
         self._indexed: object = None
-        self._report: TickReport | None = None  # the last tick's, not sent yet
         self._branch: str | None = None
         self._sent_marks: list[list[Any]] = []
         self._sent_rebound: list[str] = []
@@ -89,7 +88,8 @@ class DebugController(WhatIfRequests):
         """Take over the run (`Debugger.attach`) and watch it; returns the full picture the client starts from."""
         runner = self.runner
         self._events = runner.event_bus.batch(self._on_events, EVENT_BACKLOG, skip=TICK_TELEMETRY)
-        self._detachers = [runner.number_telemetry(self._ticked),
+        self._ticks = TickBacklog(EVENT_BACKLOG, self._changed, beside=self._events)
+        self._detachers = [runner.number_telemetry(self._ticks.add),
                            runner.state_manager.subscribe(self._on_state_change), self._events.close,
                            self.debugger.add_listener(self._from_debugger, ticks=False)]
         if runner.checkpoints is not None:  # a recording run's rows, once each tick is saved
@@ -120,7 +120,8 @@ class DebugController(WhatIfRequests):
     def _picture(self) -> dict[str, Any]:
         """The run as it is now; later updates carry only what changes after it."""
         runner, debugger = self.runner, self.debugger
-        self._indexed, self._dirty_state, self._report = runner.nodes, set(), None
+        self._indexed, self._dirty_state = runner.nodes, set()
+        self._ticks.take_last()
         self._breakpoints_dirty = False
         self._sent_marks = self.past.head_marks(whole=True)
         self._sent_rebound = self._rebound()
@@ -245,6 +246,7 @@ class DebugController(WhatIfRequests):
             if errors:
                 update["errors"] = errors
         rows = self.past.new_rows()
+        report = self._ticks.take_last()
         if self._dirty_state:
             sm, dirty, self._dirty_state = runner.state_manager, self._dirty_state, set()
             names = self.past.names
@@ -254,7 +256,7 @@ class DebugController(WhatIfRequests):
                     update.setdefault("state", []).append([namespace, key, sm.get(key, ns)])
                 else:
                     update.setdefault("removed", []).append([namespace, key])
-        if "state" in update or "removed" in update or rows or self._report is not None:
+        if "state" in update or "removed" in update or rows or report is not None:
             marks = self.past.head_marks()
             if marks != self._sent_marks:
                 update["marks"] = self._sent_marks = marks
@@ -268,8 +270,8 @@ class DebugController(WhatIfRequests):
         if self._approvals_dirty:
             self._approvals_dirty = False
             update["approvals"] = self._approvals()
-        if self._report is not None:
-            update["report"], self._report = self._report_json(), None
+        if report is not None:
+            update["report"] = self._report_json(report)
         if self._agent_ticks:
             update["agent_ticks"] = list(self._agent_ticks)
             self._agent_ticks.clear()
@@ -371,18 +373,6 @@ class DebugController(WhatIfRequests):
         return (runner.state_manager, inner or None) if runner is not None else (None, None)
 
     # -- the ticks, for the report and the marks -------------------------------------------
-    def _ticked(self, run_id: str | None, report: TickReport) -> None:
-        """Keep the tick's report as it is, told by the runner as the tick ends (`number_telemetry`): its
-        telemetry is a row of numbers until an update is sent, and only the last report before an
-        update is turned into JSON, not at every tick (a run at full speed makes hundreds between two
-        updates)."""
-        self._ticks.add(run_id, report)
-        if len(self._events.events) > EVENT_BACKLOG:  # the events kept, the newest
-            self._events.trim()
-        self._report = report
-        if not self._due:
-            self._changed()
-
     def _saved(self, runner: ReactiveRunner, report: TickReport) -> None:
         """A recording run's tick saved: its row's summary (`RunPast.ticked`), and its marks, for the
         next update (an asyncio store lets an update go out between the tick's end and its save)."""
@@ -390,9 +380,9 @@ class DebugController(WhatIfRequests):
         if not self._due:
             self._changed()
 
-    def _report_json(self) -> dict[str, Any]:
+    def _report_json(self, report: TickReport) -> dict[str, Any]:
         """The last tick's report, with what the run now waits for (nothing when it can tick at once)."""
-        report, runner = self._report, self.runner
+        runner = self.runner
         waiting = [] if runner.can_tick_now else in_flight(runner.nodes)
         return {"tick": report.tick, "status": report.status.value, "duration_ms": round(report.duration_ms, 3),
                 "changed": {path: [old.value, new.value] for path, (old, new) in report.changed.items()},

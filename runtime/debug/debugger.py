@@ -32,7 +32,7 @@ from typing import Any
 from py_trees.common import Status
 
 from ..engine.behaviour import AsyncBehaviour, JianmuNodeMixin
-from ..engine.events import EventType, RuntimeEvent
+from ..engine.events import STATE_CHANGED, EventType, RuntimeEvent
 from ..engine.runner import ReactiveRunner, TickReport
 from ..guard.approval import ApprovalError
 from ..memory.checkpoint import CheckpointError, CheckpointInfo, IOReplayer, StoreError
@@ -189,7 +189,7 @@ class Debugger:
 
     def _on_event(self, event: RuntimeEvent) -> None:
         kind = event.type
-        if kind == EventType.STATE_CHANGED:
+        if kind == STATE_CHANGED:  # a module constant: every state write comes here, each tick's too
             if InteractionKeys.PENDING in event.payload.get("keys", ()):  # asked between two steps: say so then
                 with contextlib.suppress(RuntimeError):  # (no loop runs: nothing is asked between steps)
                     asyncio.get_running_loop().call_soon(self._noticed_interaction)

@@ -42,9 +42,9 @@ from .protocol import (
     ProtocolError,
     encode,
     error,
+    frame,
     parse_address,
     parse_request,
-    utf8,
 )
 
 log = logging.getLogger(__name__)
@@ -199,8 +199,8 @@ class DebugServer:
         log.info("debug client %s attached", peer)
         sender = asyncio.create_task(self._send_loop(ws, controller))
         try:
-            await ws.send(utf8(encode({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
-                                        "heartbeat": self.heartbeat, **picture})), text=True)
+            await ws.send(frame({"type": "welcome", "protocol": PROTOCOL_VERSION, "re": hello.get("id"),
+                                 "heartbeat": self.heartbeat, **picture}), text=True)
             async for text in ws:
                 self._answer(controller, text)
         except ConnectionClosed:
@@ -296,7 +296,7 @@ class DebugServer:
                 self._urgent.clear()
                 started = time.perf_counter()
                 controller.seal()
-                texts = [utf8(encode(message)) for message in outbox]
+                texts = [frame(message) for message in outbox]
                 outbox.clear()
                 wait = max(FLUSH_INTERVAL, (time.perf_counter() - started) * (1 / SEND_SHARE - 1))
                 for text in texts:

@@ -13,10 +13,10 @@ telemetry").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..engine.events import EventType, RuntimeEvent, tick_completed_payload
+from ..engine.events import EventBatch, EventType, RuntimeEvent, tick_completed_payload
 from ..engine.record import TickReport
 from .protocol import each_run, runs_json
 
@@ -36,16 +36,27 @@ class TickBacklog:
     walk the whole heap; nor an append a column: a dozen calls a tick, a fifth of what watching a small
     tree's tick costs). A tick let go is only passed over (`_first`) until half the rows are such ticks."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, wake: Callable[[], Any] = lambda: None, beside: EventBatch | None = None):
+        """`wake()`: the first tick since the last `take` (or `clear`) ended; `beside`: the run's other events,
+        which the bus appends without a check, trimmed to `limit` as each tick ends."""
         self.limit = limit
         self.dropped = 0
+        self.wake, self.beside = wake, beside
         self.clear()
 
     def __bool__(self) -> bool:
         return self._first < len(self._rows) // _WIDTH
 
     def add(self, run_id: str | None, report: TickReport) -> None:
-        """Keep a completed tick's telemetry (one numbered by the runner: else it has nothing to send)."""
+        """Keep a completed tick's telemetry (one numbered by the runner: else it has nothing to send) and
+        its report (`last`): the runner's sink (`number_telemetry`), called as each tick ends, so no
+        other call a tick (a small tree's tick is ~30 us; each Python call ~0.1 us)."""
+        if self.last is None:
+            self.wake()
+        self.last = report
+        beside = self.beside
+        if beside is not None and len(beside.events) > self.limit:
+            beside.trim()
         telemetry = report.telemetry
         if telemetry is None:  # numbered only from the next tick (attached in the middle of this one)
             return
@@ -84,6 +95,12 @@ class TickBacklog:
             self._changed = [[i - first, *rest] for i, *rest in self._changed if i >= first]
             self._first = self._keys_first = 0
 
+    def take_last(self) -> TickReport | None:
+        """The last tick's report, once (only the last before an update is turned into JSON, not every
+        tick's: a run at full speed makes hundreds between two updates); the next tick wakes the reader."""
+        last, self.last = self.last, None
+        return last
+
     def take(self) -> dict[str, Any]:
         """The ticks kept, oldest first, as an update's `ticks` carries them (the columns, the `returned`
         and `changed` blocks by their tick's place among them); the backlog is then empty."""
@@ -100,6 +117,7 @@ class TickBacklog:
         return out
 
     def clear(self) -> None:
+        self.last: TickReport | None = None  # the last tick's report, until taken (`take_last`)
         self._rows: list[Any] = []  # a tick's row: its `_COLUMNS`, in order
         self._state_keys: list[str] = []
         self._returned: list[list[Any]] = []  # [place of its tick, first number, time, rows]
