@@ -142,7 +142,8 @@ class Tool:
 
     def describe(self) -> str:
         """One prompt line: `name(arg: type, opt: type = default): description`."""
-        params = _parameters(self.args_model)  # (read only: no copy, ~3% of a ReAct round)
+        own = type(self).parameters is Tool.parameters  # (an MCP tool's, a recorded one's: their own schema)
+        params = _parameters(self.args_model) if own else self.parameters()  # (read only: no copy, ~3% of a round)
         required = set(params.get("required", ()))
         args = []
         for arg, prop in params.get("properties", {}).items():
