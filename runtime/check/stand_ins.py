@@ -37,8 +37,8 @@ class RecordedTool(Tool):
         self._validator = _validator(self._parameters)
         super().__init__(name=function["name"], description=function.get("description") or "")
 
-    def parameters(self) -> dict[str, Any]:
-        return dict(self._parameters)
+    def offered_parameters(self) -> dict[str, Any]:
+        return self._parameters
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
         model = super().validate(arguments)

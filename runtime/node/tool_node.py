@@ -36,7 +36,7 @@ class ToolNode(AsyncBehaviour):
         self.tool = tool
         self.execute = execute
         self.tool_runner = tool_runner
-        self.parameters = tuple(tool.parameters().get("properties", {}))
+        self.parameters = tuple(tool.offered_parameters().get("properties", {}))
         self.input_ports = ("input", *self.parameters)
         self.bind(inputs={"input": input_key} if input_key else None,
                   outputs={"output": output_key} if output_key else None)

@@ -132,7 +132,12 @@ class Tool:
 
     # -- what the model sees ---------------------------------------------------------
     def parameters(self) -> dict[str, Any]:
-        return copy.deepcopy(_parameters(self.args_model))  # the caller's to change
+        return copy.deepcopy(self.offered_parameters())  # the caller's to change
+
+    def offered_parameters(self) -> dict[str, Any]:
+        """The arguments' JSON schema the model is offered, not to be changed (`parameters()` gives a copy):
+        a tool with a schema of its own (an MCP server's, a recorded request's) offers that."""
+        return _parameters(self.args_model)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling entry for this tool."""
@@ -142,8 +147,7 @@ class Tool:
 
     def describe(self) -> str:
         """One prompt line: `name(arg: type, opt: type = default): description`."""
-        own = type(self).parameters is Tool.parameters  # (an MCP tool's, a recorded one's: their own schema)
-        params = _parameters(self.args_model) if own else self.parameters()  # (read only: no copy, ~3% of a round)
+        params = self.offered_parameters()  # (read only: no copy, ~3% of a ReAct round)
         required = set(params.get("required", ()))
         args = []
         for arg, prop in params.get("properties", {}).items():

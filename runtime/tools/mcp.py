@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import math
 import os
@@ -379,11 +378,10 @@ class MCPTool(Tool):
                          parallel_safe=not _has_side_effects(annotations),
                          timeout=None, max_output_chars=None)  # the provider's call_timeout and cap bound it
 
-    def parameters(self) -> dict[str, Any]:
-        params = copy.deepcopy(self.input_schema)
-        params.pop("title", None)
-        params.pop("$schema", None)  # a JSON-schema dialect tag: strict model APIs refuse it
-        return params
+    def offered_parameters(self) -> dict[str, Any]:
+        """The server's input schema but its title and `$schema` (a JSON-schema dialect tag: strict model APIs
+        refuse it)."""
+        return {key: value for key, value in self.input_schema.items() if key not in ("title", "$schema")}
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
         model = super().validate(arguments)  # the "must be an object" check
