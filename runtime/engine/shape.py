@@ -20,7 +20,6 @@ node at fault as it meets it (its line from the root: what only an error needs).
 
 from __future__ import annotations
 
-import collections
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -176,9 +175,10 @@ def check_shape(root: Any) -> TreeIndex | None:
     if index is not None:
         return index
     slashed, texts = _fault(root)
-    if slashed:  # named as the paths name it (`iter_paths`: the parent's path, numbered siblings)
-        collections.deque(iter_paths(root), maxlen=0)
-    return TreeIndex.of(list(iter_paths(root))) if texts else None  # (a node that hashes otherwise, say)
+    if not (slashed or texts):
+        return None
+    pairs = list(iter_paths(root))  # (a `/` in a name raises here, named as the paths name it: numbered siblings)
+    return TreeIndex.of(pairs) if texts else None  # (a node that hashes otherwise, say)
 
 
 __all__ = ["MAX_DEPTH", "TreeIndex", "TreeShapeError", "check_shape", "index_tree"]
