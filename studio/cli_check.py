@@ -16,17 +16,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+from typing import TYPE_CHECKING
 
-from runtime.agent import Agent
-from runtime.check import check_run
-from runtime.check.diff import Side, diff_runs
-from runtime.check.recording import TreeChoice, tree_for_run
 from runtime.memory.checkpoint import StoreError, chosen_store, display_name, open_store
 from runtime.memory.checkpoint.runfile import SUFFIX, export_run_file, import_run_file
 from runtime.terminal import terminal_line
 from runtime.treefile import TreeLoadError
 
 from . import headless, stopping
+
+if TYPE_CHECKING:  # (runtime.check is imported by the commands that use it: the studio's launch never does)
+    from runtime.agent import Agent
+    from runtime.check.recording import TreeChoice
 
 COMMANDS = ("check", "diff", "export", "import")
 SHOWN_PER_TICK = 6  # differences a diff lists per tick (the count of the rest is said)
@@ -94,6 +95,8 @@ def export(args: argparse.Namespace) -> int:
 
 
 def diff(args: argparse.Namespace) -> int:
+    from runtime.check.diff import Side, diff_runs
+
     names = [args.a, args.b or args.a]
     for given, what in ((args.runs, "--run"), (args.branches, "--branch")):
         if len(given) > 2:
@@ -186,6 +189,9 @@ def _built(choice: TreeChoice) -> Agent:
 
 
 async def _check_one(store, run_id: str, args: argparse.Namespace, live: bool) -> int:
+    from runtime.check import check_run
+    from runtime.check.recording import tree_for_run
+
     try:
         with stopping.user_code():  # the tree's first build, made when chosen
             choice = tree_for_run(store, run_id, args.tree)

@@ -24,7 +24,6 @@ import sys
 
 from py_trees.common import Status
 
-from runtime.check.recording import tree_for_run
 from runtime.guard import ApprovalError, ApprovalRequest, ApprovalStatus
 from runtime.memory.checkpoint import CheckpointError, close_store_async, display_name, open_store_async
 from runtime.memory.checkpoint.waiting import waiting_runs
@@ -50,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
 
 
 async def resume(args: argparse.Namespace) -> int:
+    # (imported here, not with the module: every launch of the studio parses this command's flags)
+    from runtime.check.recording import tree_for_run
+
     rules = headless.answers(args)
     if not rules.approve and not rules.deny:
         raise ApprovalError("resume: answer the waiting calls with --approve or --deny (see --help)")

@@ -24,13 +24,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from py_trees.common import Status
 
 from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
-from runtime.debug.compare import Comparison, Target, compare, targets
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
 from runtime.debug.stops import RunState, Stop
 from runtime.debug.whatif_notes import marked
@@ -65,6 +64,9 @@ from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatu
 from ..whatifs import ToolCall, call_branches, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
+
+if TYPE_CHECKING:  # runtime.debug.compare (and runtime.check under it) is imported by `compare`: no launch needs it
+    from runtime.debug.compare import Comparison, Target
 
 Listener = Callable[[str, Any], None]
 RECORDING = "this is a recording: replay or fork (f) from a checkpoint to run it"
@@ -499,11 +501,15 @@ class DebugSession:
     # -- comparing with another run or branch (runtime.debug.compare) ------------------------------
     def compare_targets(self) -> list[Target]:
         """The branches and runs the frame's branch can be compared with."""
+        from runtime.debug.compare import targets
+
         run_id = self.recorded_run or self.run_id
         return targets(self.store, run_id, self.frame.branch) if run_id is not None else []
 
     def compare(self, target: Target) -> Comparison:
         """The frame's branch and `target` side by side (`EditError` when the store cannot tell)."""
+        from runtime.debug.compare import compare
+
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             raise EditError("no run yet: step first")
