@@ -2,11 +2,13 @@
 changes (the first frame at 100,000 nodes waited behind each further layout, and Textual's Footer
 rebuilt its keys after the first frame, a layout of its own): the keys line has its keys from the
 first compose, the status line its height from the screen's width, and the state pane redraws at a
-new size without a layout (its extent is its widest line's, not its size)."""
+new size without a layout (its extent is its widest line's, not its size). Nor is a key styled
+twice before the first frame."""
 
 from __future__ import annotations
 
 from textual.geometry import Region
+from textual.widgets._footer import FooterKey
 from tui_fixtures import SIZE, pipeline_session, settle, steady_terminal  # noqa: F401
 
 from studio.app import StudioApp
@@ -48,3 +50,18 @@ async def test_the_state_pane_redraws_at_a_new_size_without_a_layout(monkeypatch
         lines = [strip.text for strip in pane.render_lines(Region(0, 0, *pane.size))]
         assert any("text" in line for line in lines)
         assert {len(line) for line in lines} == {pane.size.width}, lines  # drawn at the new width
+
+
+
+async def test_the_opening_styles_each_key_once(monkeypatch):
+    """A FooterKey starts compact and its binding to the footer unmade it: each key was styled twice
+    before the first frame (the palette's key, not bound, stays compact)."""
+    compacted = []
+    add_class = FooterKey.add_class
+    monkeypatch.setattr(FooterKey, "add_class", lambda self, *names, **kw: (
+        compacted.extend(names if "-command-palette" not in self.classes else ()), add_class(self, *names, **kw))[1])
+    app = StudioApp(pipeline_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert compacted == []
+

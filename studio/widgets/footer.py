@@ -33,7 +33,17 @@ class KeysFooter(Footer):
         mounted that the first frame's panes waited behind (~0.2-0.5 s of a launch at load)."""
         if self.app.app_focus:  # (unfocused, a browser's start: `bindings_changed` shows them)
             self.set_reactive(Footer._bindings_ready, True)
-        return super().compose()
+        for widget in super().compose():
+            yield self._compacted(widget)
+
+    def _compacted(self, widget):
+        """A key bound to the footer's `compact` given its value before it is mounted: a FooterKey starts
+        compact, so each was styled twice as it mounted (its class added, then removed by the binding),
+        ~30 restyles before the launch's first frame. (The palette's key is not bound: it stays compact.
+        `_reactive_connect` is where Textual keeps a widget's bindings, `data_bind`'s.)"""
+        if isinstance(widget, FooterKey) and "compact" in (widget._reactive_connect or {}):
+            widget.set_reactive(FooterKey.compact, self.compact)
+        return widget
 
     def bindings_changed(self, screen: Screen) -> None:
         if not screen.app.app_focus and not self.children and self.is_attached and screen is self.screen:
@@ -86,8 +96,9 @@ class KeysFooter(Footer):
             key = by_key.get((binding.key, binding.action))
             if key is None:  # as `compose` makes it (binding to the footer needs it as the active pump)
                 with self._context():
-                    key = _Key(binding.key, self.app.get_key_display(binding), binding.description,
-                               binding.action, disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
+                    key = self._compacted(_Key(binding.key, self.app.get_key_display(binding), binding.description,
+                                               binding.action, disabled=not enabled,
+                                               tooltip=tooltip).data_bind(compact=Footer.compact))
                 if before is None:
                     self.mount(key, before=0)
                 else:
