@@ -60,6 +60,10 @@ REDRAW_EVENTS = frozenset({EventType.STATE_CHANGED, EventType.STATE_EDITED, Even
 class MainScreen(Screen):
     """Tree, node detail and state on top; events and timeline below; status line and keys."""
 
+    # Focused as the screen is composed: the first focusable widget (the tree's search box) took the focus
+    # first, then the tree from `on_mount`, two restyles of the panes before the first frame.
+    AUTO_FOCUS = "#tree-view"
+
     BINDINGS = [
         Binding("n,f10", "step", "Step", id="step", tooltip="Run one tick (step over)"),
         Binding("s,f11", "step_into", "Step into", id="step-into",

@@ -2,12 +2,13 @@
 changes (the first frame at 100,000 nodes waited behind each further layout, and Textual's Footer
 rebuilt its keys after the first frame, a layout of its own): the keys line has its keys from the
 first compose, the status line its height from the screen's width, and the state pane redraws at a
-new size without a layout (its extent is its widest line's, not its size). Nor is a key styled
-twice before the first frame."""
+new size without a layout (its extent is its widest line's, not its size). Nor is anything styled
+twice before the first frame (a key, the focus)."""
 
 from __future__ import annotations
 
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.widgets._footer import FooterKey
 from tui_fixtures import SIZE, pipeline_session, settle, steady_terminal  # noqa: F401
 
@@ -65,3 +66,15 @@ async def test_the_opening_styles_each_key_once(monkeypatch):
         await settle(app, pilot)
         assert compacted == []
 
+
+async def test_the_opening_focuses_the_tree_first(monkeypatch):
+    """The search box (the first focusable widget) took the focus before the tree: the panes restyled
+    for each."""
+    focused = []
+    set_focus = Screen.set_focus
+    monkeypatch.setattr(Screen, "set_focus", lambda self, widget, *a, **kw: (
+        focused.append(widget.id if widget else None), set_focus(self, widget, *a, **kw))[1])
+    app = StudioApp(pipeline_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.focused is app.main.query_one("#tree-view") and focused[0] == "tree-view", focused
