@@ -10,10 +10,11 @@ import time
 import pytest
 from conftest import rows, tamper
 
-from runtime.engine.events import RuntimeEvent
+from runtime.engine.events import EventType, RuntimeEvent
 from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
 from runtime.memory.checkpoint.reserved_ids import BLOCK
 from runtime.memory.checkpoint.sql_plan import Query
+from runtime.memory.checkpoint.sql_store import run_facts
 from runtime.memory.checkpoint.statement_fusion import NOTIFY, fused
 
 
@@ -57,6 +58,46 @@ def test_a_ticks_save_after_the_first_is_one_statement(url):
         assert store.get(checkpoint_id).state == {"": {"n": 2}}
     finally:
         store.close()
+
+
+def _lifecycle(run_id: str, kind: str) -> tuple[str, RuntimeEvent]:
+    return "main", RuntimeEvent(0, kind, time.time(), 0, None, run_id, {})
+
+
+def test_a_runs_first_save_and_its_ending_need_no_transaction_and_read_its_facts_once(url):
+    """The run's facts (`run:<id>`) this writer committed are kept: written at the end of the write,
+    compared-and-set, not read in a transaction of their own at the run's start and end."""
+    store = open_store(url)
+    try:
+        sent = []
+        execute = store._conn.execute
+        store._conn.execute = lambda sql, params=(): (sent.append(sql), execute(sql, params))[1]
+        first = store.save(_record("r", 0, None, None), [_lifecycle("r", EventType.RUN_STARTED), _event("r", 0)])
+        store.save(_record("r", 1, first, first), [_event("r", 1)])
+        ending = len(sent)
+        store.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])
+        assert "BEGIN" not in sent and "COMMIT" not in sent
+        assert sum(sql.startswith("SELECT value FROM meta") for sql in sent) == 1  # at the run's first write only
+        assert len(sent) - ending <= 2  # the ending's events and facts in one statement (and maybe ids reserved)
+        facts = run_facts(store.get_meta("run:r"))
+        assert facts["writer"] == store._writer_id and facts["ended"] == "completed" and facts["pid"] > 0
+    finally:
+        store.close()
+
+
+def test_a_writer_whose_run_was_taken_over_leaves_the_takers_facts_as_they_are(url):
+    writer, taker = open_store(url), open_store(url)
+    try:
+        _ticks(writer, "r", 2)
+        assert taker.take_over("r", taker.get_meta("run:r"))
+        writer.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])  # (its facts kept are not the stored ones)
+        facts = run_facts(taker.get_meta("run:r"))
+        assert facts["writer"] == taker._writer_id and "ended" not in facts
+        taker.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])
+        assert run_facts(taker.get_meta("run:r"))["ended"] == "completed"
+    finally:
+        writer.close()
+        taker.close()
 
 
 def test_ids_reserved_ahead_stay_unique_and_in_order_across_writers_and_a_restart(url):
