@@ -12,7 +12,7 @@ from conftest import rows, tamper
 
 from runtime.engine.events import EventType, RuntimeEvent
 from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
-from runtime.memory.checkpoint.reserved_ids import BLOCK
+from runtime.memory.checkpoint.reserved_ids import BLOCK, MOST, ReservedIds
 from runtime.memory.checkpoint.sql_plan import Query
 from runtime.memory.checkpoint.sql_store import run_facts
 from runtime.memory.checkpoint.statement_fusion import NOTIFY, fused
@@ -129,6 +129,38 @@ def test_a_run_taken_over_gets_ids_after_those_its_earlier_writer_gave_it(url):
     assert taker.latest("r").id == taken[-1]
     assert [e.payload["tick"] for _, e in taker.events("r")] == [0, 1, 2, 3, 0, 1]
     taker.close()
+
+
+def test_a_new_run_takes_the_ids_its_writer_reserved_for_earlier_runs(url):
+    store = open_store(url)
+    try:
+        _ticks(store, "a", 2)
+        sent = []
+        execute = store._conn.execute
+        store._conn.execute = lambda sql, params=(): (sent.append(sql), execute(sql, params))[1]
+        ids = _ticks(store, "b", 2) + _ticks(store, "a", 1)
+        assert not [sql for sql in sent if "nextval" in sql]  # (ids are let go when a run is taken over only)
+        assert ids == sorted(ids) and [c.id for c in store.list("b")] == ids[:2]
+    finally:
+        store.close()
+
+
+def test_each_block_of_ids_reserved_is_twice_the_last_up_to_a_bound():
+    ids, asked, given = ReservedIds("checkpoints"), [], 0
+
+    def taken() -> int:  # (the plan driven as a store drives it, the sequence's ids counted here)
+        nonlocal given
+        plan, rows = ids.take(), None
+        while True:
+            try:
+                query = plan.send(rows)
+            except StopIteration as stop:
+                return stop.value
+            asked.append(query.params[0])
+            rows, given = [(given + n + 1,) for n in range(query.params[0])], given + query.params[0]
+
+    assert [taken() for _ in range(20_000)] == list(range(1, 20_001))
+    assert asked == [BLOCK * 2 ** n for n in range(6)] + [MOST] * 4  # (64 + ... + 2048: 4032 ids)
 
 
 def test_a_failed_one_trip_save_stores_none_of_its_rows_says_one_line_and_the_next_saves(url):

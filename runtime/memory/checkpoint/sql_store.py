@@ -626,8 +626,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             meta.setdefault("started", min(started))
             meta.setdefault("host", me.host)
             meta.setdefault("pid", me.pid)
-        if claim:
-            meta["writer"] = yield from self._claim()
+        if claim:  # (ids reserved before are let go when another writer wrote the run: it is taken over)
+            meta["writer"] = yield from self._claim(renew=seen is not None and meta.get("writer") != self._writer_id)
             meta.pop("released", None)
             tx.claiming.add(run_id)
         for event in lifecycle:
@@ -636,12 +636,14 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 meta.update(ended=ended, ended_at=event.time if ended else None)
         tx.facts[key] = (seen, json.dumps(meta))
 
-    def _claim(self) -> Plan[str]:
+    def _claim(self, renew: bool = True) -> Plan[str]:
         """This object's writer row (written with its first claim, its heartbeat with each), for a run
-        to name as its writer."""
+        to name as its writer; `renew`: the ids reserved ahead let go (`_renew_ids`), unless the run is
+        new, or was this writer's."""
         if self._writer_id is None:
             self._writer_id = os.urandom(8).hex()
-        self._renew_ids()
+        if renew:
+            self._renew_ids()
         me, now = this_process(), time.time()
         yield Query(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
                     "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
