@@ -157,10 +157,10 @@ def test_each_block_of_ids_reserved_is_twice_the_last_up_to_a_bound():
             except StopIteration as stop:
                 return stop.value
             asked.append(query.params[0])
-            rows, given = [(given + n + 1,) for n in range(query.params[0])], given + query.params[0]
+            rows, given = ([given + n + 1 for n in range(query.params[0])],), given + query.params[0]
 
     assert [taken() for _ in range(20_000)] == list(range(1, 20_001))
-    assert asked == [BLOCK * 2 ** n for n in range(6)] + [MOST] * 4  # (64 + ... + 2048: 4032 ids)
+    assert asked == [BLOCK * 2 ** n for n in range(5)] + [MOST] * 18  # (64 + ... + 1024: 1,984 ids)
 
 
 def test_a_failed_one_trip_save_stores_none_of_its_rows_says_one_line_and_the_next_saves(url):
