@@ -10,10 +10,11 @@ import time
 import pytest
 from conftest import rows, tamper
 
-from runtime.engine.events import RuntimeEvent
+from runtime.engine.events import EventType, RuntimeEvent
 from runtime.memory.checkpoint import CheckpointRecord, StoreError, open_store
-from runtime.memory.checkpoint.reserved_ids import BLOCK
+from runtime.memory.checkpoint.reserved_ids import BLOCK, MOST, ReservedIds
 from runtime.memory.checkpoint.sql_plan import Query
+from runtime.memory.checkpoint.sql_store import run_facts
 from runtime.memory.checkpoint.statement_fusion import NOTIFY, fused
 
 
@@ -59,6 +60,46 @@ def test_a_ticks_save_after_the_first_is_one_statement(url):
         store.close()
 
 
+def _lifecycle(run_id: str, kind: str) -> tuple[str, RuntimeEvent]:
+    return "main", RuntimeEvent(0, kind, time.time(), 0, None, run_id, {})
+
+
+def test_a_runs_first_save_and_its_ending_need_no_transaction_and_read_its_facts_once(url):
+    """The run's facts (`run:<id>`) this writer committed are kept: written at the end of the write,
+    compared-and-set, not read in a transaction of their own at the run's start and end."""
+    store = open_store(url)
+    try:
+        sent = []
+        execute = store._conn.execute
+        store._conn.execute = lambda sql, params=(): (sent.append(sql), execute(sql, params))[1]
+        first = store.save(_record("r", 0, None, None), [_lifecycle("r", EventType.RUN_STARTED), _event("r", 0)])
+        store.save(_record("r", 1, first, first), [_event("r", 1)])
+        ending = len(sent)
+        store.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])
+        assert "BEGIN" not in sent and "COMMIT" not in sent
+        assert sum(sql.startswith("SELECT value FROM meta") for sql in sent) == 1  # at the run's first write only
+        assert len(sent) - ending <= 2  # the ending's events and facts in one statement (and maybe ids reserved)
+        facts = run_facts(store.get_meta("run:r"))
+        assert facts["writer"] == store._writer_id and facts["ended"] == "completed" and facts["pid"] > 0
+    finally:
+        store.close()
+
+
+def test_a_writer_whose_run_was_taken_over_leaves_the_takers_facts_as_they_are(url):
+    writer, taker = open_store(url), open_store(url)
+    try:
+        _ticks(writer, "r", 2)
+        assert taker.take_over("r", taker.get_meta("run:r"))
+        writer.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])  # (its facts kept are not the stored ones)
+        facts = run_facts(taker.get_meta("run:r"))
+        assert facts["writer"] == taker._writer_id and "ended" not in facts
+        taker.add_events([_lifecycle("r", EventType.RUN_COMPLETED)])
+        assert run_facts(taker.get_meta("run:r"))["ended"] == "completed"
+    finally:
+        writer.close()
+        taker.close()
+
+
 def test_ids_reserved_ahead_stay_unique_and_in_order_across_writers_and_a_restart(url):
     first, second = open_store(url), open_store(url)
     ids = {"a": _ticks(first, "a", 3), "b": _ticks(second, "b", 3)}
@@ -88,6 +129,38 @@ def test_a_run_taken_over_gets_ids_after_those_its_earlier_writer_gave_it(url):
     assert taker.latest("r").id == taken[-1]
     assert [e.payload["tick"] for _, e in taker.events("r")] == [0, 1, 2, 3, 0, 1]
     taker.close()
+
+
+def test_a_new_run_takes_the_ids_its_writer_reserved_for_earlier_runs(url):
+    store = open_store(url)
+    try:
+        _ticks(store, "a", 2)
+        sent = []
+        execute = store._conn.execute
+        store._conn.execute = lambda sql, params=(): (sent.append(sql), execute(sql, params))[1]
+        ids = _ticks(store, "b", 2) + _ticks(store, "a", 1)
+        assert not [sql for sql in sent if "nextval" in sql]  # (ids are let go when a run is taken over only)
+        assert ids == sorted(ids) and [c.id for c in store.list("b")] == ids[:2]
+    finally:
+        store.close()
+
+
+def test_each_block_of_ids_reserved_is_twice_the_last_up_to_a_bound():
+    ids, asked, given = ReservedIds("checkpoints"), [], 0
+
+    def taken() -> int:  # (the plan driven as a store drives it, the sequence's ids counted here)
+        nonlocal given
+        plan, rows = ids.take(), None
+        while True:
+            try:
+                query = plan.send(rows)
+            except StopIteration as stop:
+                return stop.value
+            asked.append(query.params[0])
+            rows, given = ([given + n + 1 for n in range(query.params[0])],), given + query.params[0]
+
+    assert [taken() for _ in range(20_000)] == list(range(1, 20_001))
+    assert asked == [BLOCK * 2 ** n for n in range(5)] + [MOST] * 18  # (64 + ... + 1024: 1,984 ids)
 
 
 def test_a_failed_one_trip_save_stores_none_of_its_rows_says_one_line_and_the_next_saves(url):

@@ -58,6 +58,7 @@ from pydantic_core import from_json
 
 from ...engine.events import EventType, RuntimeEvent
 from ...engine.record import telemetry_events
+from .facts_written import FactsWritten
 from .liveness import PIGGYBACK, WRITER_COLUMNS, heartbeats, this_process
 from .model import (
     Checkpoint,
@@ -109,11 +110,13 @@ T = TypeVar("T")
 @dataclass
 class _Tx:
     """What one write transaction added, known to the store object once it commits: items by
-    content hash, the records it wrote as their children's rows carry them, the runs its writer claimed."""
+    content hash, the records it wrote as their children's rows carry them, the runs its writer claimed,
+    the runs' facts it writes at its end (`meta` key -> the text it replaces, its own: `facts_written.py`)."""
 
     items: dict[bytes, int] = field(default_factory=dict)
     kept: dict[int, _Line] = field(default_factory=dict)
     claiming: set[str] = field(default_factory=set)
+    facts: dict[str, tuple[str | None, str]] = field(default_factory=dict)
 
 
 def _statements(*queries: Query) -> Plan[None]:
@@ -338,6 +341,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         self._texts = _ItemTexts()
         self._list_ids: dict[str, list[int]] = {}  # list id -> the item ids of its chunks read
         self._noted: set[str] = set()  # runs whose `run:<id>` facts this object has written
+        self._facts = FactsWritten()  # ... and the text it wrote last
         self._writers_table = True  # False: an older store opened read-only, which has none
         self._writer_id: str | None = None  # this object's row of `writers`, once it writes a run
         self._claimed: set[str] = set()  # runs this object's writer has claimed (`_Tx.claiming`: in a transaction)
@@ -432,6 +436,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                         query = send(value)
                     except StopIteration as stop:
                         result = stop.value
+                        pending += [FactsWritten.write(key, seen, text) for key, (seen, text) in tx.facts.items()
+                                    if text != seen]
                         break
                     if query.want == NOTHING:
                         pending.append(query)
@@ -470,6 +476,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                 steps.close()
             self._items.update(tx.items)
             self._kept.keep(tx.kept)
+            self._facts.kept(tx.facts)
             if tx.claiming:
                 self._claimed |= tx.claiming
                 heartbeats.add(self)
@@ -603,8 +610,15 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         claim = run_id not in self._claimed and run_id not in tx.claiming
         if not lifecycle and first_time is None and not claim:
             return
-        row = yield Query("SELECT value FROM meta WHERE key = ?", (f"run:{run_id}",), ONE)
-        meta = run_facts(row[0] if row else None)
+        key = f"run:{run_id}"
+        if key in tx.facts:
+            seen, text = tx.facts[key]
+        elif (text := self._facts.get(key)) is not None:
+            seen = text
+        else:  # (read before the transaction: its write checks the text is still this one)
+            row = yield Query("SELECT value FROM meta WHERE key = ?", (key,), ONE, alone=True)
+            seen = text = row[0] if row else None
+        meta = run_facts(text)
         started = [first_time] if first_time is not None else []
         started += [e.time for e in lifecycle if e.type == EventType.RUN_STARTED]
         if started:
@@ -612,22 +626,24 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             meta.setdefault("started", min(started))
             meta.setdefault("host", me.host)
             meta.setdefault("pid", me.pid)
-        if claim:
-            meta["writer"] = yield from self._claim()
+        if claim:  # (ids reserved before are let go when another writer wrote the run: it is taken over)
+            meta["writer"] = yield from self._claim(renew=seen is not None and meta.get("writer") != self._writer_id)
             meta.pop("released", None)
             tx.claiming.add(run_id)
         for event in lifecycle:
             ended = _ENDINGS.get(event.type)
             if event.type != EventType.APPROVAL_RESOLVED or meta.get("ended") == "suspended":
                 meta.update(ended=ended, ended_at=event.time if ended else None)
-        yield self._put_meta(f"run:{run_id}", json.dumps(meta))
+        tx.facts[key] = (seen, json.dumps(meta))
 
-    def _claim(self) -> Plan[str]:
+    def _claim(self, renew: bool = True) -> Plan[str]:
         """This object's writer row (written with its first claim, its heartbeat with each), for a run
-        to name as its writer."""
+        to name as its writer; `renew`: the ids reserved ahead let go (`_renew_ids`), unless the run is
+        new, or was this writer's."""
         if self._writer_id is None:
             self._writer_id = os.urandom(8).hex()
-        self._renew_ids()
+        if renew:
+            self._renew_ids()
         me, now = this_process(), time.time()
         yield Query(f"INSERT INTO writers ({WRITER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
                     "ON CONFLICT (id) DO UPDATE SET seen = excluded.seen",
@@ -664,6 +680,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
             if not meta.get("ended"):
                 yield self._put_meta(f"run:{run_id}", json.dumps({**meta, "released": time.time()}))
 
+        self._facts.forget(f"run:{run_id}")
         with contextlib.suppress(StoreError):
             self._transaction(write)
             self._claimed.discard(run_id)
@@ -675,6 +692,7 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         running again, written here; False when another process took it first."""
         key = f"run:{run_id}"
         facts = {k: v for k, v in run_facts(seen).items() if k not in ("ended", "ended_at", "released")}
+        self._facts.forget(key)
 
         def write(tx: _Tx) -> Plan[bool]:
             value = json.dumps({**facts, "writer": (yield from self._claim())})
