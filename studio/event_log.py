@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,6 +30,7 @@ from .timeline import RUN_END, Lineage
 TICK_BLOCK = frozenset({EventType.NODE_RETURNED, EventType.NODE_STATUS, EventType.TICK_COMPLETED})  # `TickEvents`' types
 NODE_EVENTS = frozenset({EventType.NODE_STATUS, EventType.NODE_RETURNED, EventType.NODE_ERROR,
                          EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_FAILED})  # what a node's detail is made of
+SHARED_KEPT = 4_096  # distinct kinds and state keys shared by ticks' blocks (past it, a block keeps its own)
 TOUCHING_KEPT = 64  # the nodes whose ticks `EventLog` keeps found (the node pane reads the selected one each step)
 
 
@@ -75,19 +77,12 @@ class TickEvents(Sequence[StampedEvent]):
     Its `type` and `seq` are those of its first event's place: `tick.completed` ends it, so it is what
     a view that redraws on a tick's end looks for."""
 
-    __slots__ = ("branch", "codes", "kinds", "numbers", "paths", "returned", "run_id", "state_keys", "status", "tick")
+    __slots__ = ("branch", "data", "kinds", "paths", "returned", "run_id", "state_keys", "status", "tick")
 
     type = EventType.TICK_COMPLETED.value
 
     def __init__(self, branch: str, run_id: str | None, report: TickReport, record: dict[str, Any]):
         self.branch, self.run_id, self.tick, self.status = branch, run_id, report.tick, report.status._value_
-        # The record's numbers in one array (its dict and lists: ~13 objects a tick, for the run's length):
-        # the first number and time of the returns, of the changes, and of `tick.completed`, the tick's
-        # duration and its nodes ticked (numbers and counts are whole: a double holds them exactly).
-        unseen, changed, completed = record.get("r") or (0, 0, ()), record.get("n") or (0, 0), record["c"]
-        self.numbers = array("d", (*unseen[:2], *changed[:2], *completed[:4]))
-        self.returned: Sequence[list[str]] = unseen[2] or ()  # [path, returned, end] of each unseen return
-        self.state_keys = tuple(completed[4])  # (none, most ticks: the one empty tuple)
         # The tick's changes, kept for the run's length: the report's mapping (~37 bytes a change; a step
         # at 100,000 nodes changes ~10,000) as the changed paths in order and a byte a change naming its
         # (old, new) pair in `kinds` (9 bytes a change), made in C. The runner shares a kind's pair.
@@ -98,8 +93,21 @@ class TickEvents(Sequence[StampedEvent]):
             kinds = dict(zip(map(id, changes), changes, strict=True))
         code = {key: number for number, key in enumerate(kinds)}
         self.paths: tuple[str, ...] = tuple(report.changed)
-        self.codes = bytes(map(code.__getitem__, map(id, changes)))
-        self.kinds: list[tuple[Status, Status]] = list(kinds.values())
+        # The record's numbers and the changes' codes in one bytes object (the record's dict and lists were
+        # ~13 objects a tick, an array and a bytes two more): the first number and time of the returns, of
+        # the changes, and of `tick.completed`, the tick's duration and its nodes ticked (numbers and counts
+        # are whole: a double holds them exactly), then a byte a change. The kinds and the state keys are
+        # the few a run has, shared by the ticks that have them (`_shared`), not a list and a tuple a tick.
+        unseen, changed, completed = record.get("r") or (0, 0, ()), record.get("n") or (0, 0), record["c"]
+        self.data = _NUMBERS.pack(*unseen[:2], *changed[:2], *completed[:4]) + bytes(
+            map(code.__getitem__, map(id, changes)))
+        self.kinds: tuple[tuple[Status, Status], ...] = _shared(tuple(kinds.values()))
+        self.returned: Sequence[list[str]] = unseen[2] or ()  # [path, returned, end] of each unseen return
+        self.state_keys: tuple[str, ...] = _shared(tuple(completed[4]))  # (none, most ticks: the empty tuple)
+
+    @property
+    def codes(self) -> memoryview:
+        return memoryview(self.data)[_NUMBERS.size:]
 
     @classmethod
     def of(cls, branch: str, run_id: str | None, report: TickReport) -> TickEvents | None:
@@ -113,7 +121,7 @@ class TickEvents(Sequence[StampedEvent]):
 
     @property
     def last_seq(self) -> int:
-        return int(self.numbers[4])
+        return int(_NUMBERS.unpack_from(self.data)[4])
 
     def __len__(self) -> int:
         return len(self.returned) + len(self.paths) + 1
@@ -141,7 +149,7 @@ class TickEvents(Sequence[StampedEvent]):
                 (EventType.TICK_COMPLETED.value, range(unseen + changed, unseen + changed + 1))]
 
     def _seq(self, index: int) -> int:
-        unseen, numbers = len(self.returned), self.numbers
+        unseen, numbers = len(self.returned), _NUMBERS.unpack_from(self.data)
         if index < unseen:
             return int(numbers[0]) + index
         if index < unseen + len(self.paths):
@@ -150,7 +158,7 @@ class TickEvents(Sequence[StampedEvent]):
 
     def _event(self, index: int) -> RuntimeEvent:
         """One event as `runtime.engine.record.telemetry_events` rebuilds it from the same record."""
-        numbers, unseen, seq = self.numbers, self.returned, self._seq(index)
+        numbers, unseen, seq = _NUMBERS.unpack_from(self.data), self.returned, self._seq(index)
         if index < len(unseen):
             path, returned, end = unseen[index]
             return RuntimeEvent(seq, EventType.NODE_RETURNED.value, numbers[1], self.tick, path, self.run_id,
@@ -158,7 +166,7 @@ class TickEvents(Sequence[StampedEvent]):
         index -= len(unseen)
         if index < len(self.paths):
             path = self.paths[index]
-            old, new = self.kinds[self.codes[index]]
+            old, new = self.kinds[self.data[_NUMBERS.size + index]]
             return RuntimeEvent(seq, EventType.NODE_STATUS.value, numbers[3], self.tick, path, self.run_id,
                                 {"old": old._value_, "new": new._value_})
         at, duration_ms, ticked = numbers[5:8]
@@ -181,6 +189,15 @@ class TickEvents(Sequence[StampedEvent]):
     def in_lineage(self, lineage: Lineage) -> bool:
         """Whole or not at all: a lineage is cut at a checkpoint, which comes after its tick's telemetry."""
         return self.run_id == lineage.run_id and lineage.holds(self.branch, self.seq, self.tick, self.type)
+
+
+_NUMBERS = struct.Struct("8d")  # a tick's block's numbers (`TickEvents.data`)
+_SHARED: dict[tuple, tuple] = {}  # the kinds and state keys ticks have had, one tuple each
+
+
+def _shared(value: tuple) -> tuple:
+    """The one tuple equal to `value` that blocks share (a run has few: a loop's rounds repeat them)."""
+    return _SHARED.setdefault(value, value) if len(_SHARED) < SHARED_KEPT or value in _SHARED else value
 
 
 Entry = StampedEvent | TickEvents  # what the log keeps: an event, or a tick's telemetry

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from array import array
 
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
 
@@ -97,3 +98,17 @@ async def test_a_ticks_block_holds_its_records_numbers_in_one_array_and_reads_as
     facts = [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in shown]
     stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type in TICK_BLOCK]
     assert facts == [(e.seq, e.type, e.time, e.tick, e.node, e.payload) for e in stored]
+
+
+async def test_a_ticks_block_keeps_its_paths_and_one_bytes_the_kinds_and_state_keys_shared_with_other_ticks(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(10):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
+    assert len(blocks) >= 8
+    for field in ("kinds", "state_keys"):  # equal values are one object: a tuple a tick was an object a tick
+        assert len({id(getattr(block, field)) for block in blocks}) == len({tuple(getattr(block, field)) for block in blocks})
+    held = [o for block in blocks for o in gc.get_referents(block) if o is not block.returned]
+    assert not [o for o in held if type(o) in (list, array, dict)]  # the numbers and codes: one bytes a block
