@@ -12,6 +12,7 @@ from textual.widgets import Input
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
 
 from runtime import Agent
+from runtime.engine.runner import TickReport
 from sample_trees import large_tree
 from studio.app import StudioApp
 from studio.loader import LoadedTree
@@ -142,3 +143,16 @@ async def test_a_line_whose_status_goes_back_to_what_it_first_showed_is_drawn_ag
     await pilot.pause()
     assert line in redrawn
     assert "○" in on_screen(pane)[line]
+
+
+async def test_a_report_of_a_node_without_a_row_asks_for_the_whole_tree(studio):
+    """A step's changes go to the rows by path, looked up in C with no set of the tick's paths made first:
+    a node the rows lack (the tree grew under it) is answered False, for the app to sync the whole tree."""
+    _, app, _ = studio
+    pane = app.main.query_one(TreePane)
+    fetch = app.session.node_view
+    done = TickReport(1, Status.RUNNING, changed={DEEP: (Status.INVALID, Status.SUCCESS)}, ticked=[DEEP])
+    assert pane.apply([done], set(), fetch)
+    assert pane.statuses()[DEEP] is Status.SUCCESS
+    grown = TickReport(2, Status.RUNNING, changed={f"{DEEP}/new": (Status.INVALID, Status.SUCCESS)})
+    assert not pane.apply([grown], set(), fetch)

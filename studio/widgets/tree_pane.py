@@ -202,7 +202,9 @@ class TreePane(Vertical):
         return len(self._rows)
 
     def knows(self, paths: Iterable[str]) -> bool:
-        return self._rows.index.keys() >= (paths if isinstance(paths, Set) else set(paths))
+        """Every one of `paths` has a row (looked up in C: no set made of a tick's 10,000 paths)."""
+        index = self._rows.index
+        return index.keys() >= paths if isinstance(paths, Set) else all(map(index.__contains__, paths))
 
     def statuses(self) -> dict[str, Any]:
         """Every node's status as its line shows it, or will once it is on screen."""
@@ -254,18 +256,24 @@ class TreePane(Vertical):
         self.tree.show(rows, expanded)
         self._names = None
 
-    def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> None:
-        """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves."""
+    def apply(self, reports: list[TickReport], breakpoints: set[str], fetch: Callable[[str], NodeView]) -> bool:
+        """Take in tick reports and the breakpoint set; `fetch` re-reads loops whose counter moves. False
+        when a report changed a node that has no row (the tree grew): the caller syncs the whole tree."""
         rows = self._rows
-        for report in reports:
-            rows.take_changes(report.changed)
+        try:
+            for report in reports:
+                rows.take_changes(report.changed)
+        except KeyError:
+            return False
         if reports:
             self._ticked = set(reports[-1].ticked)
-            ticked = self._ticked.union(*(report.ticked for report in reports[:-1]))  # every tick of the batch
+            ticked = self._ticked.union(*(report.ticked for report in reports[:-1])) if len(reports) > 1 \
+                else self._ticked  # every tick of the batch
             for row in [row for row in rows.counters if rows.paths[row] in ticked]:
                 rows.refetch(row, fetch)
         rows.breakpoints = rows.marked(breakpoints)
         self.flush()
+        return True
 
     def restate(self, statuses: Mapping[str, Status], ticked: set[str], breakpoints: set[str],
                 fetch: Callable[[str], NodeView], pending: frozenset[str] = frozenset()) -> None:

@@ -12,6 +12,7 @@ namespace, a breakpoint, a rebound port or a pending return are kept aside, by r
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import repeat
 from operator import itemgetter
@@ -92,14 +93,12 @@ class TreeRows:
             self.status = bytearray(self.code(statuses[path]) for path in self.paths)
 
     def take_changes(self, changed: Mapping[str, tuple[Any, Any]]) -> None:
-        """The new status of each changed node (path -> (old, new)): rows and codes looked up in C, one
-        store a change in Python (a step at 100,000 nodes changes ~10,000)."""
+        """The new status of each changed node (path -> (old, new)): rows and codes looked up and stored in
+        C (a step at 100,000 nodes changes ~10,000: a store each in Python cost ~2 ms)."""
         codes = list(map(_STATUS_CODES.get, map(id, map(itemgetter(1), changed.values()))))
         if None in codes:  # a status that is no py_trees member (a recorded string)
             codes = [self.code(new) for _, new in changed.values()]
-        status = self.status
-        for row, code in zip(map(self.index.__getitem__, changed), codes, strict=True):
-            status[row] = code
+        deque(map(self.status.__setitem__, map(self.index.__getitem__, changed), codes), maxlen=0)
 
     def marked(self, paths: Iterable[str]) -> set[int]:
         """The rows of `paths` (a tag's set: breakpoints, pending, rebound)."""
