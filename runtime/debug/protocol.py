@@ -22,11 +22,12 @@ from typing_extensions import TypedDict  # (pydantic reads typing's only from Py
 from ..engine.events import RuntimeEvent
 from ..engine.record import Returns, TickReport
 
-PROTOCOL_VERSION = 7  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
+PROTOCOL_VERSION = 8  # 2: step_into, the timeline, model_io; 3: hold_end, earlier events, corrected arguments;
 # 4: why a run failed, the studio's marks, ticked nodes, one name per state value, swarm agents;
 # 5: one debugger (a local studio's stops), breakpoints enabled/disabled and their hits, set_breakpoint,
 # the tick's record (what each node returned) in the report, a tick held inside and a past checkpoint;
-# 6: a tick's telemetry as numbers (`ticks`), NaN as a string; 7: events and the ticks' telemetry in columns
+# 6: a tick's telemetry as numbers (`ticks`), NaN as a string; 7: events and the ticks' telemetry in columns;
+# 8: the ticks' `status` as runs, their `started` and `completed` numbers and times as four flat columns
 MAX_MESSAGE = 1 << 20  # a client message above this gets a `too_large` error; the session goes on
 MAX_FRAME = 16 << 20  # above this the WebSocket library closes the connection (code 1009)
 MAX_SERVER_FRAME = 64 << 20  # a server message above this makes the client close the connection (1009)

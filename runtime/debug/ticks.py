@@ -14,6 +14,8 @@ telemetry").
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import repeat
+from operator import mul
 from typing import Any
 
 from ..engine.events import EventBatch, EventType, RuntimeEvent, tick_completed_payload
@@ -25,6 +27,7 @@ _COLUMNS = ("runs", "tick", "status", "started", "started_at", "completed", "com
 _WIDTH = len(_COLUMNS)
 _EVENTS = _COLUMNS.index("events")
 _WROTE = _COLUMNS.index("wrote")
+_US = repeat(1000.0)  # a duration in ms times this: in microseconds (`map` reads it without end)
 
 
 class TickBacklog:
@@ -106,11 +109,10 @@ class TickBacklog:
         and `changed` blocks by their tick's place among them); the backlog is then empty."""
         first, rows = self._first, self._rows
         kept = {name: rows[first * _WIDTH + place::_WIDTH] for place, name in enumerate(_COLUMNS)}
-        out = {"runs": runs_json(kept["runs"]), "tick": kept["tick"], "status": kept["status"],
-               "started": list(zip(kept["started"], kept["started_at"], strict=True)),
-               "completed": list(zip(kept["completed"], kept["completed_at"], strict=True)),
-               "duration_us": [round(ms * 1000) for ms in kept["duration_ms"]], "ticked": kept["ticked"],
-               "wrote": kept["wrote"], "state_keys": self._state_keys[self._keys_first:],
+        out = {"runs": runs_json(kept["runs"]), "tick": kept["tick"], "status": runs_json(kept["status"]),
+               "started": kept["started"], "started_at": kept["started_at"], "completed": kept["completed"],
+               "completed_at": kept["completed_at"], "duration_us": list(map(round, map(mul, kept["duration_ms"], _US))),
+               "ticked": kept["ticked"], "wrote": kept["wrote"], "state_keys": self._state_keys[self._keys_first:],
                "returned": [[i - first, *rest] for i, *rest in self._returned if i >= first],
                "changed": [[i - first, *rest] for i, *rest in self._changed if i >= first]}
         self.clear()
@@ -142,10 +144,10 @@ def tick_events(ticks: Mapping[str, Any] | None) -> list[RuntimeEvent]:
     returned_type, status_type = EventType.NODE_RETURNED.value, EventType.NODE_STATUS.value
     events: list[RuntimeEvent] = []
     add, keys, written = events.append, ticks["state_keys"], 0
-    for i, (run_id, tick, status, (started, started_at), (completed, completed_at), duration_us, ticked,
-            wrote) in enumerate(zip(each_run(ticks["runs"]), ticks["tick"], ticks["status"], ticks["started"],
-                                    ticks["completed"], ticks["duration_us"], ticks["ticked"], ticks["wrote"],
-                                    strict=True)):
+    for i, (run_id, tick, status, started, started_at, completed, completed_at, duration_us, ticked,
+            wrote) in enumerate(zip(each_run(ticks["runs"]), ticks["tick"], each_run(ticks["status"]), ticks["started"],
+                                    ticks["started_at"], ticks["completed"], ticks["completed_at"], ticks["duration_us"],
+                                    ticks["ticked"], ticks["wrote"], strict=True)):
         tick, state_keys, written = int(tick), keys[written:written + wrote], written + wrote
         add(RuntimeEvent(started, started_type, started_at, tick, None, run_id, {}))
         if i in returned:
