@@ -134,6 +134,7 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
             session.tick == tick and shows_tick(app, tick, (copy.deepcopy(session.state_snapshot()), session.marks())))
 
     stale = 0
+    step_cpu: list[float] = []  # the main thread's CPU ms from each timed `n` to its frame (load swells it less)
 
     async def timed_step(pilot) -> float | None:
         """`n` to screen, ms; None when the run has finished or the screen never matched (stale)."""
@@ -143,10 +144,12 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
             return None
         tick = session.tick
         shown = app.expect(lambda: shows(tick + 1))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         await pilot.press("n")
         try:
-            return (await asyncio.wait_for(shown, STALE_AFTER * 10) - started) * 1000
+            ms = (await asyncio.wait_for(shown, STALE_AFTER * 10) - started) * 1000
+            step_cpu.append((app.frame_cpu - cpu) * 1000)
+            return ms
         except TimeoutError:  # the screen never matched (an async write racing the probe): not timed
             app.probe = None
             stale += 1
@@ -186,6 +189,7 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
         while len(step_ms) <= steps and not session.runner.finished:
             step_ms.append(await timed_step(pilot))
         timed = [ms for ms in step_ms[1:] if ms is not None]
+        cpu_ms = step_cpu[1:len(timed) + 1] if step_ms[0] is not None else step_cpu[:len(timed)]
         gc.collect()
         after = rss_mb()
         restart_s = await new_run(lambda: pilot.press("r"), 0, collects=True)
@@ -201,6 +205,7 @@ async def _measure(nodes: int, steps: int, tree_file: Path) -> dict:
     alone = await _runner_alone(make) / (TICKS * size)
     return {"nodes": nodes, "raw_us": raw * 1e6, "alone_us": alone * 1e6, "build_s": built, "load_s": loaded,
             "first_s": first, "settled_s": settled, "first_step_ms": step_ms[0], "step_ms": statistics.median(timed) if timed else None,
+            "step_cpu_ms": statistics.median(cpu_ms) if cpu_ms else None,
             "rss_mb": after, "rss_before_mb": before, "stale": stale, "restart_s": restart_s,
             "after_restart_ms": after_restart, "fork_s": fork_s, "after_fork_ms": after_fork}
 
@@ -216,7 +221,7 @@ def main() -> None:
         return
     print(f"headless Textual {SIZE[0]}x{SIZE[1]}; each size in a fresh process; step: median of {args.steps}")
     print(f"{'nodes':>8}{'raw us/nt':>11}{'runner us/nt':>14}{'build s':>9}{'session s':>11}{'first frame s':>15}"
-          f"{'open s':>8}{'then gc s':>11}{'1st step ms':>13}{'step ms':>9}{'RSS MB':>8}{'KB/node':>9}"
+          f"{'open s':>8}{'then gc s':>11}{'1st step ms':>13}{'step ms':>9}{'(CPU)':>7}{'RSS MB':>8}{'KB/node':>9}"
           f"{'restart s':>11}{'steps after ms':>16}{'fork s':>8}{'steps after ms':>16}")
     for nodes in (int(n) for n in args.sizes.split(",")):
         out = subprocess.run([sys.executable, __file__, "--one", str(nodes), "--steps", str(args.steps)],
@@ -225,13 +230,14 @@ def main() -> None:
         opened = r["build_s"] + r["load_s"] + r["first_s"]
         per_node = (r["rss_mb"] - r["rss_before_mb"]) * 1000 / nodes
         print(f"{nodes:>8,}{r['raw_us']:>11.2f}{r['alone_us']:>14.2f}{r['build_s']:>9.2f}{r['load_s']:>11.2f}"
-              f"{r['first_s']:>15.2f}{opened:>8.2f}{r['settled_s']:>11.2f}{_ms(r['first_step_ms']):>13}{_ms(r['step_ms']):>9}"
+              f"{r['first_s']:>15.2f}{opened:>8.2f}{r['settled_s']:>11.2f}{_ms(r['first_step_ms']):>13}{_ms(r['step_ms']):>9}{_ms(r['step_cpu_ms']):>7}"
               f"{r['rss_mb']:>8.0f}{per_node:>9.2f}{r['restart_s']:>11.2f}{_steps(r['after_restart_ms']):>16}"
               f"{r['fork_s']:>8.2f}{_steps(r['after_fork_ms']):>16}"
               + (f"  ({r['stale']} stale steps left out)" if r["stale"] else ""))
     print("open = build + session + first frame (goal at 100,000: <= 5 s); then gc: the collection and freeze after the")
     print("first frame (studio/app.py), which a key pressed meanwhile waits for; step goal at 100,000: <= 250 ms;")
-    print("steps after: the first and second step after the restart (the fork); '-': a step not timed (stale)")
+    print("steps after: the first and second step after the restart (the fork); '-': a step not timed (stale);")
+    print("(CPU): the main thread's CPU from `n` to the frame that shows the tick, median of the same steps")
 
 
 def _ms(ms: float | None) -> str:
