@@ -11,7 +11,8 @@ import pytest
 
 from runtime.memory.checkpoint import CheckpointRecord, IORecord, StoreError, open_store
 from runtime.memory.checkpoint.answering import AsyncBoundedConnection
-from runtime.memory.checkpoint.sql_plan import Query
+from runtime.memory.checkpoint.shared_trips import SharedTrips
+from runtime.memory.checkpoint.sql_plan import Query, Stepping, answer
 from runtime.memory.checkpoint.statement_fusion import fused, together
 
 
@@ -87,3 +88,36 @@ def test_writes_that_must_see_each_other_go_in_statements_one_after_the_other_ea
     statements = together([first, second, insert])
     assert [count for _, count in statements] == [1, 2]  # the second updates the writer's row the first does
     assert statements[0][0] == first and statements[1][0].params == (2, 1, 2, 1)
+
+
+def _big_call(run_id: str, round: int) -> IORecord:
+    """A model call whose answer is stored as an item (a text of its own, by content)."""
+    return IORecord(run_id, "main", "model", "Think", round, 0, {"q": run_id}, {"text": f"{round} " + "x" * 2000})
+
+
+async def test_a_write_storing_new_items_first_then_goes_with_the_writes_due_with_it(store, monkeypatch):
+    await _noted(store, "r0")
+    shared = []
+    send = SharedTrips.send
+    monkeypatch.setattr(SharedTrips, "send", lambda self, statement: (shared.append(statement), send(self, statement))[1])
+    await store.put_io_async(_big_call("r0", 1))
+    assert len(shared) == 1  # its items stored alone, then its row among the shared writes (not over a connection of its own)
+    assert store.get_io("r0", "model", "Think", 1, 0).response == {"text": "1 " + "x" * 2000}
+
+
+def test_items_stored_ahead_of_a_writes_transaction_are_known_to_the_store_at_once(postgres_url):
+    """(So an asyncio store's writes in flight point at them rather than storing them again.)"""
+    store = open_store(postgres_url)
+    try:
+        stepping = Stepping(store.putting_io(_big_call("r", 1)))
+        query = stepping.query()
+        assert query.alone and "INSERT INTO items" in query.sql
+        stepping.answered(answer(store._conn.execute(query.sql, query.params), query.want))
+        query = stepping.query()
+        assert len(store._items) == 1 and not query.alone  # (known before the write's own statement is sent)
+        while query is not None:
+            stepping.answered(answer(store._conn.execute(query.sql, query.params), query.want))
+            query = stepping.query()
+        assert store.get_io("r", "model", "Think", 1, 0).response == {"text": "1 " + "x" * 2000}
+    finally:
+        store.close()

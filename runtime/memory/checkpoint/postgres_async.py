@@ -37,18 +37,23 @@ from .store import IORecord, StoreError
 T = TypeVar("T")
 
 
+async def _answer(stepping: Stepping, query: Query, conn: psycopg.AsyncConnection) -> None:
+    """`query`, a plan's statement, run over `conn`, its answer (or error) given to the plan. (Not in
+    pipeline mode: psycopg's async pipeline waits for results by polling a socket that is always
+    writable, which here cost more CPU than the round trips it saved.)"""
+    try:
+        cursor = await conn.execute(_dialect(query.sql), query.params)
+        stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
+                          if query.want == ALL else cursor.rowcount if query.want == COUNT else None)
+    except BaseException as exc:
+        stepping.failed(exc)
+
+
 async def _driven(stepping: Stepping, query: Query | None, conn: psycopg.AsyncConnection) -> Any:
     """The rest of a plan being driven, from its statement `query`, over `conn`: the event loop runs other
-    work while each statement is on the wire. (Not in pipeline mode: psycopg's async pipeline waits for
-    results by polling a socket that is always writable, which here cost more CPU than the round trips
-    it saved.)"""
+    work while each statement is on the wire."""
     while query is not None:
-        try:
-            cursor = await conn.execute(_dialect(query.sql), query.params)
-            stepping.answered(await cursor.fetchone() if query.want == ONE else await cursor.fetchall()
-                              if query.want == ALL else cursor.rowcount if query.want == COUNT else None)
-        except BaseException as exc:
-            stepping.failed(exc)
+        await _answer(stepping, query, conn)
         query = stepping.query()
     return stepping.result
 
@@ -112,8 +117,10 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
 
     async def _run_async(self, plan: Plan[T]) -> T:
         """Run `plan` over this event loop's connections. Writes come due together: what each builds
-        and sends takes its turn in the loop's share, once, before its first statement (never inside a
-        transaction); a first statement that is its write's whole transaction goes with those of other
+        and sends takes its turn in the loop's share before its first statement, and again after each
+        statement that may go `alone` (items stored, ids reserved, a run's facts read: never inside a
+        transaction), each over whichever connection is free, since the answers of many come in one
+        loop iteration; then a statement that is its write's whole transaction goes with those of other
         writes queued meanwhile (`SharedTrips`), the rest of a plan over a connection of its own."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # (another event loop: the last one's connections cannot serve it)
@@ -124,6 +131,15 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
         if (turn := take_turn()) is not None:
             await turn
         query = stepping.query()
+        while query is not None and query.alone:
+            async with self._connection() as conn:
+                await _answer(stepping, query, conn)
+            if (turn := take_turn()) is not None:
+                await turn
+            try:
+                query = stepping.query()
+            except psycopg.Error as exc:
+                raise StoreError(self._explain(exc, conn)) from None
         if query is not None and joinable(query):
             try:
                 await self._trips.send(query)
@@ -144,7 +160,12 @@ class AsyncPostgresCheckpointStore(AwaitedWrites, PostgresCheckpointStore):
         """One of this event loop's connections: an idle one, else a new one while fewer than
         `connections` are open, else the first given back; its failures in one line (`StoreError`)."""
         async with self._slots:
-            conn = self._idle.pop() if self._idle else await self._connect_async()
+            if self._idle:
+                conn = self._idle.pop()
+            else:  # (connections opened at once answer in one loop iteration: what each carries takes a turn)
+                conn = await self._connect_async()
+                if (turn := take_turn()) is not None:
+                    await turn
             try:
                 yield conn
             except psycopg.Error as exc:

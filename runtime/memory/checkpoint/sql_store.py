@@ -424,7 +424,9 @@ class SQLCheckpointStore(RecordsRuns, ABC):
         one that is read, or at the end: a write that reads nothing back (a tick's save, its ids
         reserved ahead) is one statement on PostgreSQL, atomic alone, without BEGIN and COMMIT. There
         a statement that may run `alone` (storing items by content) goes ahead of them while no
-        transaction has begun (`_ALONE_FIRST`): it reads none of what they write."""
+        transaction has begun (`_ALONE_FIRST`): it reads none of what they write, and the items it
+        stores or finds are known to the store object at once (an asyncio store's other writes in flight
+        then point at them instead of storing them again)."""
         for attempt in itertools.count(1):
             tx = _Tx()
             steps, pending, begun = body(tx), [], False
@@ -439,6 +441,8 @@ class SQLCheckpointStore(RecordsRuns, ABC):
                         pending += [FactsWritten.write(key, seen, text) for key, (seen, text) in tx.facts.items()
                                     if text != seen]
                         break
+                    if not begun:  # (what statements alone stored is stored: another write may point at it now)
+                        self._items.update(tx.items)
                     if query.want == NOTHING:
                         pending.append(query)
                         send, value = steps.send, None
