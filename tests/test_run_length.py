@@ -17,6 +17,7 @@ from studio.app import StudioApp
 from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents, status_history
 from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
+from studio.timeline import RunTimeline
 from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event
 
@@ -112,3 +113,34 @@ async def test_a_ticks_block_keeps_its_paths_and_one_bytes_the_kinds_and_state_k
         assert len({id(getattr(block, field)) for block in blocks}) == len({tuple(getattr(block, field)) for block in blocks})
     held = [o for block in blocks for o in gc.get_referents(block) if o is not block.returned]
     assert not [o for o in held if type(o) in (list, array, dict)]  # the numbers and codes: one bytes a block
+
+
+def _held_by(timeline: RunTimeline) -> int:
+    """Objects the timeline holds of a run's headers (its store, names and bounded caches aside)."""
+    seen: set[int] = set()
+    todo = [value for name, value in vars(timeline).items() if name not in ("store", "names", "_cache", "_remembered")]
+    while todo:
+        obj = todo.pop()
+        if id(obj) not in seen and not isinstance(obj, type):
+            seen.add(id(obj))
+            todo.extend(gc.get_referents(obj))
+    return len(seen)
+
+
+async def test_the_timelines_headers_are_columns_of_numbers_and_read_as_the_store_lists_them(tmp_path):
+    session = _session(tmp_path)
+    counted = []
+    for _ in range(9):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+        rows = session.checkpoints()  # each row's summary noted beside its header
+        counted.append((len(rows), _held_by(session.timeline)))
+    (rows_then, held_then), (rows_now, held_now) = counted[2], counted[-2]  # (the last: a new status, SUCCESS)
+    assert rows_now >= rows_then + 5 and held_now == held_then  # no object a checkpoint
+    headers, listed = session.timeline.infos(session.run_id), session.store.list(session.run_id)
+    assert list(headers) == listed and [headers[headers.place(info.id)] for info in listed] == listed
+    assert [row.summary for row in rows] == [session.timeline.summary(info) for info in listed]
+    fresh = RunTimeline(session.store, session.timeline.names)
+    assert [fresh.summary(info) for info in listed] == [row.summary for row in rows]  # as worked out anew
+    assert fresh.lineage(None, session.run_id, "main") == session.timeline.lineage(None, session.run_id, "main")
