@@ -144,3 +144,28 @@ async def test_the_timelines_headers_are_columns_of_numbers_and_read_as_the_stor
     fresh = RunTimeline(session.store, session.timeline.names)
     assert [fresh.summary(info) for info in listed] == [row.summary for row in rows]  # as worked out anew
     assert fresh.lineage(None, session.run_id, "main") == session.timeline.lineage(None, session.run_id, "main")
+
+
+def _containers(obj) -> int:
+    """Dicts, lists and tuples reachable from `obj` through containers alone (not into the events they hold)."""
+    found, todo = 0, [obj]
+    while todo:
+        held = todo.pop()
+        if type(held) in (dict, list, tuple):
+            found += 1
+            todo.extend(gc.get_referents(held))
+    return found
+
+
+async def test_the_state_writes_index_holds_no_container_a_tick_and_reads_each_ticks_writes_as_stored(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(9):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type == "state.changed"]
+    lineage = session.timeline.lineage(None, session.run_id, "main")
+    by_tick = {tick: [e.event for e in session.log.writes(lineage, tick)] for tick in range(session.tick + 1)}
+    assert len(stored) >= 4 and sorted(e.tick for e in stored) == [t for t, events in by_tick.items() for _ in events]
+    assert [e.seq for e in stored] == sorted(e.seq for events in by_tick.values() for e in events)
+    assert _containers(session.log._writes) <= 2  # the index and the run's: not a key and a list a tick
