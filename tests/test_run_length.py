@@ -20,6 +20,7 @@ from studio.session import DebugSession, open_store
 from studio.timeline import RunTimeline
 from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event
+from studio.widgets.timeline import Timeline
 
 KEPT = 30  # lines the pane keeps formatted here: fewer than the steps below draw
 
@@ -146,12 +147,14 @@ async def test_the_timelines_headers_are_columns_of_numbers_and_read_as_the_stor
     assert fresh.lineage(None, session.run_id, "main") == session.timeline.lineage(None, session.run_id, "main")
 
 
-def _containers(obj) -> int:
-    """Dicts, lists and tuples reachable from `obj` through containers alone (not into the events they hold)."""
+def _containers(obj, given: list | None = None) -> int:
+    """Dicts, lists and tuples reachable from `obj` through containers alone (not into the events they
+    hold, nor into the `given` objects)."""
+    skip = set(map(id, given or ()))
     found, todo = 0, [obj]
     while todo:
         held = todo.pop()
-        if type(held) in (dict, list, tuple):
+        if type(held) in (dict, list, tuple) and id(held) not in skip:
             found += 1
             todo.extend(gc.get_referents(held))
     return found
@@ -169,3 +172,23 @@ async def test_the_state_writes_index_holds_no_container_a_tick_and_reads_each_t
     assert len(stored) >= 4 and sorted(e.tick for e in stored) == [t for t, events in by_tick.items() for _ in events]
     assert [e.seq for e in stored] == sorted(e.seq for events in by_tick.values() for e in events)
     assert _containers(session.log._writes) <= 2  # the index and the run's: not a key and a list a tick
+
+
+async def test_the_timeline_pane_keeps_the_rows_it_was_given_and_no_object_of_its_own_a_row():
+    from test_timeline_rows import TimelineApp, rows
+
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        given = rows(600)
+        counted = []
+        for count in (100, 600):
+            timeline.sync(given[:count], viewing=given[count // 2])
+            await pilot.pause()
+            held = [value for name, value in vars(timeline).items() if name in ("_rows", "_ids", "_keys", "_index",
+                                                                                  "_cells", "_widths", "_viewing")]
+            counted.append(_containers(held, given))
+        assert counted[1] == counted[0]  # the rows' list, not a key, an index entry and a tuple a row
+        assert [timeline.get_row_at(row)[1] for row in range(600)] == [str(row["tick"]) for row in given]
+        assert timeline.get_row_index("300") == 300 and timeline.get_cell("300", "mark") == "▶"
+        assert timeline.cursor_key == "300"  # on the row viewed
