@@ -1,7 +1,7 @@
 """The studio's memory over a run's length: sample_trees/large_tree.py's shape at 100,000 nodes in many
 stages (a tick a stage or two), stepped `n` in the app (headless), RSS after 20, 60, 120 and 200 steps.
 
-    .venv/bin/python bench/studio_growth.py [--nodes 100000] [--stages 300]
+    .venv/bin/python bench/studio_growth.py [--nodes 100000] [--stages 300] [--steps 200] [--repeat] [--alone]
 
 Prints the RSS at each mark and the growth a step from the first mark to the last, and beside it
 the growth of Python's allocated blocks (`sys.getallocatedblocks`): memory freed earlier in the
@@ -54,22 +54,23 @@ class Rounds(Decorator):
         return self.decorated.status
 
 
-async def measure(nodes: int, stages: int, alone: bool, repeat: bool) -> tuple[dict[int, float], dict[int, int]]:
+async def measure(nodes: int, stages: int, alone: bool, repeat: bool,
+                  marks: tuple[int, ...]) -> tuple[dict[int, float], dict[int, int]]:
     root = large_tree.build_root(total=nodes - repeat, stages=stages)
     if repeat:
         root = Rounds("Rounds", root)
     agent = Agent(root, state_schema=large_tree.LargeState)
     session = DebugSession(LoadedTree(agent, Path("large_tree.py"), "build", {}), store=private_store())
     if alone:
-        return await _steps(session, session.step, lambda delay=None: asyncio.sleep(delay or 0))
+        return await _steps(session, session.step, lambda delay=None: asyncio.sleep(delay or 0), marks)
     async with StudioApp(session).run_test(size=SIZE) as pilot:
         await pilot.pause(2)
-        return await _steps(session, lambda: pilot.press("n"), pilot.pause)
+        return await _steps(session, lambda: pilot.press("n"), pilot.pause, marks)
 
 
-async def _steps(session: DebugSession, step_once, pause) -> tuple[dict[int, float], dict[int, int]]:
+async def _steps(session: DebugSession, step_once, pause, marks: tuple[int, ...]) -> tuple[dict[int, float], dict[int, int]]:
     rss, blocks = {}, {}
-    for step in range(1, MARKS[-1] + 1):
+    for step in range(1, marks[-1] + 1):
         started = time.perf_counter()
         while not (session.runner.can_tick_now or session.runner.finished) and time.perf_counter() - started < 5:
             await asyncio.sleep(0.005)  # a stage's pause: the next tick finds it done
@@ -80,7 +81,7 @@ async def _steps(session: DebugSession, step_once, pause) -> tuple[dict[int, flo
         while session.tick == tick:
             await asyncio.sleep(0.002)
         await pause()
-        if step in MARKS:
+        if step in marks:
             await pause(0.3)
             gc.collect()
             rss[step], blocks[step] = rss_mb(), sys.getallocatedblocks()
@@ -94,10 +95,12 @@ def main() -> None:
     parser.add_argument("--stages", type=int, default=300)
     parser.add_argument("--alone", action="store_true", help="the baseline: the session stepped alone, no app")
     parser.add_argument("--repeat", action="store_true", help="the stages again and again: the tree's once-costs paid")
+    parser.add_argument("--steps", type=int, default=MARKS[-1], help="the last mark (the marks below it kept)")
     args = parser.parse_args()
-    rss, blocks = asyncio.run(measure(args.nodes, args.stages, args.alone, args.repeat))
+    marks = (*(mark for mark in MARKS if mark < args.steps), args.steps)
+    rss, blocks = asyncio.run(measure(args.nodes, args.stages, args.alone, args.repeat, marks))
     last = max(rss)
-    for first in sorted(rss)[::2]:  # from the first mark, and once the panes' windows have filled
+    for first in [mark for mark in sorted(rss)[:-1] if mark != 60]:  # from the first mark, once the panes' windows filled
         print(f"growth {first}->{last} steps: {(rss[last] - rss[first]) * 1000 / (last - first):.1f} KB a step, "
               f"{(blocks[last] - blocks[first]) / (last - first):.0f} blocks a step")
 

@@ -327,7 +327,9 @@ class EventLog:
         # node): a node's history read each step (the node pane) looks at each tick once, not at every tick
         # of the run each time, and holds a number a tick that touches it
         self._touching: dict[tuple[str | None, str, str], tuple[int, array]] = {}
-        self._writes: dict[tuple[str | None, int], list[StampedEvent]] = {}  # state.changed, per tick
+        # state.changed, per run and tick: the tick's one event, or its list when it has more (a tuple key and
+        # a list a tick were two objects a tick kept for the run's length; the tick is the event's own int)
+        self._writes: dict[str | None, dict[int, StampedEvent | list[StampedEvent]]] = {}
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
     def _place(self, run_id: str | None, branch_name: str, entry: Entry) -> int:
@@ -345,7 +347,12 @@ class EventLog:
         if event.node is not None and kind in NODE_EVENTS:
             self._nodes.setdefault((run_id, event.node), []).append((position, stamped))
         elif kind == EventType.STATE_CHANGED:
-            self._writes.setdefault((run_id, event.tick), []).append(stamped)
+            ticks = self._writes.setdefault(run_id, {})
+            held = ticks.setdefault(event.tick, stamped)
+            if type(held) is list:
+                held.append(stamped)
+            elif held is not stamped:
+                ticks[event.tick] = [held, stamped]
         elif kind == EventType.MODEL_CALL_COMPLETED:
             totals = self._tokens.setdefault((run_id, stamped.branch), [])
             used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
@@ -377,9 +384,10 @@ class EventLog:
     def _keep(self, wanted: Callable[[str | None], bool]) -> None:
         """Keep, in the log and in each index (all keyed by run first), only the runs `wanted`."""
         self._logged = {run: count for run, count in self._logged.items() if wanted(run)}
-        self._branches, self._nodes, self._ticks, self._writes, self._tokens, self._touching = (
+        self._writes = {run: ticks for run, ticks in self._writes.items() if wanted(run)}
+        self._branches, self._nodes, self._ticks, self._tokens, self._touching = (
             {key: value for key, value in index.items() if wanted(key[0])}
-            for index in (self._branches, self._nodes, self._ticks, self._writes, self._tokens, self._touching))
+            for index in (self._branches, self._nodes, self._ticks, self._tokens, self._touching))
 
     def of(self, lineage: Lineage) -> Events:
         """The lineage's events in the order logged (its branches' merged by position)."""
@@ -424,7 +432,8 @@ class EventLog:
 
     def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
         """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
-        return [e for e in self._writes.get((lineage.run_id, tick), ()) if e.in_lineage(lineage)]
+        held = self._writes.get(lineage.run_id, {}).get(tick, ())
+        return [e for e in (held if type(held) is list else (held,) if held else ()) if e.in_lineage(lineage)]
 
 
 def status_history(events: Iterable[StampedEvent]) -> list[tuple[int, str, str]]:

@@ -13,8 +13,10 @@ with (a loop's round that failed, reset in the same tick).
 from __future__ import annotations
 
 import functools
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import is_not
 from typing import Any, NamedTuple
@@ -159,6 +161,96 @@ def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str], trans
     return changed + changed_only_within(transient, statuses, before)
 
 
+class Headers(Sequence[CheckpointInfo]):
+    """One run's checkpoint headers, oldest first, as columns of numbers (a `CheckpointInfo` each, its
+    strings, ints and float, and two dict entries were ~14 objects a checkpoint kept for the run's
+    length): each header is built when read. Its run, branch, status and source are one of the few
+    such combinations a run has. Each keeps where its lineage leaves its branch (`left`) and the
+    numbers its timeline row's summary is written from, once worked out (`summaries`)."""
+
+    def __init__(self, run_id: str | None):
+        self.run_id = run_id
+        self.ids, self.parents, self.ticks, self.positions = array("q"), array("q"), array("q"), array("q")
+        self.times = array("d")
+        self.kinds = array("L")  # each header's (run, branch, status, source): its place in `_kinds`
+        self._kinds: list[tuple[str, str, str, str]] = []
+        self._kind_codes: dict[tuple[str, str, str, str], int] = {}
+        self.left = array("q")  # the place of its nearest ancestor on another branch (-1: none)
+        self.nodes = array("q")  # its summary's nodes changed (-1: not worked out yet)
+        self.keys = array("L")  # its summary's state keys changed: their place in `_keys`
+        self._keys: list[tuple[str, ...]] = []
+        self._key_codes: dict[tuple[str, ...], int] = {}
+        self._ordered = True  # ids only grew: a header is found by bisection
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        run_id, branch, status, source = self._kinds[self.kinds[index]]
+        parent = self.parents[index]
+        return CheckpointInfo(self.ids[index], run_id, branch, None if parent < 0 else parent, self.ticks[index],
+                              self.times[index], status, source, self.positions[index])
+
+    def __iter__(self) -> Iterator[CheckpointInfo]:
+        return map(self.__getitem__, range(len(self)))
+
+    def add(self, info: CheckpointInfo) -> None:
+        """A header listed after those held; its parent is listed before it (or is no ancestor: a damaged
+        store's loop of parents ends the walk there)."""
+        kind = (info.run_id, info.branch, info.status, info.source)
+        code = self._kind_codes.get(kind)
+        if code is None:
+            code = self._kind_codes[kind] = len(self._kinds)
+            self._kinds.append(kind)
+        parent = self.place(info.parent_id) if info.parent_id is not None else None
+        left = -1 if parent is None else self.left[parent] if self.branch(parent) == info.branch else parent
+        self._ordered = self._ordered and (not self.ids or info.id > self.ids[-1])
+        self.ids.append(info.id)
+        self.parents.append(-1 if info.parent_id is None else info.parent_id)
+        self.ticks.append(info.tick)
+        self.times.append(info.time)
+        self.positions.append(info.event_position)
+        self.kinds.append(code)
+        self.left.append(left)
+        self.nodes.append(-1)
+        self.keys.append(0)
+
+    def place(self, checkpoint_id: int) -> int | None:
+        """Where the header of `checkpoint_id` is held (None: not this run's)."""
+        ids = self.ids
+        if self._ordered:
+            at = bisect_left(ids, checkpoint_id)
+            return at if at < len(ids) and ids[at] == checkpoint_id else None
+        return next((at for at in range(len(ids) - 1, -1, -1) if ids[at] == checkpoint_id), None)
+
+    def branch(self, place: int) -> str:
+        return self._kinds[self.kinds[place]][1]
+
+    def last_of(self, branch: str) -> int | None:
+        """The place of the branch's newest header (the greatest id)."""
+        if self._ordered:  # the last of the branch's (a step looks for the head's: from the newest back)
+            return next((at for at in range(len(self) - 1, -1, -1) if self.branch(at) == branch), None)
+        places = [at for at in range(len(self)) if self.branch(at) == branch]
+        return max(places, key=self.ids.__getitem__) if places else None
+
+    def summary_numbers(self, place: int) -> tuple[int, list[str]] | None:
+        """(nodes changed, state keys changed) of the header's row, once noted (None: not yet)."""
+        nodes = self.nodes[place]
+        return None if nodes < 0 else (nodes, list(self._keys[self.keys[place]]))
+
+    def note_summary(self, place: int, nodes: int, keys: list[str]) -> None:
+        shared = tuple(keys)
+        code = self._key_codes.get(shared)
+        if code is None:
+            code = self._key_codes[shared] = len(self._keys)
+            self._keys.append(shared)
+        self.nodes[place], self.keys[place] = nodes, code
+
+
 class RunTimeline:
     """Read side of the store for one session: checkpoints (cached), lineages, row summaries."""
 
@@ -166,32 +258,25 @@ class RunTimeline:
         self.store = store
         self.names = names
         self._cache: OrderedDict[int, tuple[Checkpoint, State]] = OrderedDict()
-        self._summaries: dict[int, str] = {}
-        self._infos: tuple[str | None, list[CheckpointInfo]] = (None, [])  # one run's headers, as listed
-        self._by_id: dict[int, CheckpointInfo] = {}  # the same, by id
-        self._left: dict[int, int | None] = {}  # id -> its nearest ancestor on another branch (or none)
+        self._headers = Headers(None)  # one run's headers, as listed
         self._remembered: OrderedDict[int, Saved] = OrderedDict()  # the live runner's last saves (state
         # as stored until first read: `saved` names it then)
 
-    def infos(self, run_id: str) -> list[CheckpointInfo]:
+    def infos(self, run_id: str) -> Headers:
         """Every checkpoint header of a run, oldest first. Saved checkpoints never change, so only
         those newer than the last one listed are read: a step costs the same at tick 10 and 10,000."""
-        listed_run, infos = self._infos
-        if listed_run != run_id:
-            infos, self._by_id, self._left = [], {}, {}
-        new = self.store.list(run_id, after=infos[-1].id if infos else None)
-        for info in new:  # a parent is saved, so listed, before its children: one that is not (a damaged
-            parent = self._by_id.get(info.parent_id)  # store's loop of parents) is no ancestor, the walk ends
-            self._left[info.id] = (None if parent is None else self._left[parent.id] if parent.branch == info.branch
-                                   else parent.id)
-            self._by_id[info.id] = info
-        self._infos = (run_id, infos + new)
-        return self._infos[1]
+        headers = self._headers
+        if headers.run_id != run_id:
+            headers = self._headers = Headers(run_id)
+        for info in self.store.list(run_id, after=headers.ids[-1] if headers.ids else None):
+            headers.add(info)
+        return headers
 
     def info(self, run_id: str, checkpoint_id: int) -> CheckpointInfo:
-        """A checkpoint's header, from its run's listing (newest first: the head is looked up most)."""
-        found = next((info for info in reversed(self.infos(run_id)) if info.id == checkpoint_id), None)
-        return found if found is not None else self.get(checkpoint_id)[0].info
+        """A checkpoint's header, from its run's listing (the head is looked up most)."""
+        headers = self.infos(run_id)
+        place = headers.place(checkpoint_id)
+        return headers[place] if place is not None else self.get(checkpoint_id)[0].info
 
     def get(self, checkpoint_id: int) -> tuple[Checkpoint, State]:
         """The checkpoint and its state by one name per value; `CheckpointError` if unknown. Its stored
@@ -251,33 +336,35 @@ class RunTimeline:
         limits: dict[str, int | None] = {branch: None} if checkpoint is None else {}
         if run_id is None:
             return Lineage(run_id, branch, None, limits)
-        self.infos(run_id)
-        by_id = self._by_id
-        current = checkpoint or self._last_of(by_id, branch)
-        while current is not None:  # a branch's limit is its newest checkpoint's: its older ones are skipped
-            limits.setdefault(current.branch, current.event_position)
-            current = by_id.get(self._left.get(current.id, current.parent_id))
+        headers = self.infos(run_id)
+        if checkpoint is None:
+            place = headers.last_of(branch)
+        elif (place := headers.place(checkpoint.id)) is None:  # not listed: its parent's walk
+            limits[checkpoint.branch] = checkpoint.event_position
+            place = headers.place(checkpoint.parent_id) if checkpoint.parent_id is not None else None
+        while place is not None:  # a branch's limit is its newest checkpoint's: its older ones are skipped
+            limits.setdefault(headers.branch(place), headers.positions[place])
+            place = headers.left[place] if headers.left[place] >= 0 else None
         return Lineage(run_id, branch, checkpoint.tick if checkpoint is not None else None, limits)
 
-    @staticmethod
-    def _last_of(by_id: Mapping[int, CheckpointInfo], branch: str) -> CheckpointInfo | None:
-        mine = [info for info in by_id.values() if info.branch == branch]
-        return max(mine, key=lambda info: info.id) if mine else None
-
     def summary(self, info: CheckpointInfo) -> str:
-        """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent."""
-        cached = self._summaries.get(info.id)
-        if cached is None:
+        """`3 nodes; messages, rounds`: node statuses and state keys changed since the parent (worked out
+        once: two checkpoints decoded; kept as numbers beside the header)."""
+        headers = self._headers
+        place = headers.place(info.id) if headers.run_id == info.run_id else None
+        noted = headers.summary_numbers(place) if place is not None else None
+        if noted is None:
             saved = self.saved(info.id)
             statuses = saved.statuses
             if info.parent_id is None:
-                cached = checkpoint_summary(info, len(statuses), [])
+                noted = (len(statuses), [])
             else:
                 nodes = _changed_nodes(statuses, self.saved(info.parent_id).statuses, saved.transient)
-                cached = checkpoint_summary(info, nodes, list(self.marks(info)))  # keys in the state pane's order
-            self._summaries[info.id] = cached
-        return cached
+                noted = (nodes, list(self.marks(info)))  # keys in the state pane's order
+            if place is not None:
+                headers.note_summary(place, *noted)
+        return checkpoint_summary(info, *noted)
 
 
-__all__ = ["RUN_END", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "StoredList",
+__all__ = ["RUN_END", "Headers", "Lineage", "Mark", "RunTimeline", "Saved", "State", "StateNames", "StoredList",
            "TakenStatuses", "diff", "whole"]

@@ -17,8 +17,10 @@ from studio.app import StudioApp
 from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents, status_history
 from studio.loader import LoadedTree
 from studio.session import DebugSession, open_store
+from studio.timeline import RunTimeline
 from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event
+from studio.widgets.timeline import Timeline
 
 KEPT = 30  # lines the pane keeps formatted here: fewer than the steps below draw
 
@@ -112,3 +114,81 @@ async def test_a_ticks_block_keeps_its_paths_and_one_bytes_the_kinds_and_state_k
         assert len({id(getattr(block, field)) for block in blocks}) == len({tuple(getattr(block, field)) for block in blocks})
     held = [o for block in blocks for o in gc.get_referents(block) if o is not block.returned]
     assert not [o for o in held if type(o) in (list, array, dict)]  # the numbers and codes: one bytes a block
+
+
+def _held_by(timeline: RunTimeline) -> int:
+    """Objects the timeline holds of a run's headers (its store, names and bounded caches aside)."""
+    seen: set[int] = set()
+    todo = [value for name, value in vars(timeline).items() if name not in ("store", "names", "_cache", "_remembered")]
+    while todo:
+        obj = todo.pop()
+        if id(obj) not in seen and not isinstance(obj, type):
+            seen.add(id(obj))
+            todo.extend(gc.get_referents(obj))
+    return len(seen)
+
+
+async def test_the_timelines_headers_are_columns_of_numbers_and_read_as_the_store_lists_them(tmp_path):
+    session = _session(tmp_path)
+    counted = []
+    for _ in range(9):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+        rows = session.checkpoints()  # each row's summary noted beside its header
+        counted.append((len(rows), _held_by(session.timeline)))
+    (rows_then, held_then), (rows_now, held_now) = counted[2], counted[-2]  # (the last: a new status, SUCCESS)
+    assert rows_now >= rows_then + 5 and held_now == held_then  # no object a checkpoint
+    headers, listed = session.timeline.infos(session.run_id), session.store.list(session.run_id)
+    assert list(headers) == listed and [headers[headers.place(info.id)] for info in listed] == listed
+    assert [row.summary for row in rows] == [session.timeline.summary(info) for info in listed]
+    fresh = RunTimeline(session.store, session.timeline.names)
+    assert [fresh.summary(info) for info in listed] == [row.summary for row in rows]  # as worked out anew
+    assert fresh.lineage(None, session.run_id, "main") == session.timeline.lineage(None, session.run_id, "main")
+
+
+def _containers(obj, given: list | None = None) -> int:
+    """Dicts, lists and tuples reachable from `obj` through containers alone (not into the events they
+    hold, nor into the `given` objects)."""
+    skip = set(map(id, given or ()))
+    found, todo = 0, [obj]
+    while todo:
+        held = todo.pop()
+        if type(held) in (dict, list, tuple) and id(held) not in skip:
+            found += 1
+            todo.extend(gc.get_referents(held))
+    return found
+
+
+async def test_the_state_writes_index_holds_no_container_a_tick_and_reads_each_ticks_writes_as_stored(tmp_path):
+    session = _session(tmp_path)
+    for _ in range(9):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type == "state.changed"]
+    lineage = session.timeline.lineage(None, session.run_id, "main")
+    by_tick = {tick: [e.event for e in session.log.writes(lineage, tick)] for tick in range(session.tick + 1)}
+    assert len(stored) >= 4 and sorted(e.tick for e in stored) == [t for t, events in by_tick.items() for _ in events]
+    assert [e.seq for e in stored] == sorted(e.seq for events in by_tick.values() for e in events)
+    assert _containers(session.log._writes) <= 2  # the index and the run's: not a key and a list a tick
+
+
+async def test_the_timeline_pane_keeps_the_rows_it_was_given_and_no_object_of_its_own_a_row():
+    from test_timeline_rows import TimelineApp, rows
+
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        given = rows(600)
+        counted = []
+        for count in (100, 600):
+            timeline.sync(given[:count], viewing=given[count // 2])
+            await pilot.pause()
+            held = [value for name, value in vars(timeline).items() if name in ("_rows", "_ids", "_keys", "_index",
+                                                                                  "_cells", "_widths", "_viewing")]
+            counted.append(_containers(held, given))
+        assert counted[1] == counted[0]  # the rows' list, not a key, an index entry and a tuple a row
+        assert [timeline.get_row_at(row)[1] for row in range(600)] == [str(row["tick"]) for row in given]
+        assert timeline.get_row_index("300") == 300 and timeline.get_cell("300", "mark") == "▶"
+        assert timeline.cursor_key == "300"  # on the row viewed

@@ -8,6 +8,8 @@ are keyed by an update count and the cursor's position) and laid out the whole s
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -96,9 +98,11 @@ class Timeline(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._keys: list[str] = []  # row keys, top to bottom
-        self._index: dict[str, int] = {}
-        self._cells: list[tuple] = []  # per row: tick, status, branch, summary (whole)
+        # The rows as synced, top to bottom (the session's own objects: a key, an index entry and a tuple of
+        # cells a row were kept for the run's length), their cells read when drawn; the ids in order, to find
+        # a row by its key (None: ids not whole numbers in order, found by a scan)
+        self._rows: list[Any] = []
+        self._ids: array | None = array("q")
         self._widths = [cell_len(name) for name in COLUMNS[1:]]  # the columns' natural widths
         self._viewing: str | None = None  # the checkpoint shown at the last sync
         self._cursor = 0
@@ -109,7 +113,7 @@ class Timeline(ScrollView, can_focus=True):
     # -- the rows ------------------------------------------------------------------
     @property
     def row_count(self) -> int:
-        return len(self._keys)
+        return len(self._rows)
 
     @property
     def cursor_row(self) -> int:
@@ -118,50 +122,69 @@ class Timeline(ScrollView, can_focus=True):
     @property
     def cursor_key(self) -> str | None:
         """The row key (the checkpoint id as text) under the cursor; None without rows."""
-        return self._keys[self._cursor] if self._keys else None
+        return self._key(self._cursor) if self._rows else None
 
     def get_row_index(self, key: str) -> int:
-        return self._index[key]
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def _key(self, index: int) -> str:
+        return str(field_of(self._rows[index], "id"))
+
+    def _find(self, key: str | None) -> int | None:
+        """The row whose key is `key` (None: none)."""
+        if key is None:
+            return None
+        if self._ids is not None:
+            try:
+                wanted = int(key)
+            except ValueError:
+                return None
+            at = bisect_left(self._ids, wanted)
+            return at if at < len(self._ids) and self._ids[at] == wanted and self._key(at) == key else None
+        return next((at for at in range(len(self._rows) - 1, -1, -1) if self._key(at) == key), None)
 
     def get_row_at(self, index: int) -> list[str]:
         """The row's cells as drawn (the changed column whole): mark, tick, status, branch, changed."""
-        tick, status, branch, summary = self._cells[index]
-        return ["▶" if self._keys[index] == self._viewing else "", str(tick), status_text(status).plain, branch, summary]
+        tick, status, branch, summary = self._fields(self._rows[index])
+        return ["▶" if self._key(index) == self._viewing else "", str(tick), status_text(status).plain, branch, summary]
 
     def get_cell(self, key: str, column: str) -> str:
         """One cell of a row by keys (`mark` for the ▶ column)."""
-        return self.get_row_at(self._index[key])[COLUMNS.index("" if column == "mark" else column)]
+        return self.get_row_at(self.get_row_index(key))[COLUMNS.index("" if column == "mark" else column)]
 
     def sync(self, rows: Sequence[Any], viewing: Any = None) -> None:
         """Add new checkpoints, update changed ones, drop the ones that are gone. Checkpoints never
         change once saved, so rows that only grew since the last sync cost their new ones (and the
         ▶ of the row viewed): a drain costs the same at tick 10 and tick 10,000."""
         viewing_id = str(field_of(viewing, "id")) if viewing is not None else None
-        keys = self._keys
+        held = self._rows
         # the cursor follows new rows and the view only from where they were: one the user moved it
         # away to (reading an older checkpoint while a followed run grows) stays put
-        at_newest = self._cursor >= len(keys) - 1
-        on_viewed = self._viewing is None or self._index.get(self._viewing) == self._cursor
-        grown = len(rows) >= len(keys) and (not keys or (str(field_of(rows[0], "id")) == keys[0] and
-                                                          str(field_of(rows[len(keys) - 1], "id")) == keys[-1]))
-        new = rows[len(keys):] if grown else rows
+        at_newest = self._cursor >= len(held) - 1
+        on_viewed = self._viewing is None or self._find(self._viewing) == self._cursor
+        grown = len(rows) >= len(held) and (not held or (str(field_of(rows[0], "id")) == self._key(0) and
+                                                          str(field_of(rows[len(held) - 1], "id")) == self._key(-1)))
+        new = rows[len(held):] if grown else rows
         if not grown:
-            fields = [self._fields(row) for row in rows]
-            if [str(field_of(row, "id")) for row in rows] != keys or fields != self._cells:
-                self._replace(rows, fields)
+            if [(str(field_of(row, "id")), self._fields(row)) for row in rows] != \
+                    [(self._key(at), self._fields(row)) for at, row in enumerate(held)]:
+                self._replace(rows)
             new = []
         for row in new:
-            self._append(str(field_of(row, "id")), self._fields(row))
+            self._append(row)
         self._extend()  # the scroll range first: the cursor may scroll to a new row
         if new and at_newest:
-            self._move(len(keys) - 1)
+            self._move(len(held) - 1)
         if viewing_id != self._viewing:
             for key in (self._viewing, viewing_id):
-                if key in self._index:
-                    self._refresh_row(self._index[key])
+                if (found := self._find(key)) is not None:
+                    self._refresh_row(found)
             self._viewing = viewing_id
-            if viewing_id in self._index and on_viewed:  # the cursor on a row newly shown
-                self._move(self._index[viewing_id])
+            if (found := self._find(viewing_id)) is not None and on_viewed:  # the cursor on a row newly shown
+                self._move(found)
 
     @staticmethod
     def _fields(row: Any) -> tuple:
@@ -170,12 +193,15 @@ class Timeline(ScrollView, can_focus=True):
         return (field_of(row, "tick"), field_of(row, "status"), shown(str(field_of(row, "branch") or "main")),
                 shown(str(field_of(row, "summary") or "")))
 
-    def _append(self, key: str, fields: tuple) -> None:
-        self._index[key] = len(self._keys)
-        self._keys.append(key)
-        self._cells.append(fields)
-        self._widen(fields)
-        self._refresh_row(len(self._keys) - 1)
+    def _append(self, row: Any) -> None:
+        ids, checkpoint_id = self._ids, field_of(row, "id")
+        if ids is not None and type(checkpoint_id) is int and (not ids or checkpoint_id > ids[-1]):
+            ids.append(checkpoint_id)
+        else:
+            self._ids = None
+        self._rows.append(row)
+        self._widen(self._fields(row))
+        self._refresh_row(len(self._rows) - 1)
 
     def _widen(self, fields: tuple) -> None:
         tick, status, branch, summary = fields
@@ -185,26 +211,25 @@ class Timeline(ScrollView, can_focus=True):
                 self._widths[column] = width
                 self.refresh()  # every row's line is laid out anew
 
-    def _replace(self, rows: Sequence[Any], fields: list[tuple]) -> None:
+    def _replace(self, rows: Sequence[Any]) -> None:
         """Another timeline (restart, fork, another branch): every row anew."""
-        self._keys, self._cells, self._drawn = [], [], {}
-        self._index = {}
+        self._rows, self._ids, self._drawn = [], array("q"), {}
         self._widths = [cell_len(name) for name in COLUMNS[1:]]
-        for row, row_fields in zip(rows, fields, strict=True):
-            self._append(str(field_of(row, "id")), row_fields)
-        self._cursor = min(self._cursor, max(len(self._keys) - 1, 0))
+        for row in rows:
+            self._append(row)
+        self._cursor = min(self._cursor, max(len(self._rows) - 1, 0))
         self._hover = None
         self.refresh()
 
     def _extend(self) -> None:
         """The scrollable extent: a header line and a line per row, set without laying out the
         screen (`set_extent`: ~5 ms at every step otherwise); a scrollbar appearing still lays out."""
-        set_extent(self, Size(self._columns(self._room())[1], len(self._keys) + 1))
+        set_extent(self, Size(self._columns(self._room())[1], len(self._rows) + 1))
 
     def _room(self) -> int:
         """The rows' width: the pane's, less the vertical scrollbar once they overflow (worked out
         here, as Textual shows the scrollbar only once the extent is set: the rows fit it at once)."""
-        overflow = len(self._keys) + 1 > self.size.height
+        overflow = len(self._rows) + 1 > self.size.height
         return self.size.width - (self.styles.scrollbar_size_vertical if overflow else 0)
 
     def _columns(self, width: int) -> tuple[tuple[int, ...], int]:
@@ -222,7 +247,7 @@ class Timeline(ScrollView, can_focus=True):
         self._move(row, scroll)
 
     def _move(self, row: int, scroll: bool = True) -> None:
-        row = max(0, min(row, len(self._keys) - 1))
+        row = max(0, min(row, len(self._rows) - 1))
         if row != self._cursor:
             self._refresh_row(self._cursor)
             self._cursor = row
@@ -247,7 +272,7 @@ class Timeline(ScrollView, can_focus=True):
         if offset is None or offset.y < 1:
             return None
         row = offset.y - 1 + round(self.scroll_y)
-        return row if row < len(self._keys) else None
+        return row if row < len(self._rows) else None
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
         self._hover_on(self._row_under(event))
@@ -274,8 +299,8 @@ class Timeline(ScrollView, can_focus=True):
             self._move(row)
 
     def action_select_cursor(self) -> None:
-        if self._keys:
-            self.post_message(self.Chosen(self._keys[self._cursor]))
+        if self._rows:
+            self.post_message(self.Chosen(self._key(self._cursor)))
 
     def action_cursor_up(self) -> None:
         self._key_move(self._cursor - 1)
@@ -293,7 +318,7 @@ class Timeline(ScrollView, can_focus=True):
         self._key_move(0)
 
     def action_last(self) -> None:
-        self._key_move(len(self._keys) - 1)
+        self._key_move(len(self._rows) - 1)
 
     def _key_move(self, row: int) -> None:
         self._hover_on(None)  # the keyboard's cursor alone, as DataTable had it
@@ -331,13 +356,14 @@ class Timeline(ScrollView, can_focus=True):
             line = _line([(name, None) for name in COLUMNS], header, Style(), widths, table_width, width)
             return line.crop(scroll_x, scroll_x + width)
         row = y - 1 + round(self.scroll_y)
-        if row >= len(self._keys):
+        if row >= len(self._rows):
             return Strip.blank(width, base)
-        viewed = self._keys[row] == self._viewing
-        key = (self._cells[row], viewed, row == self._cursor, row == self._hover, look)
+        viewed = self._key(row) == self._viewing
+        fields = self._fields(self._rows[row])
+        key = (fields, viewed, row == self._cursor, row == self._hover, look)
         drawn = self._drawn.get(row)
         if drawn is None or drawn[0] != key:
-            tick, status, branch, summary = self._cells[row]
+            tick, status, branch, summary = fields
             shown = status_text(status)
             cells = (("▶" if viewed else "", MARK_STYLE), (str(tick), None), (shown.plain, shown.style),
                      (branch, None), (summary, None))
