@@ -294,3 +294,23 @@ async def test_a_hosted_run_holds_where_the_front_end_says_and_returns_when_it_l
     debugger.detach()  # the front end is gone: the run goes on, free
     assert await asyncio.wait_for(run, 10) == Status.SUCCESS and runner.tick_count == 20
     assert held == [("paused", 0), ("step", 1), ("breakpoint", 5)]
+
+
+async def test_a_step_that_cannot_tick_says_what_holds_the_tree_running():
+    """py_trees' `Repeat` returns RUNNING with nothing in flight: nothing but a wake from outside moves the
+    run, so a step waits; it says so, naming the node, where before the last step's message stayed."""
+    import py_trees
+
+    work = py_trees.composites.Sequence("Work", memory=False, children=[py_trees.behaviours.Success("A")])
+    debugger = Debugger(Agent(py_trees.decorators.Repeat("Again", child=work, num_success=3)).make_runner())
+    debugger.watch()
+    debugger.begin()
+    await debugger.step()
+    stepping = asyncio.create_task(debugger.step())
+    for _ in range(10):  # (the step's task starts, finds nothing to tick and waits)
+        await asyncio.sleep(0)
+    assert not stepping.done()
+    assert debugger.message.startswith("waiting for a wake, and no node has work in flight: Again returned RUNNING")
+    assert debugger.run_state == RunState.PAUSED
+    debugger.pause()
+    assert await stepping is None and debugger.message == "paused" and debugger.runner.tick_count == 1

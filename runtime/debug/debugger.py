@@ -55,7 +55,7 @@ from .edits import (
 from .resend import endpoint_of, resend
 from .stepped import stepped
 from .stops import RunState, Stop
-from .waiting import in_flight
+from .waiting import in_flight, waiting_for
 from .whatif import WhatIf
 
 _WATCHED = frozenset({EventType.NODE_ERROR, EventType.STATE_CHANGED})  # events it acts on itself
@@ -517,8 +517,9 @@ class Debugger:
         """Wait for the runner's wake, unless paused first. False when paused."""
         if self.runner.can_tick_now:
             return not self._pause.is_set()
-        if self.run_state == RunState.RUNNING:
-            self._set_state(RunState.WAITING, f"waiting for {', '.join(self.waiting_on()) or 'a wake'}")
+        # (continuing: the state says it waits; a step keeps its state and says what it waits for)
+        self._set_state(RunState.WAITING if self.run_state == RunState.RUNNING else self.run_state,
+                        waiting_for(self.runner.nodes))
         woken = asyncio.ensure_future(self.runner.wait_until_ready())
         paused = asyncio.ensure_future(self._pause.wait())
         try:
