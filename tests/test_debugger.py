@@ -310,7 +310,7 @@ async def test_a_step_that_cannot_tick_says_what_holds_the_tree_running():
     for _ in range(10):  # (the step's task starts, finds nothing to tick and waits)
         await asyncio.sleep(0)
     assert not stepping.done()
-    assert debugger.message.startswith("waiting for a wake, and no node has work in flight: Again returned RUNNING")
+    assert debugger.message.startswith("waiting for a wake: Again RUNNING, no work in flight")
     assert debugger.run_state == RunState.PAUSED
     debugger.pause()
     assert await stepping is None and debugger.message == "paused" and debugger.runner.tick_count == 1

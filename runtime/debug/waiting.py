@@ -31,5 +31,4 @@ def waiting_for(nodes: Mapping[str, Behaviour]) -> str:
     if flying := in_flight(nodes):
         return f"waiting for {', '.join(flying)}"
     idle = ", ".join(idle_running(nodes)) or "the tree"
-    return (f"waiting for a wake, and no node has work in flight: {idle} returned RUNNING with nothing pending "
-            "(a node that waits for another tick must wake the runner)")
+    return f"waiting for a wake: {idle} RUNNING, no work in flight (a node needing another tick must wake the runner)"
