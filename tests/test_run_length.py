@@ -38,6 +38,15 @@ async def _steps(app: StudioApp, pilot, count: int) -> None:
         await settle(app, pilot)
 
 
+async def _stepped(session: DebugSession, count: int) -> DebugSession:
+    """`session` stepped `count` ticks, each once its async stage's pause is over."""
+    for _ in range(count):
+        while session.debugger.waiting_on():
+            await asyncio.sleep(0.01)
+        await session.step()
+    return session
+
+
 def _shown(pane: EventsPane) -> list[str]:
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
 
@@ -75,11 +84,7 @@ def _tuples_held(index: dict) -> int:
 
 
 async def test_a_nodes_history_holds_a_number_a_tick_and_reads_as_the_store_recorded_it(tmp_path):
-    session = _session(tmp_path)
-    for _ in range(6):
-        while session.debugger.waiting_on():
-            await asyncio.sleep(0.01)
-        await session.step()
+    session = await _stepped(_session(tmp_path), 6)
     root, leaf = session.node_views().paths[0], next(path for path in session.runner.nodes if path.endswith("s1.b0.l0"))
     for path in (root, leaf):
         stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.node == path]
@@ -88,11 +93,7 @@ async def test_a_nodes_history_holds_a_number_a_tick_and_reads_as_the_store_reco
 
 
 async def test_a_ticks_block_holds_its_records_numbers_in_one_array_and_reads_as_the_store_rebuilds_it(tmp_path):
-    session = _session(tmp_path)
-    for _ in range(3):
-        while session.debugger.waiting_on():
-            await asyncio.sleep(0.01)
-        await session.step()
+    session = await _stepped(_session(tmp_path), 3)
     blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
     assert blocks and all(dict not in set(map(type, gc.get_referents(block))) for block in blocks)  # no record dict
     shown = [e.event for e in session.frame_events() if e.type in TICK_BLOCK]
@@ -103,11 +104,7 @@ async def test_a_ticks_block_holds_its_records_numbers_in_one_array_and_reads_as
 
 
 async def test_a_ticks_block_keeps_its_paths_and_one_bytes_the_kinds_and_state_keys_shared_with_other_ticks(tmp_path):
-    session = _session(tmp_path)
-    for _ in range(10):
-        while session.debugger.waiting_on():
-            await asyncio.sleep(0.01)
-        await session.step()
+    session = await _stepped(_session(tmp_path), 10)
     blocks = [entry for entry in session.frame_events().entries if type(entry) is TickEvents]
     assert len(blocks) >= 8
     for field in ("kinds", "state_keys"):  # equal values are one object: a tuple a tick was an object a tick
@@ -132,9 +129,7 @@ async def test_the_timelines_headers_are_columns_of_numbers_and_read_as_the_stor
     session = _session(tmp_path)
     counted = []
     for _ in range(9):
-        while session.debugger.waiting_on():
-            await asyncio.sleep(0.01)
-        await session.step()
+        await _stepped(session, 1)
         rows = session.checkpoints()  # each row's summary noted beside its header
         counted.append((len(rows), _held_by(session.timeline)))
     (rows_then, held_then), (rows_now, held_now) = counted[2], counted[-2]  # (the last: a new status, SUCCESS)
@@ -161,11 +156,7 @@ def _containers(obj, given: list | None = None) -> int:
 
 
 async def test_the_state_writes_index_holds_no_container_a_tick_and_reads_each_ticks_writes_as_stored(tmp_path):
-    session = _session(tmp_path)
-    for _ in range(9):
-        while session.debugger.waiting_on():
-            await asyncio.sleep(0.01)
-        await session.step()
+    session = await _stepped(_session(tmp_path), 9)
     stored = [event for _, event in session.store.events(session.run_id, EventsRead()) if event.type == "state.changed"]
     lineage = session.timeline.lineage(None, session.run_id, "main")
     by_tick = {tick: [e.event for e in session.log.writes(lineage, tick)] for tick in range(session.tick + 1)}
