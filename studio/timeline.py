@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import is_not
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from runtime.debug.names import State, StateNames
 from runtime.debug.past import changed_keys, changed_only_within, checkpoint_summary
@@ -161,6 +161,25 @@ def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str], trans
     return changed + changed_only_within(transient, statuses, before)
 
 
+T = TypeVar("T")
+
+
+class _Few(list[T]):
+    """Values a run has few of, each held once: a header keeps a value's place, a number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._places: dict[T, int] = {}
+
+    def place(self, value: T) -> int:
+        """`value`'s place, added at the end when new."""
+        at = self._places.get(value)
+        if at is None:
+            at = self._places[value] = len(self)
+            self.append(value)
+        return at
+
+
 class Headers(Sequence[CheckpointInfo]):
     """One run's checkpoint headers, oldest first, as columns of numbers (a `CheckpointInfo` each, its
     strings, ints and float, and two dict entries were ~14 objects a checkpoint kept for the run's
@@ -173,13 +192,11 @@ class Headers(Sequence[CheckpointInfo]):
         self.ids, self.parents, self.ticks, self.positions = array("q"), array("q"), array("q"), array("q")
         self.times = array("d")
         self.kinds = array("L")  # each header's (run, branch, status, source): its place in `_kinds`
-        self._kinds: list[tuple[str, str, str, str]] = []
-        self._kind_codes: dict[tuple[str, str, str, str], int] = {}
+        self._kinds: _Few[tuple[str, str, str, str]] = _Few()
         self.left = array("q")  # the place of its nearest ancestor on another branch (-1: none)
         self.nodes = array("q")  # its summary's nodes changed (-1: not worked out yet)
         self.keys = array("L")  # its summary's state keys changed: their place in `_keys`
-        self._keys: list[tuple[str, ...]] = []
-        self._key_codes: dict[tuple[str, ...], int] = {}
+        self._keys: _Few[tuple[str, ...]] = _Few()
         self._ordered = True  # ids only grew: a header is found by bisection
 
     def __len__(self) -> int:
@@ -201,11 +218,7 @@ class Headers(Sequence[CheckpointInfo]):
     def add(self, info: CheckpointInfo) -> None:
         """A header listed after those held; its parent is listed before it (or is no ancestor: a damaged
         store's loop of parents ends the walk there)."""
-        kind = (info.run_id, info.branch, info.status, info.source)
-        code = self._kind_codes.get(kind)
-        if code is None:
-            code = self._kind_codes[kind] = len(self._kinds)
-            self._kinds.append(kind)
+        code = self._kinds.place((info.run_id, info.branch, info.status, info.source))
         parent = self.place(info.parent_id) if info.parent_id is not None else None
         left = -1 if parent is None else self.left[parent] if self.branch(parent) == info.branch else parent
         self._ordered = self._ordered and (not self.ids or info.id > self.ids[-1])
@@ -243,12 +256,7 @@ class Headers(Sequence[CheckpointInfo]):
         return None if nodes < 0 else (nodes, list(self._keys[self.keys[place]]))
 
     def note_summary(self, place: int, nodes: int, keys: list[str]) -> None:
-        shared = tuple(keys)
-        code = self._key_codes.get(shared)
-        if code is None:
-            code = self._key_codes[shared] = len(self._keys)
-            self._keys.append(shared)
-        self.nodes[place], self.keys[place] = nodes, code
+        self.nodes[place], self.keys[place] = nodes, self._keys.place(tuple(keys))
 
 
 class RunTimeline:
