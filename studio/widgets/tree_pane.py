@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from itertools import accumulate, islice, repeat
 from operator import add
@@ -200,11 +200,6 @@ class TreePane(Vertical):
     @property
     def node_count(self) -> int:
         return len(self._rows)
-
-    def knows(self, paths: Iterable[str]) -> bool:
-        """Every one of `paths` has a row (looked up in C: no set made of a tick's 10,000 paths)."""
-        index = self._rows.index
-        return index.keys() >= paths if isinstance(paths, Set) else all(map(index.__contains__, paths))
 
     def statuses(self) -> dict[str, Any]:
         """Every node's status as its line shows it, or will once it is on screen."""
