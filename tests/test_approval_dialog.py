@@ -60,11 +60,26 @@ async def test_ctrl_n_denies_while_the_reason_box_has_focus(tmp_path):
         assert observation(app.session) == "Error: tool 'calculator' was not approved: later"
 
 
-async def test_the_dialog_opens_in_the_arguments_editor_whose_keys_edit_text(tmp_path):
+async def test_keys_meant_for_stepping_neither_edit_nor_decide_the_call(tmp_path):
+    """The dialog pops up while the user steps: their next keys must not land in the arguments."""
+    app = StudioApp(approval_session(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await suspended(app, pilot)
+        await pilot.press("n", "n", "c", "enter", "s")
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.query_one("#approval-arguments", TextArea).text == app.screen._original
+        await pilot.press("ctrl+o")
+        await finish(app, pilot)
+        assert observation(app.session) == "110"  # the call as the model asked for it
+
+
+async def test_tab_reaches_the_arguments_editor_whose_keys_edit_text(tmp_path):
     """ctrl+a and ctrl+d are the editor's line start and delete, not approve and deny."""
     app = StudioApp(approval_session(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await suspended(app, pilot)
+        await pilot.press("tab")
         editor = app.screen.query_one("#approval-arguments", TextArea)
         assert app.screen.focused is editor
         editor.move_cursor((0, 1))

@@ -1,9 +1,11 @@
 """A tool call waiting for a human: what it would do, and approve (maybe with corrected
 arguments, checked against the tool's schema) or deny (with a reason the model reads).
 
-The dialog opens with the focus in the arguments editor. ctrl+o approves and ctrl+n denies
-wherever the focus is: neither edits text (a TextArea's ctrl+a is line start and its ctrl+d
-deletes, so those stay the editor's). Enter in the reason box denies with that reason; esc
+The dialog opens over whatever the user was doing, often while they step with `n` or `c`, so it
+opens with the focus on the dialog itself, not in a text box: a key meant for the main screen
+edits nothing and decides nothing. tab reaches the arguments editor. ctrl+o approves and ctrl+n
+denies wherever the focus is: neither edits text (a TextArea's ctrl+a is line start and its
+ctrl+d deletes, so those stay the editor's). Enter in the reason box denies with that reason; esc
 decides later.
 """
 
@@ -23,7 +25,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from runtime.debug.bounded import loads
 
-KEYS = "ctrl+o approve · ctrl+n deny · enter in the reason box denies · esc later"
+KEYS = "tab edits · ctrl+o approve · ctrl+n deny · enter in the reason box denies · esc later"
 
 
 @dataclass
@@ -69,7 +71,7 @@ class ApprovalScreen(ModalScreen[Decision | None]):
                 yield Button("Later", id="later")
 
     def on_mount(self) -> None:  # the call's tool, node and reason stay in view above the editor
-        self.query_one("#approval-arguments", TextArea).focus(scroll_visible=False)
+        self.query_one(VerticalScroll).focus(scroll_visible=False)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "later":
