@@ -40,7 +40,7 @@ from ..memory.checkpoint.waiting import ResumePoint
 from ..memory.checkpoint.whatif_marks import CallRef, Mark
 from ..model.errors import ModelError
 from ..state import InteractionKeys, StateValidationError
-from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names, marked_nodes
+from .breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, Condition, check_names
 from .children import SwarmChildren, refused_moment, split_child_path, swarm_of
 from .edits import (
     EditRefused,
@@ -52,6 +52,7 @@ from .edits import (
     check_state_key,
     check_tool_arguments,
 )
+from .node_marks import check_moment, toggle_node_breakpoint
 from .resend import endpoint_of, resend
 from .stepped import stepped
 from .stops import RunState, Stop
@@ -250,21 +251,9 @@ class Debugger:
         return self.add_condition_breakpoint(bp.condition.source, enabled=bp.enabled)
 
     def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
-        """Add or remove a node breakpoint, as its mark in the tree shows (`marked_nodes`: a disabled one is
-        enabled again); True when one is now set (a swarm agent's node: after)."""
+        """Add or remove a node breakpoint, as its mark in the tree shows (`node_marks`)."""
         self.node_at(path)
-        existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
-        if path in marked_nodes(existing):
-            for bp in existing:
-                self.breakpoints.remove(bp)
-            self._breakpoints_changed()
-            return False
-        if existing:  # disabled only, so not marked: b marks it again, as it was set
-            for bp in existing:
-                self.set_breakpoint(bp, enabled=True)
-            return True
-        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
-        return True
+        return toggle_node_breakpoint(self, path, on)
 
     def add_node_breakpoint(self, path: str, on: str = "before", *, enabled: bool = True) -> Breakpoint:
         """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
@@ -297,11 +286,8 @@ class Debugger:
 
     def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
         """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
+        check_moment(bp, on)
         if on is not None:
-            if bp.kind != "node" or on not in NODE_MOMENTS:
-                raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
-            if (refused := refused_moment(bp.node, on)) is not None:
-                raise BreakpointError(refused)
             bp.on = on
         if enabled is not None:
             if enabled and not bp.enabled:

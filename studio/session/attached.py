@@ -31,7 +31,7 @@ from py_trees.common import Status
 
 from runtime.check.compare import Difference
 from runtime.debug import DebugClient, DebugError
-from runtime.debug.breakpoints import NODE_MOMENTS, Breakpoint, BreakpointError, check_names, marked_nodes
+from runtime.debug.breakpoints import Breakpoint, BreakpointError, check_names, marked_nodes
 from runtime.debug.children import child_namespace, refused_moment, split_child_path
 from runtime.debug.compare import (
     Comparison,
@@ -50,6 +50,7 @@ from runtime.debug.edits import (
     check_port,
     check_state_key,
 )
+from runtime.debug.node_marks import check_moment, toggle_node_breakpoint
 from runtime.debug.protocol import events_of, record_of, returns_of
 from runtime.debug.stops import RunState, Stop
 from runtime.debug.ticks import tick_events
@@ -866,19 +867,9 @@ class RemoteSession:
         return "kept by the debug server while this studio is attached; cleared when it detaches"
 
     def toggle_node_breakpoint(self, path: str, on: str = "before") -> bool:
-        """Add or remove a node breakpoint, as its mark shows (a disabled one is enabled again); True when one is now set."""
+        """Add or remove a node breakpoint, as the debugger does (`node_marks`); True when one is now set."""
         self._node(path)
-        existing = [bp for bp in self.breakpoints if bp.kind == "node" and bp.node == path]
-        if path in marked_nodes(existing):
-            for bp in existing:
-                self.remove_breakpoint(bp)
-            return False
-        if existing:  # disabled only, so not marked: b marks it again, as it was set
-            for bp in existing:
-                self.set_breakpoint(bp, enabled=True)
-            return True
-        self.add_node_breakpoint(path, "after" if split_child_path(path) is not None else on)
-        return True
+        return toggle_node_breakpoint(self, path, on)
 
     def add_node_breakpoint(self, path: str, on: str = "before") -> Breakpoint:
         """Stop before the node runs (`before`, the default) or after its status changes (`after`)."""
@@ -940,10 +931,7 @@ class RemoteSession:
 
     def set_breakpoint(self, bp: Breakpoint, *, enabled: bool | None = None, on: str | None = None) -> None:
         """Enable or disable a breakpoint, or switch a node breakpoint between before and after."""
-        if on is not None and (bp.kind != "node" or on not in NODE_MOMENTS):
-            raise BreakpointError(f"only a node breakpoint stops before or after, not {bp.label}")
-        if on is not None and (refused := refused_moment(bp.node, on)) is not None:
-            raise BreakpointError(refused)
+        check_moment(bp, on)
         bp.enabled = bp.enabled if enabled is None else enabled
         bp.on = on or bp.on
         self._once_placed(bp, "set_breakpoint", enabled=bp.enabled, **({"when": on} if on else {}))
