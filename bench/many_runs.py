@@ -123,19 +123,20 @@ class LagProbe:
 
 class CallbackLog:
     """Each callback the event loop runs (`asyncio.Handle._run`, a task's every step included), with
-    when it began and ended."""
+    when it began and ended and the CPU time it took (on a loaded machine a callback's wall time is
+    also other processes' turns)."""
 
     def __init__(self) -> None:
-        self.ran: list[tuple[float, float, object]] = []
+        self.ran: list[tuple[float, float, float, object]] = []
         self._original = asyncio.events.Handle._run
 
     def __enter__(self) -> CallbackLog:
         original, ran = self._original, self.ran
 
         def timed(handle: asyncio.Handle) -> None:
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.thread_time()
             original(handle)
-            ran.append((began, time.perf_counter(), handle._callback))
+            ran.append((began, time.perf_counter(), time.thread_time() - cpu, handle._callback))
 
         asyncio.events.Handle._run = timed
         return self
@@ -147,12 +148,15 @@ class CallbackLog:
         """The callbacks that ran between `began` and `ended`, grouped by what they were: how many, their
         time in all and the longest."""
         groups: dict[str, list[float]] = {}
-        for start, end, callback in self.ran:
+        for start, end, cpu, callback in self.ran:
             if start < ended and end > began:
-                groups.setdefault(_named(callback), []).append(end - start)
-        lines = [f"      {len(times):>4} x {name}: {sum(times) * 1000:.1f} ms, longest {max(times) * 1000:.1f} ms"
-                 for name, times in sorted(groups.items(), key=lambda item: -sum(item[1]))]
-        return f"    in the worst stall ({(ended - began) * 1000:.1f} ms):\n" + "\n".join(lines)
+                groups.setdefault(_named(callback), []).append(cpu)
+        lines = [f"      {len(cpus):>4} x {name}: {sum(cpus) * 1000:.1f} ms of CPU, the most {max(cpus) * 1000:.1f}"
+                 for name, cpus in sorted(groups.items(), key=lambda item: -sum(item[1]))]
+        longest = sorted(self.ran, key=lambda ran: -ran[2])[:5]
+        return (f"    in the worst stall ({(ended - began) * 1000:.1f} ms):\n" + "\n".join(lines) +
+                "\n    the callbacks that took the most CPU in the whole run: " +
+                ", ".join(f"{_named(callback)} {cpu * 1000:.1f} ms" for _, _, cpu, callback in longest))
 
 
 def _named(callback: object) -> str:

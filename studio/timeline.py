@@ -18,11 +18,10 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_not
 from typing import Any, NamedTuple, TypeVar
 
+from runtime.debug.changes import TakenStatuses, changed_keys, checkpoint_summary, row_numbers
 from runtime.debug.names import State, StateNames
-from runtime.debug.past import changed_keys, changed_only_within, checkpoint_summary
 from runtime.engine.events import EventType
 from runtime.memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, CheckpointStore, StoreError
 from runtime.state import Deferred
@@ -125,40 +124,6 @@ class Saved(NamedTuple):
 
 class _Stored(dict):
     """A remembered state as the runner stored it, not named and converted yet."""
-
-
-class TakenStatuses(Mapping):
-    """Every node's status as a tick left them, taken as one list (~1 ms at 100,000 nodes, where a
-    `{path: status}` dict costs ~15 ms): named per path only when first read as a mapping (a headless
-    run never; a timeline row compares two takes of one tree list to list)."""
-
-    def __init__(self, paths: list[str], statuses: list[Any]):
-        self.paths, self.statuses = paths, statuses  # never changed
-        self._named: dict[str, str] | None = None
-
-    def _by_path(self) -> dict[str, str]:
-        if self._named is None:
-            self._named = {path: status.value for path, status in zip(self.paths, self.statuses, strict=True)}
-        return self._named
-
-    def __getitem__(self, path: str) -> str:
-        return self._by_path()[path]
-
-    def __iter__(self):
-        return iter(self.paths)
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-
-def _changed_nodes(statuses: Mapping[str, str], before: Mapping[str, str], transient: frozenset[str]) -> int:
-    """How many nodes changed status since `before` (INVALID where `before` has none): at the tick's
-    end, or only inside it (`transient`, few). Two takes of one tree compare list to list, naming neither."""
-    if type(statuses) is type(before) is TakenStatuses and statuses.paths == before.paths:
-        changed = sum(map(is_not, statuses.statuses, before.statuses))
-    else:
-        changed = sum(1 for path, status in statuses.items() if before.get(path, "INVALID") != status)
-    return changed + changed_only_within(transient, statuses, before)
 
 
 T = TypeVar("T")
@@ -363,12 +328,9 @@ class RunTimeline:
         noted = headers.summary_numbers(place) if place is not None else None
         if noted is None:
             saved = self.saved(info.id)
-            statuses = saved.statuses
-            if info.parent_id is None:
-                noted = (len(statuses), [])
-            else:
-                nodes = _changed_nodes(statuses, self.saved(info.parent_id).statuses, saved.transient)
-                noted = (nodes, list(self.marks(info)))  # keys in the state pane's order
+            parent = self.saved(info.parent_id) if info.parent_id is not None else None
+            noted = row_numbers(saved.statuses, saved.transient, saved.state,
+                                None if parent is None else (parent.statuses, parent.state))
             if place is not None:
                 headers.note_summary(place, *noted)
         return checkpoint_summary(info, *noted)

@@ -17,7 +17,6 @@ checkpoint was saved. So the server is told which writes happen between ticks (`
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 from py_trees.common import Status
@@ -27,6 +26,7 @@ from ..engine.runner import ReactiveRunner, TickReport
 from ..memory.checkpoint import Checkpoint, CheckpointError, CheckpointInfo, StoreError
 from ..memory.checkpoint.whatif_marks import Mark, marks
 from ..node.composites import loop_counter
+from .changes import changed_keys, checkpoint_summary, row_numbers
 from .children import PastAgents, agents_state, state_manager_of, swarm_of
 from .names import State, StateNames
 from .protocol import ProtocolError, returns_json, whole_number
@@ -37,35 +37,6 @@ CACHED = 8  # decoded checkpoints kept: the newest, its parent, the one viewed a
 ROWS_PER_UPDATE = 50  # rows summed up per update: a busy recording run's rows follow in later ones
 WRITES_KEPT = 10_000  # ticks whose written keys are remembered (to label a past checkpoint's marks)
 NO_STORE = "this run records no checkpoints: give its runner a checkpoint store (make_runner(checkpointer=store))"
-
-
-def changed_keys(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[list[Any]]:
-    """`[qualified key, old, new]` for every key added, changed or removed between two states."""
-    out = []
-    for ns in dict.fromkeys([*old, *new]):
-        before, after = old.get(ns, {}), new.get(ns, {})
-        for key in dict.fromkeys([*before, *after]):
-            if before.get(key) != after.get(key) or (key in before) != (key in after):
-                out.append([f"{ns}.{key}" if ns else key, before.get(key), after.get(key)])
-    return out
-
-
-def changed_only_within(transient: Iterable[str], statuses: Mapping[str, str], before: Mapping[str, str]) -> int:
-    """How many of a tick's `transient` nodes (`Returns.transient`: they returned a status they did not
-    end it with) ended it as the parent checkpoint had them: changed inside the tick only, so a row
-    counts them beside the nodes whose status differs from the parent's."""
-    return sum(1 for path in transient if statuses.get(path, "INVALID") == before.get(path, "INVALID"))
-
-
-def checkpoint_summary(info: CheckpointInfo, nodes: int, keys: list[str]) -> str:
-    """A timeline row's `changed`, local and attached alike: `3 nodes; messages, rounds` (statuses and
-    state keys changed since the parent); a run's first row: `input`, or the nodes it holds."""
-    counted = f"{nodes:,} node" + ("" if nodes == 1 else "s")
-    if info.parent_id is None:
-        return "input" if info.tick == 0 else counted
-    shown = ", ".join(keys[:4]) + (" …" if len(keys) > 4 else "")
-    source = f"{info.source}: " if info.source not in ("loop", "input") else ""
-    return source + counted + (f"; {shown}" if shown else "")
 
 
 class RunPast:
@@ -154,17 +125,11 @@ class RunPast:
             cached = self._summaries[info.id] = checkpoint_summary(info, *noted)
         if cached is None:
             checkpoint = self.get(info.id, lists=False)
-            if info.parent_id is None:
-                cached = checkpoint_summary(info, len(checkpoint.statuses), [])
-            else:
-                parent = self.get(info.parent_id, lists=False)
-                nodes = sum(1 for path, status in checkpoint.statuses.items()
-                            if parent.statuses.get(path, "INVALID") != status)
-                if checkpoint.returns is not None:  # and those that changed inside its tick only
-                    nodes += changed_only_within(checkpoint.returns.transient(checkpoint.statuses),
-                                                 checkpoint.statuses, parent.statuses)
-                keys = [key for key, _, _ in changed_keys(self._compared(parent), self._compared(checkpoint))]
-                cached = checkpoint_summary(info, nodes, keys)
+            parent = self.get(info.parent_id, lists=False) if info.parent_id is not None else None
+            transient = checkpoint.returns.transient(checkpoint.statuses) if checkpoint.returns is not None else ()
+            cached = checkpoint_summary(info, *row_numbers(
+                checkpoint.statuses, transient, self._compared(checkpoint),
+                None if parent is None else (parent.statuses, self._compared(parent))))
             self._summaries[info.id] = cached
         return cached
 
