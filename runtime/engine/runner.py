@@ -93,6 +93,7 @@ _CHANGE_OF = {old._value_: {new._value_: _CHANGES[old._value_, new._value_] for 
 _STATUS_OF = attrgetter("status")
 _CHILDREN_OF = attrgetter("children")
 _PARENT_OF = attrgetter("parent")
+_BUILT_AT_CLOSE = frozenset({NODE_RETURNED, NODE_STATUS, TICK_COMPLETED})  # the events a tick's end may build
 _new_telemetry = partial(tuple.__new__, TickTelemetry)  # made in C: its class's __new__ is a Python call (~0.3 us a tick)
 
 
@@ -749,13 +750,19 @@ class ReactiveRunner:
             return TickReport(self.tick_count, self.root.status, ticked=ticked, returned=returned,
                               duration_ms=elapsed * 1000)
         ends = list(map(_STATUS_OF, nodes))
-        unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
+        places = unseen_places(ticked, returned, ends)
+        unseen = list(zip(places, map(ends.__getitem__, places), strict=True)) if places else []
         changed = self._status_changes(nodes, ticked, ends)
         report = TickReport(self.tick_count, self.root.status, changed=changed, ticked=ticked, returned=returned,
                             state_changes=self._state_changes, duration_ms=elapsed * 1000, unseen=unseen)  # (no
         # default made to be replaced: a tick's report is made every tick a debugger or a store watches)
         self._state_changes = {}
         numbered = (self.checkpoints is not None or bool(self._sinks)) and self._started is not None
+        if numbered and not bus.wants_any(_BUILT_AT_CLOSE):  # nobody has its events built (a store, the debug
+            now, first = time.time(), bus.reserve(len(unseen) + len(changed) + 1)  # server): numbered as one block
+            report.telemetry = _new_telemetry((self._started, (first + len(unseen), now) if changed else None,
+                                               (first + len(unseen) + len(changed), now), (first, now) if unseen else None))
+            return report
         statuses = completed = returns = None
         if unseen and (numbered or bus.wants(NODE_RETURNED)):
             now = time.time()
@@ -833,7 +840,10 @@ class ReactiveRunner:
 
     def _every_change(self) -> dict[str, tuple[Status, Status]]:
         """The tick's changes found by reading every node's status (see `_status_changes`)."""
-        current, previous, self._diffed = [node.status for node in self._order], self._statuses, self._order
+        current, previous, self._diffed = list(map(_STATUS_OF, self._order)), self._statuses, self._order
+        if current == previous:  # (nothing moved, found in C: a small tree's usual tick)
+            self._statuses, self._moved = current, (previous, current, [])
+            return {}
         if len(previous) != len(current):  # a re-index: the statuses reported are matched by node
             known = dict(zip(map(id, self._order), previous, strict=False))
             self._statuses, previous = current, [known.get(id(node), Status.INVALID) for node in self._order]
