@@ -42,6 +42,7 @@ from runner_overhead import Empty, build_tree, nodes_of, raw_py_trees  # noqa: E
 
 NODES = nodes_of(100)  # the static tree build_tree() makes
 
+import runtime.debug.debugger as debugger_module  # noqa: E402
 from runtime import Agent  # noqa: E402
 from runtime.debug import DebugClient, Debugger, DebugServer  # noqa: E402
 from runtime.debug.controller import DebugController  # noqa: E402
@@ -236,13 +237,14 @@ def main() -> None:
     parser.add_argument("--child", type=int)
     parser.add_argument("--db")
     parser.add_argument("--layer", choices=("alone", "debugger", "watched", "encoded"),
-                        help="only run --ticks of this one-process layer, sealing every 600 ticks (for callgrind: "
-                             "the instructions of 6,000 ticks less those of 1,000, over 5,000)")
+                        help="only run --ticks of this one-process layer, sealing every 600 ticks, yielding every "
+                             "250 ms (for callgrind: the instructions of 6,000 ticks less those of 1,000, over 5,000)")
     args = parser.parse_args()
     if args.child is not None:
         child(args.child, args.db)
         return
-    if args.layer is not None:
+    if args.layer is not None:  # callgrind runs it ~50x slower (more at a high load): a continue yields to the
+        debugger_module.YIELD_EVERY *= 50  # loop as often a tick as at full speed, not every few ticks
         asyncio.run(_layer(args.ticks, args.layer, seal_ticks=600))
         return
 

@@ -260,6 +260,54 @@ class CountTo(Behaviour):
         return Status.SUCCESS if count >= self.limit else Status.RUNNING
 
 
+class CountCalling(CountTo):
+    """`CountTo`, calling `at[count]()` in the tick that reaches `count` (what comes in while the runner ticks
+    on, in a continue with nothing to look at between ticks: a pause, a replay's divergence)."""
+
+    def __init__(self, name: str, limit: int, at: dict):
+        super().__init__(name, limit)
+        self.at = at
+
+    def update(self) -> Status:
+        status = super().update()
+        if (call := self.at.get(self.read_state("count"))) is not None:
+            call()
+        return status
+
+
+def counting(limit: int) -> Debugger:
+    debugger = Debugger(Agent(CountCalling("counter", limit, {}), state_schema=Count).make_runner())
+    debugger.watch()
+    debugger.begin()
+    return debugger
+
+
+async def test_a_plain_continue_stops_at_the_tick_a_pause_a_divergence_or_max_ticks_says():
+    debugger = counting(100)
+    at = debugger.runner.root.at  # (the agent's copy of the tree)
+    at[7] = debugger.pause
+    assert ((stop := await debugger.continue_()).kind, stop.tick) == ("paused", 7)
+    at[9] = lambda: debugger.runner.event_bus.publish("node.error", {"error": "ReplayDivergence: not recorded"})
+    assert ((stop := await debugger.continue_()).kind, stop.tick, stop.message) == (
+        "divergence", 9, "ReplayDivergence: not recorded")
+    assert ((stop := await debugger.continue_(max_ticks=5)).tick, stop.message) == (14, "stopped after --max-ticks 5")
+    assert (await debugger.continue_()).tick == 100
+
+
+async def test_a_continue_does_not_look_at_each_state_write_a_step_does(monkeypatch):
+    """Continuing, the run stops at a request for input itself: the debugger's `state.changed` listener
+    (which says one was asked between two steps) is not called each tick, and is back for the steps."""
+    debugger = counting(50)
+    calls = []
+    original = debugger._on_event
+    monkeypatch.setattr(debugger, "_on_event", lambda event: (calls.append(event.type), original(event)))
+    debugger._subscribe()
+    assert (await debugger.continue_(max_ticks=20)).tick == 20
+    assert "state.changed" not in calls and debugger.runner.event_bus.wants("state.changed")
+    await debugger.step()
+    assert calls.count("state.changed") == 1
+
+
 async def test_a_hosted_run_nobody_attached_to_runs_with_nothing_added_to_the_runner():
     runner = Agent(CountTo("counter", 50), state_schema=Count).make_runner()
     debugger = Debugger(runner)

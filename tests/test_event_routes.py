@@ -36,3 +36,13 @@ def test_a_batch_wakes_once_a_take_and_keeps_the_events_after_it_in_its_new_list
     bus.publish("log", {"n": 3})
     bus.publish("log", {"n": 4})
     assert [e.payload["n"] for e in batch.take()] == [3, 4] and len(woken) == 2
+
+
+def test_wants_any_of_a_set_follows_subscribers_as_wants_does():
+    bus = RuntimeEventBus(history=10)
+    telemetry = frozenset({"node.status", "tick.completed"})
+    assert not bus.wants_any(telemetry)  # the history keeps no tick telemetry
+    sub = bus.subscribe(lambda event: None, types=["tick.completed"])
+    assert bus.wants_any(telemetry) and not bus.wants_any(frozenset({"node.status"}))
+    sub.close()
+    assert not bus.wants_any(telemetry) and bus.wants_any(frozenset({"log", "node.status"}))

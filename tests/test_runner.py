@@ -109,6 +109,40 @@ async def test_run_carries_on_after_steps():
     assert runner.tick_count == 2
 
 
+class Cut(BaseModel):
+    count: int = 0
+
+
+class CutAt(Node):
+    """Counts a tick a state write, which wakes the runner but when `at[count]` is None; calls `at[count]()`
+    when there is one."""
+
+    def __init__(self, name: str, at: dict):
+        super().__init__(name)
+        self.at = at
+
+    def update(self) -> Status:
+        count = self.read_state("count") + 1
+        self.write_state({"count": count}, signal=self.at.get(count, True) is not None)
+        if self.at.get(count):
+            self.at[count]()
+        return Status.RUNNING
+
+
+async def test_a_step_until_ticks_on_as_run_does_until_told_or_most_ticks():
+    """`step(until=...)`: a debugger's continue ticked by the runner's own loop: `most` ticks, or up to the
+    tick in which `cut_steps()` was called (a pause), or until it would wait for a wake."""
+    at = {}
+    runner = ReactiveRunner(CutAt("c", at), Cut)
+    far = time.perf_counter() + 60
+    assert (await runner.step(detailed=False, until=far, most=5)).tick == 5
+    at[8] = runner.cut_steps
+    assert (await runner.step(detailed=False, until=far)).tick == 8
+    assert (await runner.step(detailed=False, until=time.perf_counter())).tick == 9  # the time is up: one tick
+    at[10] = None  # nothing woke it: the loop returns to whoever waits for the wake
+    assert (await runner.step(detailed=False, until=far)).tick == 10
+
+
 # -- hooks -----------------------------------------------------------------------------------
 async def test_sync_and_async_tick_hooks():
     calls = []

@@ -182,7 +182,7 @@ class RuntimeEventBus:
         self._keep_history = history > 0
         self._history_ticks = history_ticks
         self._subscriptions: list[Subscription] = []
-        self._wants: dict[str, bool] = {}
+        self._wants: dict[str | frozenset[str], bool] = {}
         self._routes: dict[str, tuple[Callable[[RuntimeEvent], Any], ...]] = {}  # by type: whom `emit` hands it
         self._seq = 0
         self.run_id: str | None = None
@@ -195,6 +195,13 @@ class RuntimeEventBus:
         if cached is None:
             cached = self._keeps(event_type) or any(s.accepts_type(event_type) for s in self._subscriptions)
             self._wants[event_type] = cached
+        return cached
+
+    def wants_any(self, event_types: frozenset[str]) -> bool:
+        """Whether any of `event_types` would reach somebody (cached per set: one call, not one a type)."""
+        cached = self._wants.get(event_types)
+        if cached is None:
+            cached = self._wants[event_types] = any(map(self.wants, event_types))
         return cached
 
     def _keeps(self, event_type: str) -> bool:

@@ -75,6 +75,7 @@ from .user_code import FAILURES, PASSED_ON, failure
 
 Hook = Callable[..., Any | Awaitable[Any]]
 _FINISHED = (Status.SUCCESS, Status.FAILURE)
+_RUNNING = Status.RUNNING  # (a module constant: reading an Enum member is a Python call's worth)
 # One (old, new) tuple per change of status, shared by every report of that change, and one
 # `node.status` payload and one `tick.completed` [old, new] pair, shared by every event of it: a
 # tick of a 100,000-node tree changes 100,000 statuses and a session keeps every event (~2.5 MB a
@@ -92,6 +93,7 @@ _CHANGE_OF = {old._value_: {new._value_: _CHANGES[old._value_, new._value_] for 
 _STATUS_OF = attrgetter("status")
 _CHILDREN_OF = attrgetter("children")
 _PARENT_OF = attrgetter("parent")
+_BUILT_AT_CLOSE = frozenset({NODE_RETURNED, NODE_STATUS, TICK_COMPLETED})  # the events a tick's end may build
 _new_telemetry = partial(tuple.__new__, TickTelemetry)  # made in C: its class's __new__ is a Python call (~0.3 us a tick)
 
 
@@ -169,6 +171,7 @@ class ReactiveRunner:
     _diffed: list | None = None  # the index (`_order`) whose statuses were last read whole (`_status_changes`)
     _kin_of: list | None = None  # the index (`_order`) `_kin` was made of
     _moved: tuple[list, list, list[int]] = ([], [], [])  # the last tick's statuses before, after, the places moved
+    _cut = False  # `cut_steps()` was called since the last step began
 
     def __init__(self, root: py_trees.behaviour.Behaviour, state: BaseModel | type[BaseModel] | StateManager,
                  context: RunContext | None = None, event_bus: RuntimeEventBus | None = None,
@@ -546,7 +549,7 @@ class ReactiveRunner:
         self._unreported = False
         self._state_changes.clear()
 
-    async def step(self, *, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
+    async def step(self, *, detailed: bool = True, until: float | None = None, most: int | None = None) -> TickReport:
         """Exactly one tick, after waiting for a wake if nothing could run yet (step over).
 
         A held tick is resumed and run to its end instead of starting a new one. The tick
@@ -554,25 +557,40 @@ class ReactiveRunner:
         `detailed=False`: the tick as `run()` makes it, its report's record and changes built
         only for the observers that ask for them (hooks, a checkpointer, event subscribers): a
         debugger continuing with nothing to check in them.
-        `go_on`: step again after a tick while it says so and the run can tick at once (not held,
-        finished, or waiting for a wake): a debugger's continue between two looks at the loop, a
-        step's setup made once, not each tick. Returns the last tick's report.
+        `until` (a `time.perf_counter()` time): step on after a tick, as `run()` ticks, while the run
+        can tick at once (not held, finished, suspended or waiting for a wake), until then, `most`
+        ticks in all, or until `cut_steps()` is called meanwhile (a debugger's pause): a debugger's
+        continue between two looks at the loop, with no call of its own a tick (a small tree's tick
+        is ~30 us; each Python call ~0.1 us). Returns the last tick's report.
         """
-        return await self._drive(into=False, detailed=detailed, go_on=go_on)
+        return await self._drive(into=False, detailed=detailed, until=until, most=most)
 
-    async def _drive(self, into: bool, detailed: bool = True, go_on: Callable[[], bool] | None = None) -> TickReport:
+    def cut_steps(self) -> None:
+        """End a `step(until=...)` under way after its tick (at once, if it waits for a turn or a hook)."""
+        self._cut = True
+
+    async def _drive(self, into: bool, detailed: bool = True, until: float | None = None,
+                     most: int | None = None) -> TickReport:
         runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
         self._go_live()
         if self.run_id is None:
             self.start_fresh()
+        self._cut, made = False, 0
         while True:
             report = await self._step(detailed=detailed, into=into)
-            if report.completed and self.finished:  # a run driven step by step ends with the same event as run()
+            made += 1
+            held = report.paused_at is not None
+            if not held and self.root.status in _FINISHED:  # a run driven step by step ends with run()'s event
                 finished = EventType.RUN_COMPLETED if report.status == Status.SUCCESS else EventType.RUN_FAILED
                 self.event_bus.publish(finished, {"status": report.status.value, "ticks": self.tick_count})
             if self.checkpoints is not None and (settling := self._settling()) is not None:  # a step returns
                 await settling                                                                   # with its tick stored
-            if go_on is None or not report.completed or self.finished or not self.can_tick_now or not go_on():
+            if until is None or held or self._cut or made == most:
+                return report
+            status = self.root.status
+            if status in _FINISHED or (status is _RUNNING and (self.interaction.suspended or not self._wake.is_set())):
+                return report
+            if time.perf_counter() >= until:
                 return report
 
     async def _settle(self, within: float | None = None) -> None:
@@ -732,13 +750,19 @@ class ReactiveRunner:
             return TickReport(self.tick_count, self.root.status, ticked=ticked, returned=returned,
                               duration_ms=elapsed * 1000)
         ends = list(map(_STATUS_OF, nodes))
-        unseen = [(i, ends[i]) for i in unseen_places(ticked, returned, ends)]
+        places = unseen_places(ticked, returned, ends)
+        unseen = list(zip(places, map(ends.__getitem__, places), strict=True)) if places else []
         changed = self._status_changes(nodes, ticked, ends)
         report = TickReport(self.tick_count, self.root.status, changed=changed, ticked=ticked, returned=returned,
                             state_changes=self._state_changes, duration_ms=elapsed * 1000, unseen=unseen)  # (no
         # default made to be replaced: a tick's report is made every tick a debugger or a store watches)
         self._state_changes = {}
         numbered = (self.checkpoints is not None or bool(self._sinks)) and self._started is not None
+        if numbered and not bus.wants_any(_BUILT_AT_CLOSE):  # nobody has its events built (a store, the debug
+            now, first = time.time(), bus.reserve(len(unseen) + len(changed) + 1)  # server): numbered as one block
+            report.telemetry = _new_telemetry((self._started, (first + len(unseen), now) if changed else None,
+                                               (first + len(unseen) + len(changed), now), (first, now) if unseen else None))
+            return report
         statuses = completed = returns = None
         if unseen and (numbered or bus.wants(NODE_RETURNED)):
             now = time.time()
@@ -816,7 +840,10 @@ class ReactiveRunner:
 
     def _every_change(self) -> dict[str, tuple[Status, Status]]:
         """The tick's changes found by reading every node's status (see `_status_changes`)."""
-        current, previous, self._diffed = [node.status for node in self._order], self._statuses, self._order
+        current, previous, self._diffed = list(map(_STATUS_OF, self._order)), self._statuses, self._order
+        if current == previous:  # (nothing moved, found in C: a small tree's usual tick)
+            self._statuses, self._moved = current, (previous, current, [])
+            return {}
         if len(previous) != len(current):  # a re-index: the statuses reported are matched by node
             known = dict(zip(map(id, self._order), previous, strict=False))
             self._statuses, previous = current, [known.get(id(node), Status.INVALID) for node in self._order]
