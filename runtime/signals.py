@@ -22,9 +22,11 @@ and its last checkpoint is a whole tick's, not one cut through the middle of the
 code that holds on is cut (a cut may then land in the runtime's code that the user's code called, a
 state write: the run's INTERRUPTED checkpoint holds what its tick had done until then).
 
-Stopping the run runs the user's code once more: the tree's stop calls its nodes' `terminate()`. Once the
-loop has heard a signal, that clean-up is `stopping_code`: one that holds on past `GRACE` is cut by the
-signal sent again, so a `terminate()` that never returns cannot keep a process systemd stopped alive.
+Stopping the run runs the user's code once more: the tree's stop calls its nodes' `terminate()`. That
+clean-up is `stopping_code`: one that holds on past `GRACE` is cut by the signal the loop heard, sent again,
+so a `terminate()` that never returns cannot keep a process systemd stopped alive. A stop no signal caused
+(the studio's restart, its quit) is cut the same way by `CUT`, a signal that only this cut listens to: the
+command goes on (the studio stays responsive) and its caller says whose clean-up it cut.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from threading import get_ident
+from types import TracebackType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -48,6 +51,7 @@ _active = False  # within `user_code_stops()` (a command's loop): else the user'
 _pending: int | None = None  # a signal the loop's handler has not taken yet (`heard`): sent again until it has
 _heard: int | None = None  # the signal the loop's handler took: the command is stopping on it (`stopping_code`)
 GRACE = 1.0  # seconds the user's code holding the thread has to give it back before a signal cuts it
+CUT = signal.SIGURG  # cuts the clean-up of a stop no signal caused: ignored by default, so one sent late does nothing
 
 
 class Stopped(BaseException):
@@ -80,13 +84,13 @@ def signals_raise(doing: str | None = None) -> contextlib.AbstractContextManager
 
 
 @contextlib.contextmanager
-def _handled_by(handler: Callable[[int, Any], None]) -> Iterator[None]:
-    """While the block runs, `handler` takes SIGINT, SIGTERM and SIGHUP; the handlers before it come back
-    after. Outside the main thread (where no handler can be set) it changes nothing."""
+def _handled_by(handler: Callable[[int, Any], None], signums: tuple[int, ...] = SIGNALS) -> Iterator[None]:
+    """While the block runs, `handler` takes `signums` (SIGINT, SIGTERM and SIGHUP); the handlers before it come
+    back after. Outside the main thread (where no handler can be set) it changes nothing."""
     if get_ident() != _MAIN:
         yield
         return
-    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
     try:
         yield
     finally:
@@ -171,24 +175,27 @@ def heard(signum: int) -> None:
         _pending = None
 
 
-def stopping_code(call: Callable[[], Any]) -> bool:
+def stopping_code(call: Callable[[], Any]) -> TracebackType | None:
     """`call()`, the user's clean-up that runs synchronously as a run stops (the tree's stop: its nodes'
-    `terminate()`). Once the loop has heard a signal, code that holds the thread past `GRACE` here is cut by
-    that signal sent again. False when it was cut, and the caller ends the clean-up without the user's code."""
+    `terminate()`). Within a command's loop, code that holds the thread past `GRACE` here is cut: by the signal
+    the loop heard, else by `CUT`. None when it returned; when it was cut, where (the caller says whose code it
+    was, and ends the clean-up without the user's code)."""
     global _holding, _since, _pending
-    if not _active or _heard is None or get_ident() != _MAIN:
+    if not _active or get_ident() != _MAIN:
         call()
-        return True
+        return None
+    cut = CUT if _heard is None else _heard
     was, _holding = _holding, True
     if not was:
         _since = time.monotonic()
-    _pending = _heard
-    _later(_heard)
+    _pending = cut
+    _later(cut)
     try:
-        call()
-        return True
-    except _StoppedUserCode:
-        return False
+        with _handled_by(_stop_user_code, (CUT,)) if cut == CUT else contextlib.nullcontext():
+            call()
+        return None
+    except _StoppedUserCode as exc:
+        return exc.__traceback__
     finally:
         _holding, _pending = was, None
 
@@ -225,6 +232,15 @@ def _never() -> asyncio.Future[Any]:
     return waited
 
 
+def _stop_user_code(signum: int, _frame: Any) -> None:
+    """The handler within `user_code_stops()`: the user's code that has held the thread past `GRACE` is cut."""
+    global _pending
+    if _holding and time.monotonic() - _since >= GRACE:  # (again while it unwinds, or swallowed: still held)
+        raise _StoppedUserCode(signum)
+    _pending = signum  # (the loop's handler takes it when it has the thread; until then, sent again)
+    _later(signum)
+
+
 @contextlib.contextmanager
 def user_code_stops() -> Iterator[None]:
     """While the block runs (a command's loop, whose `add_signal_handler`s hear SIGINT, SIGTERM and SIGHUP once it
@@ -233,25 +249,17 @@ def user_code_stops() -> Iterator[None]:
     either way)."""
 
     global _active, _pending, _heard
-
-    def stop_user_code(signum: int, _frame: Any) -> None:
-        global _pending
-        if _holding and time.monotonic() - _since >= GRACE:  # (again while it unwinds, or swallowed: still held)
-            raise _StoppedUserCode(signum)
-        _pending = signum  # (the loop's handler takes it when it has the thread; until then, sent again)
-        _later(signum)
-
     if get_ident() != _MAIN:
         yield
         return
     was, _active, _pending = _active, True, None
     _heard = None
     try:
-        with _handled_by(stop_user_code):
+        with _handled_by(_stop_user_code):
             yield
     finally:
         _active = was
 
 
-__all__ = ["SIGNALS", "Stopped", "exit_status", "heard", "run_user_code", "signals_raise", "stopping_code",
+__all__ = ["CUT", "SIGNALS", "Stopped", "exit_status", "heard", "run_user_code", "signals_raise", "stopping_code",
            "user_code_stops", "user_steps"]

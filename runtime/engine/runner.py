@@ -26,6 +26,7 @@ import contextlib
 import inspect
 import threading
 import time
+import traceback
 import uuid
 from array import array
 from collections import deque
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, compress
 from operator import attrgetter, is_not
+from types import TracebackType
 from typing import Any
 
 import py_trees
@@ -1028,18 +1030,33 @@ class ReactiveRunner:
         return self._require_checkpoints().fork(checkpoint_id, state_updates=state_updates,
                                                 binding_changes=binding_changes)
 
-    def stop(self) -> None:
-        """Stop the tree (cancels running async nodes, abandons a held tick); the state is kept. As a command
-        stops on a signal, a node's `terminate()` that holds on is cut (runtime/signals.py `stopping_code`):
-        the nodes not stopped yet are then marked INVALID without theirs, their tasks cancelled."""
+    def stop(self) -> str | None:
+        """Stop the tree (cancels running async nodes, abandons a held tick); the state is kept. Within a command's
+        loop, a node's `terminate()` that holds on is cut (runtime/signals.py `stopping_code`): the nodes not
+        stopped yet are then marked INVALID without theirs, their tasks cancelled, and the path of the node whose
+        code was cut is returned (None: every clean-up returned)."""
         self._drop_held()
+        held = None
         if self.root.status != Status.INVALID:
-            if not stopping_code(lambda: self.root.stop(Status.INVALID)):
+            cut = stopping_code(lambda: self.root.stop(Status.INVALID))
+            if cut is not None:
+                held = self._holding(cut)
                 self._stopped_without_user_code()
             drop_iterators(self._order)
         self._statuses, self._diffed = [node.status for node in self._order], self._order
         self._statuses_now = True
         self._unreported = False
+        return held
+
+    def _holding(self, cut: TracebackType) -> str:
+        """The path of the node whose code was running where `cut` ends: the innermost frame of a method of one
+        of the tree's nodes (its `terminate()`, or what that called of it), else the root's."""
+        nodes = {id(node): node for node in self._order}
+        held = self.root
+        for frame, _ in traceback.walk_tb(cut):
+            node = nodes.get(id(frame.f_locals.get("self")))
+            held = node if node is not None else held
+        return self.path_of(held)
 
     def _stopped_without_user_code(self) -> None:
         """What a cut stop left running, marked INVALID; an async node's task is cancelled (the runtime's own)."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from py_trees.common import Status
 
+from runtime import signals
 from runtime.debug.breakpoints import Breakpoint, BreakpointError, marked_nodes
 from runtime.debug.children import SwarmChildren, agents_state, child_path, split_child_path
 from runtime.debug.debugger import MAX_BREAKPOINTS, Debugger
@@ -583,7 +584,7 @@ class DebugSession:
         rebound = self.runner.checkpoints.rebound() if self.runner.checkpoints is not None else set()
         edited = {path: ports for path, ports in self.bindings().items() if path in rebound}
         await self.agent.close()
-        self.runner.stop()
+        held = self.runner.stop()  # (a node's terminate() that never returns is cut: runtime/signals.py)
         if self.run_id is not None:
             self.store.release(self.run_id)  # left unfinished: abandoned, not "running" while this studio lives
         try:
@@ -597,7 +598,8 @@ class DebugSession:
         rebound = self._rebind(edited)
         self.log.keep_only(self.runner.run_id)
         self.viewing, self.staged = None, StagedEdits()
-        self._say(f"restarted: run {self.runner.run_id}; {restart_kept(len(breakpoints), rebound)}")
+        cut = "" if held is None else f"{held}: terminate() did not return within {signals.GRACE:g} s, cut; "
+        self._say(f"{cut}restarted: run {self.runner.run_id}; {restart_kept(len(breakpoints), rebound)}")
 
     def _rebind(self, edited: Mapping[str, Mapping[str, Mapping[str, str]]]) -> list[str]:
         """The last run's rebound ports on the new run, as edits (recorded, so marked rebound): the
