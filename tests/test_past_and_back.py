@@ -189,7 +189,7 @@ async def test_the_timeline_marks_only_the_row_viewed_as_it_draws_it_and_the_res
                 screen.view_checkpoint(row.id)
             await settle(app, pilot)
             lines = drawn()
-            assert [line.startswith("▶") for line in lines] == [r is row for r in rows], lines
+            assert [line.startswith("▶") for line in lines] == [row is not None and r.id == row.id for r in rows], lines
             assert [line.lstrip("▶ ") for line in lines] == [line.lstrip("▶ ") for line in live]
 
 

@@ -16,7 +16,7 @@ from sample_trees import large_tree
 from studio.app import StudioApp
 from studio.event_log import TICK_BLOCK, StampedEvent, TickEvents, status_history
 from studio.loader import LoadedTree
-from studio.session import DebugSession, open_store
+from studio.session import DebugSession, TimelineRow, open_store
 from studio.timeline import RunTimeline
 from studio.widgets import events_pane
 from studio.widgets.events_pane import EventsPane, format_event
@@ -183,3 +183,13 @@ async def test_the_timeline_pane_keeps_the_rows_it_was_given_and_no_object_of_it
         assert [timeline.get_row_at(row)[1] for row in range(600)] == [str(row["tick"]) for row in given]
         assert timeline.get_row_index("300") == 300 and timeline.get_cell("300", "mark") == "▶"
         assert timeline.cursor_key == "300"  # on the row viewed
+
+
+async def test_the_sessions_timeline_rows_are_built_when_read_and_hold_no_object_a_checkpoint(tmp_path):
+    session = await _stepped(_session(tmp_path), 3)
+    rows = session.checkpoints()
+    await _stepped(session, 6)
+    grown = session.checkpoints()
+    assert len(grown) >= len(rows) + 5 and not [o for o in gc.get_referents(grown) if type(o) in (list, tuple, dict, TimelineRow)]
+    assert [row.summary for row in grown] == [session.timeline.summary(info) for info in session.store.list(session.run_id)]
+    assert [row.id for row in grown[:len(rows)]] == [row.id for row in rows] and grown[-1].id == grown[len(grown) - 1].id

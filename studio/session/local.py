@@ -65,6 +65,7 @@ from ..timeline import Lineage, Mark, RunTimeline, Saved, StateNames, TakenStatu
 from ..whatifs import ToolCall, call_branches, tool_call
 from .api import EVENT_BUFFER, TimelineRow
 from .persist import read_json, tree_file, write_json
+from .rows import CheckpointRows
 
 if TYPE_CHECKING:  # runtime.debug.compare (and runtime.check under it) is imported by `compare`: no launch needs it
     from runtime.debug.compare import Comparison, Target
@@ -107,7 +108,7 @@ class DebugSession:
         self._listeners: tuple[Listener, ...] = ()
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
-        self._rows: tuple[str | None, list[TimelineRow]] = (None, [])  # the timeline rows of one run, as listed
+        self._rows: tuple[str | None, int] = (None, 0)  # (run, its headers whose row's summary is noted)
         self._whatifs: tuple[str, list[WhatIfMark]] | None = None  # the what-if marks of one run, as read
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._head_before: int | None = None  # the runner's last checkpoint as a tick began
@@ -487,7 +488,7 @@ class DebugSession:
         """Send a recorded model call again as edited (`messages`, `tools`, `parameters`) to the node's
         endpoint, else the one the environment configures; the run is not touched (`runtime.debug.resend`)."""
         mark = await self.debugger.resend(call, **edits)
-        self._whatifs, self._rows = None, (None, [])  # a row that landed the call says so now
+        self._whatifs = None  # a row that landed the call says so now
         self._notify("changed")
         return mark
 
@@ -620,18 +621,19 @@ class DebugSession:
     def branch(self) -> str:
         return self.runner.checkpoints.branch
 
-    def checkpoints(self) -> list[TimelineRow]:
-        """Every checkpoint of the current run, all branches, oldest first."""
+    def checkpoints(self) -> CheckpointRows:
+        """Every checkpoint of the current run, all branches, oldest first: rows built when read, each
+        new checkpoint's summary noted beside its header now (its parent is remembered now)."""
         run_id = self.recorded_run or self.run_id
         if run_id is None:
-            return []
-        cached_run, rows = self._rows
-        rows = rows if cached_run == run_id else []
+            return CheckpointRows((), self._summary, 0)
+        noted_run, noted = self._rows
+        noted = noted if noted_run == run_id else 0
         infos = self.timeline.infos(run_id)
-        if len(infos) > len(rows):
-            rows = rows + [self._row(info) for info in infos[len(rows):]]
-        self._rows = (run_id, rows)
-        return rows
+        for info in infos[noted:]:
+            self.timeline.summary(info)
+        self._rows = (run_id, len(infos))
+        return CheckpointRows(infos, self._summary, len(infos))
 
     def _row(self, info: CheckpointInfo) -> TimelineRow:
         return TimelineRow(info.id, info.tick, info.status, info.branch, info.parent_id, self._summary(info))

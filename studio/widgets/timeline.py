@@ -98,10 +98,12 @@ class Timeline(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        # The rows as synced, top to bottom (the session's own objects: a key, an index entry and a tuple of
-        # cells a row were kept for the run's length), their cells read when drawn; the ids in order, to find
-        # a row by its key (None: ids not whole numbers in order, found by a scan)
-        self._rows: list[Any] = []
+        # The rows last given, top to bottom, and how many of them are synced (the session's own sequence: a
+        # key, an index entry and a tuple of cells a row were kept for the run's length, then the rows
+        # themselves; a local session builds a row when read), their cells read when drawn; the ids in order,
+        # to find a row by its key (None: ids not whole numbers in order, found by a scan)
+        self._rows: Sequence[Any] = ()
+        self._count = 0
         self._ids: array | None = array("q")
         self._widths = [cell_len(name) for name in COLUMNS[1:]]  # the columns' natural widths
         self._viewing: str | None = None  # the checkpoint shown at the last sync
@@ -113,7 +115,7 @@ class Timeline(ScrollView, can_focus=True):
     # -- the rows ------------------------------------------------------------------
     @property
     def row_count(self) -> int:
-        return len(self._rows)
+        return self._count
 
     @property
     def cursor_row(self) -> int:
@@ -122,7 +124,7 @@ class Timeline(ScrollView, can_focus=True):
     @property
     def cursor_key(self) -> str | None:
         """The row key (the checkpoint id as text) under the cursor; None without rows."""
-        return self._key(self._cursor) if self._rows else None
+        return self._key(self._cursor) if self._count else None
 
     def get_row_index(self, key: str) -> int:
         found = self._find(key)
@@ -131,7 +133,8 @@ class Timeline(ScrollView, can_focus=True):
         return found
 
     def _key(self, index: int) -> str:
-        return str(field_of(self._rows[index], "id"))
+        ids = self._ids
+        return str(ids[index] if ids is not None else field_of(self._rows[index], "id"))
 
     def _find(self, key: str | None) -> int | None:
         """The row whose key is `key` (None: none)."""
@@ -144,7 +147,7 @@ class Timeline(ScrollView, can_focus=True):
                 return None
             at = bisect_left(self._ids, wanted)
             return at if at < len(self._ids) and self._ids[at] == wanted and self._key(at) == key else None
-        return next((at for at in range(len(self._rows) - 1, -1, -1) if self._key(at) == key), None)
+        return next((at for at in range(self._count - 1, -1, -1) if self._key(at) == key), None)
 
     def get_row_at(self, index: int) -> list[str]:
         """The row's cells as drawn (the changed column whole): mark, tick, status, branch, changed."""
@@ -160,24 +163,23 @@ class Timeline(ScrollView, can_focus=True):
         change once saved, so rows that only grew since the last sync cost their new ones (and the
         ▶ of the row viewed): a drain costs the same at tick 10 and tick 10,000."""
         viewing_id = str(field_of(viewing, "id")) if viewing is not None else None
-        held = self._rows
+        held = self._count
         # the cursor follows new rows and the view only from where they were: one the user moved it
         # away to (reading an older checkpoint while a followed run grows) stays put
-        at_newest = self._cursor >= len(held) - 1
+        at_newest = self._cursor >= held - 1
         on_viewed = self._viewing is None or self._find(self._viewing) == self._cursor
-        grown = len(rows) >= len(held) and (not held or (str(field_of(rows[0], "id")) == self._key(0) and
-                                                          str(field_of(rows[len(held) - 1], "id")) == self._key(-1)))
-        new = rows[len(held):] if grown else rows
-        if not grown:
-            if [(str(field_of(row, "id")), self._fields(row)) for row in rows] != \
-                    [(self._key(at), self._fields(row)) for at, row in enumerate(held)]:
-                self._replace(rows)
-            new = []
-        for row in new:
-            self._append(row)
+        grown = len(rows) >= held and (not held or (str(field_of(rows[0], "id")) == self._key(0) and
+                                                    str(field_of(rows[held - 1], "id")) == self._key(held - 1)))
+        if grown:
+            self._rows = rows
+            for at in range(held, len(rows)):
+                self._append(rows[at])
+        elif [(str(field_of(row, "id")), self._fields(row)) for row in rows] != \
+                [(self._key(at), self._fields(self._rows[at])) for at in range(held)]:
+            self._replace(rows)
         self._extend()  # the scroll range first: the cursor may scroll to a new row
-        if new and at_newest:
-            self._move(len(held) - 1)
+        if grown and self._count > held and at_newest:
+            self._move(self._count - 1)
         if viewing_id != self._viewing:
             for key in (self._viewing, viewing_id):
                 if (found := self._find(key)) is not None:
@@ -199,9 +201,9 @@ class Timeline(ScrollView, can_focus=True):
             ids.append(checkpoint_id)
         else:
             self._ids = None
-        self._rows.append(row)
+        self._count += 1
         self._widen(self._fields(row))
-        self._refresh_row(len(self._rows) - 1)
+        self._refresh_row(self._count - 1)
 
     def _widen(self, fields: tuple) -> None:
         tick, status, branch, summary = fields
@@ -213,23 +215,23 @@ class Timeline(ScrollView, can_focus=True):
 
     def _replace(self, rows: Sequence[Any]) -> None:
         """Another timeline (restart, fork, another branch): every row anew."""
-        self._rows, self._ids, self._drawn = [], array("q"), {}
+        self._rows, self._count, self._ids, self._drawn = rows, 0, array("q"), {}
         self._widths = [cell_len(name) for name in COLUMNS[1:]]
         for row in rows:
             self._append(row)
-        self._cursor = min(self._cursor, max(len(self._rows) - 1, 0))
+        self._cursor = min(self._cursor, max(self._count - 1, 0))
         self._hover = None
         self.refresh()
 
     def _extend(self) -> None:
         """The scrollable extent: a header line and a line per row, set without laying out the
         screen (`set_extent`: ~5 ms at every step otherwise); a scrollbar appearing still lays out."""
-        set_extent(self, Size(self._columns(self._room())[1], len(self._rows) + 1))
+        set_extent(self, Size(self._columns(self._room())[1], self._count + 1))
 
     def _room(self) -> int:
         """The rows' width: the pane's, less the vertical scrollbar once they overflow (worked out
         here, as Textual shows the scrollbar only once the extent is set: the rows fit it at once)."""
-        overflow = len(self._rows) + 1 > self.size.height
+        overflow = self._count + 1 > self.size.height
         return self.size.width - (self.styles.scrollbar_size_vertical if overflow else 0)
 
     def _columns(self, width: int) -> tuple[tuple[int, ...], int]:
@@ -247,7 +249,7 @@ class Timeline(ScrollView, can_focus=True):
         self._move(row, scroll)
 
     def _move(self, row: int, scroll: bool = True) -> None:
-        row = max(0, min(row, len(self._rows) - 1))
+        row = max(0, min(row, self._count - 1))
         if row != self._cursor:
             self._refresh_row(self._cursor)
             self._cursor = row
@@ -272,7 +274,7 @@ class Timeline(ScrollView, can_focus=True):
         if offset is None or offset.y < 1:
             return None
         row = offset.y - 1 + round(self.scroll_y)
-        return row if row < len(self._rows) else None
+        return row if row < self._count else None
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
         self._hover_on(self._row_under(event))
@@ -299,7 +301,7 @@ class Timeline(ScrollView, can_focus=True):
             self._move(row)
 
     def action_select_cursor(self) -> None:
-        if self._rows:
+        if self._count:
             self.post_message(self.Chosen(self._key(self._cursor)))
 
     def action_cursor_up(self) -> None:
@@ -318,7 +320,7 @@ class Timeline(ScrollView, can_focus=True):
         self._key_move(0)
 
     def action_last(self) -> None:
-        self._key_move(len(self._rows) - 1)
+        self._key_move(self._count - 1)
 
     def _key_move(self, row: int) -> None:
         self._hover_on(None)  # the keyboard's cursor alone, as DataTable had it
@@ -356,7 +358,7 @@ class Timeline(ScrollView, can_focus=True):
             line = _line([(name, None) for name in COLUMNS], header, Style(), widths, table_width, width)
             return line.crop(scroll_x, scroll_x + width)
         row = y - 1 + round(self.scroll_y)
-        if row >= len(self._rows):
+        if row >= self._count:
             return Strip.blank(width, base)
         viewed = self._key(row) == self._viewing
         fields = self._fields(self._rows[row])
