@@ -217,10 +217,19 @@ class Agent:
             runner.add_finish_hook(self._close_when_finished)
         return runner
 
+    def check_names(self) -> None:
+        """The tree checked again, as `Agent()` checks it, when user code has renamed a node since: its run
+        names it as it is named now (its path, in what the studio shows and the store records), and a name no
+        path can hold (a `/`) is refused now, in one line naming the node (`TreeShapeError`). A tree file's
+        loader asks right after `build()`; `make_runner` asks in any case."""
+        if self._index is not None and self._index.renamed():
+            self._index = check_shape(self.root)
+
     def _unchanged_index(self) -> TreeIndex | None:
         """The index `check_shape` made in `__init__`, once, while the tree holds as many children as then
-        (one a node but the root): a child added or taken away since, the runner walks the tree again. A node
-        renamed in between keeps its path of then (a tree file's runner, and `run()`'s, is made right after)."""
+        (one a node but the root) and their names (`check_names`): a child added or taken away since, the
+        runner walks the tree again."""
+        self.check_names()
         index, self._index = self._index, None
         if index is None or sum(map(len, map(attrgetter("children"), index.nodes))) != len(index.nodes) - 1:
             return None

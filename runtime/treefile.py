@@ -90,6 +90,8 @@ def load_tree(target: str | Path) -> LoadedTree:
         raise TreeLoadError(f"{path}: {function} is not a function")
     try:
         agent = builder()  # Agent() checks the tree's shape and that each node has a path of its own
+        if isinstance(agent, Agent):
+            agent.check_names()  # (again, when build() renamed a node after Agent(): its run names it so)
     except Stopped:
         raise
     except NameHoldsSlash as exc:

@@ -266,15 +266,41 @@ def test_a_damaged_event_batch_costs_that_batch_only(recorded, store_name):
     DAMAGES["flipped"](store, "events", target)
     store = _reopened(store, store_name)
     try:
-        with pytest.raises(StoreError) as raised:
+        line = f"{store.location}: run {run_id}: event batch {target} is corrupt"
+        with pytest.raises(StoreError) as raised:  # a whole read (a copy, a comparison) would be short of it
             store.events(run_id)
-        assert str(raised.value) == f"{store.location}: event batch {target} is corrupt"
+        assert str(raised.value) == line
         assert store.events(run_id, since=EventsRead(events_after=target)) == after  # the batches after it
         assert after and all(store.get(i) == saved[i] for i in saved)
     finally:
         store.close()
-    one_line(checkpoint_cli("export", store_name, "--run", run_id), f"event batch {target} is corrupt")
+    one_line(checkpoint_cli("export", store_name, "--run", run_id), line)
     assert checkpoint_cli("list", store_name).returncode == 0
+
+
+def test_a_reader_that_keeps_its_place_reads_every_other_batch_and_names_the_damaged_one(recorded, store_name):
+    """The studio's event pane and its past views of the run (a reader that keeps its place: `EventsRead`)
+    read every batch before and after a damaged one, and say the damage in one line."""
+    store, run_id, saved, events, chain = recorded
+    batches = [row_id for row_id, size in rows(store, "SELECT id, length(data) FROM events ORDER BY id") if size > 100]
+    target = batches[len(batches) // 2]
+    before = events[:len(events) - len(store.events(run_id, since=EventsRead(events_after=target - 1)))]
+    after = store.events(run_id, since=EventsRead(events_after=target))
+    DAMAGES["truncated"](store, "events", target)
+    store = _reopened(store, store_name)
+    line = f"{store.location}: run {run_id}: event batch {target} is corrupt"
+    try:
+        read = EventsRead()
+        assert store.events(run_id, since=read) == before + after
+        assert read.damaged == [line]
+        assert store.events(run_id, since=read) == [] and read.damaged == [line]  # (read once, said once)
+    finally:
+        store.close()
+    session = DebugSession.open_recorded(store_name, run_id)
+    try:
+        assert session.message == line  # (it opened: the damage raised out of its load before)
+    finally:
+        session.store.close()
 
 
 def test_a_schema_6_store_of_streamed_rows_is_upgraded_and_reads_back(recorded, store_name):

@@ -103,7 +103,7 @@ def test_a_damaged_row_is_named(store_name):
     assert store.get(first).tick == 1  # rows before the damage read back
     with pytest.raises(StoreError, match=rf"{where}: checkpoint {second} is corrupt"):
         store.get(second)
-    with pytest.raises(StoreError, match=rf"{where}: event batch \d+ is corrupt"):
+    with pytest.raises(StoreError, match=rf"{where}: run r: event batch \d+ is corrupt"):
         store.events("r")
     store.close()
 

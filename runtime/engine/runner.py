@@ -227,7 +227,7 @@ class ReactiveRunner:
         100,000 nodes are a few dozen classes.
         """
         reported = dict(zip(map(id, self._order), self._statuses, strict=True)) if hasattr(self, "_order") else {}
-        order, order_paths, kinds, parents = index or index_tree(self.root)
+        order, order_paths, kinds, parents, _ = index or index_tree(self.root)
         self.nodes: dict[str, py_trees.behaviour.Behaviour] = dict(zip(order_paths, order, strict=True))
         classes = set(kinds)
         jianmu = {cls for cls in classes if issubclass(cls, JianmuNodeMixin)}

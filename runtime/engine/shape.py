@@ -21,6 +21,7 @@ node at fault as it meets it (its line from the root: what only an error needs).
 from __future__ import annotations
 
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import py_trees
@@ -38,18 +39,26 @@ _BEHAVIOURS: set[type] = set()  # classes found to be behaviours (a class's answ
 
 class TreeIndex(NamedTuple):
     """A tree's nodes in tree order (parents before children, as `iter_paths` gives them), their paths,
-    their classes and the nodes that have children (what the runner would otherwise walk for)."""
+    their classes and the nodes that have children (what the runner would otherwise walk for); and the
+    names the paths were made of (a node renamed since has a path of its old name: `renamed`)."""
 
     nodes: list[Any]
     paths: list[str]
     kinds: list[type]
     parents: list[Any]
+    names: list[Any]
 
     @classmethod
     def of(cls, pairs: list[tuple[Any, str]]) -> TreeIndex:
         """The index of (node, path) pairs in tree order (`iter_paths`')."""
         nodes = [node for node, _ in pairs]
-        return cls(nodes, [path for _, path in pairs], list(map(type, nodes)), [node for node in nodes if node.children])
+        return cls(nodes, [path for _, path in pairs], list(map(type, nodes)), [node for node in nodes if node.children],
+                   list(map(attrgetter("name"), nodes)))
+
+    def renamed(self) -> bool:
+        """Whether a node has been given another name since the index was made (user code naming a node
+        after `Agent()` checked its tree): its path here holds the old one."""
+        return list(map(attrgetter("name"), self.nodes)) != self.names
 
 
 def _path(line: list[Any]) -> str:
@@ -83,13 +92,15 @@ def _indexed(root: Any) -> TreeIndex | None:
     nodes: list[Any] = []
     paths: list[str] = []
     parents: list[Any] = []
-    stack = [(root, root.name, 0)]  # (node, its path, its depth)
-    pop, add_node, add_path, add_parent = stack.pop, nodes.append, paths.append, parents.append
+    all_names: list[str] = []
+    stack = [(root, root.name, root.name, 0)]  # (node, its name, its path, its depth)
+    pop, add_node, add_path, add_parent, add_name = stack.pop, nodes.append, paths.append, parents.append, all_names.append
     try:
         seen = {root}  # (by the node's own hash, no int a node; a node that hashes otherwise: `_fault` walks it)
         while stack:
-            node, path, depth = pop()
+            node, name, path, depth = pop()
             add_node(node)
+            add_name(name)
             add_path(path)
             children = node.children
             if not children:
@@ -107,7 +118,7 @@ def _indexed(root: Any) -> TreeIndex | None:
                 child_paths = [prefix + name for name in names]
             else:  # siblings that share a name: numbered as `iter_paths` numbers them
                 child_paths = [child_path for _, child_path in _child_paths(node, path)]
-            stack.extend(zip(reversed(children), reversed(child_paths), repeat(depth + 1)))
+            stack.extend(zip(reversed(children), reversed(names), reversed(child_paths), repeat(depth + 1)))
     except (AttributeError, TypeError):  # a child that is no behaviour, a name that is no text, a node unhashable
         return None
     kinds = list(map(type, nodes))
@@ -117,7 +128,7 @@ def _indexed(root: Any) -> TreeIndex | None:
         "\n".join(paths).encode("utf-8")
     except UnicodeEncodeError:
         return None
-    return TreeIndex(nodes, paths, kinds, parents)
+    return TreeIndex(nodes, paths, kinds, parents, all_names)
 
 
 def _fault(root: Any) -> tuple[bool, bool]:

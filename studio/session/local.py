@@ -165,7 +165,18 @@ class DebugSession:
         infos = store.list(run_id)
         session.log.load(run_id, store.events(run_id, session._events_read), tick_positions(infos))
         session.select_checkpoint(infos[-1].id)
+        damage = session._damage()
+        if damage:
+            session._say(damage)
         return session
+
+    def _damage(self) -> str:
+        """The event batches read since last asked that did not decode (their events skipped, the rest read),
+        in one line naming the store, the run and each batch; "" when none."""
+        damaged = self._events_read.damaged
+        lines = damaged[:]
+        del damaged[:len(lines)]  # (a follower's thread may add one meanwhile: said at its look)
+        return "; ".join(lines)
 
     # -- what the debugger holds ---------------------------------------------------------
     @property
@@ -731,7 +742,9 @@ class DebugSession:
                 and not self.staged:  # it showed the newest (and nothing was edited there): it still does
             self.select_checkpoint(newest.id)
         self._notify("landed")
-        self._say(following(landed.liveness, newest.tick))
+        damage = self._damage()
+        self._say(f"{damage}; {following(landed.liveness, newest.tick)}" if damage else
+                  following(landed.liveness, newest.tick))
         return landed.ended not in FINAL
 
     # -- breakpoints: the debugger's, kept beside the store ------------------------------

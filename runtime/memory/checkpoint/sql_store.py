@@ -276,6 +276,7 @@ class EventsRead:
     chains: dict[int, ChainStatuses] = field(default_factory=dict)  # the last record read of a line -> its statuses
     known: dict[int, bytes] = field(default_factory=dict)  # the JSON of records read, which later rows are deflated against
     telemetry: dict[int, list[RuntimeEvent]] = field(default_factory=dict)  # checkpoint id -> its tick's telemetry
+    damaged: list[str] = field(default_factory=list)  # a line for each event batch read that did not decode
 
 
 class _Line(NamedTuple):
@@ -873,15 +874,23 @@ class SQLCheckpointStore(RecordsRuns, ABC):
 
     # -- reading -------------------------------------------------------------------
     def _inflate(self, rows: Iterable[tuple[int, int | None, bytes]], what: str,
-                 decoders: dict[int, Any] | None = None) -> list[Any]:
-        """The JSON values written into (row id, stream, data) rows, read in id order (event batches);
-        a damaged row is named (`what` and its id)."""
+                 decoders: dict[int, Any] | None = None, damaged: list[str] | None = None) -> list[Any]:
+        """The JSON values written into (row id, stream, data) rows, read in id order (event batches); a
+        damaged row is named in one line (`what` and its id): into `damaged` when given (its value None, the
+        other rows read all the same), else raised as a `StoreError`."""
         out = []
         for row_id, _, value in self._values(rows, decoders):
             if value is None:
-                raise StoreError(f"{self.location}: {what} {row_id} is corrupt")
+                self._damaged(f"{what} {row_id}", damaged)
             out.append(value)
         return out
+
+    def _damaged(self, what: str, damaged: list[str] | None) -> None:
+        """`what` is corrupt, said in one line naming the store: into `damaged`, else raised."""
+        line = f"{self.location}: {what} is corrupt"
+        if damaged is None:
+            raise StoreError(line)
+        damaged.append(line)
 
     def _values(self, rows: Iterable[tuple[int, int | None, bytes]], decoders: dict[int, Any] | None = None,
                 known: dict[int, bytes] | None = None,
@@ -1168,18 +1177,27 @@ class SQLCheckpointStore(RecordsRuns, ABC):
     def events(self, run_id: str, since: EventsRead | None = None) -> list[tuple[str, RuntimeEvent]]:
         """(branch, event) pairs in the order they happened, each tick's telemetry rebuilt where
         its checkpoint's marker stands in the event batch; with `since`, only those stored after
-        it last stood (it moves on): a follower's look costs what landed, not the whole run."""
+        it last stood (it moves on): a follower's look costs what landed, not the whole run. A batch whose
+        bytes do not decode costs its own events only: with `since`, the others are read and the damage is
+        said in `since.damaged`; a whole read (a copy, a comparison, short of it unseen) raises it instead."""
         read = since if since is not None else EventsRead()
+        damaged = None if since is None else read.damaged
         with self._guard() as conn:
             rows = conn.execute("SELECT id, branch, stream, data FROM events WHERE run_id = ? AND id > ? "
                                 "ORDER BY id", (run_id, read.events_after)).fetchall()
-        batches = self._inflate(((r[0], r[2], r[3]) for r in rows), "event batch", read.event_streams)
-        if any(len(b) and len(b[-1]) == 1 for b in batches):  # read after the events: their checkpoints are in
+        what = f"run {run_id}: event batch"
+        batches = self._inflate(((r[0], r[2], r[3]) for r in rows), what, read.event_streams, damaged)
+        if any(b and len(b[-1]) == 1 for b in batches):  # read after the events: their checkpoints are in
             self._tick_telemetry(run_id, read)
         out = []
-        for (_, branch, _, _), batch in zip(rows, batches, strict=True):
-            events = [RuntimeEvent(seq, type_, t, tick, node, run_id, payload)
-                      for seq, type_, tick, node, t, payload in (e for e in batch if len(e) > 1)]
+        for (row_id, branch, _, _), batch in zip(rows, batches, strict=True):
+            try:
+                events = [RuntimeEvent(seq, type_, t, tick, node, run_id, payload)
+                          for seq, type_, tick, node, t, payload in (e for e in batch if len(e) > 1)]
+            except (TypeError, ValueError):  # (None: damaged, said; a batch of another shape, said here)
+                if batch is not None:
+                    self._damaged(f"{what} {row_id}", damaged)
+                continue
             if batch and len(batch[-1]) == 1:
                 events = sorted([*events, *read.telemetry.pop(batch[-1][0], ())], key=lambda e: e.seq)
             out.extend((branch, event) for event in events)
