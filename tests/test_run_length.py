@@ -185,6 +185,21 @@ async def test_the_timeline_pane_keeps_the_rows_it_was_given_and_no_object_of_it
         assert timeline.cursor_key == "300"  # on the row viewed
 
 
+async def test_a_ticks_start_and_state_writes_are_packed_and_read_as_the_store_recorded_them(tmp_path):
+    session = await _stepped(_session(tmp_path), 10)
+    logged = [e for e in session.frame_events().plain() if e.type in ("tick.started", "state.changed")]
+    assert len(logged) >= 15 and all(type(e._event) is bytes for e in logged)  # no event, payload, number, time
+    written = [e._written for e in logged if e.type == "state.changed"]
+    assert len({id(w) for w in written}) == len(set(written))  # the same keys written: one tuple the ticks share
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead())
+              if event.type in ("tick.started", "state.changed")]
+    assert [e.event for e in logged] == stored
+    assert all(type(e.seq) is type(e.tick) is int and type(e.event.time) is float for e in logged)
+    lineage = session.timeline.lineage(None, session.run_id, "main")
+    assert [e.event for tick in range(session.tick + 1) for e in session.log.writes(lineage, tick)] == \
+        [e for e in stored if e.type == "state.changed"]
+
+
 async def test_the_sessions_timeline_rows_are_built_when_read_and_hold_no_object_a_checkpoint(tmp_path):
     session = await _stepped(_session(tmp_path), 3)
     rows = session.checkpoints()
