@@ -114,12 +114,12 @@ def _packable(event: RuntimeEvent) -> tuple[str | None, tuple[str, ...]] | None 
     """What a `tick.started` (None) or `state.changed` ((namespace, keys), shared) is packed with; False:
     not packed (another type, or fields a packed one would not give back exactly as they were)."""
     kind, payload = event.type, event.payload
-    if event.node is not None or type(payload) is not dict or type(event.time) is not float \
-            or type(event.seq) is not int or type(event.tick) is not int:
+    if (kind != TICK_STARTED and kind != STATE_CHANGED) or event.node is not None or type(payload) is not dict \
+            or type(event.time) is not float or type(event.seq) is not int or type(event.tick) is not int:
         return False
     if kind == TICK_STARTED:
         return False if payload else None
-    if kind != STATE_CHANGED or list(payload) != ["namespace", "keys"]:
+    if list(payload) != ["namespace", "keys"]:
         return False
     namespace, keys = payload["namespace"], payload["keys"]
     if not (namespace is None or type(namespace) is str) or type(keys) is not list \
