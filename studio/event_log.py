@@ -16,13 +16,12 @@ import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
 from py_trees.common import Status
 
-from runtime.engine.events import EventType, RuntimeEvent, tick_completed_payload
+from runtime.engine.events import STATE_CHANGED, TICK_STARTED, EventType, RuntimeEvent, tick_completed_payload
 from runtime.engine.record import TickReport, telemetry_record
 
 from .timeline import RUN_END, Lineage
@@ -34,33 +33,61 @@ SHARED_KEPT = 4_096  # distinct kinds and state keys shared by ticks' blocks (pa
 TOUCHING_KEPT = 64  # the nodes whose ticks `EventLog` keeps found (the node pane reads the selected one each step)
 
 
-@dataclass(frozen=True, slots=True)
 class StampedEvent:
-    """A runtime event with the branch it belongs to (the bus knows run and tick, not branches)."""
+    """A runtime event with the branch it belongs to (the bus knows run and tick, not branches).
 
-    branch: str
-    event: RuntimeEvent
-    between: bool = False  # published after its tick's checkpoint: async work finishing between ticks
+    Every tick logs a `tick.started`, and most a `state.changed` (the keys a node wrote), kept for the
+    run's length: the event, its payload, its keys' list, its number and its time were ~6 objects each.
+    Those two are kept packed (their numbers one bytes object; the namespace and keys one tuple the
+    ticks that wrote the same keys share) and the event is built anew where it is read."""
+
+    __slots__ = ("_event", "_run", "_written", "between", "branch")
+
+    def __init__(self, branch: str, event: RuntimeEvent, between: bool = False):
+        self.branch, self.between = branch, between
+        self._event: RuntimeEvent | bytes = event
+        self._run, self._written = None, None  # packed: the run, and (namespace, keys) of a state.changed
+        written = _packable(event)
+        if written is not False:
+            self._event, self._run, self._written = _PACKED.pack(event.seq, event.time, event.tick), event.run_id, written
+
+    @property
+    def event(self) -> RuntimeEvent:
+        event = self._event
+        if type(event) is not bytes:
+            return event
+        seq, at, tick = _PACKED.unpack(event)
+        if self._written is None:
+            return RuntimeEvent(seq, TICK_STARTED, at, tick, None, self._run, {})
+        namespace, keys = self._written
+        return RuntimeEvent(seq, STATE_CHANGED, at, tick, None, self._run, {"namespace": namespace, "keys": list(keys)})
 
     @property
     def type(self) -> str:
-        return self.event.type
+        event = self._event
+        if type(event) is not bytes:
+            return event.type
+        return TICK_STARTED if self._written is None else STATE_CHANGED
 
     @property
     def node(self) -> str | None:
-        return self.event.node
+        event = self._event
+        return None if type(event) is bytes else event.node
 
     @property
     def seq(self) -> int:
-        return self.event.seq
+        event = self._event
+        return _PACKED.unpack_from(event)[0] if type(event) is bytes else event.seq
 
     @property
     def tick(self) -> int:
-        return self.event.tick
+        event = self._event
+        return _PACKED.unpack_from(event)[2] if type(event) is bytes else event.tick
 
     @property
     def run_id(self) -> str | None:
-        return self.event.run_id
+        event = self._event
+        return self._run if type(event) is bytes else event.run_id
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -68,6 +95,37 @@ class StampedEvent:
 
     def in_lineage(self, lineage: Lineage) -> bool:
         return self.run_id == lineage.run_id and lineage.holds(self.branch, self.seq, self.tick, self.type)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not StampedEvent:
+            return NotImplemented
+        return (self.branch, self.event, self.between) == (other.branch, other.event, other.between)
+
+    __hash__ = None  # type: ignore[assignment]  # (its event is not hashable either)
+
+    def __repr__(self) -> str:
+        return f"StampedEvent(branch={self.branch!r}, event={self.event!r}, between={self.between!r})"
+
+
+_PACKED = struct.Struct("qdq")  # a packed event's seq, time and tick (`StampedEvent`)
+
+
+def _packable(event: RuntimeEvent) -> tuple[str | None, tuple[str, ...]] | None | bool:
+    """What a `tick.started` (None) or `state.changed` ((namespace, keys), shared) is packed with; False:
+    not packed (another type, or fields a packed one would not give back exactly as they were)."""
+    kind, payload = event.type, event.payload
+    if (kind != TICK_STARTED and kind != STATE_CHANGED) or event.node is not None or type(payload) is not dict \
+            or type(event.time) is not float or type(event.seq) is not int or type(event.tick) is not int:
+        return False
+    if kind == TICK_STARTED:
+        return False if payload else None
+    if list(payload) != ["namespace", "keys"]:
+        return False
+    namespace, keys = payload["namespace"], payload["keys"]
+    if not (namespace is None or type(namespace) is str) or type(keys) is not list \
+            or not all(type(key) is str for key in keys):
+        return False
+    return _shared((namespace, tuple(keys)))
 
 
 class TickEvents(Sequence[StampedEvent]):
@@ -310,6 +368,26 @@ def _position(placed: tuple[int, Any]) -> int:
     return placed[0]
 
 
+class _Writes:
+    """One run's `state.changed` events and their ticks side by side, in the order logged (a dict key and a
+    list a tick were kept for the run's length, its tick's int with them): a tick's found by the array in C."""
+
+    __slots__ = ("events", "ticks")
+
+    def __init__(self) -> None:
+        self.ticks, self.events = array("q"), []
+
+    def of(self, tick: int) -> list[StampedEvent]:
+        ticks, found, at = self.ticks, [], 0
+        while True:
+            try:
+                at = ticks.index(tick, at)
+            except ValueError:
+                return found
+            found.append(self.events[at])
+            at += 1
+
+
 class EventLog:
     """Every event of the session's runs (live, or loaded from the store), per branch and per node.
 
@@ -327,9 +405,7 @@ class EventLog:
         # node): a node's history read each step (the node pane) looks at each tick once, not at every tick
         # of the run each time, and holds a number a tick that touches it
         self._touching: dict[tuple[str | None, str, str], tuple[int, array]] = {}
-        # state.changed, per run and tick: the tick's one event, or its list when it has more (a tuple key and
-        # a list a tick were two objects a tick kept for the run's length; the tick is the event's own int)
-        self._writes: dict[str | None, dict[int, StampedEvent | list[StampedEvent]]] = {}
+        self._writes: dict[str | None, _Writes] = {}  # state.changed, per run
         self._tokens: dict[tuple[str | None, str], list[tuple[int, int]]] = {}  # (seq, running total) per branch
 
     def _place(self, run_id: str | None, branch_name: str, entry: Entry) -> int:
@@ -347,12 +423,11 @@ class EventLog:
         if event.node is not None and kind in NODE_EVENTS:
             self._nodes.setdefault((run_id, event.node), []).append((position, stamped))
         elif kind == EventType.STATE_CHANGED:
-            ticks = self._writes.setdefault(run_id, {})
-            held = ticks.setdefault(event.tick, stamped)
-            if type(held) is list:
-                held.append(stamped)
-            elif held is not stamped:
-                ticks[event.tick] = [held, stamped]
+            writes = self._writes.get(run_id)
+            if writes is None:
+                writes = self._writes[run_id] = _Writes()
+            writes.ticks.append(event.tick)
+            writes.events.append(stamped)
         elif kind == EventType.MODEL_CALL_COMPLETED:
             totals = self._tokens.setdefault((run_id, stamped.branch), [])
             used = int((stamped.payload.get("usage") or {}).get("total_tokens", 0))
@@ -432,8 +507,8 @@ class EventLog:
 
     def writes(self, lineage: Lineage, tick: int) -> list[StampedEvent]:
         """The lineage's `state.changed` events stamped with `tick` (during it, or after its checkpoint)."""
-        held = self._writes.get(lineage.run_id, {}).get(tick, ())
-        return [e for e in (held if type(held) is list else (held,) if held else ()) if e.in_lineage(lineage)]
+        writes = self._writes.get(lineage.run_id)
+        return [e for e in writes.of(tick) if e.in_lineage(lineage)] if writes is not None else []
 
 
 def status_history(events: Iterable[StampedEvent]) -> list[tuple[int, str, str]]:

@@ -11,6 +11,7 @@ from array import array
 from tui_fixtures import SIZE, settle, steady_terminal  # noqa: F401
 
 from runtime import Agent
+from runtime.engine.events import RuntimeEvent
 from runtime.memory.checkpoint import EventsRead
 from sample_trees import large_tree
 from studio.app import StudioApp
@@ -185,6 +186,21 @@ async def test_the_timeline_pane_keeps_the_rows_it_was_given_and_no_object_of_it
         assert timeline.cursor_key == "300"  # on the row viewed
 
 
+async def test_a_ticks_start_and_state_writes_are_packed_and_read_as_the_store_recorded_them(tmp_path):
+    session = await _stepped(_session(tmp_path), 10)
+    logged = [e for e in session.frame_events().plain() if e.type in ("tick.started", "state.changed")]
+    assert len(logged) >= 15 and all(type(e._event) is bytes for e in logged)  # no event, payload, number, time
+    written = [e._written for e in logged if e.type == "state.changed"]
+    assert len({id(w) for w in written}) == len(set(written))  # the same keys written: one tuple the ticks share
+    stored = [event for _, event in session.store.events(session.run_id, EventsRead())
+              if event.type in ("tick.started", "state.changed")]
+    assert [e.event for e in logged] == stored
+    assert all(type(e.seq) is type(e.tick) is int and type(e.event.time) is float for e in logged)
+    lineage = session.timeline.lineage(None, session.run_id, "main")
+    assert [e.event for tick in range(session.tick + 1) for e in session.log.writes(lineage, tick)] == \
+        [e for e in stored if e.type == "state.changed"]
+
+
 async def test_the_sessions_timeline_rows_are_built_when_read_and_hold_no_object_a_checkpoint(tmp_path):
     session = await _stepped(_session(tmp_path), 3)
     rows = session.checkpoints()
@@ -193,3 +209,20 @@ async def test_the_sessions_timeline_rows_are_built_when_read_and_hold_no_object
     assert len(grown) >= len(rows) + 5 and not [o for o in gc.get_referents(grown) if type(o) in (list, tuple, dict, TimelineRow)]
     assert [row.summary for row in grown] == [session.timeline.summary(info) for info in session.store.list(session.run_id)]
     assert [row.id for row in grown[:len(rows)]] == [row.id for row in rows] and grown[-1].id == grown[len(grown) - 1].id
+
+
+def test_an_event_packed_reads_back_exactly_and_one_it_could_not_give_back_is_kept_as_it_came():
+    started = RuntimeEvent(300, "tick.started", 1.5, 299, None, "r", {})
+    wrote = RuntimeEvent(301, "state.changed", 1.6, 299, None, "r", {"namespace": None, "keys": ["a", "b"]})
+    for event in (started, wrote):
+        stamped = StampedEvent("main", event, True)
+        assert type(stamped._event) is bytes and stamped.event == event and stamped == StampedEvent("main", event, True)
+        assert (stamped.seq, stamped.tick, stamped.type, stamped.node, stamped.run_id, stamped.payload, stamped.between) \
+            == (event.seq, event.tick, event.type, None, "r", event.payload, True)
+    kept = [RuntimeEvent(302, "tick.started", 2, 299, None, "r", {}),  # an int time
+            RuntimeEvent(303, "tick.started", 2.0, 299, None, "r", {"why": 1}),
+            RuntimeEvent(304, "state.changed", 2.0, 299, None, "r", {"keys": ["a"], "namespace": "ns"}),  # its order
+            RuntimeEvent(305, "state.changed", 2.0, 299, "/n", "r", {"namespace": None, "keys": ["a"]}),
+            RuntimeEvent(306, "state.changed", 2.0, 299, None, "r", {"namespace": None, "keys": [("a",)]}),
+            RuntimeEvent(307, "log", 2.0, 299, None, "r", {})]
+    assert all(StampedEvent("main", event).event is event for event in kept)
