@@ -170,3 +170,26 @@ async def test_only_the_lines_of_rows_near_the_screen_are_kept():
         timeline.focus()
         await pilot.press("home")  # the first rows again: drawn anew
         assert [line.split()[0] for line in lines(timeline)[1:4]] == ["0", "1", "2"]
+
+
+class Counted(list):
+    """Rows that count their reads (a local session's are built, their summaries noted, when read)."""
+
+    reads = 0
+
+    def __getitem__(self, index):
+        Counted.reads += 1
+        return super().__getitem__(index)
+
+
+async def test_another_run_s_rows_replace_the_rows_held_without_reading_them_again():
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        old = Counted(rows(400))
+        timeline.sync(old)
+        await pilot.pause()
+        Counted.reads = 0
+        timeline.sync(rows(3, start=1_000))  # a restart: another run's first rows
+        await pilot.pause()
+        assert Counted.reads == 0 and timeline.row_count == 3 and timeline.get_row_at(0)[1] == "0"

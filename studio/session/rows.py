@@ -41,10 +41,5 @@ class CheckpointRows(Sequence[TimelineRow]):
     def __iter__(self) -> Iterator[TimelineRow]:
         return map(self.__getitem__, range(self._count))
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
 
 __all__ = ["CheckpointRows"]

@@ -174,9 +174,8 @@ class Timeline(ScrollView, can_focus=True):
             self._rows = rows
             for at in range(held, len(rows)):
                 self._append(rows[at])
-        elif [(str(field_of(row, "id")), self._fields(row)) for row in rows] != \
-                [(self._key(at), self._fields(self._rows[at])) for at in range(held)]:
-            self._replace(rows)
+        else:  # fewer rows, or another first or last: not the rows held (which are not read again: a
+            self._replace(rows)  # local session's old run's would be decoded from the store, row by row)
         self._extend()  # the scroll range first: the cursor may scroll to a new row
         if grown and self._count > held and at_newest:
             self._move(self._count - 1)
