@@ -130,35 +130,6 @@ async def test_sync_and_async_tick_hooks():
     assert calls == []
 
 
-async def test_an_ended_hook_sees_the_tick_before_its_save_which_lands_before_the_next_tick(tmp_path):
-    """`ended`: a completed tick's report before its checkpoint is saved; awaiting it holds the save, and the
-    save still lands before the next tick starts (what a screen drawn between the tick and the save needs)."""
-    from runtime.memory.checkpoint import SQLiteCheckpointStore
-
-    store = SQLiteCheckpointStore(tmp_path / "runs.db")
-    gate, seen = asyncio.Event(), []
-    runner = ReactiveRunner(Sleeper("s", 0.001), RunState, checkpointer=store)
-
-    async def ended(runner, report):
-        seen.append((report.tick, [info.tick for info in store.list(runner.run_id)]))
-        await gate.wait()
-
-    def before(runner, tick):
-        seen.append((f"before {tick}", [info.tick for info in store.list(runner.run_id)]))
-
-    runner.add_tick_hook(before=before, ended=ended)
-    step = asyncio.ensure_future(runner.step())
-    await asyncio.sleep(0.05)
-    assert seen == [("before 1", []), (1, [])]  # tick 1 ended, not saved yet: its save waits for the hook
-    assert not step.done()
-    gate.set()
-    assert (await asyncio.wait_for(step, timeout=1)).tick == 1
-    await runner.wait_until_ready()
-    await asyncio.wait_for(runner.step(), timeout=1)
-    assert seen[2:] == [("before 2", [1]), (2, [1])]  # saved before the next tick began
-    store.close()
-
-
 async def test_async_before_hook_holds_the_tick():
     gate = asyncio.Event()
     entered = []

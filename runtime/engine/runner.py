@@ -190,7 +190,6 @@ class ReactiveRunner:
         self._live = False
         self._before_hooks: list[Hook] = []
         self._after_hooks: list[Hook] = []
-        self._ended_hooks: list[Hook] = []  # a completed tick's, before its save (`add_tick_hook`)
         self._finish_hooks: list[Hook] = []
         self._state_changes: dict[str, tuple[Any, Any]] = {}
         self.input_namespace: str | None = None  # where `input_data` is written (an agent's namespace)
@@ -432,21 +431,18 @@ class ReactiveRunner:
             self._sync_boundaries()
 
     # -- hooks ---------------------------------------------------------------------
-    def add_tick_hook(self, before: Hook | None = None, after: Hook | None = None,
-                      ended: Hook | None = None) -> Callable[[], None]:
-        """`before(runner, tick)` / `after(runner, report)`, sync or async; awaiting holds the tick.
-        `ended(runner, report)`: a completed tick's, before its checkpoint is saved (`after` sees it
-        saved); awaiting holds the save, and so the next tick (a screen drawn from the runner's record
-        of the tick, its store's write after it)."""
-        hooks = ((self._before_hooks, before), (self._after_hooks, after), (self._ended_hooks, ended))
-        for kept, hook in hooks:
-            if hook is not None:
-                kept.append(hook)
+    def add_tick_hook(self, before: Hook | None = None, after: Hook | None = None) -> Callable[[], None]:
+        """`before(runner, tick)` / `after(runner, report)`, sync or async; awaiting holds the tick."""
+        if before is not None:
+            self._before_hooks.append(before)
+        if after is not None:
+            self._after_hooks.append(after)
 
         def remove() -> None:
-            for kept, hook in hooks:
-                if hook in kept:
-                    kept.remove(hook)
+            if before in self._before_hooks:
+                self._before_hooks.remove(before)
+            if after in self._after_hooks:
+                self._after_hooks.remove(after)
 
         return remove
 
@@ -601,7 +597,7 @@ class ReactiveRunner:
                 await turn
             if self._before_hooks and (held := self._call_hooks(self._before_hooks, self, self.tick_count + 1)):
                 await held
-            detailed = detailed or bool(self._after_hooks or self._ended_hooks) or self.checkpoints is not None or bool(self._sinks)
+            detailed = detailed or bool(self._after_hooks) or self.checkpoints is not None or bool(self._sinks)
             traverse, args = (self._tick, (detailed,)) if not self._wraps else (self._hold_tick, (detailed, into))
         else:
             traverse, args = self._resume_held, (into,)
@@ -613,8 +609,6 @@ class ReactiveRunner:
         if self._into:
             self._into = False
             self._sync_boundaries()
-        if self._ended_hooks and (held := self._call_hooks(self._ended_hooks, self, report)):
-            await held
         if self.checkpoints is not None and (saving := self.checkpoints.after_tick(report)) is not None:
             await saving  # an asyncio store with writes on the wire: the loop runs other work meanwhile
         self.in_tick = False  # what is written from now on lands between ticks
