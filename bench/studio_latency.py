@@ -221,14 +221,15 @@ class ProbedApp(StudioApp):
             renderable.render_segments(self.console)  # what a real driver would encode and write
         self.frames += 1
         if self.probe is not None:
-            predicate, future = self.probe
+            written, cpu = time.perf_counter(), time.thread_time()  # the frame is out: what the probe's own
+            predicate, future = self.probe  # checks cost (every line on screen against the session) is not the step's
             try:
                 shown = predicate()
             except Exception:  # the screen is not there yet (first screen)
                 shown = False
             if shown and not future.done():
-                self.frame_cpu = time.thread_time()
-                future.set_result(time.perf_counter())
+                self.frame_cpu = cpu
+                future.set_result(written)
                 self.probe = None
 
 
