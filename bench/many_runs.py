@@ -146,7 +146,7 @@ class CallbackLog:
 
     def within(self, began: float, ended: float) -> str:
         """The callbacks that ran between `began` and `ended`, grouped by what they were: how many, their
-        time in all and the longest."""
+        CPU time in all and the most one took."""
         groups: dict[str, list[float]] = {}
         for start, end, cpu, callback in self.ran:
             if start < ended and end > began:

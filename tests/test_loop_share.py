@@ -81,6 +81,16 @@ async def test_runs_side_by_side_take_turns(no_slice):
     assert max(abs(a - b) for a, b in seen) <= 2
 
 
+async def test_runs_started_at_once_take_turns_before_their_fresh_starts(no_slice):
+    """(A fresh start takes a full record of the run, its input saved: 50 started at once held the loop
+    ~10 ms, each run's start in the same iteration.)"""
+    runs = [ReactiveRunner(Spin(3), Counted, checkpointer=InMemoryCheckpointStore()) for _ in range(3)]
+    tasks = [asyncio.create_task(r.run()) for r in runs]
+    await asyncio.sleep(0)  # (one iteration: each task's first step)
+    assert [r.run_id is not None for r in runs] == [True, False, False]
+    assert await asyncio.gather(*tasks) == [Status.SUCCESS] * 3
+
+
 async def test_a_run_cancelled_in_line_leaves_the_others_going(no_slice):
     runs = [ReactiveRunner(Spin(20), Counted) for _ in range(3)]
     tasks = [asyncio.create_task(r.run()) for r in runs]

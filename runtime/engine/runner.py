@@ -866,6 +866,8 @@ class ReactiveRunner:
         or the last tick's).
         """
         runs_as(self.context)  # (its writes take turns as this run's: `loop_share`)
+        if (turn := take_turn(self.context, self._quiet)) is not None:  # (a fresh start takes a full record: 50 runs
+            await turn                                                   # started at once took theirs in one iteration)
         held = self._held is not None
         fresh = self.run_id is None or (self.root.status != Status.RUNNING and not self._restored and not held)
         self._restored = False
@@ -873,8 +875,6 @@ class ReactiveRunner:
             self.start_fresh(input_data)
         elif input_data:
             self.state_manager.update(dict(input_data), self.input_namespace)
-        if (turn := take_turn(self.context, self._quiet)) is not None:  # (a fresh start saves a full record)
-            await turn
         was_live = self._live
         self._go_live()
         bus = self.event_bus
