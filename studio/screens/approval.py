@@ -25,7 +25,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from runtime.debug.bounded import loads
 
-KEYS = "tab edits · ctrl+o approve · ctrl+n deny · enter in the reason box denies · esc later"
+KEYS = "ctrl+o approve · ctrl+n deny · enter in the reason box denies · esc later"
 
 
 @dataclass
@@ -60,7 +60,7 @@ class ApprovalScreen(ModalScreen[Decision | None]):
             yield Label(f"tool       {request.tool}", markup=False)
             yield Label(f"node       {request.node or '-'}", markup=False)
             yield Label(f"why asked  {request.reason or '-'}", markup=False)
-            yield Label("arguments (edit them to approve a corrected call; checked against the tool's schema)",
+            yield Label("arguments (tab to edit them and approve a corrected call; checked against the tool's schema)",
                         classes="hint")
             yield TextArea(self._original, language="json", id="approval-arguments")
             yield Static("", id="approval-error", classes="error", markup=False)
