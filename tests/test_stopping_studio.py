@@ -65,7 +65,8 @@ def studio_in(tmux, place: Path, tree: str = TREE) -> None:
     script.write_text(f"cd {ROOT}\n"
                       f"env -u JIANMU_BASE_URL -u OPENAI_BASE_URL {sys.executable} -m studio.cli {tree} "
                       f"--db {place / 'runs.db'}\n"
-                      f"echo $? > {place / 'code'}\nstty -a > {place / 'stty'}\nsleep {BOUND:g}\n")
+                      f"echo $? > {place / 'code'}\nstty -a > {place / 'stty.part'}\n"
+                      f"mv {place / 'stty.part'} {place / 'stty'}\nsleep {BOUND:g}\n")  # (whole once it exists)
     tmux("new-session", "-d", "-s", "s", "-x", "140", "-y", "40", f"sh {script}")
     wait_for(lambda: " ready " in tmux("capture-pane", "-p", "-t", "s"), "the studio on the screen")
 
