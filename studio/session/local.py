@@ -108,7 +108,7 @@ class DebugSession:
         self._listeners: tuple[Listener, ...] = ()
         self._frame: Frame | None = None
         self._head_lineage: Lineage | None = None
-        self._rows: tuple[str | None, int] = (None, 0)  # (run, its headers whose row's summary is noted)
+        self._noted: tuple[str | None, int] = (None, 0)  # (run, how many of its headers have their row's summary noted)
         self._whatifs: tuple[str, list[WhatIfMark]] | None = None  # the what-if marks of one run, as read
         self._saved_at: tuple[str, int] | None = None  # (branch, tick) of the last checkpoint saved
         self._head_before: int | None = None  # the runner's last checkpoint as a tick began
@@ -638,12 +638,12 @@ class DebugSession:
         run_id = self.recorded_run or self.run_id
         if run_id is None:
             return CheckpointRows((), self._summary, 0)
-        noted_run, noted = self._rows
+        noted_run, noted = self._noted
         noted = noted if noted_run == run_id else 0
         infos = self.timeline.infos(run_id)
         for info in infos[noted:]:
             self.timeline.summary(info)
-        self._rows = (run_id, len(infos))
+        self._noted = (run_id, len(infos))
         return CheckpointRows(infos, self._summary, len(infos))
 
     def _row(self, info: CheckpointInfo) -> TimelineRow:
